@@ -1,0 +1,268 @@
+"""The instruction catalog: every ``mma``/``mma.sp`` opcode that ptxas accepts for sm_90.
+
+This module is the spine of warpsim.  ``ROWS`` is the one declarative table;
+every other module (parser, fragment layouts, engine, capture kernels, tests,
+docs) derives what it needs from the :class:`Instruction` entries expanded from
+it.  Adding a variant means adding a row.
+
+A row names one shape of one family; every combination of its A.B type pairs,
+(D, C) type pairs, layouts, ``.satfinite`` choices and bit operations is one
+opcode.  A sparse row yields each opcode twice, as ``mma.sp`` and as
+``mma.sp::ordered_metadata``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ._types import TYPES, ElemType
+
+F8 = ("e4m3", "e5m2")
+I8 = ("s8", "u8")
+I4 = ("s4", "u4")
+ROW_COL = (("row", "col"),)
+ANY_LAYOUT = tuple(itertools.product(("row", "col"), repeat=2))
+S32 = (("s32", "s32"),)
+NO_SAT, ANY_SAT = (False,), (False, True)
+SPARSE_FORMS = ("sp", "sp::ordered_metadata")
+
+
+def _mix(types):
+    return tuple(itertools.product(types, repeat=2))
+
+
+def _same(t):
+    return ((t, t),)
+
+
+@dataclass(frozen=True)
+class Row:
+    family: str                  # groups variants that share arithmetic and layout rules
+    shape: str                   # "m16n8k16"
+    ab: tuple                    # (A type, B type) pairs
+    dc: tuple                    # (D type, C type) pairs
+    sm: int                      # lowest sm that has these opcodes
+    ptx: str                     # lowest PTX ISA version
+    layouts: tuple = ROW_COL     # (A layout, B layout) pairs
+    satfinite: tuple = NO_SAT
+    bitops: tuple = (None,)
+    selectors: int = 0           # sparse rows: how many sparsity-selector values (0 = dense)
+
+
+# fmt: off
+ROWS: tuple[Row, ...] = (
+    # family      shape        A.B pairs          (D, C) pairs                            sm  ptx    options
+    Row("f16x4",  "m8n8k4",    _same("f16"),      (("f16", "f16"), ("f32", "f16"), ("f32", "f32")), 70, "6.4", layouts=ANY_LAYOUT),
+    Row("f16",    "m16n8k8",   _same("f16"),      (("f16", "f16"), ("f32", "f32")),       75, "6.5"),
+    Row("f16",    "m16n8k16",  _same("f16"),      (("f16", "f16"), ("f32", "f32")),       80, "7.0"),
+    Row("bf16",   "m16n8k8",   _same("bf16"),     (("f32", "f32"),),                      80, "7.0"),
+    Row("bf16",   "m16n8k16",  _same("bf16"),     (("f32", "f32"),),                      80, "7.0"),
+    Row("tf32",   "m16n8k4",   _same("tf32"),     (("f32", "f32"),),                      80, "7.0"),
+    Row("tf32",   "m16n8k8",   _same("tf32"),     (("f32", "f32"),),                      80, "7.0"),
+    Row("f64",    "m8n8k4",    _same("f64"),      (("f64", "f64"),),                      80, "7.0"),
+    Row("f64",    "m16n8k4",   _same("f64"),      (("f64", "f64"),),                      90, "7.8"),
+    Row("f64",    "m16n8k8",   _same("f64"),      (("f64", "f64"),),                      90, "7.8"),
+    Row("f64",    "m16n8k16",  _same("f64"),      (("f64", "f64"),),                      90, "7.8"),
+    Row("fp8",    "m16n8k16",  _mix(F8),          (("f16", "f16"), ("f32", "f32")),       89, "8.7"),
+    Row("fp8",    "m16n8k32",  _mix(F8),          (("f32", "f32"),),                      89, "8.4"),
+    Row("fp8",    "m16n8k32",  _mix(F8),          (("f16", "f16"),),                      89, "8.7"),
+    Row("int8",   "m8n8k16",   _mix(I8),          S32,                                    75, "6.5", satfinite=ANY_SAT),
+    Row("int8",   "m16n8k16",  _mix(I8),          S32,                                    80, "7.0", satfinite=ANY_SAT),
+    Row("int8",   "m16n8k32",  _mix(I8),          S32,                                    80, "7.0", satfinite=ANY_SAT),
+    Row("int4",   "m8n8k32",   _mix(I4),          S32,                                    75, "6.5", satfinite=ANY_SAT),
+    Row("int4",   "m16n8k32",  _mix(I4),          S32,                                    80, "7.0", satfinite=ANY_SAT),
+    Row("int4",   "m16n8k64",  _mix(I4),          S32,                                    80, "7.0", satfinite=ANY_SAT),
+    Row("b1",     "m8n8k128",  _same("b1"),       S32,                                    75, "6.5", bitops=("xor",)),
+    Row("b1",     "m8n8k128",  _same("b1"),       S32,                                    80, "7.1", bitops=("and",)),
+    Row("b1",     "m16n8k128", _same("b1"),       S32,                                    80, "7.0", bitops=("xor",)),
+    Row("b1",     "m16n8k128", _same("b1"),       S32,                                    80, "7.1", bitops=("and",)),
+    Row("b1",     "m16n8k256", _same("b1"),       S32,                                    80, "7.0", bitops=("xor",)),
+    Row("b1",     "m16n8k256", _same("b1"),       S32,                                    80, "7.1", bitops=("and",)),
+    # structured-sparse A (2:4; tf32 1:2); selectors = number of allowed sparsity-selector values
+    Row("f16",    "m16n8k16",  _same("f16"),      (("f16", "f16"), ("f32", "f32")),       80, "7.1", selectors=4),
+    Row("f16",    "m16n8k32",  _same("f16"),      (("f16", "f16"), ("f32", "f32")),       80, "7.1", selectors=2),
+    Row("bf16",   "m16n8k16",  _same("bf16"),     (("f32", "f32"),),                      80, "7.1", selectors=4),
+    Row("bf16",   "m16n8k32",  _same("bf16"),     (("f32", "f32"),),                      80, "7.1", selectors=2),
+    Row("tf32",   "m16n8k8",   _same("tf32"),     (("f32", "f32"),),                      80, "7.1", selectors=4),
+    Row("tf32",   "m16n8k16",  _same("tf32"),     (("f32", "f32"),),                      80, "7.1", selectors=2),
+    Row("fp8",    "m16n8k64",  _mix(F8),          (("f32", "f32"),),                      89, "8.4", selectors=1),
+    Row("int8",   "m16n8k32",  _mix(I8),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=2),
+    Row("int8",   "m16n8k64",  _mix(I8),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=1),
+    Row("int4",   "m16n8k64",  _mix(I4),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=2),
+    Row("int4",   "m16n8k128", _mix(I4),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=1),
+)
+# fmt: on
+
+#: PTX ISA version that introduced ``mma.sp::ordered_metadata``.
+ORDERED_METADATA_PTX = "8.5"
+
+
+def _parse_shape(shape: str) -> tuple[int, int, int]:
+    m, rest = shape[1:].split("n")
+    n, k = rest.split("k")
+    return int(m), int(n), int(k)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One catalog entry: an opcode and everything derived from it."""
+
+    opcode: str
+    family: str
+    shape: str
+    atype: str
+    btype: str
+    ctype: str
+    dtype: str
+    alayout: str
+    blayout: str
+    satfinite: bool
+    bitop: str | None
+    sparse: str | None           # None, "sp" or "sp::ordered_metadata"
+    selectors: tuple[int, ...]   # allowed sparsity-selector values; (0,) when dense
+    min_sm: int
+    min_ptx: str
+    mnk: tuple[int, int, int] = field(repr=False)
+
+    @property
+    def m(self) -> int:
+        return self.mnk[0]
+
+    @property
+    def n(self) -> int:
+        return self.mnk[1]
+
+    @property
+    def k(self) -> int:
+        return self.mnk[2]
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.sparse is not None
+
+    @property
+    def products(self) -> int:
+        """Independent matrix products per warp (four for the m8n8k4 quad-pair form)."""
+        return 4 if self.family == "f16x4" else 1
+
+    def elem(self, operand: str) -> ElemType:
+        return TYPES[{"a": self.atype, "b": self.btype, "c": self.ctype, "d": self.dtype}[operand]]
+
+    def matrix_shape(self, operand: str) -> tuple[int, int]:
+        """(rows, cols) of one product's matrix; sparse A is the compressed matrix."""
+        m, n, k = self.mnk
+        if operand == "a":
+            return (m, k // 2) if self.is_sparse else (m, k)
+        if operand == "b":
+            return (k, n)
+        return (m, n)
+
+    def elements_per_lane(self, operand: str) -> int:
+        r, c = self.matrix_shape(operand)
+        return self.products * r * c // 32
+
+    def words(self, operand: str) -> int:
+        """32-bit words one lane holds for an operand ('a', 'b', 'c', 'd' or 'e')."""
+        if operand == "e":
+            return 1 if self.is_sparse else 0
+        return self.elements_per_lane(operand) * self.elem(operand).bits // 32
+
+    def registers(self, operand: str) -> int:
+        """PTX registers in the operand's vector (a .f64 register is two words)."""
+        w = self.words(operand)
+        return w // 2 if self.elem(operand).bits == 64 and operand != "e" else w
+
+    @cached_property
+    def entries(self) -> tuple[tuple["Instruction", int], ...]:
+        return tuple((self, s) for s in self.selectors)
+
+    def describe(self) -> str:
+        kind = f"sparse ({self.sparse})" if self.sparse else "dense"
+        lines = [
+            self.opcode,
+            f"  family {self.family}, shape {self.shape} ({kind}), lowest sm_{self.min_sm}, PTX ISA {self.min_ptx}",
+            f"  D.{self.dtype} = A.{self.atype} ({self.alayout}) x B.{self.btype} ({self.blayout}) + C.{self.ctype}",
+        ]
+        for op in "abcd":
+            r, c = self.matrix_shape(op)
+            lines.append(
+                f"  {op.upper()}: {r}x{c} per product, {self.registers(op)} register(s) = {self.words(op)} word(s) per lane"
+            )
+        if self.is_sparse:
+            lines.append(f"  E: 1 metadata word per lane; sparsity selector in {list(self.selectors)}")
+        if self.products > 1:
+            lines.append(f"  {self.products} independent products per warp (quad pairs)")
+        if self.satfinite:
+            lines.append("  .satfinite: results clamp to the s32 range instead of wrapping")
+        if self.bitop:
+            lines.append(f"  bit product: popcount(a {self.bitop.upper()} b)")
+        return "\n".join(lines)
+
+
+def _opcode(row: Row, sparse, alay, blay, sat, d, a, b, c, bitop) -> str:
+    head = "mma" if sparse is None else f"mma.{sparse}"
+    parts = [head, "sync", "aligned", row.shape, alay, blay]
+    if sat:
+        parts.append("satfinite")
+    parts += [d, a, b, c]
+    if bitop:
+        parts += [bitop, "popc"]
+    return ".".join(parts)
+
+
+def _max_version(a: str, b: str) -> str:
+    return max(a, b, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def _expand(rows) -> tuple[Instruction, ...]:
+    out = []
+    for row in rows:
+        forms = SPARSE_FORMS if row.selectors else (None,)
+        for sparse, (alay, blay), sat, (d, c), (a, b), bitop in itertools.product(
+            forms, row.layouts, row.satfinite, row.dc, row.ab, row.bitops
+        ):
+            ptx = row.ptx if sparse != "sp::ordered_metadata" else _max_version(row.ptx, ORDERED_METADATA_PTX)
+            out.append(
+                Instruction(
+                    opcode=_opcode(row, sparse, alay, blay, sat, d, a, b, c, bitop),
+                    family=row.family,
+                    shape=row.shape,
+                    atype=a, btype=b, ctype=c, dtype=d,
+                    alayout=alay, blayout=blay,
+                    satfinite=sat, bitop=bitop, sparse=sparse,
+                    selectors=tuple(range(row.selectors)) if row.selectors else (0,),
+                    min_sm=row.sm, min_ptx=ptx,
+                    mnk=_parse_shape(row.shape),
+                )
+            )
+    return tuple(out)
+
+
+#: Every opcode, in table order.
+CATALOG: tuple[Instruction, ...] = _expand(ROWS)
+#: Lookup by opcode string.
+BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG}
+
+
+def entries():
+    """Every (instruction, selector) pair: sparse opcodes once per allowed selector."""
+    for ins in CATALOG:
+        yield from ins.entries
+
+
+def select(*, family=None, shape=None, atype=None, sparse=None, sm=None):
+    """Catalog entries filtered by the given fields (None means any)."""
+    for ins in CATALOG:
+        if family is not None and ins.family != family:
+            continue
+        if shape is not None and ins.shape != shape:
+            continue
+        if atype is not None and atype not in (ins.atype, ins.btype):
+            continue
+        if sparse is not None and ins.is_sparse != bool(sparse):
+            continue
+        if sm is not None and ins.min_sm > sm:
+            continue
+        yield ins

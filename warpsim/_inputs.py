@@ -1,0 +1,215 @@
+"""Seeded input generators for register operands, derived from type metadata.
+
+Every generator produces raw element bit patterns for one operand role; the
+values that matter (zeros, infinities, NaN payloads, subnormal limits, type
+extremes) are computed from each :class:`~warpsim._types.ElemType`'s fields,
+never typed in by hand.  Generation never needs the fragment layout: all of an
+operand's elements share a type, so any element slot may hold any value.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from ._bits import elements_to_words
+from ._catalog import Instruction
+from ._types import ElemType
+
+FLOAT_DISTS = ("normal", "finite", "special", "mixed", "spread", "tiny")
+INT_DISTS = ("uniform", "extreme", "near_limit")
+BIT_DISTS = ("sparse", "dense", "uniform")
+#: Sparse entries also get arbitrary (possibly invalid) metadata under this name.
+RANDOM_METADATA = "meta_random"
+
+
+# --- floats -----------------------------------------------------------------
+
+def _frac_bits(t: ElemType) -> int:
+    return t.bits - 1 - t.exp_bits
+
+
+def _exp_max(t: ElemType) -> int:
+    return (1 << t.exp_bits) - 1
+
+
+def _compose(t, sign, exp, frac):
+    f = _frac_bits(t)
+    return (sign.astype(np.uint64) << np.uint64(t.bits - 1)) | (exp.astype(np.uint64) << np.uint64(f)) | frac.astype(np.uint64)
+
+
+def _is_nonfinite(t: ElemType, p: np.ndarray) -> np.ndarray:
+    f = _frac_bits(t)
+    exp = (p >> np.uint64(f)) & np.uint64(_exp_max(t))
+    frac = p & np.uint64((1 << f) - 1)
+    if t.has_inf:
+        return exp == _exp_max(t)
+    return (exp == _exp_max(t)) & (frac == (1 << f) - 1)   # e4m3: only S.1111.111 is NaN
+
+
+def max_finite_exp_field(t: ElemType) -> int:
+    return _exp_max(t) - (1 if t.has_inf else 0)
+
+
+def float_specials(t: ElemType) -> np.ndarray:
+    """Bit patterns of the special values of a float type, both signs."""
+    f = _frac_bits(t)
+    fmask = (1 << f) - 1
+    top = _exp_max(t)
+    pos = [
+        0,                                       # +0
+        1,                                       # smallest subnormal
+        fmask,                                   # largest subnormal
+        1 << f,                                  # smallest normal
+        t.bias << f,                             # one
+        (max_finite_exp_field(t) << f) | (fmask if t.has_inf else fmask - 1),  # largest finite
+    ]
+    if t.has_inf:
+        pos += [top << f,                        # inf
+                (top << f) | (1 << (f - 1)),     # canonical quiet NaN
+                (top << f) | 1,                  # signalling NaN, payload 1
+                (top << f) | fmask]              # all-ones NaN
+    else:
+        pos += [(top << f) | fmask]              # the only NaN
+    sign = 1 << (t.bits - 1)
+    return np.array(pos + [p | sign for p in pos], dtype=np.uint64)
+
+
+def _ordinary(t, rng, n, lo, hi):
+    """Random sign and mantissa, exponent (unbiased) uniform in [lo, hi], clipped to normals."""
+    f = _frac_bits(t)
+    e = rng.integers(lo, hi + 1, size=n) + t.bias
+    e = np.clip(e, 1, max_finite_exp_field(t))
+    frac = rng.integers(0, 1 << f, size=n, dtype=np.uint64)
+    p = _compose(t, rng.integers(0, 2, size=n), e, frac)
+    bad = _is_nonfinite(t, p)
+    p[bad] &= ~np.uint64(1)                       # e4m3 S.1111.111 -> S.1111.110
+    return p
+
+
+def _finite(t, rng, n):
+    p = rng.integers(0, 1 << t.bits, size=n, dtype=np.uint64) if t.bits < 64 else rng.integers(
+        0, 1 << 63, size=n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, size=n, dtype=np.uint64)
+    while True:
+        bad = _is_nonfinite(t, p)
+        if not bad.any():
+            return p
+        p[bad] = _finite(t, rng, int(bad.sum())) if bad.sum() < n else p[bad] ^ np.uint64(1 << (t.bits - 2))
+
+
+def _tiny(t, rng, n):
+    f = _frac_bits(t)
+    sub = rng.integers(0, 2, size=n).astype(bool)
+    p = _ordinary(t, rng, n, 1 - t.bias, 9 - t.bias)
+    frac = rng.integers(1, 1 << f, size=n, dtype=np.uint64)
+    p[sub] = _compose(t, rng.integers(0, 2, size=int(sub.sum())), np.zeros(int(sub.sum()), int), frac[sub])
+    return p
+
+
+def float_elements(t: ElemType, dist: str, role: str, rng, n: int) -> np.ndarray:
+    emax = max_finite_exp_field(t) - t.bias
+    if dist == "normal":
+        p = _ordinary(t, rng, n, -3, 3)
+    elif dist == "finite":
+        p = _finite(t, rng, n)
+    elif dist == "special":
+        p = _ordinary(t, rng, n, -3, 3)
+        pick = rng.random(n) < 0.2
+        sp = float_specials(t)
+        p[pick] = sp[rng.integers(0, len(sp), size=int(pick.sum()))]
+    elif dist == "mixed":
+        # products of similar size; accumulators 2^-12 .. 2^24 times larger
+        p = _ordinary(t, rng, n, -2, 2) if role != "c" else _ordinary(t, rng, n, -12, min(24, emax))
+    elif dist == "spread":
+        half = max(2, emax // 2)
+        p = _ordinary(t, rng, n, -half, half) if role != "c" else _ordinary(t, rng, n, -3, 3)
+    elif dist == "tiny":
+        p = _tiny(t, rng, n)
+    else:
+        raise ValueError(f"unknown float distribution {dist!r}; allowed: {FLOAT_DISTS}")
+    if t.ignored_low_bits:   # tf32: random bits in the mantissa bits the hardware ignores
+        p = p | rng.integers(0, 1 << t.ignored_low_bits, size=n, dtype=np.uint64)
+    return p
+
+
+# --- integers and bits ------------------------------------------------------
+
+def int_extremes(t: ElemType) -> np.ndarray:
+    vals = {t.min_int, t.max_int, 0, 1, t.min_int + 1, t.max_int - 1}
+    if t.signed:
+        vals.add(-1)
+    return np.array(sorted(vals), dtype=np.int64)
+
+
+def _to_pattern(t, v):
+    return (np.asarray(v, dtype=np.int64) & ((1 << t.bits) - 1)).astype(np.uint64)
+
+
+def int_elements(t: ElemType, dist: str, role: str, rng, n: int) -> np.ndarray:
+    if dist not in INT_DISTS + BIT_DISTS:
+        raise ValueError(f"unknown integer distribution {dist!r}; allowed: {INT_DISTS + BIT_DISTS}")
+    if t.bits == 32:   # the s32 accumulator
+        v = rng.integers(t.min_int, t.max_int + 1, size=n, dtype=np.int64)
+        if dist in ("extreme", "dense"):
+            ex = int_extremes(t)
+            pick = rng.random(n) < 0.5
+            v[pick] = ex[rng.integers(0, len(ex), size=int(pick.sum()))]
+        elif dist in ("near_limit", "sparse"):   # within 2^21 of either s32 limit
+            off = rng.integers(0, 1 << 21, size=n)
+            v = np.where(rng.random(n) < 0.5, t.max_int - off, t.min_int + off)
+        return _to_pattern(t, v)
+    if t.kind == "bits":
+        density = {"sparse": 0.1, "dense": 0.9}.get(dist, 0.5)
+        return (rng.random(n) < density).astype(np.uint64)
+    v = rng.integers(t.min_int, t.max_int + 1, size=n, dtype=np.int64)
+    if dist in ("extreme", "near_limit"):
+        pick = rng.random(n) < (0.8 if dist == "extreme" else 0.5)
+        ex = int_extremes(t)
+        v[pick] = ex[rng.integers(0, len(ex), size=int(pick.sum()))]
+    return _to_pattern(t, v)
+
+
+# --- sparse metadata --------------------------------------------------------
+
+#: 4-bit metadata nibbles (two 2-bit indices, first in the low bits) that pick
+#: two distinct positions of a group of four in increasing order.
+VALID_NIBBLES_2_4 = np.array([i0 | (i1 << 2) for i0 in range(4) for i1 in range(4) if i0 < i1], dtype=np.uint64)
+#: tf32 (1:2): the kept element is either the first (halves 0,1) or the second (halves 2,3).
+VALID_NIBBLES_TF32 = np.array([0b0100, 0b1110], dtype=np.uint64)
+
+
+def metadata_words(ins: Instruction, rng, shape, valid: bool = True) -> np.ndarray:
+    if not valid:
+        return rng.integers(0, 1 << 32, size=shape, dtype=np.uint64).astype(np.uint32)
+    table = VALID_NIBBLES_TF32 if ins.atype == "tf32" else VALID_NIBBLES_2_4
+    nib = table[rng.integers(0, len(table), size=tuple(shape) + (8,))]
+    return elements_to_words(nib, 4)[..., 0]
+
+
+# --- per entry --------------------------------------------------------------
+
+def distributions(ins: Instruction) -> tuple[str, ...]:
+    t = ins.elem("a")
+    base = FLOAT_DISTS if t.is_float else (BIT_DISTS if t.kind == "bits" else INT_DISTS)
+    return base + ((RANDOM_METADATA,) if ins.is_sparse else ())
+
+
+def entry_seed(base_seed: int, ins: Instruction, selector: int, dist: str) -> int:
+    return zlib.crc32(f"{base_seed}:{ins.opcode}:{selector}:{dist}".encode())
+
+
+def generate(ins: Instruction, selector: int, dist: str, warps: int, base_seed: int = 0) -> dict:
+    """Register words for one entry and distribution: {'a','b','c'[,'e']} of shape (warps, 32, words)."""
+    rng = np.random.default_rng(entry_seed(base_seed, ins, selector, dist))
+    elem_dist = distributions(ins)[0] if dist == RANDOM_METADATA else dist
+    out = {}
+    for role in "abc":
+        t = ins.elem(role)
+        n = warps * 32 * ins.elements_per_lane(role)
+        gen = float_elements if t.is_float else int_elements
+        p = gen(t, elem_dist, role, rng, n)
+        out[role] = elements_to_words(p.reshape(warps, 32, -1), t.bits)
+    if ins.is_sparse:
+        out["e"] = metadata_words(ins, rng, (warps, 32), valid=dist != RANDOM_METADATA)
+    return out
