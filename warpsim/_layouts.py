@@ -1,0 +1,188 @@
+"""Fragment layouts: which matrix element each (lane, element slot) of an operand holds.
+
+All shapes except the m8n8k4 quad-pair form follow one rule from PTX ISA
+9.7.14.5, written once here in terms of ``groupID = lane >> 2`` and
+``threadID_in_group = lane % 4``:
+
+* A (m x k, row-major fragments): register ``r`` holds ``p = 32 / bits``
+  consecutive elements (one for .f64) of row ``groupID + 8 * (r % (m/8))``,
+  starting at column ``threadID_in_group * p + (r // (m/8)) * 4p``;
+* B (k x n): register ``r`` holds ``p`` consecutive elements of column
+  ``groupID``, starting at row ``threadID_in_group * p + r * 4p``;
+* C/D (m x n): element ``i`` sits at row ``groupID + 8 * (i // 2)``, column
+  ``threadID_in_group * 2 + i % 2``.
+
+Structured-sparse A uses the dense rule on the compressed (m x k/2) matrix;
+:mod:`warpsim._sparse` maps compressed columns back to logical ones.
+The m8n8k4 quad-pair form has its own formulas (seed 000): four independent
+8x8x4 products, lanes ``4q..4q+3`` and ``16+4q..16+4q+3`` working on product q.
+
+A layout is an integer table of shape (32, elements, 3): (product, row, col).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ._bits import elements_to_words, words_to_elements
+from ._catalog import BY_OPCODE, Instruction
+
+OPERANDS = ("a", "b", "c", "d")
+
+
+def _dense(ins: Instruction, role: str, lane: int, j: int) -> tuple[int, int, int]:
+    g, t = lane >> 2, lane & 3
+    bits = ins.elem(role).bits
+    p = 1 if bits == 64 else 32 // bits
+    rows, cols = ins.matrix_shape(role)
+    if role == "a":
+        mb = rows // 8
+        r, e = divmod(j, p)
+        return 0, g + 8 * (r % mb), t * p + e + (r // mb) * 4 * p
+    if role == "b":
+        r, e = divmod(j, p)
+        return 0, t * p + e + r * 4 * p, g
+    return 0, g + 8 * (j // 2), t * 2 + j % 2
+
+
+def _quad_pair(ins: Instruction, role: str, lane: int, i: int) -> tuple[int, int, int]:
+    q, hi, l4 = (lane >> 2) & 3, 4 * (lane >= 16), lane & 3
+    if role == "a":
+        return (q, l4 + hi, i) if ins.alayout == "row" else (q, i % 4 + hi, l4)
+    if role == "b":
+        return (q, l4, i + hi) if ins.blayout == "row" else (q, i, l4 + hi)
+    if ins.elem(role).bits == 16:
+        return q, l4 + hi, i
+    return q, (lane & 1) + (i & 2) + hi, (i & 4) + (lane & 2) + (i & 1)
+
+
+@lru_cache(maxsize=None)
+def layout(opcode: str, role: str) -> np.ndarray:
+    """(32, elements_per_lane, 3) int table of (product, row, col) for one operand."""
+    ins = BY_OPCODE[opcode]
+    fn = _quad_pair if ins.products > 1 else _dense
+    n = ins.elements_per_lane(role)
+    tab = np.array([[fn(ins, role, lane, j) for j in range(n)] for lane in range(32)], dtype=np.int64)
+    tab.setflags(write=False)
+    return tab
+
+
+def fragment_map(instruction, operand: str) -> np.ndarray:
+    """Public view of :func:`layout`: ``map[lane, element] = (product, row, col)``."""
+    ins = _instruction(instruction)
+    _check_operand(operand)
+    return layout(ins.opcode, operand)
+
+
+def _instruction(instruction) -> Instruction:
+    if isinstance(instruction, Instruction):
+        return instruction
+    from ._parse import parse
+
+    return parse(instruction)
+
+
+def _check_operand(operand):
+    if operand not in OPERANDS:
+        raise ValueError(f"operand must be one of {OPERANDS}, not {operand!r}")
+
+
+# --- pack / unpack ----------------------------------------------------------
+
+def _dtype_for(ins, operand):
+    return ins.elem(operand).numpy_dtype
+
+
+def unpack(instruction, operand: str, words) -> np.ndarray:
+    """Register words -> matrices.
+
+    ``words``: uint32 of shape (warps, 32, words) or (32, words).  Returns an
+    array of shape (warps, products, rows, cols) -- or (products, rows, cols)
+    for one warp; the products axis is dropped when the instruction has one
+    product -- in the operand's numpy / ml_dtypes element type (``b1`` as
+    uint8 0/1; sparse A as the compressed matrix).
+    """
+    ins = _instruction(instruction)
+    _check_operand(operand)
+    w = np.asarray(words)
+    if w.dtype != np.uint32:
+        raise TypeError(f"register words must be numpy.uint32, got {w.dtype}")
+    single = w.ndim == 2
+    if single:
+        w = w[None]
+    nw = ins.words(operand)
+    if w.ndim != 3 or w.shape[1:] != (32, nw):
+        raise ValueError(f"operand {operand} of {ins.opcode} needs words of shape (warps, 32, {nw}), got {np.asarray(words).shape}")
+    t = ins.elem(operand)
+    el = words_to_elements(w, t.bits)
+    tab = layout(ins.opcode, operand)
+    rows, cols = ins.matrix_shape(operand)
+    out = np.zeros((w.shape[0], ins.products, rows, cols), dtype=np.uint64)
+    out[:, tab[..., 0], tab[..., 1], tab[..., 2]] = el
+    mat = _bits_to_values(out, t)
+    if ins.products == 1:
+        mat = mat[:, 0]
+    return mat[0] if single else mat
+
+
+def pack(instruction, operand: str, matrix) -> np.ndarray:
+    """Matrices -> register words (inverse of :func:`unpack`).
+
+    ``matrix``: shape ([warps,] [products,] rows, cols), any array convertible
+    to the operand's element type without loss of meaning (values are cast
+    with numpy / ml_dtypes rounding; integers must be in range).
+    """
+    ins = _instruction(instruction)
+    _check_operand(operand)
+    t = ins.elem(operand)
+    rows, cols = ins.matrix_shape(operand)
+    m = np.asarray(matrix)
+    base = 2 if ins.products == 1 else 3
+    if m.ndim == base:
+        single = True
+        m = m[None]
+    elif m.ndim == base + 1:
+        single = False
+    else:
+        raise ValueError(f"operand {operand} of {ins.opcode} needs a matrix of shape ([warps,]{'' if ins.products == 1 else f' {ins.products},'} {rows}, {cols}), got {m.shape}")
+    if ins.products == 1:
+        m = m[:, None]
+    if m.shape[1:] != (ins.products, rows, cols):
+        raise ValueError(f"operand {operand} of {ins.opcode} needs matrices of {rows}x{cols}, got shape {np.asarray(matrix).shape}")
+    bits = _values_to_bits(m, t)
+    tab = layout(ins.opcode, operand)
+    el = bits[:, tab[..., 0], tab[..., 1], tab[..., 2]]
+    words = elements_to_words(el, t.bits)
+    return words[0] if single else words
+
+
+def _bits_to_values(raw: np.ndarray, t) -> np.ndarray:
+    if t.kind == "bits":
+        return raw.astype(np.uint8)
+    if t.kind == "int":
+        v = raw.astype(np.int64)
+        if t.signed:
+            v = np.where(v >= (1 << (t.bits - 1)), v - (1 << t.bits), v)
+        return v.astype(t.numpy_dtype)
+    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    return raw.astype(store).view(t.numpy_dtype)
+
+
+def _values_to_bits(m: np.ndarray, t) -> np.ndarray:
+    if t.kind == "bits":
+        if not np.isin(m, (0, 1)).all():
+            raise ValueError("b1 matrices may only hold 0 and 1")
+        return m.astype(np.uint64)
+    if t.kind == "int":
+        v = m.astype(np.int64) if m.dtype.kind in "iub" or str(m.dtype) in ("int4", "uint4") else m
+        if np.asarray(v).dtype.kind not in "iu":
+            if not np.all(np.asarray(m) == np.round(np.asarray(m, dtype=np.float64))):
+                raise ValueError(f"{t.name} matrices need integer values")
+            v = np.asarray(m, dtype=np.float64).astype(np.int64)
+        if v.min(initial=0) < t.min_int or v.max(initial=0) > t.max_int:
+            raise ValueError(f"{t.name} values must lie in [{t.min_int}, {t.max_int}]")
+        return (v & ((1 << t.bits) - 1)).astype(np.uint64)
+    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    return m.astype(t.numpy_dtype).view(store).astype(np.uint64)
