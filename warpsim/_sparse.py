@@ -8,10 +8,14 @@ and arbitrary metadata alike):
   ``k/2`` for 4-bit types (whose unit is a pair of elements), ``2k`` for tf32
   (1:2; a group is two tf32 elements seen as four 16-bit halves, so the valid
   nibbles are 0b0100 and 0b1110).
-* A quad of lanes holds rows ``g`` and ``g+8``.  If ``L <= 16`` one lane,
-  number ``selector`` of the quad, holds both: row g in bits 0..L-1, row g+8
-  above it.  Otherwise the ``nl = 2L/32`` lanes starting at ``selector*nl``
-  hold 32-bit blocks, block ``b`` of row half ``h`` in lane ``2b + h``.
+* A quad of lanes holds rows ``g`` and ``g+8``; the ``nl = max(1, 2L/32)``
+  lanes starting at ``selector*nl`` hold them.  Each row's stream is cut into
+  blocks of ``Bb`` bits -- 16 for 16- and 32-bit types, 32 for 8- and 4-bit
+  types -- and block ``b`` of row half ``h`` (0 for row g, 1 for row g+8) is
+  slot ``q = 2b + h`` of the lanes' concatenated 32-bit words.  So f16 k16
+  keeps row g in bits 0..15 and row g+8 in bits 16..31 of one lane, f16 k32
+  uses two such lanes, s8 k32 holds row g in one lane and row g+8 in the next,
+  and s8 k64 interleaves (g, 0..31), (g+8, 0..31), (g, 32..63), (g+8, 32..63).
 * The hardware reads whatever index is there: a repeated index makes both
   kept elements multiply the same row of B; out-of-order indices with
   ``::ordered_metadata`` behaved the same in every capture.
@@ -38,6 +42,11 @@ def row_metadata_bits(ins: Instruction) -> int:
     return ins.k // unit_elements(ins)
 
 
+def block_bits(ins: Instruction) -> int:
+    """Metadata block per row and lane slot: 16 bits for 16/32-bit types, 32 for 8/4-bit."""
+    return 16 if ins.elem("a").bits >= 16 else 32
+
+
 def lanes_per_quad(ins: Instruction) -> int:
     return max(1, 2 * row_metadata_bits(ins) // 32)
 
@@ -56,6 +65,7 @@ def metadata_table(opcode: str, selector: int) -> np.ndarray:
     us = unit_elements(ins)
     L = row_metadata_bits(ins)
     nl = lanes_per_quad(ins)
+    bb = block_bits(ins)
     out = np.zeros(tab.shape[:2] + (5,), dtype=np.int64)
     for lane in range(32):
         for j in range(tab.shape[1]):
@@ -67,12 +77,9 @@ def metadata_table(opcode: str, selector: int) -> np.ndarray:
                 u, off = divmod(c, us)
                 grp, slot = divmod(u, 2)
                 gw, scale = 4 * us, us
-            pos = grp * 4 + slot * 2
-            if L <= 16:
-                mlane, bit = g * 4 + selector, half * L + pos
-            else:
-                blk, bit = divmod(pos, 32)
-                mlane = g * 4 + selector * nl + 2 * blk + half
+            blk, inner = divmod(grp * 4 + slot * 2, bb)
+            word, shift = divmod((2 * blk + half) * bb, 32)
+            mlane, bit = g * 4 + selector * nl + word, shift + inner
             out[lane, j] = (mlane, bit, grp * gw, scale, off)
     out.setflags(write=False)
     return out
