@@ -1,0 +1,15 @@
+"""warpsim: NVIDIA warp-level ``mma`` / ``mma.sp`` on a CPU, bit for bit as an H100 computes them.
+
+The public surface is small: :func:`mma` (register words in, register words
+out), :func:`parse` (an opcode's catalog entry), the fragment helpers
+:func:`fragment_map`, :func:`pack` and :func:`unpack`, and the catalog itself.
+"""
+
+from ._api import mma
+from ._catalog import CATALOG, Instruction, entries
+from ._layouts import fragment_map, pack, unpack
+from ._parse import parse
+
+__version__ = "0.1.0"
+
+__all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__"]

@@ -1,4 +1,124 @@
-"""Opcode parser (placeholder: exact catalog lookup; full diagnostics below)."""
-from ._catalog import BY_OPCODE
-def parse(op):
-    return BY_OPCODE[op]
+"""Opcode parser: an opcode string -> its catalog entry, or an error that says what is allowed.
+
+Accepted opcodes are exactly the catalog's.  For anything else the string is
+split into its parts (form, shape, layouts, ``.satfinite``, the four types,
+bit operation) and compared with the catalog, so the message can name the
+part that is wrong and list what the catalog allows in its place.
+"""
+
+from __future__ import annotations
+
+from ._catalog import BY_OPCODE, CATALOG, Instruction
+from ._types import TYPES
+
+# in the order a mismatch is blamed on: the shape last, since another part usually explains better
+FIELDS = ("satfinite", "bitop", "layouts", "dtype", "ctype", "atype", "btype", "sparse", "shape")
+_LABEL = {
+    "sparse": "form", "shape": "shape", "layouts": "layouts",
+    "satfinite": "this MMA", "dtype": "D type", "atype": "A type", "btype": "B type",
+    "ctype": "C type", "bitop": "bit operation",
+}
+
+
+def _show(field, value):
+    if field == "sparse":
+        return {None: "mma (dense)", "sp": "mma.sp", "sp::ordered_metadata": "mma.sp::ordered_metadata"}[value]
+    if field == "satfinite":
+        return "with .satfinite" if value else "without .satfinite"
+    if field == "layouts":
+        return ".{}.{}".format(*value)
+    if field == "bitop":
+        return "none" if value is None else f".{value}.popc"
+    return f".{value}"
+
+
+def _fields(ins: Instruction) -> dict:
+    return {f: (ins.alayout, ins.blayout) if f == "layouts" else getattr(ins, f) for f in FIELDS}
+
+
+def _split(s: str) -> dict:
+    """Structural parse; raises ValueError for text that is not shaped like an mma opcode."""
+    toks = s.split(".")
+    if not toks or toks[0] != "mma":
+        raise ValueError(f"{s!r} is not an mma opcode: it must start with 'mma', 'mma.sp' or 'mma.sp::ordered_metadata'")
+    i = 1
+    sparse = None
+    if i < len(toks) and toks[i].startswith("sp"):
+        if toks[i] not in ("sp", "sp::ordered_metadata"):
+            raise ValueError(f"{s!r}: unknown sparse form '.{toks[i]}'; allowed: '.sp', '.sp::ordered_metadata'")
+        sparse = toks[i]
+        i += 1
+    if toks[i:i + 2] != ["sync", "aligned"]:
+        raise ValueError(f"{s!r}: expected '.sync.aligned' after '{'.'.join(toks[:i])}' (warpsim models mma.sync.aligned only)")
+    i += 2
+    shapes = sorted({ins.shape for ins in CATALOG}, key=lambda x: (len(x), x))
+    if i >= len(toks) or toks[i] not in shapes:
+        got = toks[i] if i < len(toks) else "nothing"
+        raise ValueError(f"{s!r}: unknown shape {got!r}; shapes: {', '.join(shapes)}")
+    shape = toks[i]
+    i += 1
+    lay = toks[i:i + 2]
+    if len(lay) < 2 or any(x not in ("row", "col") for x in lay):
+        raise ValueError(f"{s!r}: expected the A and B layouts ('.row'/'.col') after the shape, got {'.'.join(lay) or 'nothing'}")
+    i += 2
+    sat = False
+    if i < len(toks) and toks[i] == "satfinite":
+        sat, i = True, i + 1
+    types = toks[i:i + 4]
+    if len(types) < 4:
+        raise ValueError(f"{s!r}: expected four types (D, A, B, C) after the layouts, got {len(types)}")
+    for t in types:
+        if t not in TYPES:
+            raise ValueError(f"{s!r}: unknown type '.{t}'; types: {', '.join('.' + x for x in TYPES)}")
+    i += 4
+    rest = toks[i:]
+    bitop = None
+    if rest:
+        if len(rest) == 2 and rest[0] in ("xor", "and") and rest[1] == "popc":
+            bitop = rest[0]
+        else:
+            raise ValueError(f"{s!r}: unexpected trailing '.{'.'.join(rest)}'; only '.xor.popc' or '.and.popc' (b1) may follow the types")
+    d, a, b, c = types
+    return dict(sparse=sparse, shape=shape, layouts=tuple(lay), satfinite=sat,
+                dtype=d, atype=a, btype=b, ctype=c, bitop=bitop)
+
+
+def parse(instruction) -> Instruction:
+    """The catalog entry of an opcode written as in PTX, operands left out.
+
+    >>> parse("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").k
+    16
+    """
+    if isinstance(instruction, Instruction):
+        return instruction
+    if not isinstance(instruction, str):
+        raise TypeError(f"instruction must be an opcode string, not {type(instruction).__name__}")
+    s = instruction.strip()
+    if s.endswith(";"):
+        s = s[:-1].rstrip()
+    ins = BY_OPCODE.get(s)
+    if ins is not None:
+        return ins
+    want = _split(s)
+    # the catalog entries that differ from the request in the fewest parts
+    scored = []
+    for cand in CATALOG:
+        diff = [f for f in FIELDS if _fields(cand)[f] != want[f]]
+        scored.append((len(diff), diff, cand))
+    best = min(n for n, _, _ in scored)
+    near = [(diff, cand) for n, diff, cand in scored if n == best]
+    if best == 1:
+        fields = {d[0] for d, _ in near}
+        field = min(fields, key=FIELDS.index)
+        near = [(d, c) for d, c in near if d[0] == field]
+        if True:
+            allowed = sorted({_show(field, _fields(c)[field]) for _, c in near})
+            return _raise(s, f"{_LABEL[field]} {_show(field, want[field])} is not allowed with the rest of this opcode; "
+                             f"allowed here: {', '.join(allowed)}", [c for _, c in near])
+    return _raise(s, "no sm_90 mma has this combination of shape, layouts and types", [c for _, c in near])
+
+
+def _raise(s, why, near):
+    alts = "\n  ".join(c.opcode for c in near[:6])
+    more = f"\n  ... and {len(near) - 6} more" if len(near) > 6 else ""
+    raise ValueError(f"{s!r}: {why}.\nClosest opcodes in the catalog:\n  {alts}{more}")
