@@ -1,0 +1,378 @@
+"""Exact floating-point arithmetic of the tensor-core (HMMA) path.
+
+Every function here works on raw bit patterns and integers only; no host
+floating-point operation takes part in a result.  A float format is described
+by five integers (never by a type name), in this order::
+
+    width      bits the element occupies in its register
+    exp_bits   exponent field width
+    man_bits   stored mantissa bits that take part in arithmetic
+    ignored    low register bits the hardware ignores (tf32: 13)
+    has_inf    1 if the all-ones exponent encodes inf/NaN (IEEE style);
+               0 for e4m3, whose only NaN is S.1111.111
+
+A decoded value is ``(cls, sign, exp, sig)`` with value
+``(-1)**sign * sig * 2**(exp - man_bits)``: ``exp`` is the unbiased exponent of
+the leading significand position (``1 - bias`` for subnormals) and ``sig`` the
+integer significand including the hidden bit.  ``cls`` is one of CLS_ZERO,
+CLS_FINITE, CLS_INF, CLS_NAN.
+
+The entry point is :func:`tc_dot`; its parameter vector is built by
+:mod:`warpsim._recipes` (the layout is documented there and by the ``P_*``
+offsets below).  The model it implements (fitted on H100/H200 captures, see
+docs/numerics.md) is, per block of terms:
+
+1. every product ``a_i * b_i`` is formed exactly; its alignment exponent is
+   ``exp(a) + exp(b)`` (raw exponents, not renormalised);
+2. the largest alignment exponent ``emax`` over the block's nonzero products
+   and the accumulator is found; every term is truncated (toward zero, on its
+   magnitude) to ``frac`` fractional bits below ``2**emax``;
+3. the truncated terms are summed exactly as integers;
+4. the sum is rounded once into the block's result format (RZ or RNE).
+
+Blocks are chained through the accumulator; optionally C is added at the end
+with a separately rounded (RNE) IEEE addition, as the sm_90 fp8 emulation does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+CLS_ZERO, CLS_FINITE, CLS_INF, CLS_NAN = 0, 1, 2, 3
+
+RND_RZ, RND_RNE = 0, 1
+OVF_INF, OVF_IEEE = 0, 1          # overflow: always inf / IEEE (RZ -> largest finite)
+UFZ_KEEP_SIGN, UFZ_POSITIVE = 0, 1  # a nonzero result that rounds to zero
+CMODE_FUSED, CMODE_SEPARATE_ADD = 0, 1
+
+# --- parameter vector layout (see warpsim._recipes for the meaning) ---------
+FMT_LEN = 5
+P_KIND = 0        # 1 = tc_dot
+P_A = 1           # format of A elements (5 ints)
+P_B = 6           # format of B elements
+P_C = 11          # format of C
+P_D = 16          # format of D
+P_OP = 21         # format A and B are converted into (exactly) before the products; width 0 = none
+P_NBLK = 26       # number of chained blocks
+P_GROUP = 27      # term i belongs to block (i // group) % nblk
+P_FRAC = 28       # fractional bits kept below 2**emax inside a block
+P_RND = 29        # rounding of each block result: RND_RZ / RND_RNE
+P_ACC = 30        # format of the block result / chained accumulator (5 ints)
+P_CMODE = 35      # CMODE_FUSED: C is a term of the first block; CMODE_SEPARATE_ADD: blocks start at +0, then D = RNE(acc + C)
+P_OVF = 36        # block-result overflow rule (OVF_INF / OVF_IEEE)
+P_UFZ = 37        # block-result sign of a nonzero value rounded to zero (UFZ_*)
+P_LEN = 38
+KIND_TC_DOT = 1
+
+#: fractional bits (below the larger exponent) used by the separately rounded
+#: two-operand addition, with a sticky bit: far more than the 3 guard bits a
+#: correctly rounded addition needs.
+_ADD_FRAC = 40
+
+
+@njit(cache=True, nogil=True)
+def bit_length(x):
+    n = 0
+    while x > 0:
+        x >>= 1
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def decode(bits, width, eb, mb, ign, has_inf):
+    """Raw bits -> (cls, sign, exp, sig) as described in the module docstring."""
+    x = np.uint64(bits) >> np.uint64(ign)
+    w = width - ign
+    sign = np.int64((x >> np.uint64(w - 1)) & np.uint64(1))
+    emask = (1 << eb) - 1
+    mmask = (1 << mb) - 1
+    e = np.int64((x >> np.uint64(mb)) & np.uint64(emask))
+    m = np.int64(x & np.uint64(mmask))
+    bias = (1 << (eb - 1)) - 1
+    if e == emask:
+        if has_inf != 0:
+            if m == 0:
+                return CLS_INF, sign, np.int64(0), np.int64(0)
+            return CLS_NAN, sign, np.int64(0), np.int64(0)
+        if m == mmask:
+            return CLS_NAN, sign, np.int64(0), np.int64(0)
+    if e == 0:
+        if m == 0:
+            return CLS_ZERO, sign, np.int64(1 - bias), np.int64(0)
+        return CLS_FINITE, sign, np.int64(1 - bias), m
+    return CLS_FINITE, sign, e - bias, m | (np.int64(1) << mb)
+
+
+@njit(cache=True, nogil=True)
+def nan_bits(width, eb, mb, ign):
+    """The canonical NaN the tensor cores and FADD/HADD2 write: every bit but the sign set."""
+    return ((np.uint64(1) << np.uint64(width - 1)) - np.uint64(1)) >> np.uint64(ign) << np.uint64(ign)
+
+
+@njit(cache=True, nogil=True)
+def inf_bits(sign, width, eb, mb, ign):
+    v = (np.uint64(sign) << np.uint64(width - ign - 1)) | (np.uint64((1 << eb) - 1) << np.uint64(mb))
+    return v << np.uint64(ign)
+
+
+@njit(cache=True, nogil=True)
+def zero_bits(sign, width, ign):
+    return np.uint64(sign) << np.uint64(width - 1)
+
+
+@njit(cache=True, nogil=True)
+def encode(sign, mag, e0, width, eb, mb, ign, has_inf, rnd, ovf, ufz):
+    """Round ``(-1)**sign * mag * 2**e0`` (mag > 0, int64; its LSB may be a
+    sticky bit) into the format and return its raw bits."""
+    bias = (1 << (eb - 1)) - 1
+    emin = 1 - bias
+    if has_inf != 0:
+        emaxf = (1 << eb) - 2 - bias
+    else:
+        emaxf = (1 << eb) - 1 - bias
+    L = bit_length(mag)
+    E = L - 1 + e0
+    Eq = E if E > emin else emin
+    sh = Eq - mb - e0
+    if sh <= 0:
+        sig = mag << (-sh)
+    else:
+        if sh >= 63:
+            sig = np.int64(0)
+            rem = mag
+            half_cmp = -1  # rem is always below half
+        else:
+            sig = mag >> sh
+            rem = mag & ((np.int64(1) << sh) - 1)
+            half = np.int64(1) << (sh - 1)
+            if rem > half:
+                half_cmp = 1
+            elif rem == half:
+                half_cmp = 0
+            else:
+                half_cmp = -1
+        if rnd == RND_RNE:
+            if half_cmp > 0 or (half_cmp == 0 and (sig & 1) == 1):
+                sig += 1
+        if sig == (np.int64(1) << (mb + 1)):
+            sig >>= 1
+            Eq += 1
+    if sig == 0:
+        if ufz == UFZ_POSITIVE:
+            return zero_bits(0, width, ign)
+        return zero_bits(sign, width, ign)
+    if Eq > emaxf or (has_inf == 0 and Eq == emaxf and sig == (np.int64(1) << (mb + 1)) - 1):
+        if ovf == OVF_IEEE and rnd == RND_RZ:
+            top = emaxf + bias
+            msk = (np.int64(1) << mb) - 1
+            if has_inf == 0:
+                msk -= 1
+            v = (np.uint64(sign) << np.uint64(width - ign - 1)) | (np.uint64(top) << np.uint64(mb)) | np.uint64(msk)
+            return v << np.uint64(ign)
+        return inf_bits(sign, width, eb, mb, ign)
+    if sig < (np.int64(1) << mb):
+        ef = np.int64(0)
+    else:
+        ef = Eq + bias
+        sig -= np.int64(1) << mb
+    v = (np.uint64(sign) << np.uint64(width - ign - 1)) | (np.uint64(ef) << np.uint64(mb)) | np.uint64(sig)
+    return v << np.uint64(ign)
+
+
+@njit(cache=True, nogil=True)
+def convert_exact(bits, p, src, dst):
+    """Convert raw bits from format p[src:src+5] to p[dst:dst+5] (exact when the
+    destination holds every source value, as f16 does for e4m3/e5m2)."""
+    cls, s, e, m = decode(bits, p[src], p[src + 1], p[src + 2], p[src + 3], p[src + 4])
+    if cls == CLS_NAN:
+        return nan_bits(p[dst], p[dst + 1], p[dst + 2], p[dst + 3])
+    if cls == CLS_INF:
+        return inf_bits(s, p[dst], p[dst + 1], p[dst + 2], p[dst + 3])
+    if cls == CLS_ZERO:
+        return zero_bits(s, p[dst], p[dst + 3])
+    return encode(s, m, e - p[src + 2], p[dst], p[dst + 1], p[dst + 2], p[dst + 3], p[dst + 4],
+                  RND_RNE, OVF_INF, UFZ_KEEP_SIGN)
+
+
+@njit(cache=True, nogil=True)
+def _operand(bits, p, src):
+    """Decode an A/B element, converted first into the HMMA operand format when the recipe asks."""
+    if p[P_OP] != 0:
+        b2 = convert_exact(bits, p, src, P_OP)
+        return decode(b2, p[P_OP], p[P_OP + 1], p[P_OP + 2], p[P_OP + 3], p[P_OP + 4])
+    return decode(bits, p[src], p[src + 1], p[src + 2], p[src + 3], p[src + 4])
+
+
+@njit(cache=True, nogil=True)
+def _man_bits(p, src):
+    if p[P_OP] != 0:
+        return p[P_OP + 2]
+    return p[src + 2]
+
+
+@njit(cache=True, nogil=True)
+def _align(sig, sh, sticky):
+    """sig * 2**sh as an integer, truncated toward zero; with sticky, lost bits set the LSB."""
+    if sh >= 0:
+        return sig << sh
+    if -sh >= 63:
+        if sticky and sig != 0:
+            return np.int64(1)
+        return np.int64(0)
+    v = sig >> (-sh)
+    if sticky and (v << (-sh)) != sig:
+        v |= 1
+    return v
+
+
+@njit(cache=True, nogil=True)
+def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, ufz):
+    """One tensor-core pass: sum of the exact products a_i*b_i (terms i < n with
+    (i // group) % nblk == blk) plus the accumulator ``acc`` (raw bits in format
+    p[accf:accf+5]), every term truncated to ``frac`` bits below the largest
+    exponent, rounded into format p[outf:outf+5]."""
+    fa = _man_bits(p, P_A)
+    fb = _man_bits(p, P_B)
+    fprod = fa + fb
+    wo, ebo, mbo, igo, hio = p[outf], p[outf + 1], p[outf + 2], p[outf + 3], p[outf + 4]
+    any_nan = False
+    pos_inf = False
+    neg_inf = False
+    all_zero = True
+    all_neg = True
+    have_max = False
+    emax = np.int64(0)
+    # pass 1: classes, specials, largest exponent
+    for i in range(n):
+        if (i // group) % nblk != blk:
+            continue
+        ca, sa, ea, ma = _operand(a[i], p, P_A)
+        cb, sb, eb_, mb_ = _operand(b[i], p, P_B)
+        s = sa ^ sb
+        if ca == CLS_NAN or cb == CLS_NAN:
+            any_nan = True
+        elif ca == CLS_INF or cb == CLS_INF:
+            if ca == CLS_ZERO or cb == CLS_ZERO:
+                any_nan = True
+            elif s == 1:
+                neg_inf = True
+            else:
+                pos_inf = True
+        elif ca == CLS_ZERO or cb == CLS_ZERO:
+            if s == 0:
+                all_neg = False
+        else:
+            all_zero = False
+            all_neg = False
+            e = ea + eb_
+            if not have_max or e > emax:
+                emax = e
+                have_max = True
+    cc, sc, ec, mc = decode(acc, p[accf], p[accf + 1], p[accf + 2], p[accf + 3], p[accf + 4])
+    if cc == CLS_NAN:
+        any_nan = True
+    elif cc == CLS_INF:
+        if sc == 1:
+            neg_inf = True
+        else:
+            pos_inf = True
+    elif cc == CLS_ZERO:
+        if sc == 0:
+            all_neg = False
+    else:
+        all_zero = False
+        all_neg = False
+        if not have_max or ec > emax:
+            emax = ec
+            have_max = True
+    if any_nan or (pos_inf and neg_inf):
+        return nan_bits(wo, ebo, mbo, igo)
+    if pos_inf:
+        return inf_bits(0, wo, ebo, mbo, igo)
+    if neg_inf:
+        return inf_bits(1, wo, ebo, mbo, igo)
+    if all_zero:
+        return zero_bits(1 if all_neg else 0, wo, igo)
+    # pass 2: align, truncate, sum
+    total = np.int64(0)
+    for i in range(n):
+        if (i // group) % nblk != blk:
+            continue
+        ca, sa, ea, ma = _operand(a[i], p, P_A)
+        cb, sb, eb_, mb_ = _operand(b[i], p, P_B)
+        if ca != CLS_FINITE or cb != CLS_FINITE:
+            continue
+        v = _align(ma * mb_, ea + eb_ - fprod - emax + frac, False)
+        total += -v if (sa ^ sb) == 1 else v
+    if cc == CLS_FINITE:
+        v = _align(mc, ec - p[accf + 2] - emax + frac, False)
+        total += -v if sc == 1 else v
+    if total == 0:
+        return zero_bits(0, wo, igo)
+    sgn = 0
+    if total < 0:
+        sgn = 1
+        total = -total
+    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, rnd, ovf, ufz)
+
+
+@njit(cache=True, nogil=True)
+def add_rne(x, y, p, f):
+    """IEEE addition of two values of format p[f:f+5], rounded to nearest even
+    (the FADD / HADD2 the compiler emits; subnormals kept, canonical NaN)."""
+    w, eb, mb, ig, hi = p[f], p[f + 1], p[f + 2], p[f + 3], p[f + 4]
+    cx, sx, ex, mx = decode(x, w, eb, mb, ig, hi)
+    cy, sy, ey, my = decode(y, w, eb, mb, ig, hi)
+    if cx == CLS_NAN or cy == CLS_NAN:
+        return nan_bits(w, eb, mb, ig)
+    if cx == CLS_INF or cy == CLS_INF:
+        if cx == CLS_INF and cy == CLS_INF and sx != sy:
+            return nan_bits(w, eb, mb, ig)
+        return inf_bits(sx if cx == CLS_INF else sy, w, eb, mb, ig)
+    if cx == CLS_ZERO and cy == CLS_ZERO:
+        return zero_bits(1 if (sx == 1 and sy == 1) else 0, w, ig)
+    if cx == CLS_ZERO:
+        return np.uint64(y)
+    if cy == CLS_ZERO:
+        return np.uint64(x)
+    emax = ex if ex > ey else ey
+    vx = _align(mx, ex - mb - emax + _ADD_FRAC, True)
+    vy = _align(my, ey - mb - emax + _ADD_FRAC, True)
+    t = (-vx if sx == 1 else vx) + (-vy if sy == 1 else vy)
+    if t == 0:
+        return zero_bits(0, w, ig)
+    sgn = 0
+    if t < 0:
+        sgn = 1
+        t = -t
+    return encode(sgn, t, emax - _ADD_FRAC, w, eb, mb, ig, hi, RND_RNE, OVF_INF, UFZ_KEEP_SIGN)
+
+
+@njit(cache=True, nogil=True)
+def tc_dot(a, b, n, c, p):
+    """a, b: uint64 arrays of raw element bits (the A row and B column, in k order; length >= n);
+    c: uint64 raw bits of the C element; p: int64 recipe parameter vector. Returns uint64 raw bits of D."""
+    nblk = p[P_NBLK]
+    group = p[P_GROUP]
+    if p[P_CMODE] == CMODE_FUSED:
+        acc = np.uint64(c)
+        accf = P_C
+    else:
+        acc = zero_bits(0, p[P_ACC], p[P_ACC + 3])
+        accf = P_ACC
+    for blk in range(nblk):
+        acc = fused_block(a, b, n, blk, nblk, group, acc, accf, p, P_ACC,
+                          p[P_FRAC], p[P_RND], p[P_OVF], p[P_UFZ])
+        accf = P_ACC
+    if p[P_CMODE] == CMODE_SEPARATE_ADD:
+        return add_rne(acc, np.uint64(c), p, P_D)
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def tc_dot_rows(A, B, C, n, p, out):
+    """Batch form: out[i] = tc_dot(A[i], B[i], n, C[i], p) for every row i."""
+    for i in range(A.shape[0]):
+        out[i] = tc_dot(A[i], B[i], n, C[i], p)

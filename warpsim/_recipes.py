@@ -1,0 +1,156 @@
+"""Per-architecture arithmetic recipes for the tensor-core float families, as data.
+
+A recipe says which primitive of :mod:`warpsim._arith` computes one output
+element of an instruction and with which parameters.  ``RECIPES[arch]`` maps a
+key derived from the catalog entry to a :class:`Recipe`; keys are tried from
+the most to the least specific::
+
+    (family, shape, sparse, atype, btype, dtype)
+    (family, shape, sparse, dtype)
+    (family, shape, sparse)
+    (family, sparse)
+
+where ``sparse`` is a bool.  Element formats are never written here: they are
+read from :mod:`warpsim._types` through the catalog entry.
+
+Parameter vector (``numpy.int64``, length ``_arith.P_LEN``) returned by
+:func:`recipe_params`; a *format* is five ints
+``(width, exp_bits, man_bits, ignored_low_bits, has_inf)``::
+
+    p[0]      kind: 1 = tc_dot
+    p[1:6]    format of A elements
+    p[6:11]   format of B elements
+    p[11:16]  format of C
+    p[16:21]  format of D
+    p[21:26]  format A and B elements are first converted into, exactly
+              (sm_90 fp8 -> f16 unpack); all zeros = no conversion
+    p[26]     nblk: number of chained tensor-core passes (blocks)
+    p[27]     group: term i (in the order the engine passes them) belongs to
+              block (i // group) % nblk
+    p[28]     frac: fractional bits kept below 2**emax when aligning terms
+    p[29]     rounding of each block result: 0 = toward zero, 1 = nearest even
+    p[30:35]  format of each block's result (the chained accumulator)
+    p[35]     C entry: 0 = C is a term of the first block; 1 = blocks start
+              from +0 and D = RNE(last block result + C) in D's format
+              (the FADD / HADD2 of the sm_90 fp8 emulation)
+    p[36]     block overflow: 0 = inf even under truncation; 1 = IEEE
+    p[37]     sign of a nonzero block result rounded to zero: 0 = its own
+              sign; 1 = +0
+
+The engine calls ``_arith.tc_dot(a, b, n, c, p)`` per output element with the
+A row and the B column in k order (sparse: the ``n = k/2`` kept A elements
+with the B elements of their logical rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _arith as ar
+from ._catalog import BY_OPCODE, Instruction
+from ._types import TYPES, ElemType
+
+
+@dataclass(frozen=True)
+class Recipe:
+    primitive: str = "tc_dot"
+    operand_type: str | None = None  # type A/B are converted into before multiplying (None: as is)
+    blocks: int = 1                  # chained tensor-core passes
+    group: int = 1                   # consecutive terms per block before switching to the next
+    frac: int = 25                   # fractional bits kept below the largest exponent
+    rounding: str = "rz"             # block result rounding: "rz" or "rne"
+    acc_type: str | None = None      # block result / accumulator type (None: D's type)
+    c_entry: str = "fused"           # "fused" (C in the first block) or "add_rne" (separate RNE add)
+    overflow: str = "inf"            # "inf" or "ieee"
+    underflow_zero: str = "keep"     # "keep" or "positive"
+
+
+#: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
+#: fractional bits, truncation.
+_HMMA_F32 = Recipe(frac=25, rounding="rz", underflow_zero="keep")
+#: HMMA native f16 accumulate: the same 25-bit fused sum rounded once to f16, nearest even.
+_HMMA_F16 = Recipe(frac=25, rounding="rne", underflow_zero="positive")
+
+
+def _fp8(dtype: str) -> Recipe:
+    """sm_90 fp8 emulation: F2FP unpack to f16 (exact), two chained f16 HMMAs
+    starting from a zero accumulator (first the low halves of each register,
+    i.e. k with (k // 2) % 2 == 0), then FADD / HADD2 with C."""
+    base = _HMMA_F32 if dtype == "f32" else _HMMA_F16
+    return Recipe(operand_type="f16", blocks=2, group=2, frac=base.frac, rounding=base.rounding,
+                  c_entry="add_rne", underflow_zero=base.underflow_zero)
+
+
+RECIPES: dict[str, dict[tuple, Recipe]] = {
+    "sm_90": {
+        ("f16", False, "f32"): _HMMA_F32,
+        ("f16", False, "f16"): _HMMA_F16,
+        ("bf16", False, "f32"): _HMMA_F32,
+        ("tf32", False, "f32"): _HMMA_F32,
+        ("fp8", False, "f32"): _fp8("f32"),
+        ("fp8", False, "f16"): _fp8("f16"),
+    },
+}
+
+#: families another module handles (warpsim._arith_chain)
+_CHAIN_FAMILIES = ("f64", "f16x4")
+
+
+def _keys(ins: Instruction):
+    sp = ins.is_sparse
+    return (
+        (ins.family, ins.shape, sp, ins.atype, ins.btype, ins.dtype),
+        (ins.family, ins.shape, sp, ins.dtype),
+        (ins.family, sp, ins.dtype),
+        (ins.family, ins.shape, sp),
+        (ins.family, sp),
+    )
+
+
+def find_recipe(ins: Instruction, arch: str = "sm_90") -> Recipe:
+    if isinstance(ins, str):
+        ins = BY_OPCODE[ins]
+    if ins.family in _CHAIN_FAMILIES:
+        raise NotImplementedError(
+            f"{ins.opcode}: family {ins.family!r} is not a tensor-core dot product recipe; "
+            "see warpsim._arith_chain.chain_params / chain_dot")
+    table = RECIPES.get(arch)
+    if table is None:
+        raise NotImplementedError(f"no float tensor-core recipes for {arch!r} (have: {sorted(RECIPES)})")
+    for k in _keys(ins):
+        if k in table:
+            return table[k]
+    raise NotImplementedError(f"{ins.opcode}: no {arch} recipe for family {ins.family!r}"
+                              f"{' (sparse)' if ins.is_sparse else ''} with D.{ins.dtype}")
+
+
+def _fmt(t: ElemType) -> list[int]:
+    return [t.bits, t.exp_bits, t.man_bits, t.ignored_low_bits, 1 if t.has_inf else 0]
+
+
+def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
+    """int64 parameter vector of ``_arith.tc_dot`` for a catalog entry (layout: module docstring)."""
+    if isinstance(ins, str):
+        ins = BY_OPCODE[ins]
+    r = find_recipe(ins, arch)
+    if r.primitive != "tc_dot":
+        raise NotImplementedError(f"primitive {r.primitive!r}")
+    p = np.zeros(ar.P_LEN, dtype=np.int64)
+    p[ar.P_KIND] = ar.KIND_TC_DOT
+    p[ar.P_A:ar.P_A + 5] = _fmt(ins.elem("a"))
+    p[ar.P_B:ar.P_B + 5] = _fmt(ins.elem("b"))
+    p[ar.P_C:ar.P_C + 5] = _fmt(ins.elem("c"))
+    p[ar.P_D:ar.P_D + 5] = _fmt(ins.elem("d"))
+    if r.operand_type is not None:
+        p[ar.P_OP:ar.P_OP + 5] = _fmt(TYPES[r.operand_type])
+    p[ar.P_NBLK] = r.blocks
+    p[ar.P_GROUP] = r.group
+    p[ar.P_FRAC] = r.frac
+    p[ar.P_RND] = {"rz": ar.RND_RZ, "rne": ar.RND_RNE}[r.rounding]
+    p[ar.P_ACC:ar.P_ACC + 5] = _fmt(TYPES[r.acc_type or ins.dtype])
+    p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
+    p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
+    p[ar.P_UFZ] = {"keep": ar.UFZ_KEEP_SIGN, "positive": ar.UFZ_POSITIVE}[r.underflow_zero]
+    return p
