@@ -110,8 +110,14 @@ def gpu_info(cp) -> dict:
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+    except Exception:  # noqa: BLE001 - informational only
+        smi = "unknown"
     return {
         "gpu": name,
+        "nvidia_driver": smi,
         "compute_capability": f"sm_{props['major']}{props['minor']}",
         "driver_version": cp.cuda.runtime.driverGetVersion(),
         "runtime_version": cp.cuda.runtime.runtimeGetVersion(),
