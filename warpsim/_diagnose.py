@@ -1,0 +1,147 @@
+"""Diagnostics for people studying tensor-core numerics: one output element, three ways.
+
+:func:`explain` takes the same register words as :func:`warpsim.mma` and one D
+element, and reports the exact real-number result (rational arithmetic on the
+decoded inputs), the hardware-model result, the same exact result rounded once
+to nearest in D's format, and the model's distance from the exact result in
+units in the last place of D's format.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ._api import mma, validate
+from ._layouts import layout, unpack
+from ._types import ElemType
+
+
+def _value(raw: int, t: ElemType):
+    """Exact value of one raw element (Fraction), or a float for inf/NaN."""
+    if t.kind != "float":
+        v = raw
+        if t.kind == "int" and t.signed and raw >= 1 << (t.bits - 1):
+            v -= 1 << t.bits
+        return Fraction(v)
+    if t.ignored_low_bits:
+        raw &= ~((1 << t.ignored_low_bits) - 1)
+    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    x = float(np.array([raw], dtype=store).view(t.numpy_dtype)[0])
+    return x if not math.isfinite(x) else Fraction(x)
+
+
+def ulp(x: Fraction, t: ElemType) -> Fraction:
+    """Spacing of the format's numbers at |x| (subnormal spacing below the normal range)."""
+    p = t.man_bits + 1
+    emin = 1 - t.bias
+    e = emin if x == 0 else max(emin, math.floor(math.log2(abs(x))))
+    if x != 0 and Fraction(2) ** (e + 1) <= abs(x):   # guard against log2 rounding up
+        e += 1
+    if x != 0 and abs(x) < Fraction(2) ** e and e > emin:
+        e -= 1
+    return Fraction(2) ** (e - p + 1)
+
+
+def round_nearest(x: Fraction, t: ElemType) -> float:
+    """x rounded once to nearest-even in the float type t (as a Python float; inf on overflow)."""
+    if x == 0:
+        return 0.0
+    u = ulp(x, t)
+    q = x / u
+    n = math.floor(q)
+    r = q - n
+    if r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2):
+        n += 1
+    v = n * u
+    top = (Fraction(2) - Fraction(2) ** (-t.man_bits)) * Fraction(2) ** ((1 << t.exp_bits) - 2 - t.bias)
+    if abs(v) > top:
+        return math.copysign(math.inf, float(x))
+    return float(v)
+
+
+@dataclass
+class Explanation:
+    opcode: str
+    warp: int
+    lane: int
+    element: int
+    product: int
+    row: int
+    col: int
+    terms: list              # (a, b) exact values of each product term, in k order
+    c: object
+    exact: object            # Fraction, or float inf/nan when an input is not finite
+    model: float             # what warpsim (the H100 model) returns
+    model_bits: int
+    rounded_once: float      # exact result rounded once to nearest in D's format
+    ulps: float | None       # (model - exact) / ulp(exact) in D's format
+
+    def __str__(self):
+        ex = float(self.exact) if isinstance(self.exact, Fraction) else self.exact
+        lines = [
+            f"{self.opcode}",
+            f"  D[{self.row},{self.col}] of product {self.product} (warp {self.warp}, lane {self.lane}, element {self.element})",
+            f"  exact real result     {ex!r}" + (f"  (= {self.exact})" if isinstance(self.exact, Fraction) and self.exact.denominator != 1 and len(str(self.exact)) < 60 else ""),
+            f"  rounded once (RNE)    {self.rounded_once!r}",
+            f"  hardware model        {self.model!r}  (bits {self.model_bits:#x})",
+        ]
+        if self.ulps is not None:
+            lines.append(f"  model - exact         {self.ulps:+.6g} ulp")
+        return "\n".join(lines)
+
+
+def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90") -> Explanation:
+    """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment)."""
+    ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
+    if not ins.elem("d").is_float:
+        raise ValueError(f"explain() studies floating-point rounding; {ins.opcode} is an integer MMA (exact)")
+    tabd = layout(ins.opcode, "d")
+    if not 0 <= lane < 32 or not 0 <= element < tabd.shape[1]:
+        raise ValueError(f"lane must be in 0..31 and element in 0..{tabd.shape[1] - 1} for D of {ins.opcode}")
+    p, i, j = (int(x) for x in tabd[lane, element])
+    sl = slice(warp, warp + 1)
+    d = mma(ins.opcode, a3[sl], b3[sl], c3[sl], None if e3 is None else e3[sl], selector=selector, arch=arch)
+    from ._bits import words_to_elements
+    from ._sparse import logical_columns
+
+    def raw_matrix(role, words):
+        t = ins.elem(role)
+        el = words_to_elements(words, t.bits)[0]
+        tab = layout(ins.opcode, role)
+        rows, cols = ins.matrix_shape(role)
+        m = np.zeros((ins.products, rows, cols), dtype=object)
+        for ln in range(32):
+            for k in range(tab.shape[1]):
+                m[tuple(tab[ln, k])] = int(el[ln, k])
+        return m, t
+
+    A, ta = raw_matrix("a", a3[sl])
+    B, tb = raw_matrix("b", b3[sl])
+    C, tc = raw_matrix("c", c3[sl])
+    D, td = raw_matrix("d", d)
+    if ins.is_sparse:
+        cols = logical_columns(ins, selector, e3[sl])[0]
+        taba = layout(ins.opcode, "a")
+        pairs = sorted((int(cols[ln, k]), int(taba[ln, k, 2]), ln, k) for ln in range(32) for k in range(taba.shape[1])
+                       if taba[ln, k, 1] == i)
+        terms = [(_value(A[p, i, cc], ta), _value(B[p, lc, j], tb)) for lc, cc, _, _ in pairs]
+    else:
+        terms = [(_value(A[p, i, k], ta), _value(B[p, k, j], tb)) for k in range(ins.k)]
+    cv = _value(C[p, i, j], tc)
+    vals = [x for t in terms for x in t] + [cv]
+    if all(isinstance(v, Fraction) for v in vals):
+        exact = sum((x * y for x, y in terms), Fraction(0)) + cv
+        rounded = round_nearest(exact, td)
+    else:
+        with np.errstate(all="ignore"):
+            exact = float(sum(float(x) * float(y) for x, y in terms) + float(cv))
+        rounded = exact
+    model = float(_value(int(D[p, i, j]), td))
+    ulps = None
+    if isinstance(exact, Fraction) and math.isfinite(model):
+        ulps = float((Fraction(model) - exact) / ulp(exact, td))
+    return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps)
