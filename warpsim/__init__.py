@@ -9,7 +9,11 @@ from ._api import mma
 from ._catalog import CATALOG, Instruction, entries
 from ._layouts import fragment_map, pack, unpack
 from ._parse import parse
+from ._matmul import matmul
+from ._regfile import PTXError, Warp
+from ._sparse_helpers import compress, expand
 
 __version__ = "0.1.0"
 
-__all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__"]
+__all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
+           "matmul", "Warp", "PTXError", "compress", "expand"]

@@ -1,0 +1,402 @@
+"""The ``warpsim`` command line.
+
+Exit status: 0 success, 1 failure (a result differs from the GPU's, or the operation is not
+modelled), 2 usage error (bad arguments, unknown opcode, malformed input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _ins(opcode):
+    from ._parse import parse
+
+    try:
+        return parse(opcode)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# --- list / show --------------------------------------------------------------
+
+def cmd_list(a):
+    from ._catalog import CATALOG
+
+    n = 0
+    for ins in CATALOG:
+        if a.shape and ins.shape != a.shape:
+            continue
+        if a.type and a.type not in (ins.atype, ins.btype, ins.ctype, ins.dtype):
+            continue
+        if a.sparse is not None and ins.is_sparse != a.sparse:
+            continue
+        if a.sm is not None and ins.min_sm > a.sm:
+            continue
+        if a.family and ins.family != a.family:
+            continue
+        n += 1
+        if a.long:
+            sel = f"  selectors {list(ins.selectors)}" if ins.is_sparse else ""
+            print(f"{ins.opcode:<80} sm_{ins.min_sm}  PTX {ins.min_ptx}{sel}")
+        else:
+            print(ins.opcode)
+    print(f"{n} opcode(s)", file=sys.stderr)
+    return EXIT_OK if n else EXIT_FAIL
+
+
+def cmd_show(a):
+    from ._regfile import example_statement
+
+    ins = _ins(a.opcode)
+    print(ins.describe())
+    print()
+    print("PTX:")
+    print("  " + example_statement(ins))
+    return EXIT_OK
+
+
+# --- layout --------------------------------------------------------------------
+
+def cmd_layout(a):
+    from ._svg import svg, text_grid
+
+    ins = _ins(a.opcode)
+    try:
+        if a.svg:
+            with open(a.svg, "w") as f:
+                f.write(svg(ins, a.operand, a.selector, color_by=a.color_by))
+            print(f"wrote {a.svg}", file=sys.stderr)
+        if not a.svg or a.text:
+            sys.stdout.write(text_grid(ins, a.operand, a.selector, width=a.width))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+# --- run -----------------------------------------------------------------------
+
+def _load(path):
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
+def _operand_words(ins, role, path, selector, e_given):
+    """An operand from a .npy: register words (uint32, (32, words)) or a matrix (packed here).
+
+    Returns (words, metadata or None); a logical sparse A is compressed for ``selector``."""
+    from ._layouts import pack
+    from ._sparse_helpers import compress
+
+    x = _load(path)
+    if x.dtype == np.uint32 and x.shape == (32, ins.words(role)):
+        return x, None
+    try:
+        if role == "a" and ins.is_sparse and not e_given and x.shape == (ins.m, ins.k):
+            return compress(ins, x, selector)
+        return pack(ins, role, x), None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def _fmt_value(v):
+    if isinstance(v, (np.floating, float)) or (hasattr(v, "dtype") and v.dtype.kind == "f"):
+        return f"{float(v):.6g}"
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if hasattr(v, "dtype") and v.dtype.kind not in "iub":
+        return f"{f:.6g}"
+    return str(int(f)) if f == int(f) else f"{f:.6g}"
+
+
+def _matrix_lines(title, m):
+    """Rows of a matrix as text lines, first line the title."""
+    m = np.asarray(m)
+    cells = [[_fmt_value(v) for v in row] for row in m]
+    w = max((len(c) for row in cells for c in row), default=1)
+    lines = [title] + [" ".join(c.rjust(w) for c in row) for row in cells]
+    width = max(len(x) for x in lines)
+    return [x.ljust(width) for x in lines]
+
+
+def _side_by_side(blocks, gap=4):
+    h = max(len(b) for b in blocks)
+    out = []
+    for i in range(h):
+        parts = [(b[i] if i < len(b) else " " * len(b[0])) for b in blocks]
+        out.append((" " * gap).join(parts).rstrip())
+    return "\n".join(out)
+
+
+def cmd_run(a):
+    from ._api import mma
+    from ._inputs import distributions, generate
+    from ._layouts import unpack
+    from ._sparse_helpers import expand
+
+    ins = _ins(a.opcode)
+    if a.selector not in ins.selectors:
+        raise UsageError(f"selector {a.selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
+    dist = a.dist or distributions(ins)[0]
+    if dist not in distributions(ins):
+        raise UsageError(f"distribution {dist!r} is not one of {', '.join(distributions(ins))} for {ins.opcode}")
+    gen = generate(ins, a.selector, dist, 1, a.seed)
+    words = {r: gen[r][0] for r in gen}
+    if a.e:
+        if not ins.is_sparse:
+            raise UsageError(f"{ins.opcode} is dense: it takes no metadata (--e)")
+        e = _load(a.e)
+        if e.dtype != np.uint32 or e.shape != (32,):
+            raise UsageError(f"{a.e}: metadata must be uint32 of shape (32,), got {e.dtype} {e.shape}")
+        words["e"] = e
+    for role in "abc":
+        path = getattr(a, role)
+        if path:
+            w, e = _operand_words(ins, role, path, a.selector, bool(a.e))
+            words[role] = w
+            if e is not None:
+                words["e"] = e
+            elif role == "a" and ins.is_sparse and not a.e:
+                raise UsageError(f"{path}: sparse A given as register words or a compressed matrix needs --e E.npy "
+                                 f"(metadata words); or give the logical {ins.m}x{ins.k} matrix")
+    try:
+        d = mma(ins.opcode, words["a"], words["b"], words["c"], words.get("e"), selector=a.selector, arch=a.arch)
+    except NotImplementedError as exc:
+        print(f"warpsim: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    words["d"] = d
+    print(ins.opcode + (f"  (selector {a.selector})" if ins.is_sparse else ""))
+    print()
+    mats = {}
+    for role in "abcd":
+        mats[role] = unpack(ins, role, words[role])
+    if ins.is_sparse:
+        try:
+            mats["a"] = expand(ins, words["a"], words["e"], a.selector)
+            a_title = f"A ({ins.m}x{ins.k}, logical)"
+        except ValueError:
+            a_title = f"A ({ins.m}x{ins.k // 2}, compressed; metadata repeats an index)"
+    else:
+        a_title = "A ({}x{})".format(*ins.matrix_shape("a"))
+    titles = {"a": a_title}
+    for role in "bcd":
+        titles[role] = "{} ({}x{})".format(role.upper(), *ins.matrix_shape(role))
+    if a.values:
+        for p in range(ins.products):
+            if ins.products > 1:
+                print(f"product {p}")
+            pick = (lambda m: m[p]) if ins.products > 1 else (lambda m: m)
+            blocks = [_matrix_lines(titles[r] + f" .{ins.elem(r).name}", pick(mats[r])) for r in "abcd"]
+            print(_side_by_side(blocks))
+            print()
+    if a.words:
+        roles = ["a", "b", "c"] + (["e"] if ins.is_sparse else []) + ["d"]
+        head = "lane  " + "  ".join(
+            (r.upper() + " words").ljust(9 * (1 if r == "e" else words[r].shape[-1]) - 1) for r in roles)
+        print("register words (hex, per lane, in PTX operand order)")
+        print(head.rstrip())
+        for lane in range(32):
+            parts = []
+            for r in roles:
+                w = words[r][lane]
+                parts.append(" ".join(f"{int(x):08x}" for x in np.atleast_1d(w)))
+            print(f"{lane:>4}  " + "  ".join(parts))
+    if a.out:
+        np.savez(a.out, **{r: words[r] for r in words})
+        print(f"wrote {a.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+# --- ptx -----------------------------------------------------------------------
+
+def cmd_ptx(a):
+    from ._regfile import PTXError, Warp, register_bits
+
+    if a.file == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(a.file) as f:
+                text = f.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {a.file}: {exc}") from None
+    w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
+    for spec in a.set or []:
+        name, _, path = spec.partition("=")
+        if not path:
+            raise UsageError(f"--set expects NAME=FILE.npy, got {spec!r}")
+        try:
+            w.set(name, _load(path))
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--set {spec}: {exc}") from None
+    try:
+        w.run(text)
+    except NotImplementedError as exc:
+        print(f"warpsim: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except PTXError as exc:
+        raise UsageError(str(exc)) from None
+    names = a.print or w.names
+    for n in names:
+        if n not in w:
+            raise UsageError(f"--print {n}: no such register after the snippet ran")
+    for warp in range(w.warps):
+        if w.warps > 1:
+            print(f"warp {warp}")
+        cols = []
+        for n in names:
+            wd = 16 if register_bits(n) == 64 else 8
+            cols.append((n, wd, w.get(n)[warp]))
+        print("lane  " + " ".join(n.rjust(wd) for n, wd, _ in cols))
+        for lane in range(32):
+            print(f"{lane:>4}  " + " ".join(f"{int(v[lane]):0{wd}x}" for _, wd, v in cols))
+    return EXIT_OK
+
+
+# --- verify / bench ------------------------------------------------------------------
+
+def cmd_verify(a):
+    from ._verify import replay, summary_table
+
+    try:
+        results = replay(a.corpus, match=tuple(a.match or ()), arch=a.arch, progress=not a.quiet)
+    except (OSError, KeyError, ValueError) as exc:
+        raise UsageError(f"cannot replay {a.corpus or 'the default corpus'}: {exc}") from None
+    if not results:
+        raise UsageError(f"no corpus entry matches {a.match}")
+    print(summary_table(results))
+    differ = [r for r in results if r.differ]
+    errors = [r for r in results if r.error]
+    if errors:
+        print(f"{len(errors)} entries not modelled yet (e.g. {errors[0].opcode}: {errors[0].error})")
+    if differ:
+        print(f"{len(differ)} entries differ from the GPU, e.g.:")
+        for r in differ[:10]:
+            print(f"  {r.opcode} selector {r.selector}: {r.differ} of {r.words} words; by distribution {r.by_distribution}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def cmd_bench(argv):
+    try:
+        from . import _bench
+    except ImportError as exc:
+        print(f"warpsim bench: the benchmarks are not available in this installation ({exc})", file=sys.stderr)
+        return EXIT_FAIL
+    rc = _bench.main(list(argv))
+    return int(rc or 0)
+
+
+# --- parser --------------------------------------------------------------------
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="warpsim", description="Bit-exact CPU emulation of NVIDIA PTX warp-level mma / mma.sp.",
+                                epilog="Exit status: 0 ok, 1 failure (results differ / not modelled), 2 usage error.")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"warpsim {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub.required = True
+
+    s = sub.add_parser("list", help="list catalog opcodes", description="List the opcodes of the catalog, filtered.")
+    s.add_argument("--shape", help="e.g. m16n8k16")
+    s.add_argument("--type", help="an element type used by any operand, e.g. f16, s8, e4m3")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--sparse", dest="sparse", action="store_true", default=None, help="only mma.sp opcodes")
+    g.add_argument("--dense", dest="sparse", action="store_false", help="only dense opcodes")
+    s.add_argument("--sm", type=int, help="only opcodes available on this sm (e.g. 80)")
+    s.add_argument("--family", help="catalog family, e.g. f16, bf16, tf32, f64, fp8, int8, int4, b1, f16x4")
+    s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
+    s.set_defaults(fn=cmd_list)
+
+    s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")
+    s.add_argument("opcode")
+    s.set_defaults(fn=cmd_show)
+
+    s = sub.add_parser("layout", help="draw an operand's fragment layout",
+                       description="Print an operand's fragment layout as a grid (T<lane>:<element>); optionally write an SVG.")
+    s.add_argument("opcode")
+    s.add_argument("operand", type=str.lower, choices=["a", "b", "c", "d"])
+    s.add_argument("--svg", metavar="FILE", help="write an SVG picture to FILE (the text grid is then not printed unless --text)")
+    s.add_argument("--text", action="store_true", help="print the text grid even with --svg")
+    s.add_argument("--selector", type=int, default=0, help="sparsity selector (sparse A: which metadata lanes)")
+    s.add_argument("--color-by", choices=["lane", "group"], default="lane", help="SVG colours per lane or per group of 4 lanes")
+    s.add_argument("--width", type=int, default=120, help="terminal width for the text grid (default 120)")
+    s.set_defaults(fn=cmd_layout)
+
+    s = sub.add_parser("run", help="run one mma on example or given data",
+                       description="Run one mma; print A, B, C, D as matrices and as register words. "
+                                   "Operands default to seeded random data; a .npy may hold register words "
+                                   "(uint32, shape (32, words)) or a matrix (sparse A: the logical matrix).")
+    s.add_argument("opcode")
+    for r in "abc":
+        s.add_argument(f"--{r}", metavar=f"{r.upper()}.npy", help=f"operand {r.upper()}")
+    s.add_argument("--e", metavar="E.npy", help="sparse metadata words, uint32 shape (32,)")
+    s.add_argument("--selector", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="seed of the random example data (default 0)")
+    s.add_argument("--dist", help="input distribution of the random data (default: the first for the type)")
+    s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
+    s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
+    s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] d)")
+    s.add_argument("--arch", default="sm_90")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("ptx", help="run a PTX snippet through the register file",
+                       description="Execute mma/mma.sp/mov statements; print the registers (hex, per lane).")
+    s.add_argument("file", help="PTX file, or - for standard input")
+    s.add_argument("--warps", type=int, default=1)
+    s.add_argument("--set", action="append", metavar="NAME=FILE.npy", help="initialise a register from a .npy (repeatable)")
+    s.add_argument("--undefined", choices=["error", "zero", "random"], default="error",
+                   help="what reading a never-written register does (default: error)")
+    s.add_argument("--seed", type=int, default=0, help="seed for --undefined random")
+    s.add_argument("--print", action="append", metavar="REG", help="print only these registers (repeatable)")
+    s.add_argument("--arch", default="sm_90")
+    s.set_defaults(fn=cmd_ptx)
+
+    s = sub.add_parser("verify", help="replay a golden-vector corpus",
+                       description="Replay a captured corpus through warpsim and compare every word; exit 1 if any differs.")
+    s.add_argument("--corpus", metavar="PATH", help="corpus .npz (default: the H100 corpus in tests/golden)")
+    s.add_argument("--match", action="append", metavar="TEXT", help="only opcodes containing TEXT (repeatable)")
+    s.add_argument("--arch", default="sm_90")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    s.set_defaults(fn=cmd_verify)
+
+    sub.add_parser("bench", help="benchmarks (arguments are passed on; see `warpsim bench --help`)", add_help=False)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        return cmd_bench(argv[1:])
+    p = build_parser()
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as exc:   # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return a.fn(a)
+    except UsageError as exc:
+        print(f"warpsim {a.cmd}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

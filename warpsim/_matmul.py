@@ -1,0 +1,69 @@
+"""``matmul``: one ``mma`` on matrices instead of register words.
+
+The matrices are packed into fragments with the operand layouts, the instruction is executed
+bit-exactly by :func:`warpsim.mma`, and D's words are unpacked again.  A leading batch axis
+runs one warp per matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._layouts import pack, unpack
+from ._parse import parse
+from ._sparse_helpers import compress
+
+__all__ = ["matmul"]
+
+
+def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch: str = "sm_90"):
+    """D = A x B + C as the GPU computes it with ``instruction``.
+
+    A, B, C: matrices of shape ([batch,] [products,] rows, cols) -- ``products`` only for the
+    m8n8k4 quad-pair form (4 independent products per warp) -- in any dtype that converts to the
+    operand types (numpy / ml_dtypes: float16, bfloat16, float8_e4m3fn, int8, int4, ...; b1 as
+    0/1).  C=None means zeros.  For ``mma.sp``: A is the full logical m x k matrix, 2:4 sparse
+    (tf32 1:2), and the metadata is computed for ``selector``; or pass ``metadata`` (uint32 words,
+    shape ([batch,] 32)) and A as the compressed m x k/2 matrix.
+    Returns D in its element type, shape ([batch,] [products,] m, n).
+    """
+    from ._api import mma
+
+    ins = parse(instruction)
+    base = 2 if ins.products == 1 else 3
+    A, B = np.asarray(A), np.asarray(B)
+    if C is None:
+        shape = ins.matrix_shape("c") if ins.products == 1 else (ins.products,) + ins.matrix_shape("c")
+        C = np.zeros(shape, dtype=ins.elem("c").numpy_dtype)
+    C = np.asarray(C)
+    for name, x in (("A", A), ("B", B), ("C", C)):
+        if x.ndim not in (base, base + 1):
+            prod = f"{ins.products}, " if ins.products > 1 else ""
+            raise ValueError(f"{name} of {ins.opcode} must have shape ([batch,] {prod}rows, cols), got {x.shape}")
+    e = None
+    if ins.is_sparse:
+        if metadata is None:
+            aw, e = compress(ins, A, selector)
+        else:
+            e = np.asarray(metadata)
+            if e.dtype != np.uint32:
+                raise TypeError(f"metadata must be numpy.uint32 words, got {e.dtype}")
+            aw = pack(ins, "a", A)
+    else:
+        if metadata is not None:
+            raise ValueError(f"{ins.opcode} is dense: it takes no metadata")
+        aw = pack(ins, "a", A)
+    bw, cw = pack(ins, "b", B), pack(ins, "c", C)
+    parts = [aw, bw, cw] + ([e] if e is not None else [])
+    base_nd = [2, 2, 2, 1][:len(parts)]
+    batches = {p.shape[0] for p, nd in zip(parts, base_nd) if p.ndim == nd + 1}
+    if len(batches) > 1:
+        raise ValueError(f"batch sizes differ: {sorted(batches)}")
+    if not batches:
+        d = mma(ins.opcode, aw, bw, cw, e, selector=selector, arch=arch)
+        return unpack(ins, "d", d)
+    n = batches.pop()
+    full = [np.ascontiguousarray(np.broadcast_to(p, (n,) + p.shape[-nd:])) if p.ndim == nd else p
+            for p, nd in zip(parts, base_nd)]
+    d = mma(ins.opcode, *full[:3], full[3] if e is not None else None, selector=selector, arch=arch)
+    return unpack(ins, "d", d)

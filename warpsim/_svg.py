@@ -1,0 +1,206 @@
+"""Pictures of fragment layouts, drawn like the PTX ISA figures: the operand's matrix as a grid,
+each cell labelled with the lane and element that hold it (``T5: a3``) and coloured by lane
+(or by lane group).  :func:`svg` writes a standalone SVG (no dependencies); :func:`text_grid`
+renders the same for a terminal.
+
+The m8n8k4 quad-pair form draws its four products side by side; sparse A draws the compressed
+matrix plus, for the chosen sparsity selector, which metadata lane and bits hold each element's
+index and which lanes the selector reads.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+
+from ._layouts import OPERANDS, layout
+from ._parse import parse
+
+__all__ = ["svg", "text_grid", "cells", "label", "lane_color"]
+
+
+def label(lane: int, operand: str, element: int, sep: str = " ") -> str:
+    """The cell label the PTX ISA figures use: ``T5: a3``."""
+    return f"T{lane}:{sep}{operand}{element}"
+
+
+def _check(instruction, operand, selector):
+    ins = parse(instruction)
+    op = str(operand).lower()
+    if op not in OPERANDS:
+        raise ValueError(f"operand must be one of {', '.join(OPERANDS)} (case-insensitive), not {operand!r}")
+    if isinstance(selector, bool) or not isinstance(selector, (int, np.integer)):
+        raise TypeError(f"selector must be an integer, not {type(selector).__name__}")
+    if selector not in ins.selectors:
+        what = "sparsity selector" if ins.is_sparse else "selector (dense MMAs have none; leave it 0)"
+        raise ValueError(f"{what} {selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
+    return ins, op
+
+
+def cells(instruction, operand: str, selector: int = 0) -> dict:
+    """{(product, row, col): (lane, element)} for every element of the operand's matrices."""
+    ins, op = _check(instruction, operand, selector)
+    tab = layout(ins.opcode, op)
+    out = {}
+    for lane in range(32):
+        for j in range(tab.shape[1]):
+            p, r, c = (int(x) for x in tab[lane, j])
+            out[(p, r, c)] = (lane, j)
+    return out
+
+
+def _metadata_cells(ins, selector):
+    """{(row, col) of the compressed A: (metadata lane, low bit, width)}."""
+    from ._sparse import metadata_table
+
+    tab = layout(ins.opcode, "a")
+    meta = metadata_table(ins.opcode, selector)
+    width = 4 if ins.atype == "tf32" else 2
+    out = {}
+    for lane in range(32):
+        for j in range(tab.shape[1]):
+            _, r, c = (int(x) for x in tab[lane, j])
+            out[(r, c)] = (int(meta[lane, j, 0]), int(meta[lane, j, 1]), width)
+    return out
+
+
+def lane_color(lane: int, by: str = "lane") -> str:
+    """A light fill colour per lane (``by="lane"``) or per group of four lanes (``by="group"``)."""
+    if by == "group":
+        g, t = divmod(lane, 4)
+        return f"hsl({(g * 45) % 360},70%,{72 + 5 * t}%)"
+    if by != "lane":
+        raise ValueError(f"colour by 'lane' or 'group', not {by!r}")
+    return f"hsl({(lane * 101.25) % 360:.2f},70%,78%)"
+
+
+# --- SVG ----------------------------------------------------------------------
+
+CELL_W, CELL_H, PAD, HEAD = 58, 22, 28, 18
+
+
+def _grid_svg(out, x0, y0, rows, cols, content, title):
+    """content(r, c) -> (fill, text).  Returns the grid's (width, height) including labels."""
+    out.append(f'<text x="{x0}" y="{y0 + 12}" class="t">{escape(title)}</text>')
+    gy = y0 + HEAD + 14
+    gx = x0 + PAD
+    for c in range(cols):
+        out.append(f'<text x="{gx + c * CELL_W + CELL_W / 2}" y="{gy - 4}" class="h">{c}</text>')
+    for r in range(rows):
+        y = gy + r * CELL_H
+        out.append(f'<text x="{x0 + PAD - 4}" y="{y + CELL_H / 2 + 4}" class="hr">{r}</text>')
+        for c in range(cols):
+            fill, txt = content(r, c)
+            x = gx + c * CELL_W
+            out.append(f'<rect x="{x}" y="{y}" width="{CELL_W}" height="{CELL_H}" fill="{fill}"/>'
+                       f'<text x="{x + CELL_W / 2}" y="{y + CELL_H / 2 + 4}">{escape(txt)}</text>')
+    return PAD + cols * CELL_W, HEAD + 14 + rows * CELL_H
+
+
+def svg(instruction, operand: str, selector: int = 0, *, color_by: str = "lane") -> str:
+    """A standalone SVG picture of one operand's fragment layout."""
+    ins, op = _check(instruction, operand, selector)
+    lane_color(0, color_by)
+    cmap = cells(ins, op, selector)
+    rows, cols = ins.matrix_shape(op)
+    name = op.upper()
+    out = []
+    x, y = 10, 40
+    total_w, total_h = 0, 0
+    for p in range(ins.products):
+        lanes = sorted({ln for (pp, _, _), (ln, _) in cmap.items() if pp == p})
+        if ins.products > 1:
+            title = f"product {p}: lanes {_ranges(lanes)}"
+        else:
+            title = f"{name}: {rows}x{cols}" + (" (compressed; logical {}x{})".format(ins.m, ins.k) if ins.is_sparse and op == "a" else "")
+
+        def content(r, c, p=p):
+            lane, j = cmap[(p, r, c)]
+            return lane_color(lane, color_by), label(lane, op, j)
+
+        w, h = _grid_svg(out, x, y, rows, cols, content, title)
+        x += w + 30
+        total_w, total_h = x, max(total_h, y + h)
+    if ins.is_sparse and op == "a":
+        meta = _metadata_cells(ins, selector)
+        lanes = sorted({m[0] for m in meta.values()})
+        y = total_h + 30
+
+        def mcontent(r, c):
+            ml, bit, wd = meta[(r, c)]
+            return lane_color(ml, color_by), f"e T{ml} [{bit + wd - 1}:{bit}]"
+
+        w, h = _grid_svg(out, 10, y, rows, cols, mcontent,
+                         f"metadata of each element, selector {selector}: lane and bits of its index "
+                         f"(lanes read: {_ranges(lanes)})")
+        total_h = y + h + 10
+        y = total_h + 10
+        out.append(f'<text x="10" y="{y + 12}" class="t">metadata lanes read with selector {selector}</text>')
+        for ln in range(32):
+            xx = 10 + PAD + ln * 26
+            used = ln in lanes
+            fill = lane_color(ln, color_by) if used else "#ffffff"
+            dash = "" if used else ' stroke-dasharray="2,2"'
+            out.append(f'<rect x="{xx}" y="{y + 18}" width="26" height="{CELL_H}" fill="{fill}"'
+                       f'{dash}/><text x="{xx + 13}" y="{y + 18 + CELL_H / 2 + 4}">{ln}</text>')
+        total_h = y + 18 + CELL_H
+        total_w = max(total_w, 10 + PAD + 32 * 26 + 10)
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h + 10:.0f}" '
+              f'font-family="monospace" font-size="10">')
+    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
+             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+    caption = f'<text x="10" y="20" class="t">{escape(ins.opcode)}: operand {name}</text>'
+    return "\n".join([header, style, f"<title>{escape(ins.opcode)} operand {name}</title>", caption] + out + ["</svg>", ""])
+
+
+def _ranges(nums) -> str:
+    nums = sorted(nums)
+    out, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# --- terminal -------------------------------------------------------------------
+
+def _grid_text(rows, cols, content, width):
+    cw = max(len(content(r, c)) for r in range(rows) for c in range(cols)) + 1
+    rw = len(str(rows - 1)) + 2
+    per = max(1, (width - rw) // cw)
+    out = []
+    for c0 in range(0, cols, per):
+        cs = range(c0, min(cols, c0 + per))
+        out.append(" " * rw + "".join(str(c).rjust(cw) for c in cs))
+        for r in range(rows):
+            out.append(f"{r:>{rw - 2}} |" + "".join(content(r, c).rjust(cw) for c in cs))
+        out.append("")
+    return out
+
+
+def text_grid(instruction, operand: str, selector: int = 0, *, width: int = 120) -> str:
+    """The layout as text: one cell per matrix element, ``T5:a3``; wide matrices wrap in column blocks."""
+    ins, op = _check(instruction, operand, selector)
+    cmap = cells(ins, op, selector)
+    rows, cols = ins.matrix_shape(op)
+    name = op.upper()
+    out = [f"{ins.opcode}: operand {name}, {rows}x{cols}"
+           + (f" per product, {ins.products} products" if ins.products > 1 else "")
+           + (f" (compressed; logical {ins.m}x{ins.k})" if ins.is_sparse and op == "a" else ""), ""]
+    for p in range(ins.products):
+        if ins.products > 1:
+            lanes = sorted({ln for (pp, _, _), (ln, _) in cmap.items() if pp == p})
+            out += [f"product {p} (lanes {_ranges(lanes)})", ""]
+        out += _grid_text(rows, cols, lambda r, c, p=p: label(cmap[(p, r, c)][0], op, cmap[(p, r, c)][1], sep=""), width)
+    if ins.is_sparse and op == "a":
+        meta = _metadata_cells(ins, selector)
+        lanes = sorted({m[0] for m in meta.values()})
+        out += [f"metadata, selector {selector}: lanes read {_ranges(lanes)}; each element's index sits in "
+                "e of lane T at bits [hi:lo]", ""]
+        out += _grid_text(rows, cols, lambda r, c: "T{0}[{2}:{1}]".format(meta[(r, c)][0], meta[(r, c)][1],
+                                                                          meta[(r, c)][1] + meta[(r, c)][2] - 1), width)
+    return "\n".join(out).rstrip() + "\n"
