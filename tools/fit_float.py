@@ -33,8 +33,44 @@ DEFAULT_CORPORA = (
     ".cap/h200/deep_f16_bf16_tf32.npz",
     ".cap/h200/deep_fp8.npz",
 )
-#: sparse shapes whose metadata placement warpsim._sparse knows
-SPARSE_OK = {("f16", "m16n8k16"), ("bf16", "m16n8k16"), ("fp8", "m16n8k64")}
+#: sparse shapes replayed with --sparse
+SPARSE_OK = {("f16", "m16n8k16"), ("f16", "m16n8k32"), ("bf16", "m16n8k16"), ("bf16", "m16n8k32"),
+             ("tf32", "m16n8k8"), ("tf32", "m16n8k16"), ("fp8", "m16n8k64")}
+
+
+def tf32_sparse_b(ins, ent, M):
+    """B operand a tf32 sparse A element meets, per (warp, row, col, compressed element).
+
+    Fitted on the captures (valid and arbitrary metadata): a tf32 group of two
+    logical columns is four 16-bit halves h = 0..3 (row base + h // 2, low half
+    when h is even); the element's two 2-bit metadata fields i0, i1 pick the
+    halves that form the low and the high 16 bits of the B value it multiplies.
+    Valid metadata (0b0100, 0b1110) thus selects B rows base and base + 1.
+    """
+    from warpsim._sparse import metadata_table
+    W = M["a"].shape[0]
+    m, n, k = ins.mnk
+    kk = M["a"].shape[2]
+    t = metadata_table(ins.opcode, ent["selector"])
+    tab = layout(ins.opcode, "a")
+    e = ent["e"]
+    f0 = ((e[:, t[..., 0]] >> t[..., 1].astype(np.uint32)) & np.uint32(3)).astype(np.int64)
+    f1 = ((e[:, t[..., 0]] >> (t[..., 1] + 2).astype(np.uint32)) & np.uint32(3)).astype(np.int64)
+    I0 = np.zeros((W, m, kk), np.int64)
+    I1 = np.zeros((W, m, kk), np.int64)
+    BASE = np.zeros((W, m, kk), np.int64)
+    I0[:, tab[..., 1], tab[..., 2]] = f0
+    I1[:, tab[..., 1], tab[..., 2]] = f1
+    BASE[:, tab[..., 1], tab[..., 2]] = np.broadcast_to(t[..., 2], f0.shape)
+    Bt = np.transpose(M["b"], (0, 2, 1))
+    wi = np.arange(W)[:, None, None, None]
+    ji = np.arange(n)[None, None, :, None]
+
+    def half(h):
+        v = Bt[wi, ji, BASE[:, :, None, :] + h[:, :, None, :] // 2]
+        return np.where(h[:, :, None, :] % 2 == 1, v >> np.uint64(16), v & np.uint64(0xFFFF))
+
+    return ((half(I1) << np.uint64(16)) | half(I0)).reshape(-1, kk)
 
 
 def matrices(ins, ent):
@@ -58,7 +94,9 @@ def rows_for(ins, ent):
     kk = M["a"].shape[2]
     A = np.repeat(M["a"][:, :, None, :], n, axis=2).reshape(-1, kk)
     Bt = np.transpose(M["b"], (0, 2, 1))          # (W, n, k)
-    if ins.is_sparse:
+    if ins.is_sparse and ins.atype == "tf32":
+        B = tf32_sparse_b(ins, ent, M)
+    elif ins.is_sparse:
         from warpsim._sparse import logical_columns
         lc = logical_columns(ins, ent["selector"], ent["e"])   # (W, 32, elems)
         tab = layout(ins.opcode, "a")

@@ -43,7 +43,7 @@ CLS_ZERO, CLS_FINITE, CLS_INF, CLS_NAN = 0, 1, 2, 3
 
 RND_RZ, RND_RNE = 0, 1
 OVF_INF, OVF_IEEE = 0, 1          # overflow: always inf / IEEE (RZ -> largest finite)
-UFZ_KEEP_SIGN, UFZ_POSITIVE = 0, 1  # a nonzero result that rounds to zero
+ZERO_IEEE, ZERO_POSITIVE = 0, 1  # zero results: IEEE signs / always +0
 CMODE_FUSED, CMODE_SEPARATE_ADD = 0, 1
 
 # --- parameter vector layout (see warpsim._recipes for the meaning) ---------
@@ -61,7 +61,7 @@ P_RND = 29        # rounding of each block result: RND_RZ / RND_RNE
 P_ACC = 30        # format of the block result / chained accumulator (5 ints)
 P_CMODE = 35      # CMODE_FUSED: C is a term of the first block; CMODE_SEPARATE_ADD: blocks start at +0, then D = RNE(acc + C)
 P_OVF = 36        # block-result overflow rule (OVF_INF / OVF_IEEE)
-P_UFZ = 37        # block-result sign of a nonzero value rounded to zero (UFZ_*)
+P_ZERO = 37       # block-result zeros: ZERO_IEEE (all terms -0 -> -0, underflow keeps the sign) / ZERO_POSITIVE (always +0)
 P_LEN = 38
 KIND_TC_DOT = 1
 
@@ -123,7 +123,7 @@ def zero_bits(sign, width, ign):
 
 
 @njit(cache=True, nogil=True)
-def encode(sign, mag, e0, width, eb, mb, ign, has_inf, rnd, ovf, ufz):
+def encode(sign, mag, e0, width, eb, mb, ign, has_inf, rnd, ovf, zero):
     """Round ``(-1)**sign * mag * 2**e0`` (mag > 0, int64; its LSB may be a
     sticky bit) into the format and return its raw bits."""
     bias = (1 << (eb - 1)) - 1
@@ -160,7 +160,7 @@ def encode(sign, mag, e0, width, eb, mb, ign, has_inf, rnd, ovf, ufz):
             sig >>= 1
             Eq += 1
     if sig == 0:
-        if ufz == UFZ_POSITIVE:
+        if zero == ZERO_POSITIVE:
             return zero_bits(0, width, ign)
         return zero_bits(sign, width, ign)
     if Eq > emaxf or (has_inf == 0 and Eq == emaxf and sig == (np.int64(1) << (mb + 1)) - 1):
@@ -193,7 +193,7 @@ def convert_exact(bits, p, src, dst):
     if cls == CLS_ZERO:
         return zero_bits(s, p[dst], p[dst + 3])
     return encode(s, m, e - p[src + 2], p[dst], p[dst + 1], p[dst + 2], p[dst + 3], p[dst + 4],
-                  RND_RNE, OVF_INF, UFZ_KEEP_SIGN)
+                  RND_RNE, OVF_INF, ZERO_IEEE)
 
 
 @njit(cache=True, nogil=True)
@@ -228,7 +228,7 @@ def _align(sig, sh, sticky):
 
 
 @njit(cache=True, nogil=True)
-def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, ufz):
+def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, zero):
     """One tensor-core pass: sum of the exact products a_i*b_i (terms i < n with
     (i // group) % nblk == blk) plus the accumulator ``acc`` (raw bits in format
     p[accf:accf+5]), every term truncated to ``frac`` bits below the largest
@@ -294,7 +294,7 @@ def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, u
     if neg_inf:
         return inf_bits(1, wo, ebo, mbo, igo)
     if all_zero:
-        return zero_bits(1 if all_neg else 0, wo, igo)
+        return zero_bits(1 if (all_neg and zero == ZERO_IEEE) else 0, wo, igo)
     # pass 2: align, truncate, sum
     total = np.int64(0)
     for i in range(n):
@@ -315,7 +315,7 @@ def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, u
     if total < 0:
         sgn = 1
         total = -total
-    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, rnd, ovf, ufz)
+    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, rnd, ovf, zero)
 
 
 @njit(cache=True, nogil=True)
@@ -347,7 +347,7 @@ def add_rne(x, y, p, f):
     if t < 0:
         sgn = 1
         t = -t
-    return encode(sgn, t, emax - _ADD_FRAC, w, eb, mb, ig, hi, RND_RNE, OVF_INF, UFZ_KEEP_SIGN)
+    return encode(sgn, t, emax - _ADD_FRAC, w, eb, mb, ig, hi, RND_RNE, OVF_INF, ZERO_IEEE)
 
 
 @njit(cache=True, nogil=True)
@@ -364,7 +364,7 @@ def tc_dot(a, b, n, c, p):
         accf = P_ACC
     for blk in range(nblk):
         acc = fused_block(a, b, n, blk, nblk, group, acc, accf, p, P_ACC,
-                          p[P_FRAC], p[P_RND], p[P_OVF], p[P_UFZ])
+                          p[P_FRAC], p[P_RND], p[P_OVF], p[P_ZERO])
         accf = P_ACC
     if p[P_CMODE] == CMODE_SEPARATE_ADD:
         return add_rne(acc, np.uint64(c), p, P_D)

@@ -34,8 +34,8 @@ Parameter vector (``numpy.int64``, length ``_arith.P_LEN``) returned by
               from +0 and D = RNE(last block result + C) in D's format
               (the FADD / HADD2 of the sm_90 fp8 emulation)
     p[36]     block overflow: 0 = inf even under truncation; 1 = IEEE
-    p[37]     sign of a nonzero block result rounded to zero: 0 = its own
-              sign; 1 = +0
+    p[37]     zero block results: 0 = IEEE signs (-0 when every term is -0,
+              a nonzero sum rounded to zero keeps its sign); 1 = always +0
 
 The engine calls ``_arith.tc_dot(a, b, n, c, p)`` per output element with the
 A row and the B column in k order (sparse: the ``n = k/2`` kept A elements
@@ -64,14 +64,14 @@ class Recipe:
     acc_type: str | None = None      # block result / accumulator type (None: D's type)
     c_entry: str = "fused"           # "fused" (C in the first block) or "add_rne" (separate RNE add)
     overflow: str = "inf"            # "inf" or "ieee"
-    underflow_zero: str = "keep"     # "keep" or "positive"
+    zero: str = "positive"           # zero results: "positive" (always +0) or "ieee"
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
 #: fractional bits, truncation.
-_HMMA_F32 = Recipe(frac=25, rounding="rz", underflow_zero="keep")
+_HMMA_F32 = Recipe(frac=25, rounding="rz", zero="positive")
 #: HMMA native f16 accumulate: the same 25-bit fused sum rounded once to f16, nearest even.
-_HMMA_F16 = Recipe(frac=25, rounding="rne", underflow_zero="positive")
+_HMMA_F16 = Recipe(frac=25, rounding="rne", zero="positive")
 
 
 def _fp8(dtype: str) -> Recipe:
@@ -80,7 +80,7 @@ def _fp8(dtype: str) -> Recipe:
     i.e. k with (k // 2) % 2 == 0), then FADD / HADD2 with C."""
     base = _HMMA_F32 if dtype == "f32" else _HMMA_F16
     return Recipe(operand_type="f16", blocks=2, group=2, frac=base.frac, rounding=base.rounding,
-                  c_entry="add_rne", underflow_zero=base.underflow_zero)
+                  c_entry="add_rne", zero=base.zero)
 
 
 RECIPES: dict[str, dict[tuple, Recipe]] = {
@@ -91,6 +91,11 @@ RECIPES: dict[str, dict[tuple, Recipe]] = {
         ("tf32", False, "f32"): _HMMA_F32,
         ("fp8", False, "f32"): _fp8("f32"),
         ("fp8", False, "f16"): _fp8("f16"),
+        ("f16", True, "f32"): _HMMA_F32,
+        ("f16", True, "f16"): _HMMA_F16,
+        ("bf16", True, "f32"): _HMMA_F32,
+        ("tf32", True, "f32"): _HMMA_F32,
+        ("fp8", True, "f32"): _fp8("f32"),
     },
 }
 
@@ -152,5 +157,5 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_ACC:ar.P_ACC + 5] = _fmt(TYPES[r.acc_type or ins.dtype])
     p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
-    p[ar.P_UFZ] = {"keep": ar.UFZ_KEEP_SIGN, "positive": ar.UFZ_POSITIVE}[r.underflow_zero]
+    p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
     return p
