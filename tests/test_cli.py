@@ -127,12 +127,8 @@ def test_run_errors(capsys, tmp_path):
     assert run(capsys, "run", S8, "--dist", "normal")[0] == 2
 
 
-@pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                   reason="floating-point families raise NotImplementedError until their arithmetic lands")
 def test_run_float_opcode(capsys):
     rc, out, err = run(capsys, "run", F16)
-    if rc == 1:   # the CLI reports NotImplementedError as exit status 1
-        raise NotImplementedError(err)
     assert rc == 0 and "A (16x16) .f16" in out and "D (16x8) .f32" in out
 
 

@@ -5,15 +5,10 @@ import warpsim
 from warpsim._catalog import CATALOG
 from warpsim._inputs import distributions, generate
 
-FLOAT_XFAIL = pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                                reason="floating-point families raise NotImplementedError until their arithmetic lands")
-
-
 def _entries():
     for ins in CATALOG:
         for s in ins.selectors:
-            marks = [FLOAT_XFAIL] if ins.elem("a").is_float or ins.elem("d").is_float else []
-            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}", marks=marks)
+            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}")
 
 
 @pytest.mark.parametrize("ins,selector", list(_entries()))
@@ -89,10 +84,7 @@ def test_quad_pair_products_axis():
     rng = np.random.default_rng(2)
     A = rng.integers(-4, 5, size=(4, 8, 4)).astype(np.float16)
     B = rng.integers(-4, 5, size=(4, 4, 8)).astype(np.float16)
-    try:
-        D = warpsim.matmul(op, A, B)
-    except NotImplementedError:
-        pytest.xfail("f16x4 arithmetic not available in this build")
+    D = warpsim.matmul(op, A, B)
     assert D.shape == (4, 8, 8)
     assert (D == A.astype(np.float32) @ B.astype(np.float32)).all()   # small integers: exact
     with pytest.raises(ValueError, match="products|shape"):

@@ -8,15 +8,10 @@ from warpsim._catalog import CATALOG
 from warpsim._inputs import distributions, generate
 from warpsim._regfile import PTXError, Warp, example_statement, register_bits
 
-FLOAT_XFAIL = pytest.mark.xfail(raises=NotImplementedError, strict=False,
-                                reason="floating-point families raise NotImplementedError until their arithmetic lands")
-
-
 def _entries():
     for ins in CATALOG:
         for s in ins.selectors:
-            marks = [FLOAT_XFAIL] if ins.elem("a").is_float or ins.elem("d").is_float else []
-            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}", marks=marks)
+            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}")
 
 
 def _operand_regs(stmt):
@@ -232,9 +227,6 @@ def test_f64_statement_words_are_split_low_first():
     w = Warp()
     for role, regs in (("a", ["%fd1"]), ("b", ["%fd2"]), ("c", ["%fd3", "%fd4"])):
         _load(w, regs, g[role])
-    try:
-        want = warpsim.mma(F64, g["a"], g["b"], g["c"])
-    except NotImplementedError:
-        pytest.xfail("f64 arithmetic not available in this build")
+    want = warpsim.mma(F64, g["a"], g["b"], g["c"])
     w.run(f"{F64} {{%fd5,%fd6}}, {{%fd1}}, {{%fd2}}, {{%fd3,%fd4}};")
     assert (_read(w, ["%fd5", "%fd6"]) == want).all()

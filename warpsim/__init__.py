@@ -12,8 +12,9 @@ from ._parse import parse
 from ._matmul import matmul
 from ._regfile import PTXError, Warp
 from ._sparse_helpers import compress, expand
+from ._diagnose import explain
 
 __version__ = "0.1.0"
 
 __all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
-           "matmul", "Warp", "PTXError", "compress", "expand"]
+           "matmul", "Warp", "PTXError", "compress", "expand", "explain"]
