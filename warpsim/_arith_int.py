@@ -10,7 +10,8 @@ range.  sm_90 emulates s4/u4 with two IMMA halves and a separate add, and b1
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 # parameter vector
 P_A_BITS, P_A_SIGNED, P_B_BITS, P_B_SIGNED, P_SAT, P_BITOP = range(6)
@@ -54,3 +55,21 @@ def int_dot(a, b, n, c, p):
         elif acc < S32_MIN:
             acc = S32_MIN
     return np.uint64(acc & 0xFFFFFFFF)
+
+
+@intrinsic
+def _ctpop(typingctx, x):
+    """LLVM ctpop on an integer (one POPCNT instruction where the CPU has it)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ctpop(args[0])
+
+    return x(x), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def popcount32(x):
+    """Number of set bits of a 32-bit word, as int64."""
+    return np.int64(_ctpop(np.uint32(x)))

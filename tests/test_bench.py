@@ -1,0 +1,24 @@
+"""`warpsim bench --quick` runs end to end and reports every family (no timing assertions)."""
+
+import json
+
+from warpsim import _bench
+
+
+def test_bench_quick_json(tmp_path):
+    out = tmp_path / "bench.json"
+    assert _bench.main(["--quick", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    names = [r["family"] for r in report["families"]]
+    assert names == [name for name, _ in _bench.FAMILIES]
+    for row in report["families"]:
+        assert row["opcode"]
+        if row["available"]:
+            for key in ("one_thread", "all_cores"):
+                assert row[key]["mma_per_s"] > 0
+            assert row["numpy_f64_seconds"] > 0 and row["ratio_one_thread"] > 0
+        else:
+            assert row["reason"]
+    assert {"import_s", "first_mma_cold_cache_s", "first_mma_warm_cache_s"} <= set(report["startup"])
+    mem = report["memory"]
+    assert mem["peak_rss_bytes"] > 0 and mem["warps"] > 0

@@ -1,0 +1,337 @@
+"""``warpsim bench``: throughput, start-up time and peak memory of the engine.
+
+For one representative instruction per family it measures warp-MMAs per second
+at a fixed batch size, on one thread and on every core, and -- in the same run,
+on the same machine -- the time numpy's float64 batched matmul
+``A (W, m, k) @ B (W, k, n) + C`` takes on the instruction's shape.  The ratio
+warpsim / numpy is the figure that carries from one machine to another.
+
+It also measures ``import warpsim`` and the first ``mma`` call with a cold and a
+warm numba cache (each in a fresh interpreter), and the peak resident set of a
+process that runs one million warps of an m16n8k16 instruction.
+
+Rows whose arithmetic is not in this build (``mma`` raises NotImplementedError)
+are reported as "not available"; they never fail the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: (row name, opcode) -- one representative instruction per family
+FAMILIES = (
+    ("f16 m16n8k16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("bf16 m16n8k16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    ("tf32 m16n8k8", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    ("f64 m16n8k16", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"),
+    ("fp8 m16n8k32", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
+    ("f16 m8n8k4", "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"),
+    ("s8 m16n8k32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+    ("s4 m16n8k64", "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32"),
+    ("b1 m16n8k256 xor", "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc"),
+    ("sp f16 m16n8k32", "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"),
+    ("sp s8 m16n8k64", "mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
+)
+
+#: targets (one thread): warpsim time / numpy float64 matmul time
+TARGET_RATIO_INT, TARGET_RATIO_FLOAT = 1.5, 3.0
+TARGET_SCALING = 1.7            # all cores vs one thread, on 2 cores
+TARGET_PEAK_BYTES = 2 * 1024**3  # one million warps of m16n8k16
+
+MEMORY_OPCODE = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+MEMORY_STANDIN = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+STARTUP_OPCODE = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+
+
+def _log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _dist(ins) -> str:
+    t = ins.elem("a")
+    return "normal" if t.is_float else "uniform"
+
+
+def _inputs(ins, warps: int, seed: int = 0):
+    from ._inputs import generate
+
+    g = generate(ins, 0, _dist(ins), warps, seed)
+    return g["a"], g["b"], g["c"], g.get("e")
+
+
+def _median_time(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _numpy_case(ins, warps: int):
+    """float64 operands of the instruction's (nominal) shape, one matrix product per product slot."""
+    m, n, k = ins.mnk
+    bw = warps * ins.products
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((bw, m, k))
+    B = rng.standard_normal((bw, k, n))
+    C = rng.standard_normal((bw, m, n))
+    return A, B, C
+
+
+def _is_int(ins) -> bool:
+    return not ins.elem("a").is_float
+
+
+def bench_family(name, opcode, warps, repeat, threads_all):
+    import numba
+
+    from ._api import mma
+    from ._catalog import BY_OPCODE
+
+    ins = BY_OPCODE[opcode]
+    row = {"family": name, "opcode": opcode, "warps": warps, "products_per_warp": ins.products,
+           "numpy_shape": [warps * ins.products, *ins.mnk], "kind": "int" if _is_int(ins) else "float",
+           "available": False, "reason": None}
+    a, b, c, e = _inputs(ins, warps)
+    sel = 0
+    try:
+        mma(opcode, a[:1], b[:1], c[:1], None if e is None else e[:1], selector=sel)   # plan + serial compile
+        numba.set_num_threads(threads_all)
+        mma(opcode, a, b, c, e, selector=sel)                                           # parallel compile
+    except NotImplementedError as exc:
+        row["reason"] = f"not available: {exc}"
+        return row
+    row["available"] = True
+
+    A, B, C = _numpy_case(ins, warps)
+    _ = A @ B + C
+    np_times = []
+    results = {}
+    for label, nt in (("one_thread", 1), ("all_cores", threads_all)):
+        numba.set_num_threads(nt)
+        mma(opcode, a, b, c, e, selector=sel)   # warm
+        ts, ratios = [], []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            mma(opcode, a, b, c, e, selector=sel)
+            ts.append(time.perf_counter() - t0)
+            # interleave the numpy reference so both see the same machine state; the ratio is
+            # taken per pair of runs (robust to a machine whose speed drifts during the run)
+            t0 = time.perf_counter()
+            _ = A @ B + C
+            np_times.append(time.perf_counter() - t0)
+            ratios.append(ts[-1] / np_times[-1])
+        med = statistics.median(ts)
+        results[label] = {"threads": nt, "seconds": med, "mma_per_s": warps / med, "runs": ts,
+                          "ratio_to_numpy": statistics.median(ratios)}
+    numba.set_num_threads(threads_all)
+    np_med = statistics.median(np_times)
+    row.update(results)
+    row["numpy_f64_seconds"] = np_med
+    row["numpy_mma_per_s"] = warps / np_med
+    row["ratio_one_thread"] = results["one_thread"]["ratio_to_numpy"]
+    row["ratio_all_cores"] = results["all_cores"]["ratio_to_numpy"]
+    row["scaling"] = results["one_thread"]["seconds"] / results["all_cores"]["seconds"]
+    row["target_ratio"] = TARGET_RATIO_INT if _is_int(ins) else TARGET_RATIO_FLOAT
+    row["meets_ratio"] = row["ratio_one_thread"] <= row["target_ratio"]
+    return row
+
+
+# --- subprocess measurements -------------------------------------------------
+
+def _repo_env(extra=None):
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+def _py(code: str, env=None, timeout=900) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_repo_env(env),
+                         timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"subprocess failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_STARTUP_CODE = r"""
+import json, time
+t0 = time.perf_counter()
+import warpsim
+t1 = time.perf_counter()
+from warpsim._catalog import BY_OPCODE
+from warpsim._inputs import generate
+ins = BY_OPCODE[{opcode!r}]
+g = generate(ins, 0, "uniform", {warps})
+t2 = time.perf_counter()
+warpsim.mma(ins.opcode, g["a"], g["b"], g["c"])
+t3 = time.perf_counter()
+print(json.dumps({{"import_s": t1 - t0, "first_mma_s": t3 - t2}}))
+"""
+
+
+def bench_startup(warps: int) -> dict:
+    """import time and first mma call (includes loading numba and the kernel) with cold and warm caches."""
+    code = _STARTUP_CODE.format(opcode=STARTUP_OPCODE, warps=warps)
+    with tempfile.TemporaryDirectory(prefix="warpsim-numba-cache-") as cache:
+        env = {"NUMBA_CACHE_DIR": cache}
+        _log("startup: cold numba cache (compiles the kernel)")
+        cold = _py(code, env)
+        _log("startup: warm numba cache")
+        warm = _py(code, env)
+    _log("startup: import only")
+    imports = [_py("import json,time\nt=time.perf_counter()\nimport warpsim\n"
+                   "print(json.dumps({'import_s': time.perf_counter()-t}))")["import_s"] for _ in range(3)]
+    return {"opcode": STARTUP_OPCODE, "warps": warps, "import_s": statistics.median(imports),
+            "first_mma_cold_cache_s": cold["first_mma_s"], "first_mma_warm_cache_s": warm["first_mma_s"]}
+
+
+_MEMORY_CODE = r"""
+import json, resource, sys
+import numpy as np
+import warpsim
+from warpsim._catalog import BY_OPCODE
+from warpsim._inputs import generate
+W, chunk = {warps}, {chunk}
+opcode = None
+for op in {opcodes!r}:
+    ins = BY_OPCODE[op]
+    try:
+        g = generate(ins, 0, "normal" if ins.elem("a").is_float else "uniform", min(chunk, W))
+        warpsim.mma(op, g["a"][:1], g["b"][:1], g["c"][:1])
+        warpsim.mma(op, g["a"][:64], g["b"][:64], g["c"][:64])
+        opcode = op
+        break
+    except NotImplementedError:
+        continue
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+ops = {{}}
+for r in "abc":
+    x = np.empty((W,) + g[r].shape[1:], np.uint32)
+    for s in range(0, W, chunk):
+        n = min(chunk, W - s)
+        x[s:s + n] = g[r][:n]
+    ops[r] = x
+del g
+d = warpsim.mma(opcode, ops["a"], ops["b"], ops["c"])
+io = sum(x.nbytes for x in ops.values()) + d.nbytes
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"opcode": opcode, "peak_rss_bytes": peak, "rss_before_operands_bytes": base,
+                  "operand_and_result_bytes": io}}))
+"""
+
+
+def bench_memory(warps: int) -> dict:
+    code = _MEMORY_CODE.format(warps=warps, chunk=min(warps, 4096), opcodes=(MEMORY_OPCODE, MEMORY_STANDIN))
+    r = _py(code)
+    r["warps"] = warps
+    r["stand_in"] = r["opcode"] != MEMORY_OPCODE
+    if r["stand_in"]:
+        r["note"] = (f"{MEMORY_OPCODE} is not available in this build; measured {r['opcode']} instead "
+                     "(same operand and result bytes per warp)")
+    r["target_bytes"] = TARGET_PEAK_BYTES
+    r["meets_target"] = r["peak_rss_bytes"] <= TARGET_PEAK_BYTES
+    return r
+
+
+# --- report --------------------------------------------------------------------
+
+def _fmt_rate(x):
+    if x is None:
+        return "-"
+    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.1f}k"
+
+
+def format_table(report: dict) -> str:
+    lines = []
+    m = report["machine"]
+    lines.append(f"warpsim bench: {report['warps']} warps/call, median of {report['repeat']} runs, "
+                 f"{m['cores']} cores, numba {m['numba']}, numpy {m['numpy']}")
+    hdr = (f"{'family':<18} {'1 thread':>10} {'all cores':>10} {'scale':>6} {'numpy f64':>10} "
+           f"{'ratio 1t':>9} {'ratio all':>9} {'target':>7}")
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for r in report["families"]:
+        if not r["available"]:
+            lines.append(f"{r['family']:<18} {'not available':>10}")
+            continue
+        ok = "ok" if r["meets_ratio"] else "MISS"
+        lines.append(
+            f"{r['family']:<18} {_fmt_rate(r['one_thread']['mma_per_s']):>10} {_fmt_rate(r['all_cores']['mma_per_s']):>10} "
+            f"{r['scaling']:>5.2f}x {_fmt_rate(r['numpy_mma_per_s']):>10} {r['ratio_one_thread']:>9.2f} "
+            f"{r['ratio_all_cores']:>9.2f} {'<=' + format(r['target_ratio'], 'g'):>5} {ok}")
+    lines.append("(rates in warp-MMAs per second; ratio = warpsim time / numpy float64 batched matmul time)")
+    s = report.get("startup")
+    if s:
+        lines.append(f"import warpsim: {s['import_s'] * 1e3:.0f} ms; first mma ({s['warps']} warps): "
+                     f"cold numba cache {s['first_mma_cold_cache_s']:.2f} s, warm {s['first_mma_warm_cache_s']:.2f} s")
+    mem = report.get("memory")
+    if mem:
+        lines.append(f"peak RSS, {mem['warps']} warps of {mem['opcode'].split('.', 3)[3]}: "
+                     f"{mem['peak_rss_bytes'] / 2**20:.0f} MiB (operands+result {mem['operand_and_result_bytes'] / 2**20:.0f} MiB, "
+                     f"before operands {mem['rss_before_operands_bytes'] / 2**20:.0f} MiB)"
+                     + (" [stand-in: f16 not available]" if mem["stand_in"] else ""))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="warpsim bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--warps", type=int, default=None, help="warps per call (default 16384; --quick: 256)")
+    ap.add_argument("--repeat", type=int, default=None, help="timed runs per measurement (default 7; --quick: 2)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (for tests)")
+    ap.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    ap.add_argument("--family", action="append", default=None, help="only rows whose name contains this")
+    ap.add_argument("--no-startup", action="store_true", help="skip the import / first-call measurements")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
+    ap.add_argument("--memory-warps", type=int, default=None, help="warps for the memory run (default 1,000,000)")
+    args = ap.parse_args(argv)
+    warps = args.warps or (256 if args.quick else 16384)
+    repeat = args.repeat or (2 if args.quick else 7)
+    mem_warps = args.memory_warps or (4096 if args.quick else 1_000_000)
+
+    import numba
+
+    threads_all = numba.config.NUMBA_NUM_THREADS
+    report = {
+        "warps": warps, "repeat": repeat, "quick": args.quick,
+        "machine": {"cores": os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
+                    "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform()},
+        "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,
+                    "scaling_all_cores": TARGET_SCALING, "peak_bytes_1M_warps": TARGET_PEAK_BYTES},
+        "families": [],
+    }
+    fams = [f for f in FAMILIES if not args.family or any(s in f[0] for s in args.family)]
+    for i, (name, opcode) in enumerate(fams):
+        _log(f"[{i + 1}/{len(fams)}] {name}")
+        try:
+            row = bench_family(name, opcode, warps, repeat, threads_all)
+        except Exception as exc:  # report, never abort the whole run
+            row = {"family": name, "opcode": opcode, "available": False, "reason": f"error: {exc!r}"}
+        report["families"].append(row)
+    if not args.no_startup:
+        report["startup"] = bench_startup(64)
+    if not args.no_memory:
+        _log(f"memory: {mem_warps} warps")
+        report["memory"] = bench_memory(mem_warps)
+    print(format_table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        _log(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
