@@ -95,12 +95,13 @@ def _operand_tables(ins: Instruction, role: str):
 def _int_tables(ins: Instruction, tables, sp):
     """Word-level tables of the integer kernel, or None if a layout does not fit its assumptions.
 
-    abase (32, words_a): index into A (M x K, row-major, logical columns) of the word's first element
-    (sparse: into the lane's own element list, wi * elements-per-word);
-    the word's elements follow at consecutive columns.  bbase: same into B^T (N x K).  For b1 the word
-    itself is the unit (32 consecutive columns / rows).  oi, oj (32, words_d): A-row and B^T-row offsets
-    (i*K, j*K) of each C/D word (C and D share one layout).  Sparse A: per element, the logical column
-    without its index term (row*K + base + offset), the metadata lane and bit, and the index scale.
+    The kernel never unpacks single elements: a register word holds ``per = 32 / bits`` elements that
+    are consecutive in A (row-major, compressed for sparse A) and in B^T (a column of B), so each word
+    is stored whole into a word slot of a packed copy of the matrix and the copy is then widened in
+    one vectorised pass.  awslot, bwslot (32, words): those slots.  oi, oj (32, words_d): A-row and
+    B^T-row offsets (i*K, j*K) of each C/D word (C and D share one layout).  Sparse A, per compressed
+    element in row-major order, packed in one int64: its logical position without the index term
+    (row*K + group base + offset), the index scale, and the metadata bit and lane of its 2-bit index.
     """
     if ins.products != 1:
         return None
@@ -112,30 +113,28 @@ def _int_tables(ins: Instruction, tables, sp):
     ka = k // 2 if ins.is_sparse else k
     ta = layout(ins.opcode, "a")
     tb = layout(ins.opcode, "b")
-    # dense A: element j of word wi at row r, column c0 + e
-    la = ta[..., 1] * k + ta[..., 2]                       # logical flat (dense) / compressed (sparse)
-    lb = tb[..., 2] * k + tb[..., 1]                       # B^T flat
-    for flat in ((la if not ins.is_sparse else ta[..., 1] * ka + ta[..., 2]), lb):
+    la = ta[..., 1] * ka + ta[..., 2]      # A (compressed when sparse), row-major
+    lb = tb[..., 2] * k + tb[..., 1]       # B^T
+    slots = []
+    for flat in (la, lb):
         f = flat.reshape(32, -1, per)
-        if not (f == f[..., :1] + np.arange(per)).all():
+        if not ((f == f[..., :1] + np.arange(per)).all() and (f[..., 0] % per == 0).all()):
             return None
-    if ins.is_sparse:   # sparse A is first unpacked per lane in element order, then scattered by metadata
-        abase = np.broadcast_to(np.arange(ta.shape[1] // per) * per, (32, ta.shape[1] // per))
-    else:
-        abase = la.reshape(32, -1, per)[..., 0]
-    bbase = np.ascontiguousarray(lb.reshape(32, -1, per)[..., 0])
-    if ba == 1 and ((abase % 32).any() or (bbase % 32).any() or k % 32):
-        return None
+        slots.append(f[..., 0] // per)
     td = layout(ins.opcode, "d")
-    oi = np.ascontiguousarray(td[..., 1] * k, dtype=np.int64)
-    oj = np.ascontiguousarray(td[..., 2] * k, dtype=np.int64)
+    oi = td[..., 1] * k
+    oj = td[..., 2] * k
     if ins.is_sparse:
-        spcol = np.ascontiguousarray(ta[..., 1] * k + sp[..., 2] + sp[..., 4])
-        sppos = np.ascontiguousarray(sp[..., [0, 1, 3]])
+        order = np.argsort(la.ravel())                       # compressed elements in row-major order
+        spr = sp.reshape(-1, 5)[order]
+        rows = ta[..., 1].ravel()[order]
+        pos = rows * k + spr[:, 2] + spr[:, 4]
+        assert pos.max() < 1 << 24 and spr[:, 0].max() < 32 and spr[:, 1].max() < 32 and spr[:, 3].max() < 4
+        # one int64 per element: position | scale << 24 | bit << 32 | lane << 40
+        spm = pos | (spr[:, 3] << 24) | (spr[:, 1] << 32) | (spr[:, 0] << 40)
     else:
-        spcol = np.zeros((1, 1), np.int64)
-        sppos = np.zeros((1, 1, 3), np.int64)
-    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (abase, bbase, oi, oj, spcol, sppos))
+        spm = np.zeros(1, np.int64)
+    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (*slots, oi, oj, spm))
 
 
 @lru_cache(maxsize=None)
@@ -248,97 +247,90 @@ _parallel = njit(cache=True, nogil=True, parallel=True)(_named(_kernel, "_kernel
 
 # --- the integer / b1 kernel ---------------------------------------------------------------
 
-def _int_kernel(params, a, b, a8, b8, c, e, d, M, N, K, abase, bbase, oi, oj, spcol, sppos, sparse, chunk):
+@njit(cache=True, nogil=True, inline="always")
+def _widen(words, bits, mask, out):
+    """Packed 8- or 4-bit elements (element 0 in the low bits) -> int16 values in out.
+
+    ``mask`` is -1 for signed types and 0xFF / 0xF for unsigned ones: arithmetic shifts sign-extend,
+    the mask clears the sign extension again.  One vectorisable pass over the bytes.
+    """
+    x8 = words.view(np.int8)
+    if bits == 8:
+        for t in range(x8.shape[0]):
+            out[t] = np.int16(x8[t]) & mask
+    else:
+        for t in range(x8.shape[0]):
+            v = np.int16(x8[t])
+            out[2 * t] = (np.int16(v << 12) >> 12) & mask
+            out[2 * t + 1] = (v >> 4) & mask
+
+
+def _int_kernel(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, sparse, chunk):
     W = a.shape[0]
+    nchunks = (W + chunk - 1) // chunk
+    for ch in prange(nchunks):
+        _int_chunk(params, a, b, c, e, d, ch * chunk, min(W, (ch + 1) * chunk), M, N, K, awslot, bwslot, oi, oj,
+                   spm, sparse)
+
+
+@njit(cache=True, nogil=True)
+def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, sparse):
+    """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim._arith_int.int_dot`)."""
     abits, asg, bbits, bsg = params[P_A_BITS], params[P_A_SIGNED] != 0, params[P_B_BITS], params[P_B_SIGNED] != 0
     sat = params[P_SAT] != 0
     bitop = params[P_BITOP]
     nwa, nwb, nwd = a.shape[2], b.shape[2], d.shape[2]
-    nchunks = (W + chunk - 1) // chunk
-    for ch in prange(nchunks):
-        if abits == 1:
-            KW = K // 32
-            A1 = np.empty(M * KW, np.uint32)
-            B1 = np.empty(N * KW, np.uint32)
-            for w in range(ch * chunk, min(W, (ch + 1) * chunk)):
-                for lane in range(32):
-                    for wi in range(nwa):
-                        A1[abase[lane, wi] >> 5] = a[w, lane, wi]
-                    for wi in range(nwb):
-                        B1[bbase[lane, wi] >> 5] = b[w, lane, wi]
-                for lane in range(32):
-                    for wi in range(nwd):
-                        ra = oi[lane, wi] >> 5
-                        rb = oj[lane, wi] >> 5
-                        av = A1[ra:ra + KW]
-                        bv = B1[rb:rb + KW]
-                        s = np.int64(0)
-                        if bitop == BITOP_XOR:
-                            for t in range(KW):
-                                s += popcount32(av[t] ^ bv[t])
-                        else:
-                            for t in range(KW):
-                                s += popcount32(av[t] & bv[t])
-                        acc = np.int64(np.int32(c[w, lane, wi])) + s
-                        if sat:
-                            acc = min(max(acc, -2147483648), 2147483647)
-                        d[w, lane, wi] = np.uint32(acc & 0xFFFFFFFF)
-        else:
-            _int_chunk(a8, b8, c, e, d, ch * chunk, min(W, (ch + 1) * chunk), M, N, K, abits, asg, bbits, bsg, sat,
-                       abase, bbase, oi, oj, spcol, sppos, sparse)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _unpack_bytes(x8, w, lane, nw, base_tab, bits, mask, dst):
-    """One lane's words of an 8- or 4-bit operand (seen as int8 bytes) into int16 values at dst.
-
-    Every word's elements go to consecutive positions from base_tab[lane, wi]; ``mask`` is -1 for
-    signed types and 0xFF / 0xF for unsigned ones (arithmetic shifts sign-extend, the mask clears).
-    """
-    if bits == 8:
-        for wi in range(nw):
-            base = base_tab[lane, wi]
-            out = dst[base:base + 4]
-            src = x8[w, lane, 4 * wi:4 * wi + 4]
-            for q in range(4):
-                out[q] = np.int16(src[q]) & mask
-    else:
-        for wi in range(nw):
-            base = base_tab[lane, wi]
-            out = dst[base:base + 8]
-            src = x8[w, lane, 4 * wi:4 * wi + 4]
-            for q in range(4):
-                v = np.int16(src[q])
-                out[2 * q] = (np.int16(v << 12) >> 12) & mask
-                out[2 * q + 1] = (v >> 4) & mask
-
-
-@njit(cache=True, nogil=True)
-def _int_chunk(a8, b8, c, e, d, w0, w1, M, N, K, abits, asg, bbits, bsg, sat, abase, bbase, oi, oj, spcol, sppos,
-               sparse):
-    """Warps w0..w1-1 of an 8- or 4-bit integer MMA; a8, b8 are the operand words seen as int8 bytes."""
-    nwa, nwb, nwd = a8.shape[2] // 4, b8.shape[2] // 4, d.shape[2]
+    Ka = K // 2 if sparse else K
+    Aw = np.zeros(M * Ka * abits // 32, np.uint32)   # A (compressed if sparse), packed as in registers
+    Bw = np.zeros(N * K * bbits // 32, np.uint32)    # B^T, packed
+    if abits == 1:
+        KW = K // 32
+        for w in range(w0, w1):
+            for lane in range(32):
+                for wi in range(nwa):
+                    Aw[awslot[lane, wi]] = a[w, lane, wi]
+                for wi in range(nwb):
+                    Bw[bwslot[lane, wi]] = b[w, lane, wi]
+            for lane in range(32):
+                for wi in range(nwd):
+                    av = Aw[oi[lane, wi] >> 5:(oi[lane, wi] >> 5) + KW]
+                    bv = Bw[oj[lane, wi] >> 5:(oj[lane, wi] >> 5) + KW]
+                    s = np.int64(0)
+                    if bitop == BITOP_XOR:
+                        for t in range(KW):
+                            s += popcount32(av[t] ^ bv[t])
+                    else:
+                        for t in range(KW):
+                            s += popcount32(av[t] & bv[t])
+                    acc = np.int64(np.int32(c[w, lane, wi])) + s
+                    if sat:
+                        acc = min(max(acc, -2147483648), 2147483647)
+                    d[w, lane, wi] = np.uint32(acc & 0xFFFFFFFF)
+        return
     amask = np.int16(-1) if asg else np.int16((1 << abits) - 1)
     bmask = np.int16(-1) if bsg else np.int16((1 << bbits) - 1)
     # int16 holds every 8/4-bit value, also a sparse A column that two kept elements share (|sum| <= 510);
     # int16 x int16 products summed in int32 (never overflowing: |sum| < 2^23) vectorise to PMADDWD
     A = np.zeros(M * K, np.int16)
+    AC = np.zeros(M * Ka, np.int16)    # sparse: compressed A
     B = np.empty(N * K, np.int16)      # B^T: column j of B is B[j*K : (j+1)*K]
-    per = 32 // abits
-    AV = np.empty(nwa * per, np.int16)  # sparse: one lane's compressed A values
     for w in range(w0, w1):
-        if sparse:
-            A[:] = 0
-            for lane in range(32):
-                _unpack_bytes(a8, w, lane, nwa, abase, abits, amask, AV)
-                for j in range(nwa * per):
-                    idx = (np.int64(e[w, sppos[lane, j, 0]]) >> sppos[lane, j, 1]) & 3
-                    A[spcol[lane, j] + sppos[lane, j, 2] * idx] += AV[j]
-        else:
-            for lane in range(32):
-                _unpack_bytes(a8, w, lane, nwa, abase, abits, amask, A)
         for lane in range(32):
-            _unpack_bytes(b8, w, lane, nwb, bbase, bbits, bmask, B)
+            for wi in range(nwa):
+                Aw[awslot[lane, wi]] = a[w, lane, wi]
+            for wi in range(nwb):
+                Bw[bwslot[lane, wi]] = b[w, lane, wi]
+        _widen(Bw, bbits, bmask, B)
+        if sparse:
+            _widen(Aw, abits, amask, AC)
+            A[:] = 0
+            ew = e[w]
+            for x in range(M * Ka):
+                q = spm[x]
+                idx = (np.int64(ew[q >> 40]) >> ((q >> 32) & 31)) & 3
+                A[(q & 0xFFFFFF) + ((q >> 24) & 3) * idx] += AC[x]
+        else:
+            _widen(Aw, abits, amask, A)
         # D = C + A B, one C/D word at a time (C and D share a layout)
         for lane in range(32):
             for wi in range(nwd):
@@ -367,17 +359,12 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
         e = np.zeros((1, 32), np.uint32)
     m, n, k = ins.mnk
     parallel = W >= PARALLEL_THRESHOLD
-    if pl.itab is not None and not FORCE_GENERIC:
-        d = np.empty((W, 32, ins.words("d")), dtype=np.uint32)
-        if W == 0:
-            return d
-        fn = _int_parallel if parallel else _int_serial
-        a8 = a.view(np.int8)   # (W, 32, 4 * words): little-endian bytes, element order within a lane
-        b8 = b.view(np.int8)
-        fn(pl.params, a, b, a8, b8, c, e, d, m, n, k, *pl.itab, ins.is_sparse, CHUNK)
-        return d
     d = np.empty((W, 32, ins.words("d")), dtype=np.uint32)
     if W == 0:
+        return d
+    if pl.itab is not None and not FORCE_GENERIC:
+        fn = _int_parallel if parallel else _int_serial
+        fn(pl.params, a, b, c, e, d, m, n, k, *pl.itab, ins.is_sparse, CHUNK)
         return d
     ka = k // 2 if ins.is_sparse else k
     (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, sc, bc), (fd, wd, sd, bd) = pl.tables
