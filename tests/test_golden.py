@@ -11,13 +11,15 @@ from warpsim.hw import Corpus
 
 CORPUS = Corpus(_verify.default_corpus())
 MANIFEST = CORPUS.manifest
+#: matrix-level edge cases (signed zeros, exact cancellation) for the dense float entries
+EDGE = Corpus(_verify.default_corpus().replace("corpus_sm90.npz", "corpus_sm90_edge.npz"))
 
 #: families whose sm_90 arithmetic has not landed yet: expected to fail, with the reason
 PENDING: dict[str, str] = {}
 
 
-def _params():
-    for idx, item in enumerate(MANIFEST["entries"]):
+def _params(corpus):
+    for idx, item in enumerate(corpus.manifest["entries"]):
         ins = C.BY_OPCODE[item["opcode"]]
         marks = []
         if ins.family in PENDING:
@@ -33,9 +35,24 @@ def test_corpus_covers_the_whole_catalog():
         assert all(n >= 8 for _, _, n in e["distributions"])
 
 
-@pytest.mark.parametrize("idx", _params())
-def test_replay_entry(idx):
-    res = _verify.replay_entry(CORPUS.entry(idx))
+def test_edge_corpus_covers_every_dense_float_entry():
+    got = {e["opcode"] for e in EDGE.manifest["entries"]}
+    assert got == {i.opcode for i in C.CATALOG if i.elem("a").is_float and not i.is_sparse}
+    assert EDGE.manifest["gpu"].startswith("NVIDIA H100")
+
+
+def _check(corpus, idx):
+    res = _verify.replay_entry(corpus.entry(idx))
     assert res.error is None, res.error
     assert res.words > 0
     assert res.differ == 0, f"{res.differ} of {res.words} words differ: {res.by_distribution}"
+
+
+@pytest.mark.parametrize("idx", _params(CORPUS))
+def test_replay_entry(idx):
+    _check(CORPUS, idx)
+
+
+@pytest.mark.parametrize("idx", _params(EDGE))
+def test_replay_edge_entry(idx):
+    _check(EDGE, idx)

@@ -8,6 +8,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 python3 -m warpsim.hw source --out /tmp/capture.cu
 nvcc -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -o /tmp/capture.cubin /tmp/capture.cu 2>/dev/null
 python3 -m warpsim.hw capture --out "$OUT/corpus.npz" --warps 8 --seed 0 --cubin /tmp/capture.cubin
+# 1b. matrix-level edge cases (signed-zero sums, exact cancellation) for the dense float entries
+python3 -m warpsim.hw capture --edge --out "$OUT/corpus_sm90_edge.npz" --warps 8 --seed 0
 # 2. reproducibility: capture again (the tool compiles its own kernels) and compare every word
 python3 -m warpsim.hw capture --out /tmp/again.npz --warps 8 --seed 0
 python3 - "$OUT/corpus.npz" /tmp/again.npz <<'PY' | tee "$OUT/reproduce.txt"

@@ -22,6 +22,11 @@ INT_DISTS = ("uniform", "extreme", "near_limit")
 BIT_DISTS = ("sparse", "dense", "uniform")
 #: Sparse entries also get arbitrary (possibly invalid) metadata under this name.
 RANDOM_METADATA = "meta_random"
+#: Matrix-level edge cases for dense float entries (they need the fragment layout):
+#: "zeros" -- rows and columns of signed zeros, sums of zeros and of one +-1 product;
+#: "cancel" -- two large products that cancel exactly, leaving small terms that the
+#: hardware aligned (and truncated) against the large exponent, plus C = +-0 or tiny.
+EDGE_DISTS = ("zeros", "cancel")
 
 
 # --- floats -----------------------------------------------------------------
@@ -189,6 +194,11 @@ def metadata_words(ins: Instruction, rng, shape, valid: bool = True) -> np.ndarr
 
 # --- per entry --------------------------------------------------------------
 
+def edge_distributions(ins: Instruction) -> tuple[str, ...]:
+    """The matrix-level edge distributions that apply to an entry (dense floats only)."""
+    return EDGE_DISTS if ins.elem("a").is_float and not ins.is_sparse else ()
+
+
 def distributions(ins: Instruction) -> tuple[str, ...]:
     t = ins.elem("a")
     base = FLOAT_DISTS if t.is_float else (BIT_DISTS if t.kind == "bits" else INT_DISTS)
@@ -199,9 +209,59 @@ def entry_seed(base_seed: int, ins: Instruction, selector: int, dist: str) -> in
     return zlib.crc32(f"{base_seed}:{ins.opcode}:{selector}:{dist}".encode())
 
 
+def _raw(t: ElemType, sign, exp, frac_top=0):
+    """Raw bits of +-2^exp * (1 + frac_top / 2^man_bits) in type t (normal range)."""
+    f = _frac_bits(t)
+    frac = np.asarray(frac_top, dtype=np.uint64) << np.uint64(f - t.man_bits)
+    e = np.clip(np.asarray(exp) + t.bias, 1, max_finite_exp_field(t))
+    return _compose(t, np.asarray(sign), e, frac)
+
+
+def edge_matrices(ins: Instruction, dist: str, rng, warps: int):
+    """Raw-bit matrices A (W,P,m,k), B (W,P,k,n), C (W,P,m,n) for an edge distribution."""
+    P, (m, k), (_, n) = ins.products, ins.matrix_shape("a"), ins.matrix_shape("b")
+    ta, tb, tc = ins.elem("a"), ins.elem("b"), ins.elem("c")
+    sa, sb, sc = (warps, P, m, k), (warps, P, k, n), (warps, P, m, n)
+    sign = lambda shape: rng.integers(0, 2, size=shape)
+    zero = lambda t, s: np.asarray(s, dtype=np.uint64) << np.uint64(t.bits - 1)
+    if dist == "zeros":
+        mode = rng.integers(0, 4, size=sa[:-1] + (1,))
+        A = np.where(mode == 0, zero(ta, np.zeros(sa, int)), np.where(mode == 1, zero(ta, np.ones(sa, int)), zero(ta, sign(sa))))
+        one = rng.integers(0, k, size=sa[:-1])
+        hot = (np.arange(k) == one[..., None]) & (mode == 3)
+        A = np.where(hot, _raw(ta, sign(sa), 0), A)
+        B = np.where(rng.random(sb) < 0.5, _raw(tb, sign(sb), 0), zero(tb, sign(sb)))
+        C = zero(tc, sign(sc))
+    elif dist == "cancel":
+        big = rng.integers(2, 5, size=sa[:-1])
+        A = _raw(ta, sign(sa), -rng.integers(3, 9, size=sa), rng.integers(0, 1 << ta.man_bits, size=sa, dtype=np.uint64))
+        A[..., 0] = A[..., 1] = _raw(ta, sign(sa[:-1]), big, rng.integers(0, 1 << ta.man_bits, size=sa[:-1], dtype=np.uint64))
+        B = _raw(tb, sign(sb), -rng.integers(0, 4, size=sb), rng.integers(0, 1 << tb.man_bits, size=sb, dtype=np.uint64))
+        y = _raw(tb, sign(sb[:-2] + (n,)), 2, rng.integers(0, 1 << tb.man_bits, size=sb[:-2] + (n,), dtype=np.uint64))
+        B[..., 0, :] = y
+        B[..., 1, :] = y ^ np.uint64(1 << (tb.bits - 1))
+        C = np.where(rng.random(sc) < 0.5, zero(tc, sign(sc)), _raw(tc, sign(sc), -rng.integers(4, 12, size=sc)))
+    else:
+        raise ValueError(f"unknown edge distribution {dist!r}; allowed: {EDGE_DISTS}")
+    return A, B, C
+
+
+def _pack_raw(ins, role, M):
+    from ._layouts import layout
+
+    tab = layout(ins.opcode, role)
+    el = M[:, tab[..., 0], tab[..., 1], tab[..., 2]]
+    return elements_to_words(el, ins.elem(role).bits)
+
+
 def generate(ins: Instruction, selector: int, dist: str, warps: int, base_seed: int = 0) -> dict:
     """Register words for one entry and distribution: {'a','b','c'[,'e']} of shape (warps, 32, words)."""
     rng = np.random.default_rng(entry_seed(base_seed, ins, selector, dist))
+    if dist in EDGE_DISTS:
+        if ins.is_sparse or not ins.elem("a").is_float:
+            raise ValueError(f"edge distribution {dist!r} is for dense floating-point entries only")
+        A, B, C = edge_matrices(ins, dist, rng, warps)
+        return {"a": _pack_raw(ins, "a", A), "b": _pack_raw(ins, "b", B), "c": _pack_raw(ins, "c", C)}
     elem_dist = distributions(ins)[0] if dist == RANDOM_METADATA else dist
     out = {}
     for role in "abc":

@@ -124,10 +124,11 @@ def gpu_info(cp) -> dict:
     }
 
 
-def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True):
+def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True, edge=False):
     """Run every entry on the GPU over generated inputs.
 
-    Returns (arrays, manifest) ready for :func:`save_corpus`.
+    Returns (arrays, manifest) ready for :func:`save_corpus`.  With ``edge`` the
+    inputs are the matrix-level edge distributions instead (dense float entries only).
     """
     import cupy as cp  # only needed here
 
@@ -140,7 +141,9 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
     arrays, items = {}, []
     t0 = time.time()
     for idx, (ins, sel) in enumerate(entries):
-        dists = _inputs.distributions(ins)
+        dists = _inputs.edge_distributions(ins) if edge else _inputs.distributions(ins)
+        if not dists:
+            continue
         parts = [_inputs.generate(ins, sel, d, warps, seed) for d in dists]
         regs = {r: np.concatenate([p[r] for p in parts]) for r in parts[0]}
         total = warps * len(dists)
@@ -151,9 +154,10 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
         blocks = (total + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
         fn((blocks,), (32 * WARPS_PER_BLOCK,), (dev["a"], dev["b"], dev["c"], e, d, np.int32(total)))
         cp.cuda.runtime.deviceSynchronize()
+        slot = len(items)   # corpus index (entries without distributions are left out)
         for r, v in regs.items():
-            arrays[f"{idx}.{r}"] = v
-        arrays[f"{idx}.d"] = cp.asnumpy(d)
+            arrays[f"{slot}.{r}"] = v
+        arrays[f"{slot}.d"] = cp.asnumpy(d)
         items.append({
             "opcode": ins.opcode, "selector": sel,
             "distributions": [[dn, i * warps, warps] for i, dn in enumerate(dists)],
@@ -217,6 +221,7 @@ def main(argv=None):
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--cubin", help="prebuilt cubin of the kernels (from `source` + nvcc); default: compile with nvcc")
     c.add_argument("--match", action="append", default=[], help="only opcodes containing this text (repeatable)")
+    c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
         q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
     a = p.parse_args(argv)
@@ -228,7 +233,9 @@ def main(argv=None):
             f.write(kernel_source(entries))
         return 0
     cubin = open(a.cubin, "rb").read() if a.cubin else None
-    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin)
+    if a.edge:
+        entries = [(i, s) for i, s in entries if _inputs.edge_distributions(i)]
+    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge)
     save_corpus(a.out, arrays, manifest)
     print(f"wrote {a.out}: {len(entries)} entries on {manifest['gpu']}", file=sys.stderr)
     return 0
