@@ -227,6 +227,27 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
                         d[w, lane, wd[lane, jj]] |= np.uint32((D[fd[lane, jj]] & mask) << np.uint64(sd[lane, jj]))
 
 
+def _callee_stamp() -> str:
+    """Digest of the modules whose jitted functions the kernels inline.
+
+    numba's cache notices edits to the file that defines a kernel, not to its callees in other
+    modules; folding this digest into the kernels' names gives changed arithmetic a fresh cache slot.
+    """
+    import hashlib
+
+    h = hashlib.sha1()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for mod in ("_arith.py", "_arith_chain.py", "_arith_int.py"):
+        path = os.path.join(here, mod)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()[:12]
+
+
+_CALLEE_STAMP = _callee_stamp()
+
+
 def _named(fn, name):
     """A copy of ``fn`` under another name.
 
@@ -235,6 +256,7 @@ def _named(fn, name):
     parallel=True shares one cache slot, and whichever build is saved first is loaded for both
     (the parallel dispatcher then silently runs the serial code).  Distinct names give distinct slots.
     """
+    name = f"{name}_{_CALLEE_STAMP}"
     f = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     f.__qualname__ = name
     f.__doc__ = fn.__doc__
