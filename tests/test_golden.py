@@ -48,11 +48,11 @@ def _check(corpus, idx):
     assert res.differ == 0, f"{res.differ} of {res.words} words differ: {res.by_distribution}"
 
 
-@pytest.mark.parametrize("idx", _params(CORPUS))
+@pytest.mark.parametrize("idx", list(_params(CORPUS)))
 def test_replay_entry(idx):
     _check(CORPUS, idx)
 
 
-@pytest.mark.parametrize("idx", _params(EDGE))
+@pytest.mark.parametrize("idx", list(_params(EDGE)))
 def test_replay_edge_entry(idx):
     _check(EDGE, idx)
