@@ -10,9 +10,13 @@ Two families are computed this way on sm_90 (see ``docs/numerics_chain.md``):
 * ``f64`` runs natively on ``DMMA``; its result is what a chain of correctly
   rounded f64 fused multiply-adds produces (order in ``CHAIN_RECIPES``).
 
-Everything here works on raw bit patterns held in ``uint64``; there are no
-floating-point operations at all, so the host's rounding mode, flush-to-zero
-setting or fused-multiply-add contraction cannot change a result.  One generic
+The reference path (:func:`chain_dot`) works on raw bit patterns held in ``uint64``;
+it has no floating-point operations at all, so the host's rounding mode, flush-to-zero
+setting or fused-multiply-add contraction cannot change a result.  The batched fast
+path (:func:`run_fast`, used by the engine) computes the same IEEE operations on the
+host FPU (``llvm.fma``, f32 add/multiply) and defers to :func:`chain_dot` wherever the
+host cannot reproduce the hardware word (f64 NaN payloads), or everywhere if the FPU is
+not in its default state (see the section "fast path" below).  One generic
 routine, :func:`fma_bits`, computes ``round(a * b + c)`` exactly for any binary
 format of at most 64 bits (given by exponent and mantissa widths): the product
 is formed as a 128-bit integer held in two ``uint64`` words, ``c`` is aligned
@@ -54,8 +58,10 @@ idx   name            meaning
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._catalog import Instruction
 from ._types import TYPES
@@ -587,3 +593,340 @@ def chain_params(ins: Instruction, arch: str = "sm_90") -> np.ndarray:
     p[P_NAN_BITS] = _as_int64(recipe["nan_bits"])
     p[P_DNAN] = _DNAN[recipe["d_nan"]]
     return p
+
+
+# --- fast path: the host's own IEEE arithmetic ---------------------------------------------
+#
+# Every chain recipe is a sequence of correctly rounded IEEE operations (nearest even,
+# gradual underflow, overflow to infinity).  The host FPU computes exactly those, given
+# round-to-nearest and no flush-to-zero / denormals-are-zero -- the state numpy and numba
+# leave the FPU in, checked at every call by ``_fp_env_ok`` (any other state takes the
+# exact integer path).  ``llvm.fma`` is correctly rounded by definition (x86 FMA3, or a
+# libm call without it); numba never marks operations ``contract``/fast-math here, so
+# LLVM neither fuses nor reorders anything else.  What the host does *not* reproduce is
+# the hardware's NaN words, so:
+#
+# * f64 (NaN payloads propagate, b > c > a; invalid gives 0xfff8...): an element whose
+#   fast result is not finite is recomputed by :func:`chain_dot`.  A finite result is
+#   exact: with finite inputs every step is an IEEE fma on finite values, and once an
+#   intermediate is infinite (or NaN, from a non-finite input) it never becomes finite.
+# * f32 work with canonical NaNs (f16x4): NaN-ness itself is IEEE, so a NaN result is
+#   replaced by the canonical word; no fallback is needed.  Inputs are widened exactly
+#   (f16 -> f32 via a table), an f16 D is narrowed with integer nearest-even rounding.
+
+from llvmlite import ir
+from numba import types as _nbt
+from numba.core import cgutils
+from numba.extending import intrinsic as _intrinsic
+
+
+@_intrinsic
+def fma_native(typingctx, x, y, z):
+    """Correctly rounded x * y + z on host floats (``llvm.fma``); all three of one float type."""
+    if not (isinstance(x, _nbt.Float) and x == y and y == z and x in (_nbt.float32, _nbt.float64)):
+        return None
+    sig = x(x, y, z)
+
+    def codegen(context, builder, signature, args):
+        ty = args[0].type
+        fnty = ir.FunctionType(ty, [ty, ty, ty])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.fma." + ("f64" if ty == ir.DoubleType() else "f32"))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+#: probe operands for _fp_env_ok (passed as data so that LLVM cannot fold them)
+_PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
+                    dtype=np.float64)
+_PROBE32 = _PROBE64.astype(np.float32)
+_PROBE32[:5] = np.array([2.0 ** -126, 0.5, 0.0, 2.0 ** -127, 2.0], dtype=np.float32)
+_PROBE32[6:] = np.array([2.0 ** -24, 3 * 2.0 ** -25], dtype=np.float32)
+
+
+@njit(cache=True, nogil=True)
+def _fp_env_ok(q64, q32):
+    """Whether the host rounds to nearest even and keeps subnormals (no FTZ / DAZ), f64 and f32."""
+    return _probe_ok(q64) and _probe_ok(q32)
+
+
+@njit(cache=True, nogil=True)
+def _probe_ok(q):
+    """One format (q: tiny normal, 1/2, 0, tiny/2, 2, 1, half an ulp of 1, 3/4 ulp of 1)."""
+    tiny, half, zero, sub, two, one, tie, above = q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]
+    if fma_native(tiny, half, zero) != sub:          # FTZ flushes the subnormal result
+        return False
+    if fma_native(sub, two, zero) != tiny:           # DAZ flushes the subnormal input
+        return False
+    if sub * two != tiny or tiny * half != sub or sub + sub != tiny:
+        return False
+    if fma_native(one, one, tie) != one or one + tie != one:        # tie -> even (not up)
+        return False
+    if fma_native(one, one, above) == one or one + above == one:    # above half -> up (not RZ/RD)
+        return False
+    if fma_native(-one, one, -above) == -one or -one - above == -one:  # not RU / RZ
+        return False
+    return True
+
+
+def _f16_table() -> np.ndarray:
+    """f16 bits -> exact f32 value (every f16 is an f32; NaNs stay NaN)."""
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+F16_TO_F32 = _f16_table()
+
+
+@njit(cache=True, nogil=True)
+def f32_to_f16_rne(u):
+    """f32 bits -> f16 bits, nearest even, overflow to inf, f16 subnormals; NaN -> 0x7fff."""
+    u = np.uint32(u)
+    s = (u >> np.uint32(16)) & np.uint32(0x8000)
+    x = u & np.uint32(0x7FFFFFFF)
+    if x > np.uint32(0x7F800000):
+        return np.uint32(0x7FFF)
+    if x >= np.uint32(0x477FF000):                       # >= 65520 rounds to infinity
+        return s | np.uint32(0x7C00)
+    if x >= np.uint32(0x38800000):                       # f16 normal
+        r = x + np.uint32(0xFFF) + ((x >> np.uint32(13)) & np.uint32(1))
+        return s | ((r >> np.uint32(13)) - np.uint32(0x1C000))
+    e = x >> np.uint32(23)
+    if e < np.uint32(102):                               # below 2**-25: rounds to zero
+        return s
+    m = (x & np.uint32(0x7FFFFF)) | np.uint32(0x800000)
+    sh = np.uint32(126) - e                              # 14 .. 24
+    q = m >> sh
+    rem = m & ((np.uint32(1) << sh) - np.uint32(1))
+    half = np.uint32(1) << (sh - np.uint32(1))
+    if rem > half or (rem == half and (q & np.uint32(1)) != np.uint32(0)):
+        q += np.uint32(1)
+    return s | q
+
+
+FAST_NONE, FAST_F64, FAST_F32 = 0, 1, 2
+
+
+def fast_mode(p: np.ndarray) -> int:
+    """Which fast path (if any) computes recipe p exactly."""
+    p = [int(x) for x in p]
+    if p[P_KIND] != KIND_FMA_CHAIN or p[P_KORDER] not in (0, 1):
+        return FAST_NONE
+    ab, c, d, w = (p[P_AB_E], p[P_AB_M]), (p[P_C_E], p[P_C_M]), (p[P_D_E], p[P_D_M]), (p[P_W_E], p[P_W_M])
+    if ab == c == d == w == (11, 52) and p[P_FIRST] == FIRST_FROM_C:
+        return FAST_F64
+    if (ab == (5, 10) and w == (8, 23) and c in ((5, 10), (8, 23)) and d in ((5, 10), (8, 23))
+            and p[P_NAN] == NAN_CANONICAL and p[P_NAN_BITS] == 0x7FFFFFFF
+            and (d == w or p[P_DNAN] == NAN_CANONICAL)):
+        return FAST_F32
+    return FAST_NONE
+
+
+_EXP64 = U64(0x7FF0000000000000)
+
+
+@njit(cache=True, nogil=True)
+def _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p):
+    """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback."""
+    Au = np.empty(M * K, np.uint64)
+    Bu = np.empty(K * N, np.uint64)          # row-major B
+    Cu = np.empty(M * N, np.uint64)
+    Du = np.empty(M * N, np.uint64)
+    Af = Au.view(np.float64)
+    Bf = Bu.view(np.float64)
+    Cf = Cu.view(np.float64)
+    Df = Du.view(np.float64)
+    Bcol = np.empty(K, np.uint64)
+    desc = p[P_KORDER] == 1
+    for w in range(w0, w1):
+        for lane in range(32):
+            for j in range(fa.shape[1]):
+                wi = wa[lane, j]
+                Au[fa[lane, j]] = np.uint64(a[w, lane, wi]) | (np.uint64(a[w, lane, wi + 1]) << U64(32))
+            for j in range(fb.shape[1]):
+                wi = wb[lane, j]
+                Bu[fb[lane, j]] = np.uint64(b[w, lane, wi]) | (np.uint64(b[w, lane, wi + 1]) << U64(32))
+            for j in range(fc.shape[1]):
+                wi = wc[lane, j]
+                Cu[fc[lane, j]] = np.uint64(c[w, lane, wi]) | (np.uint64(c[w, lane, wi + 1]) << U64(32))
+        for i in range(M):
+            drow = Df[i * N:(i + 1) * N]
+            crow = Cf[i * N:(i + 1) * N]
+            for j in range(N):
+                drow[j] = crow[j]
+            for kk in range(K):
+                k = K - 1 - kk if desc else kk
+                x = Af[i * K + k]
+                brow = Bf[k * N:(k + 1) * N]
+                for j in range(N):
+                    drow[j] = fma_native(x, brow[j], drow[j])
+        for t in range(M * N):
+            if (Du[t] & _EXP64) == _EXP64:          # inf or NaN: the hardware's NaN rules decide
+                i = t // N
+                j = t - i * N
+                for k in range(K):
+                    Bcol[k] = Bu[k * N + j]
+                Du[t] = chain_dot(Au[i * K:(i + 1) * K], Bcol, K, Cu[t], p)
+        for lane in range(32):
+            for jj in range(fd.shape[1]):
+                v = Du[fd[lane, jj]]
+                wi = wd[lane, jj]
+                d[w, lane, wi] = np.uint32(v & _M32)
+                d[w, lane, wi + 1] = np.uint32(v >> U64(32))
+
+
+@njit(cache=True, nogil=True)
+def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab):
+    """Warps w0..w1-1 of an f16-input chain worked in f32 with canonical NaNs (f16x4)."""
+    R = P * M
+    A = np.empty(R * K, np.float32)
+    B = np.empty(P * K * N, np.float32)     # row-major B per product
+    Cw = np.empty(R * N, np.float32)
+    Cb = Cw.view(np.uint32)
+    Df = np.empty(R * N, np.float32)
+    Db = Df.view(np.uint32)
+    S = np.empty(N, np.float32)
+    group = p[P_GROUP]
+    if group <= 0 or group > K:
+        group = K
+    ngroups = (K + group - 1) // group
+    first = p[P_FIRST]
+    cfirst = p[P_COMBINE] == COMBINE_C_FIRST
+    desc = p[P_KORDER] == 1
+    zero = np.float32(0.0)
+    nanw = np.uint32(p[P_NAN_BITS] & 0xFFFFFFFF)
+    m16 = np.uint32(0xFFFF)
+    for w in range(w0, w1):
+        for lane in range(32):
+            for j in range(fa.shape[1]):
+                A[fa[lane, j]] = tab[(a[w, lane, wa[lane, j]] >> np.uint32(sa[lane, j])) & m16]
+            for j in range(fb.shape[1]):
+                B[fb[lane, j]] = tab[(b[w, lane, wb[lane, j]] >> np.uint32(sb[lane, j])) & m16]
+            if bc == 16:
+                for j in range(fc.shape[1]):
+                    Cw[fc[lane, j]] = tab[(c[w, lane, wc[lane, j]] >> np.uint32(sc[lane, j])) & m16]
+            else:
+                for j in range(fc.shape[1]):
+                    Cb[fc[lane, j]] = c[w, lane, wc[lane, j]]
+        for r in range(R):
+            pb = (r // M) * K * N
+            drow = Df[r * N:(r + 1) * N]
+            crow = Cw[r * N:(r + 1) * N]
+            if first == FIRST_FROM_C:
+                for j in range(N):
+                    drow[j] = crow[j]
+                for kk in range(K):
+                    k = K - 1 - kk if desc else kk
+                    x = A[r * K + k]
+                    brow = B[pb + k * N:pb + (k + 1) * N]
+                    for j in range(N):
+                        drow[j] = fma_native(x, brow[j], drow[j])
+                continue
+            for g in range(ngroups):
+                for t in range(group):
+                    i = g * group + t
+                    if i >= K:
+                        break
+                    k = K - 1 - i if desc else i
+                    x = A[r * K + k]
+                    brow = B[pb + k * N:pb + (k + 1) * N]
+                    if t == 0 and first == FIRST_FMUL:
+                        for j in range(N):
+                            S[j] = x * brow[j]
+                    elif t == 0:
+                        for j in range(N):
+                            S[j] = fma_native(x, brow[j], zero)
+                    else:
+                        for j in range(N):
+                            S[j] = fma_native(x, brow[j], S[j])
+                if g == 0:
+                    if cfirst:
+                        for j in range(N):
+                            drow[j] = crow[j] + S[j]
+                    else:
+                        for j in range(N):
+                            drow[j] = S[j]
+                else:
+                    for j in range(N):
+                        drow[j] = drow[j] + S[j]
+            if not cfirst:
+                for j in range(N):
+                    drow[j] = drow[j] + crow[j]
+        if bd == 16:
+            for lane in range(32):
+                for wi in range(d.shape[2]):
+                    d[w, lane, wi] = 0
+                for jj in range(fd.shape[1]):
+                    d[w, lane, wd[lane, jj]] |= f32_to_f16_rne(Db[fd[lane, jj]]) << np.uint32(sd[lane, jj])
+        else:
+            for lane in range(32):
+                for jj in range(fd.shape[1]):
+                    v = Db[fd[lane, jj]]
+                    if (v & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+                        v = nanw
+                    d[w, lane, wd[lane, jj]] = v
+
+
+def _chain_fast(mode, a, b, c, d, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab,
+                q64, q32, chunk, ok):
+    W = a.shape[0]
+    nchunks = (W + chunk - 1) // chunk
+    for ch in prange(nchunks):
+        # the FPU state is per thread: check it on the thread that runs the chunk
+        ok[ch] = _fp_env_ok(q64, q32)
+        if not ok[ch]:
+            continue
+        w0 = ch * chunk
+        w1 = min(W, w0 + chunk)
+        if mode == FAST_F64:
+            _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p)
+        else:
+            _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab)
+
+
+def _named(fn, name):
+    """A copy of ``fn`` under another name (distinct numba cache slots; see ``_engine._named``)."""
+    f = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    f.__qualname__ = name
+    return f
+
+
+_fast_serial = njit(cache=True, nogil=True)(_named(_chain_fast, "_chain_fast_serial"))
+_fast_parallel = njit(cache=True, nogil=True, parallel=True)(_named(_chain_fast, "_chain_fast_parallel"))
+
+#: set to False to force the exact integer path everywhere (cross-checks)
+FAST = True
+
+
+def _fast_tables(ins: Instruction, tables):
+    """Plan tables with B's flat index turned row-major per product (p*K*N + k*N + j)."""
+    m, n, k = ins.mnk
+    (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, sc, bc), (fd, wd, sd, bd) = tables
+    prod, rem = np.divmod(fb, k * n)
+    col, row = np.divmod(rem, k)
+    fb2 = np.ascontiguousarray(prod * k * n + row * n + col, dtype=np.int64)
+    return (fa, wa, sa, fb2, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd)
+
+
+_FAST_CACHE: dict = {}
+
+
+def run_fast(ins: Instruction, params, tables, a, b, c, d, parallel: bool, chunk: int) -> bool:
+    """Compute D with the host-float fast path; False (nothing written) if none applies."""
+    if not FAST:
+        return False
+    key = (ins.opcode, params.tobytes())
+    ent = _FAST_CACHE.get(key)
+    if ent is None:
+        mode = fast_mode(params)
+        if mode == FAST_F64 and ins.products != 1:
+            mode = FAST_NONE
+        ent = (mode, _fast_tables(ins, tables) if mode != FAST_NONE else None)
+        _FAST_CACHE[key] = ent
+    mode, tabs = ent
+    if mode == FAST_NONE:
+        return False
+    m, n, k = ins.mnk
+    fn = _fast_parallel if parallel else _fast_serial
+    ok = np.zeros((a.shape[0] + chunk - 1) // chunk, np.bool_)
+    fn(mode, a, b, c, d, ins.products, m, n, k, *tabs, params, F16_TO_F32, _PROBE64, _PROBE32, chunk, ok)
+    return bool(ok.all())     # False: some thread's FPU is not in IEEE default state; caller redoes all

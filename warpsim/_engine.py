@@ -388,6 +388,10 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
         fn = _int_parallel if parallel else _int_serial
         fn(pl.params, a, b, c, e, d, m, n, k, *pl.itab, ins.is_sparse, CHUNK)
         return d
+    if pl.kind == DOT_CHAIN and not FORCE_GENERIC:
+        from ._arith_chain import run_fast   # host-FPU chain (f64, f16x4); False: none applies
+        if run_fast(ins, pl.params, pl.tables, a, b, c, d, parallel, CHUNK):
+            return d
     ka = k // 2 if ins.is_sparse else k
     (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, sc, bc), (fd, wd, sd, bd) = pl.tables
     fn = _parallel if parallel else _serial
