@@ -376,3 +376,378 @@ def tc_dot_rows(A, B, C, n, p, out):
     """Batch form: out[i] = tc_dot(A[i], B[i], n, C[i], p) for every row i."""
     for i in range(A.shape[0]):
         out[i] = tc_dot(A[i], B[i], n, C[i], p)
+
+
+# --- fast path: every operand finite --------------------------------------------------------
+#
+# The same model as fused_block / add_rne, computed in float64 where float64 is provably exact:
+#
+# * an element of at most 11 significant bits (f16, bf16, tf32, fp8) is a float64; a product of
+#   two is exact (<= 22 bits) and lies in [2^-300, 2^258];
+# * a term scaled by 2^(frac - emax) (a power of two; no overflow or underflow for frac <= 30 and
+#   these ranges) and cut with trunc is exactly the truncated integer of the integer model; it is
+#   below 2^(frac + 2) (product significand < 4, exponent <= emax), so a sum of up to 2^20 terms is
+#   an integer below 2^53: float64 adds it exactly;
+# * that exact sum times 2^(emax - frac) is again exact, and is rounded once into the result format
+#   by scaling its last kept bit to 1 and applying trunc (RZ) or rint (RNE);
+# * the separate RNE addition of C (fp8 emulation) adds two values of the same format: float64
+#   holds the exact sum of two f16 values, and for f32 the float64 rounding followed by RNE to f32
+#   is one correct rounding (53 >= 2*24 + 2: double rounding of a sum is innocuous).
+#
+# Whenever an operand is NaN or inf, or a recipe lies outside what is proven here, the callers fall
+# back to the integer implementation above.
+
+from llvmlite import ir as _ir  # noqa: E402
+from numba import types as _nbt  # noqa: E402
+from numba.extending import intrinsic as _intrinsic  # noqa: E402
+
+
+@_intrinsic
+def _f64_bits(typingctx, x):
+    if x != _nbt.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _ir.IntType(64))
+    return _nbt.uint64(_nbt.float64), codegen
+
+
+@_intrinsic
+def _bits_f32(typingctx, x):
+    if x != _nbt.uint32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _ir.FloatType())
+    return _nbt.float32(_nbt.uint32), codegen
+
+
+@_intrinsic
+def _bits_f64(typingctx, x):
+    if x != _nbt.uint64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _ir.DoubleType())
+    return _nbt.float64(_nbt.uint64), codegen
+
+
+#: alignment exponent given to a zero element (far below any real one: a zero never sets emax)
+_ZEXP = -4096.0
+#: emax below this means every term was zero
+_ZCUT = -2000.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pow2(k):
+    """2.0 ** k for -1022 <= k <= 1023, exactly."""
+    return _bits_f64(np.uint64(k + 1023) << np.uint64(52))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _exp2of(v):
+    """Unbiased exponent of a normal nonzero float64 (floor(log2|v|))."""
+    return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fdec(raw, ign, w, mb, emask, bias, has_inf, emin_al, out_v, out_e, k):
+    """Raw element -> out_v[k] = its exact value, out_e[k] = its alignment exponent (_ZEXP for
+    zero); returns True if the element is NaN or inf."""
+    x = np.uint64(raw) >> np.uint64(ign)
+    s = (x >> np.uint64(w - 1)) & np.uint64(1)
+    e = np.int64((x >> np.uint64(mb)) & np.uint64(emask))
+    m = np.int64(x & np.uint64((1 << mb) - 1))
+    special = e == emask and (has_inf != 0 or m == (1 << mb) - 1)
+    sig = m | ((np.int64(1) << mb) if e != 0 else np.int64(0))
+    v = np.float64(sig) * _pow2((e if e > 1 else 1) - bias - mb)
+    if sig == 0:
+        out_e[k] = _ZEXP
+    else:
+        ex = _exp2of(v)
+        out_e[k] = np.float64(ex if ex > emin_al else emin_al)
+    out_v[k] = -v if s != 0 else v
+    return special
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fround(v, mb, emin, infb, sbit, rne):
+    """Round float64 v (exact) once into a format with mb mantissa bits, minimum exponent emin and
+    an inf (infb: the +inf pattern, sbit: the sign bit, both without ignored bits).
+    Returns (bits without ignored bits, the result's value); zero results are +0."""
+    if v == 0.0:
+        return np.uint64(0), 0.0
+    a = abs(v)
+    E = _exp2of(a)
+    ue = (E if E > emin else emin) - mb
+    y = a * _pow2(-ue)
+    q = np.rint(y) if rne else np.trunc(y)
+    if q == 0.0:
+        return np.uint64(0), 0.0
+    bits = ((ue - emin + mb) << mb) + np.int64(q)
+    if bits >= infb:
+        r = np.inf
+        bits = infb
+    else:
+        r = q * _pow2(ue)
+    if v < 0.0:
+        return np.uint64(bits) | sbit, -r
+    return np.uint64(bits), r
+
+
+@njit(cache=True, nogil=True)
+def tc_ws_len(M, N, K, Ka):
+    """float64 workspace :func:`tc_warp` needs for one warp (allocate once, reuse)."""
+    return 4 * M * Ka + 2 * N * K + 2 * N * Ka + 4 * M * N + 8 * N
+
+
+@njit(cache=True, nogil=True)
+def tc_fast_ok(p, N, Ka):
+    """Whether :func:`tc_warp` handles this recipe and shape (else the caller uses tc_dot)."""
+    if N != _NB:
+        return False
+    if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
+        return False
+    if p[P_FRAC] < 0 or p[P_FRAC] > 30 or Ka > (1 << 20):
+        return False
+    nblk, group = p[P_NBLK], p[P_GROUP]
+    if nblk < 1 or group < 1 or Ka % (nblk * group) != 0:
+        return False
+    for f in (P_A, P_B, P_C, P_ACC, P_D):
+        if p[f] - p[f + 3] > 32 or p[f + 1] > 8 or p[f + 1] < 2 or p[f + 2] > 23 or p[f + 2] < 1:
+            return False
+        if p[f + 2] + p[f + 1] + 1 != p[f] - p[f + 3]:
+            return False
+    if p[P_OP] != 0 and (p[P_OP + 1] > 8 or p[P_OP + 2] > 23):
+        return False
+    if p[P_ACC + 4] == 0 or p[P_ACC + 3] != 0:
+        return False
+    if p[P_CMODE] == CMODE_SEPARATE_ADD:
+        for k in range(5):
+            if p[P_ACC + k] != p[P_D + k] or p[P_C + k] != p[P_D + k]:
+                return False
+    elif p[P_CMODE] == CMODE_FUSED:
+        for k in range(5):
+            if p[P_ACC + k] != p[P_D + k]:
+                return False
+    else:
+        return False
+    return True
+
+
+#: the fast path is specialised to 8 output columns (every m16n8kX form): the inner loops then
+#: have a constant trip count and vectorise completely
+_NB = 8
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode_run(X, n, p, f, emin_al, V, Ex):
+    """Decode n raw elements of format p[f:f+5] into exact float64 values V and alignment exponents
+    Ex (_ZEXP for zeros); returns True if any is NaN or inf.  Branch-free: the element's magnitude
+    bits, placed in an f32 word, have the format's exponent field in f32's field, so the f32 value
+    times 2^(127 - bias) is the element (normal or subnormal)."""
+    width, eb, mb, ign, hinf = p[f], p[f + 1], p[f + 2], p[f + 3], p[f + 4]
+    magmask = np.uint64((1 << (width - ign - 1)) - 1)
+    sh_ign = np.uint64(ign)
+    sh_sign = np.uint64(width - 1)
+    sh_man = np.uint64(23 - mb)
+    scale = _pow2(127 - ((1 << (eb - 1)) - 1))
+    lim = np.uint64(((1 << eb) - 1) << mb) if hinf != 0 else magmask
+    bad = False
+    for x in range(n):
+        raw = np.uint64(X[x])
+        mag = (raw >> sh_ign) & magmask
+        sgn = (raw >> sh_sign) & np.uint64(1)
+        v = np.float64(_bits_f32(np.uint32((mag << sh_man) | (sgn << np.uint64(31))))) * scale
+        bad |= mag >= lim
+        ex = np.float64(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
+        Ex[x] = _ZEXP if mag == 0 else max(ex, emin_al)
+        V[x] = v
+    return bad
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round_row(V, OUT, OV, mb, emin, bias, infb, sbit, rne, need_val):
+    """Round the 8 exact float64 values V once into the result format (RZ or RNE; +0 for zero);
+    OUT gets the bits, OV (when need_val) the rounded values.  The common case (result normal) in
+    a vectorisable loop on the float64 bits; subnormal results and overflow through _fround."""
+    sh = np.uint64(52 - mb)
+    rebias = np.int64(1023 - bias) << mb
+    lo = np.float64(emin)
+    hi = np.float64(infb >> mb) - np.float64(bias)     # largest finite exponent + 1
+    half = np.uint64((1 << (51 - mb)) - 1) if rne else np.uint64(0)
+    rare = False
+    for j in range(_NB):
+        u = _f64_bits(V[j])
+        a = u & np.uint64(0x7FFFFFFFFFFFFFFF)
+        e = np.float64(np.int64(a >> np.uint64(52)) - 1023)
+        r = a + half + (((a >> sh) & np.uint64(1)) if rne else np.uint64(0))
+        b = np.int64(r >> sh) - rebias
+        ok = e >= lo and e < hi and b < infb
+        rare |= not ok
+        OUT[j] = np.uint64(b) | ((u >> np.uint64(63)) << sbit)
+        if need_val:
+            OV[j] = _bits_f64((r >> sh << sh) | (u & np.uint64(0x8000000000000000)))
+    if rare:
+        for j in range(_NB):
+            u = _f64_bits(V[j])
+            a = u & np.uint64(0x7FFFFFFFFFFFFFFF)
+            e = np.float64(np.int64(a >> np.uint64(52)) - 1023)
+            r = a + half + (((a >> sh) & np.uint64(1)) if rne else np.uint64(0))
+            b = np.int64(r >> sh) - rebias
+            if not (e >= lo and e < hi and b < infb):
+                bits, val = _fround(V[j], mb, emin, infb, np.uint64(1) << sbit, rne)
+                OUT[j] = bits
+                OV[j] = val
+    return rare
+
+
+@njit(cache=True, nogil=True)
+def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
+    """One warp of a tensor-core dot product recipe, when every element is finite.
+
+    A: raw bits (M, Ka) row-major (compressed when sparse); B: raw bits of B^T (N, K); C: raw bits
+    (M, N); D: output raw bits (M, N); LC: sparse only, logical column of every compressed A element;
+    ws: float64 scratch of tc_ws_len(M, N, K, Ka).  Fills D and returns True, or returns False
+    (D partly written) when an element is NaN/inf, a chained block result overflows, or the recipe
+    or shape is not one handled here: the caller then computes the warp with :func:`tc_dot`.
+    Gives the same bits as tc_dot (see the notes above).
+    """
+    if not tc_fast_ok(p, N, Ka):
+        return False
+    nblk, group, frac = p[P_NBLK], p[P_GROUP], p[P_FRAC]
+    nb = Ka // nblk
+    rne = p[P_RND] == RND_RNE
+    fused = p[P_CMODE] == CMODE_FUSED
+    if p[P_OP] != 0:
+        emina = eminb = np.float64(2 - (1 << (p[P_OP + 1] - 1)))
+    else:
+        emina = np.float64(2 - (1 << (p[P_A + 1] - 1)))
+        eminb = np.float64(2 - (1 << (p[P_B + 1] - 1)))
+    eminc = np.float64(2 - (1 << (p[P_C + 1] - 1)))
+    # accumulator / result format
+    mbo = p[P_ACC + 2]
+    ebo = p[P_ACC + 1]
+    biaso = (1 << (ebo - 1)) - 1
+    emino = 1 - biaso
+    infbo = np.int64(((1 << ebo) - 1) << mbo)
+    sbito = np.uint64(p[P_ACC] - 1)
+    igd = np.uint64(p[P_D + 3])
+    fracf = np.float64(frac)
+
+    o = 0
+    AV0 = ws[o:o + M * Ka]; o += M * Ka
+    AE0 = ws[o:o + M * Ka]; o += M * Ka
+    AV = ws[o:o + M * Ka]; o += M * Ka
+    AE = ws[o:o + M * Ka]; o += M * Ka
+    BV = ws[o:o + N * K]; o += N * K
+    BE = ws[o:o + N * K]; o += N * K
+    GV = ws[o:o + N * Ka]; o += N * Ka
+    GE = ws[o:o + N * Ka]; o += N * Ka
+    CV = ws[o:o + M * N]; o += M * N
+    CE = ws[o:o + M * N]; o += M * N
+    RV = ws[o:o + M * N]; o += M * N     # block results (chained accumulator) per output
+    RE = ws[o:o + M * N]; o += M * N
+    EM = ws[o:o + N]; o += N
+    SC = ws[o:o + N]; o += N
+    SS = ws[o:o + N]; o += N
+    VV = ws[o:o + N]; o += N
+    OV = ws[o:o + N]; o += N
+    OB = ws[o:o + N].view(np.uint64); o += N
+
+    bad = _decode_run(A, M * Ka, p, P_A, emina, AV0, AE0)
+    bad |= _decode_run(B, N * K, p, P_B, eminb, BV, BE)
+    bad |= _decode_run(C, M * N, p, P_C, eminc, CV, CE)
+    if bad:
+        return False
+    # terms in block order: term t goes to position blk*nb + (c // nblk)*group + r
+    if nblk == 1:
+        AV = AV0
+        AE = AE0
+    else:
+        for i in range(M):
+            for t in range(Ka):
+                c = t // group
+                tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
+                AV[i * Ka + tt] = AV0[i * Ka + t]
+                AE[i * Ka + tt] = AE0[i * Ka + t]
+    if not sparse:      # B^T -> (term, column)
+        for t in range(K):
+            c = t // group
+            tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
+            for j in range(_NB):
+                GV[tt * _NB + j] = BV[j * K + t]
+                GE[tt * _NB + j] = BE[j * K + t]
+    if fused:
+        RV[:] = CV
+        RE[:] = CE
+    else:
+        RV[:] = 0.0
+        RE[:] = _ZEXP
+
+    for i in range(M):
+        if sparse:
+            for t in range(Ka):
+                c = t // group
+                tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
+                col = LC[i * Ka + t]
+                for j in range(_NB):
+                    GV[tt * _NB + j] = BV[j * K + col]
+                    GE[tt * _NB + j] = BE[j * K + col]
+        av = AV[i * Ka:(i + 1) * Ka]
+        ae = AE[i * Ka:(i + 1) * Ka]
+        rv = RV[i * _NB:(i + 1) * _NB]
+        re = RE[i * _NB:(i + 1) * _NB]
+        for blk in range(nblk):
+            last = blk == nblk - 1
+            lo = blk * nb
+            for j in range(_NB):
+                EM[j] = re[j]
+            for t in range(lo, lo + nb):
+                x = ae[t]
+                for j in range(_NB):
+                    EM[j] = max(EM[j], x + GE[t * _NB + j])
+            for j in range(_NB):
+                em = max(EM[j], -900.0)          # all terms zero: any finite scale gives 0
+                EM[j] = em
+                SC[j] = _bits_f64(np.uint64(np.int64(fracf - em) + 1023) << np.uint64(52))
+                SS[j] = np.trunc(rv[j] * SC[j])
+            for t in range(lo, lo + nb):
+                x = av[t]
+                for j in range(_NB):
+                    SS[j] += np.trunc(x * GV[t * _NB + j] * SC[j])
+            for j in range(_NB):
+                VV[j] = SS[j] * _bits_f64(np.uint64(np.int64(EM[j] - fracf) + 1023) << np.uint64(52))
+            need = not (fused and last)
+            _round_row(VV, OB, OV, mbo, emino, biaso, infbo, sbito, rne, need)
+            if fused and last:
+                for j in range(_NB):
+                    D[i * _NB + j] = OB[j] << igd
+            else:
+                for j in range(_NB):
+                    v = OV[j]
+                    if np.isinf(v):
+                        bad = True
+                    ex = np.float64(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
+                    re[j] = _ZEXP if v == 0.0 else max(ex, np.float64(emino))
+                    rv[j] = v
+                if bad:
+                    return False    # an inf accumulator: the general code handles it
+        if not fused:
+            for j in range(_NB):
+                VV[j] = rv[j] + CV[i * _NB + j]
+            _round_row(VV, OB, OV, mbo, emino, biaso, infbo, sbito, True, False)
+            for j in range(_NB):
+                if rv[j] == 0.0:    # +0 + C: C, but +0 + -0 is +0
+                    D[i * _NB + j] = C[i * _NB + j] if CV[i * _NB + j] != 0.0 else np.uint64(0)
+                elif CV[i * _NB + j] == 0.0:
+                    # acc + (+-0) is acc: its bits, as the block wrote them (RV holds the exact value)
+                    VV[j] = rv[j]
+                    D[i * _NB + j] = np.uint64(0xFFFFFFFFFFFFFFFF)
+                else:
+                    D[i * _NB + j] = OB[j] << igd
+            for j in range(_NB):
+                if D[i * _NB + j] == np.uint64(0xFFFFFFFFFFFFFFFF):
+                    b2, v2 = _fround(rv[j], mbo, emino, infbo, np.uint64(1) << sbito, True)
+                    D[i * _NB + j] = b2 << igd
+    return True

@@ -31,11 +31,19 @@ from ._arith_int import (P_A_BITS, P_A_SIGNED, P_B_BITS, P_B_SIGNED, P_BITOP, P_
                          int_dot, popcount32)
 
 try:  # the floating-point recipe kernels
-    from ._arith import tc_dot
+    from ._arith import tc_dot, tc_warp, tc_ws_len
 except ImportError:  # pragma: no cover - only while a family is being developed
     @njit(cache=True, nogil=True)
     def tc_dot(a, b, n, c, p):
         return np.uint64(0)
+
+    @njit(cache=True, nogil=True)
+    def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
+        return False
+
+    @njit(cache=True, nogil=True)
+    def tc_ws_len(M, N, K, Ka):
+        return 1
 try:
     from ._arith_chain import chain_dot
 except ImportError:  # pragma: no cover
@@ -185,6 +193,7 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
         D = np.empty(P * M * N, np.uint64)
         LC = np.zeros(M * Ka, np.int64)
         BS = np.empty(N * Ka, np.uint64)       # sparse: B^T columns gathered at one row's logical columns
+        TW = np.empty(tc_ws_len(M, N, K, Ka) if kind == DOT_TC else 1, np.float64)   # tc_warp scratch
         for w in range(ch * chunk, min(W, (ch + 1) * chunk)):
             _load(a, w, fa, wa, sa, ba, A)
             _load(b, w, fb, wb, sb, bb, B)
@@ -197,7 +206,9 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
                         if tf32meta:
                             idx >>= 1
                         LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
-            for p in range(P):
+            # float recipes: the whole warp at once when every element is finite, else per element
+            fast = kind == DOT_TC and P == 1 and tc_warp(params, A, B, C, D, M, N, K, Ka, LC, sparse, TW)
+            for p in range(0 if fast else P):
                 for i in range(M):
                     av = A[(p * M + i) * Ka:(p * M + i + 1) * Ka]
                     if sparse:
