@@ -58,6 +58,7 @@ idx   name            meaning
 
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -725,10 +726,13 @@ _EXP64 = U64(0x7FF0000000000000)
 
 
 @njit(cache=True, nogil=True)
-def _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p):
-    """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback."""
+def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
+    """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback.
+
+    a, b, c, d: (W, 32 * elements) uint64 views of the register words, one element each;
+    ta .. td: matrix position of each (A row-major, B row-major, C/D row-major)."""
     Au = np.empty(M * K, np.uint64)
-    Bu = np.empty(K * N, np.uint64)          # row-major B
+    Bu = np.empty(K * N, np.uint64)
     Cu = np.empty(M * N, np.uint64)
     Du = np.empty(M * N, np.uint64)
     Af = Au.view(np.float64)
@@ -738,27 +742,20 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p):
     Bcol = np.empty(K, np.uint64)
     desc = p[P_KORDER] == 1
     for w in range(w0, w1):
-        for lane in range(32):
-            for j in range(fa.shape[1]):
-                wi = wa[lane, j]
-                Au[fa[lane, j]] = np.uint64(a[w, lane, wi]) | (np.uint64(a[w, lane, wi + 1]) << U64(32))
-            for j in range(fb.shape[1]):
-                wi = wb[lane, j]
-                Bu[fb[lane, j]] = np.uint64(b[w, lane, wi]) | (np.uint64(b[w, lane, wi + 1]) << U64(32))
-            for j in range(fc.shape[1]):
-                wi = wc[lane, j]
-                Cu[fc[lane, j]] = np.uint64(c[w, lane, wi]) | (np.uint64(c[w, lane, wi + 1]) << U64(32))
+        for t in range(ta.shape[0]):
+            Au[ta[t]] = a[w, t]
+        for t in range(tb.shape[0]):
+            Bu[tb[t]] = b[w, t]
+        for t in range(tc.shape[0]):
+            Cu[tc[t]] = c[w, t]
         for i in range(M):
-            drow = Df[i * N:(i + 1) * N]
-            crow = Cf[i * N:(i + 1) * N]
             for j in range(N):
-                drow[j] = crow[j]
+                Df[i * N + j] = Cf[i * N + j]
             for kk in range(K):
                 k = K - 1 - kk if desc else kk
                 x = Af[i * K + k]
-                brow = Bf[k * N:(k + 1) * N]
                 for j in range(N):
-                    drow[j] = fma_native(x, brow[j], drow[j])
+                    Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
         for t in range(M * N):
             if (Du[t] & _EXP64) == _EXP64:          # inf or NaN: the hardware's NaN rules decide
                 i = t // N
@@ -766,17 +763,16 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p):
                 for k in range(K):
                     Bcol[k] = Bu[k * N + j]
                 Du[t] = chain_dot(Au[i * K:(i + 1) * K], Bcol, K, Cu[t], p)
-        for lane in range(32):
-            for jj in range(fd.shape[1]):
-                v = Du[fd[lane, jj]]
-                wi = wd[lane, jj]
-                d[w, lane, wi] = np.uint32(v & _M32)
-                d[w, lane, wi + 1] = np.uint32(v >> U64(32))
+        for t in range(td.shape[0]):
+            d[w, t] = Du[td[t]]
 
 
 @njit(cache=True, nogil=True)
-def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab):
-    """Warps w0..w1-1 of an f16-input chain worked in f32 with canonical NaNs (f16x4)."""
+def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab):
+    """Warps w0..w1-1 of an f16-input chain worked in f32 with canonical NaNs (f16x4).
+
+    a, b: (W, 32 * elements) uint16 views of the register words; c, d likewise, uint16
+    (c16 / d16) or uint32; ta .. td: matrix position of each element."""
     R = P * M
     A = np.empty(R * K, np.float32)
     B = np.empty(P * K * N, np.float32)     # row-major B per product
@@ -794,32 +790,28 @@ def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, s
     desc = p[P_KORDER] == 1
     zero = np.float32(0.0)
     nanw = np.uint32(p[P_NAN_BITS] & 0xFFFFFFFF)
-    m16 = np.uint32(0xFFFF)
     for w in range(w0, w1):
-        for lane in range(32):
-            for j in range(fa.shape[1]):
-                A[fa[lane, j]] = tab[(a[w, lane, wa[lane, j]] >> np.uint32(sa[lane, j])) & m16]
-            for j in range(fb.shape[1]):
-                B[fb[lane, j]] = tab[(b[w, lane, wb[lane, j]] >> np.uint32(sb[lane, j])) & m16]
-            if bc == 16:
-                for j in range(fc.shape[1]):
-                    Cw[fc[lane, j]] = tab[(c[w, lane, wc[lane, j]] >> np.uint32(sc[lane, j])) & m16]
-            else:
-                for j in range(fc.shape[1]):
-                    Cb[fc[lane, j]] = c[w, lane, wc[lane, j]]
+        for t in range(ta.shape[0]):
+            A[ta[t]] = tab[a[w, t]]
+        for t in range(tb.shape[0]):
+            B[tb[t]] = tab[b[w, t]]
+        if c16:
+            for t in range(tc.shape[0]):
+                Cw[tc[t]] = tab[c[w, t]]
+        else:
+            for t in range(tc.shape[0]):
+                Cb[tc[t]] = c[w, t]
         for r in range(R):
             pb = (r // M) * K * N
-            drow = Df[r * N:(r + 1) * N]
-            crow = Cw[r * N:(r + 1) * N]
+            o = r * N
             if first == FIRST_FROM_C:
                 for j in range(N):
-                    drow[j] = crow[j]
+                    Df[o + j] = Cw[o + j]
                 for kk in range(K):
                     k = K - 1 - kk if desc else kk
                     x = A[r * K + k]
-                    brow = B[pb + k * N:pb + (k + 1) * N]
                     for j in range(N):
-                        drow[j] = fma_native(x, brow[j], drow[j])
+                        Df[o + j] = fma_native(x, B[pb + k * N + j], Df[o + j])
                 continue
             for g in range(ngroups):
                 for t in range(group):
@@ -828,46 +820,41 @@ def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, s
                         break
                     k = K - 1 - i if desc else i
                     x = A[r * K + k]
-                    brow = B[pb + k * N:pb + (k + 1) * N]
+                    bo = pb + k * N
                     if t == 0 and first == FIRST_FMUL:
                         for j in range(N):
-                            S[j] = x * brow[j]
+                            S[j] = x * B[bo + j]
                     elif t == 0:
                         for j in range(N):
-                            S[j] = fma_native(x, brow[j], zero)
+                            S[j] = fma_native(x, B[bo + j], zero)
                     else:
                         for j in range(N):
-                            S[j] = fma_native(x, brow[j], S[j])
+                            S[j] = fma_native(x, B[bo + j], S[j])
                 if g == 0:
                     if cfirst:
                         for j in range(N):
-                            drow[j] = crow[j] + S[j]
+                            Df[o + j] = Cw[o + j] + S[j]
                     else:
                         for j in range(N):
-                            drow[j] = S[j]
+                            Df[o + j] = S[j]
                 else:
                     for j in range(N):
-                        drow[j] = drow[j] + S[j]
+                        Df[o + j] = Df[o + j] + S[j]
             if not cfirst:
                 for j in range(N):
-                    drow[j] = drow[j] + crow[j]
-        if bd == 16:
-            for lane in range(32):
-                for wi in range(d.shape[2]):
-                    d[w, lane, wi] = 0
-                for jj in range(fd.shape[1]):
-                    d[w, lane, wd[lane, jj]] |= f32_to_f16_rne(Db[fd[lane, jj]]) << np.uint32(sd[lane, jj])
+                    Df[o + j] = Df[o + j] + Cw[o + j]
+        if d16:
+            for t in range(td.shape[0]):
+                d[w, t] = f32_to_f16_rne(Db[td[t]])
         else:
-            for lane in range(32):
-                for jj in range(fd.shape[1]):
-                    v = Db[fd[lane, jj]]
-                    if (v & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-                        v = nanw
-                    d[w, lane, wd[lane, jj]] = v
+            for t in range(td.shape[0]):
+                v = Db[td[t]]
+                if (v & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+                    v = nanw
+                d[w, t] = v
 
 
-def _chain_fast(mode, a, b, c, d, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab,
-                q64, q32, chunk, ok):
+def _chain_fast(mode, a, b, c, d, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab, q64, q32, chunk, ok):
     W = a.shape[0]
     nchunks = (W + chunk - 1) // chunk
     for ch in prange(nchunks):
@@ -878,9 +865,9 @@ def _chain_fast(mode, a, b, c, d, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc
         w0 = ch * chunk
         w1 = min(W, w0 + chunk)
         if mode == FAST_F64:
-            _chain_f64(a, b, c, d, w0, w1, M, N, K, fa, wa, fb, wb, fc, wc, fd, wd, p)
+            _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p)
         else:
-            _chain_f32(a, b, c, d, w0, w1, P, M, N, K, fa, wa, sa, fb, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd, p, tab)
+            _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab)
 
 
 def _named(fn, name):
@@ -898,35 +885,65 @@ FAST = True
 
 
 def _fast_tables(ins: Instruction, tables):
-    """Plan tables with B's flat index turned row-major per product (p*K*N + k*N + j)."""
+    """Per operand: the matrix position of every register element, in register order.
+
+    Element j of a lane sits in word j // (32 / bits) at bit (j % (32 / bits)) * bits (64-bit
+    elements: words 2j, 2j + 1), so on a little-endian host a lane's words viewed as an array of
+    elements hold element j at index j, and the whole warp at lane * elements + j.  B's position
+    is made row-major per product (p*K*N + k*N + j)."""
     m, n, k = ins.mnk
-    (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, sc, bc), (fd, wd, sd, bd) = tables
-    prod, rem = np.divmod(fb, k * n)
-    col, row = np.divmod(rem, k)
-    fb2 = np.ascontiguousarray(prod * k * n + row * n + col, dtype=np.int64)
-    return (fa, wa, sa, fb2, wb, sb, fc, wc, sc, bc, fd, wd, sd, bd)
+    out = []
+    for role, (flat, word, shift, bits) in zip("abcd", tables):
+        j = np.arange(flat.shape[1])
+        if bits == 64:
+            ok = (word == 2 * j).all() and (shift == 0).all()
+        else:
+            per = 32 // bits
+            ok = (word == j // per).all() and (shift == (j % per) * bits).all()
+        if not ok:
+            return None
+        if role == "b":
+            prod, rem = np.divmod(flat, k * n)
+            col, row = np.divmod(rem, k)
+            flat = prod * k * n + row * n + col
+        out.append(np.ascontiguousarray(flat.ravel(), dtype=np.int64))
+    return tuple(out)
+
+
+_ELEM = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _elements(x: np.ndarray, bits: int) -> np.ndarray:
+    """(W, 32, words) uint32 -> (W, 32 * words * 32 / bits) view of the elements (little-endian)."""
+    x = np.ascontiguousarray(x, dtype=np.uint32)
+    return x.reshape(x.shape[0], -1).view(_ELEM[bits])
 
 
 _FAST_CACHE: dict = {}
 
 
 def run_fast(ins: Instruction, params, tables, a, b, c, d, parallel: bool, chunk: int) -> bool:
-    """Compute D with the host-float fast path; False (nothing written) if none applies."""
-    if not FAST:
+    """Compute D with the host-float fast path; False (D to be computed otherwise) if none applies."""
+    if not FAST or sys.byteorder != "little":
         return False
     key = (ins.opcode, params.tobytes())
     ent = _FAST_CACHE.get(key)
     if ent is None:
         mode = fast_mode(params)
-        if mode == FAST_F64 and ins.products != 1:
+        tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
+        if tabs is None or (mode == FAST_F64 and ins.products != 1):
             mode = FAST_NONE
-        ent = (mode, _fast_tables(ins, tables) if mode != FAST_NONE else None)
+        ent = (mode, tabs)
         _FAST_CACHE[key] = ent
     mode, tabs = ent
     if mode == FAST_NONE:
         return False
     m, n, k = ins.mnk
+    bits = [t[3] for t in tables]
+    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
+    dv = d.reshape(d.shape[0], -1).view(_ELEM[bits[3]])      # d is a fresh C-contiguous array
     fn = _fast_parallel if parallel else _fast_serial
     ok = np.zeros((a.shape[0] + chunk - 1) // chunk, np.bool_)
-    fn(mode, a, b, c, d, ins.products, m, n, k, *tabs, params, F16_TO_F32, _PROBE64, _PROBE32, chunk, ok)
-    return bool(ok.all())     # False: some thread's FPU is not in IEEE default state; caller redoes all
+    fn(mode, av, bv, cv, dv, ins.products, m, n, k, *tabs, bits[2] == 16, bits[3] == 16, params, F16_TO_F32,
+       _PROBE64, _PROBE32, chunk, ok)
+    return bool(ok.all())     # False: some thread's FPU is not in its default state; caller redoes all
