@@ -602,6 +602,68 @@ def _round_row(V, OUT, OV, mb, emin, bias, infb, sbit, rne, need_val):
     return rare
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _block8(av, ae, GV, GE, lo, hi, rv, re, fracf, VV):
+    """VV[j] = exact sum of one block for the 8 outputs of a row: every term a_t * b_tj and the
+    accumulator rv[j] (exponents ae, GE, re) truncated to frac bits below their emax.  Written
+    with one local per column so that the compiler keeps them in vector registers."""
+    e0, e1, e2, e3, e4, e5, e6, e7 = re[0], re[1], re[2], re[3], re[4], re[5], re[6], re[7]
+    for t in range(lo, hi):
+        x = ae[t]
+        g = GE[t * 8:t * 8 + 8]
+        e0 = max(e0, x + g[0])
+        e1 = max(e1, x + g[1])
+        e2 = max(e2, x + g[2])
+        e3 = max(e3, x + g[3])
+        e4 = max(e4, x + g[4])
+        e5 = max(e5, x + g[5])
+        e6 = max(e6, x + g[6])
+        e7 = max(e7, x + g[7])
+    e0 = max(e0, -900.0)
+    c0 = _bits_f64(np.uint64(np.int64(fracf - e0) + 1023) << np.uint64(52))
+    s0 = np.trunc(rv[0] * c0)
+    e1 = max(e1, -900.0)
+    c1 = _bits_f64(np.uint64(np.int64(fracf - e1) + 1023) << np.uint64(52))
+    s1 = np.trunc(rv[1] * c1)
+    e2 = max(e2, -900.0)
+    c2 = _bits_f64(np.uint64(np.int64(fracf - e2) + 1023) << np.uint64(52))
+    s2 = np.trunc(rv[2] * c2)
+    e3 = max(e3, -900.0)
+    c3 = _bits_f64(np.uint64(np.int64(fracf - e3) + 1023) << np.uint64(52))
+    s3 = np.trunc(rv[3] * c3)
+    e4 = max(e4, -900.0)
+    c4 = _bits_f64(np.uint64(np.int64(fracf - e4) + 1023) << np.uint64(52))
+    s4 = np.trunc(rv[4] * c4)
+    e5 = max(e5, -900.0)
+    c5 = _bits_f64(np.uint64(np.int64(fracf - e5) + 1023) << np.uint64(52))
+    s5 = np.trunc(rv[5] * c5)
+    e6 = max(e6, -900.0)
+    c6 = _bits_f64(np.uint64(np.int64(fracf - e6) + 1023) << np.uint64(52))
+    s6 = np.trunc(rv[6] * c6)
+    e7 = max(e7, -900.0)
+    c7 = _bits_f64(np.uint64(np.int64(fracf - e7) + 1023) << np.uint64(52))
+    s7 = np.trunc(rv[7] * c7)
+    for t in range(lo, hi):
+        x = av[t]
+        g = GV[t * 8:t * 8 + 8]
+        s0 += np.trunc(x * g[0] * c0)
+        s1 += np.trunc(x * g[1] * c1)
+        s2 += np.trunc(x * g[2] * c2)
+        s3 += np.trunc(x * g[3] * c3)
+        s4 += np.trunc(x * g[4] * c4)
+        s5 += np.trunc(x * g[5] * c5)
+        s6 += np.trunc(x * g[6] * c6)
+        s7 += np.trunc(x * g[7] * c7)
+    VV[0] = s0 * _bits_f64(np.uint64(np.int64(e0 - fracf) + 1023) << np.uint64(52))
+    VV[1] = s1 * _bits_f64(np.uint64(np.int64(e1 - fracf) + 1023) << np.uint64(52))
+    VV[2] = s2 * _bits_f64(np.uint64(np.int64(e2 - fracf) + 1023) << np.uint64(52))
+    VV[3] = s3 * _bits_f64(np.uint64(np.int64(e3 - fracf) + 1023) << np.uint64(52))
+    VV[4] = s4 * _bits_f64(np.uint64(np.int64(e4 - fracf) + 1023) << np.uint64(52))
+    VV[5] = s5 * _bits_f64(np.uint64(np.int64(e5 - fracf) + 1023) << np.uint64(52))
+    VV[6] = s6 * _bits_f64(np.uint64(np.int64(e6 - fracf) + 1023) << np.uint64(52))
+    VV[7] = s7 * _bits_f64(np.uint64(np.int64(e7 - fracf) + 1023) << np.uint64(52))
+
+
 @njit(cache=True, nogil=True)
 def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
     """One warp of a tensor-core dot product recipe, when every element is finite.
@@ -701,23 +763,7 @@ def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
         for blk in range(nblk):
             last = blk == nblk - 1
             lo = blk * nb
-            for j in range(_NB):
-                EM[j] = re[j]
-            for t in range(lo, lo + nb):
-                x = ae[t]
-                for j in range(_NB):
-                    EM[j] = max(EM[j], x + GE[t * _NB + j])
-            for j in range(_NB):
-                em = max(EM[j], -900.0)          # all terms zero: any finite scale gives 0
-                EM[j] = em
-                SC[j] = _bits_f64(np.uint64(np.int64(fracf - em) + 1023) << np.uint64(52))
-                SS[j] = np.trunc(rv[j] * SC[j])
-            for t in range(lo, lo + nb):
-                x = av[t]
-                for j in range(_NB):
-                    SS[j] += np.trunc(x * GV[t * _NB + j] * SC[j])
-            for j in range(_NB):
-                VV[j] = SS[j] * _bits_f64(np.uint64(np.int64(EM[j] - fracf) + 1023) << np.uint64(52))
+            _block8(av, ae, GV, GE, lo, lo + nb, rv, re, fracf, VV)
             need = not (fused and last)
             _round_row(VV, OB, OV, mbo, emino, biaso, infbo, sbito, rne, need)
             if fused and last:
