@@ -748,14 +748,33 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             Bu[tb[t]] = b[w, t]
         for t in range(tc.shape[0]):
             Cu[tc[t]] = c[w, t]
-        for i in range(M):
-            for j in range(N):
-                Df[i * N + j] = Cf[i * N + j]
-            for kk in range(K):
-                k = K - 1 - kk if desc else kk
-                x = Af[i * K + k]
+        if N == 8 and not desc:
+            for i in range(M):
+                o = i * 8
+                c0, c1, c2, c3 = Cf[o], Cf[o + 1], Cf[o + 2], Cf[o + 3]
+                c4, c5, c6, c7 = Cf[o + 4], Cf[o + 5], Cf[o + 6], Cf[o + 7]
+                for k in range(K):
+                    x = Af[i * K + k]
+                    q = k * 8
+                    c0 = fma_native(x, Bf[q], c0)
+                    c1 = fma_native(x, Bf[q + 1], c1)
+                    c2 = fma_native(x, Bf[q + 2], c2)
+                    c3 = fma_native(x, Bf[q + 3], c3)
+                    c4 = fma_native(x, Bf[q + 4], c4)
+                    c5 = fma_native(x, Bf[q + 5], c5)
+                    c6 = fma_native(x, Bf[q + 6], c6)
+                    c7 = fma_native(x, Bf[q + 7], c7)
+                Df[o], Df[o + 1], Df[o + 2], Df[o + 3] = c0, c1, c2, c3
+                Df[o + 4], Df[o + 5], Df[o + 6], Df[o + 7] = c4, c5, c6, c7
+        else:
+            for i in range(M):
                 for j in range(N):
-                    Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
+                    Df[i * N + j] = Cf[i * N + j]
+                for kk in range(K):
+                    k = K - 1 - kk if desc else kk
+                    x = Af[i * K + k]
+                    for j in range(N):
+                        Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
         for t in range(M * N):
             if (Du[t] & _EXP64) == _EXP64:          # inf or NaN: the hardware's NaN rules decide
                 i = t // N
