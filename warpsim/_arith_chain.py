@@ -823,6 +823,28 @@ def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab)
         for r in range(R):
             pb = (r // M) * K * N
             o = r * N
+            if N == 8 and not desc and first == FIRST_FFMA_ZERO and group == K and not cfirst:
+                # the f32-D recipe, eight outputs in registers: fma chain from +0, then + C
+                x = A[r * K]
+                s0, s1, s2, s3 = (fma_native(x, B[pb], zero), fma_native(x, B[pb + 1], zero),
+                                  fma_native(x, B[pb + 2], zero), fma_native(x, B[pb + 3], zero))
+                s4, s5, s6, s7 = (fma_native(x, B[pb + 4], zero), fma_native(x, B[pb + 5], zero),
+                                  fma_native(x, B[pb + 6], zero), fma_native(x, B[pb + 7], zero))
+                for k in range(1, K):
+                    x = A[r * K + k]
+                    q = pb + k * 8
+                    s0 = fma_native(x, B[q], s0)
+                    s1 = fma_native(x, B[q + 1], s1)
+                    s2 = fma_native(x, B[q + 2], s2)
+                    s3 = fma_native(x, B[q + 3], s3)
+                    s4 = fma_native(x, B[q + 4], s4)
+                    s5 = fma_native(x, B[q + 5], s5)
+                    s6 = fma_native(x, B[q + 6], s6)
+                    s7 = fma_native(x, B[q + 7], s7)
+                Df[o], Df[o + 1], Df[o + 2], Df[o + 3] = s0 + Cw[o], s1 + Cw[o + 1], s2 + Cw[o + 2], s3 + Cw[o + 3]
+                Df[o + 4], Df[o + 5], Df[o + 6], Df[o + 7] = (s4 + Cw[o + 4], s5 + Cw[o + 5], s6 + Cw[o + 6],
+                                                              s7 + Cw[o + 7])
+                continue
             if first == FIRST_FROM_C:
                 for j in range(N):
                     Df[o + j] = Cw[o + j]
