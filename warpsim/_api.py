@@ -7,8 +7,6 @@ import numpy as np
 from ._arch import check_arch
 from ._catalog import Instruction
 from ._parse import parse
-from ._sparse import metadata_table
-from ._inputs import VALID_NIBBLES_TF32
 
 
 def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
@@ -57,24 +55,7 @@ def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
         allowed = list(ins.selectors)
         what = "sparsity selector" if ins.is_sparse else "selector (dense MMAs have none; leave it 0)"
         raise ValueError(f"{what} {selector} is out of range for {ins.opcode}; allowed: {allowed}")
-    if ins.is_sparse and ins.atype == "tf32":
-        _check_tf32_metadata(ins, int(selector), e3)
     return ins, single, a3, b3, c3, e3
-
-
-def _check_tf32_metadata(ins, selector, e3):
-    """tf32 (1:2) metadata other than 0b0100/0b1110 is not modelled: the H100's result for it
-    matched no simple rule in the captures, so warpsim refuses rather than guess."""
-    tab = metadata_table(ins.opcode, selector)
-    lanes, bits = tab[..., 0].ravel(), tab[..., 1].ravel()
-    nib = (e3[:, lanes] >> bits.astype(np.uint32)) & np.uint32(0xF)
-    bad = ~np.isin(nib, VALID_NIBBLES_TF32.astype(np.uint32))
-    if bad.any():
-        w, k = np.argwhere(bad)[0]
-        raise ValueError(
-            f"tf32 sparse metadata nibble {int(nib[w, k]):#06b} in warp {w}, lane {lanes[k]}, bits {bits[k]}..{bits[k] + 3} "
-            "is not modelled: tf32 metadata nibbles must be 0b0100 (first element) or 0b1110 (second)"
-        )
 
 
 def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90"):

@@ -198,23 +198,40 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
             _load(a, w, fa, wa, sa, ba, A)
             _load(b, w, fb, wb, sb, bb, B)
             _load(c, w, fc, wc, sc, bc, C)
+            splice = False
             if sparse:
                 # logical column of every compressed A element, from this warp's metadata
                 for lane in range(32):
                     for j in range(fa.shape[1]):
                         idx = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 3
                         if tf32meta:
-                            idx >>= 1
+                            # a tf32 group is four 16-bit halves; 0b0100 / 0b1110 pick element 0 / 1.
+                            # Any other nibble splices: B's value is built from half i0 (low 16 bits)
+                            # and half i1 (high 16 bits); LC keeps the nibble as -1 - nibble.
+                            nib = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 15
+                            if nib == 0b0100 or nib == 0b1110:
+                                idx >>= 1
+                            else:
+                                LC[fa[lane, j]] = -1 - nib
+                                splice = True
+                                continue
                         LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
             # float recipes: the whole warp at once when every element is finite, else per element
-            fast = kind == DOT_TC and P == 1 and tc_warp(params, A, B, C, D, M, N, K, Ka, LC, sparse, TW)
+            fast = kind == DOT_TC and P == 1 and not splice and tc_warp(params, A, B, C, D, M, N, K, Ka, LC, sparse, TW)
             for p in range(0 if fast else P):
                 for i in range(M):
                     av = A[(p * M + i) * Ka:(p * M + i + 1) * Ka]
                     if sparse:
                         for j in range(N):
                             for t in range(Ka):
-                                BS[j * Ka + t] = B[j * K + LC[i * Ka + t]]
+                                lc = LC[i * Ka + t]
+                                if lc >= 0:
+                                    BS[j * Ka + t] = B[j * K + lc]
+                                else:   # tf32 splice (see above); group t covers logical rows 2t, 2t+1
+                                    h0, h1 = (-1 - lc) & 3, (-1 - lc) >> 2
+                                    lo = (B[j * K + 2 * t + (h0 >> 1)] >> np.uint64(16 * (h0 & 1))) & np.uint64(0xFFFF)
+                                    hi = (B[j * K + 2 * t + (h1 >> 1)] >> np.uint64(16 * (h1 & 1))) & np.uint64(0xFFFF)
+                                    BS[j * Ka + t] = lo | (hi << np.uint64(16))
                         for j in range(N):
                             D[i * N + j] = _dot(kind, av, BS[j * Ka:(j + 1) * Ka], nterms, C[i * N + j], params)
                     else:

@@ -18,7 +18,12 @@ and arbitrary metadata alike):
   and s8 k64 interleaves (g, 0..31), (g+8, 0..31), (g, 32..63), (g+8, 32..63).
 * The hardware reads whatever index is there: a repeated index makes both
   kept elements multiply the same row of B; out-of-order indices with
-  ``::ordered_metadata`` behaved the same in every capture.
+  ``::ordered_metadata`` behaved the same in every capture.  For tf32 a group
+  is four 16-bit halves (two elements): nibbles 0b0100 / 0b1110 pick element
+  0 / 1; any other nibble (i0, i1) makes the element multiply a B value spliced
+  from half i0 (its low 16 bits) and half i1 (its high 16 bits) -- the engine
+  does this (``warpsim._engine``); every captured word of arbitrary tf32
+  metadata matches it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import numpy as np
 
 from ._api import mma
 from ._catalog import BY_OPCODE
-from ._inputs import RANDOM_METADATA
 
 
 def default_corpus() -> str:
@@ -37,9 +36,7 @@ class EntryResult:
 
 
 def skipped_distributions(ins) -> tuple[str, ...]:
-    """Distributions whose hardware result warpsim refuses to model (and says so when asked)."""
-    if ins.is_sparse and ins.atype == "tf32":
-        return (RANDOM_METADATA,)   # arbitrary tf32 metadata: mma raises ValueError instead of guessing
+    """Distributions whose hardware result warpsim does not model (none on sm_90)."""
     return ()
 
 
