@@ -78,6 +78,8 @@ class Plan:
     sparse_tab: np.ndarray   # (32, na, 5) or (1, 1, 5) dummy
     # integer fast path (None when the plan has none): see _int_tables
     itab: tuple | None = None
+    # float tensor-core fast path (None when the plan has none): see warpsim._engine_tc.tc_tables
+    ftab: dict | None = None
 
 
 def _operand_tables(ins: Instruction, role: str):
@@ -153,7 +155,12 @@ def plan(opcode: str, selector: int, arch: str) -> Plan:
     sp = metadata_table(opcode, selector) if ins.is_sparse else np.zeros((1, 1, 5), np.int64)
     kind = DOT_KINDS[kind_name]
     itab = _int_tables(ins, tables, sp) if kind == DOT_INT else None
-    return Plan(ins, selector, kind, np.asarray(params, dtype=np.int64), tables, np.ascontiguousarray(sp), itab)
+    params = np.asarray(params, dtype=np.int64)
+    ftab = None
+    if kind == DOT_TC:
+        from ._engine_tc import tc_tables
+        ftab = tc_tables(ins, params, tables, sp)
+    return Plan(ins, selector, kind, params, tables, np.ascontiguousarray(sp), itab, ftab)
 
 
 # --- the generic kernel --------------------------------------------------------------------
@@ -420,6 +427,27 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
         from ._arith_chain import run_fast   # host-FPU chain (f64, f16x4); False: none applies
         if run_fast(ins, pl.params, pl.tables, a, b, c, d, parallel, CHUNK):
             return d
+    if pl.ftab is not None and not FORCE_GENERIC:
+        from ._engine_tc import run_tc   # float tensor-core kernel; flags the warps it leaves to this one
+        need = run_tc(ins, pl.params, pl.ftab, a, b, c, e, d, parallel, CHUNK)
+        idx = np.flatnonzero(need)
+        if idx.size == 0:
+            return d
+        if idx.size < W:
+            sub = lambda x: np.ascontiguousarray(x[idx])
+            d[idx] = _generic(pl, sub(a), sub(b), sub(c), sub(e) if ins.is_sparse else e)
+            return d
+    return _generic(pl, a, b, c, e, d)
+
+
+def _generic(pl: Plan, a, b, c, e, d=None) -> np.ndarray:
+    """The generic kernel on every warp of a, b, c (e: metadata, or a dummy for dense plans)."""
+    ins = pl.ins
+    W = a.shape[0]
+    m, n, k = ins.mnk
+    if d is None:
+        d = np.empty((W, 32, ins.words("d")), dtype=np.uint32)
+    parallel = W >= PARALLEL_THRESHOLD
     ka = k // 2 if ins.is_sparse else k
     (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, sc, bc), (fd, wd, sd, bd) = pl.tables
     fn = _parallel if parallel else _serial

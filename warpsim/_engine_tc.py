@@ -1,0 +1,626 @@
+"""The dedicated kernel of the float tensor-core recipes (f16, bf16, tf32, fp8; dense and sparse).
+
+It computes what :func:`warpsim._arith.tc_warp` computes -- the recipe of :func:`warpsim._arith.tc_dot`
+in float64 where float64 is provably exact (see the notes in ``_arith``) -- but reads the register
+words in place and decodes without per-element shifts:
+
+* every operand is viewed as an array of its elements (uint8 for fp8, uint16 for f16 / bf16,
+  uint32 for tf32 / f32; element j of a lane at index ``lane * elements + j`` on a little-endian
+  host) and scattered with one flat position table per operand, straight into the order the
+  dot core reads (A by row in block order, B row-major, C / D row-major);
+* 8- and 16-bit elements decode through a table built once per format (256 or 65,536 float64
+  values, every NaN / inf mapped to inf; fp8 already converted into the recipe's operand
+  format), 32-bit ones by clearing the ignored bits and widening the f32 value;
+* the alignment exponents are derived from the decoded values in one vectorisable pass, as
+  float32 (exact small integers): ``max(floor(log2 |v|), emin)`` and a far-negative value for zeros;
+* the dot core keeps the 8 outputs of a row in registers; sparse A reads B through one row index
+  per term (no gathered copy of B).
+
+A warp with a NaN or inf element, a chained block result that overflows, tf32 sparse metadata
+that splices B halves, or a host FPU not in its default state (checked per chunk) is flagged; the
+engine recomputes the flagged warps with the generic exact kernel.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+
+import numpy as np
+from numba import njit, prange
+
+from . import _arith as ar
+from ._arith import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
+                     _bits_f32, _bits_f64, _f64_bits, _fround, tc_fast_ok)
+from ._arith_chain import _PROBE32, _PROBE64, _fp_env_ok
+
+from llvmlite import ir as _ir  # noqa: E402
+from numba import types as _nbt  # noqa: E402
+from numba.core import cgutils as _cgutils  # noqa: E402
+from numba.extending import intrinsic as _intrinsic  # noqa: E402
+
+#: alignment exponent of a zero element (float32; far below any real one, see _arith._ZEXP)
+_ZEXP = np.float32(-4096.0)
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+def _exact_conversion(fmt: tuple, op: tuple) -> bool:
+    """Whether every finite value of format fmt is a value of format op (fp8 -> f16: yes)."""
+    width, eb, mb, ign, hinf = fmt
+    _, oeb, omb, _, _ = op
+    bias, obias = (1 << (eb - 1)) - 1, (1 << (oeb - 1)) - 1
+    top = (1 << eb) - 1 - bias - (1 if hinf else 0)      # largest finite exponent (e4m3: S.1111.110)
+    lsb = 1 - bias - mb                                  # the smallest subnormal's exponent
+    return omb >= mb and top <= (1 << oeb) - 2 - obias and lsb >= 1 - obias - omb
+
+
+def _decode_params(fmt):
+    """(ignored bits, magnitude mask, sign position, mantissa shift into f32, smallest special
+    magnitude) and 2^(127 - bias) of a format, for _decode."""
+    width, eb, mb, ign, hinf = fmt
+    mm = (1 << (width - ign - 1)) - 1
+    lim = ((1 << eb) - 1) << mb if hinf else mm
+    return [ign, mm, width - 1, 23 - mb, lim], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
+
+
+def _fmt(p, f):
+    return tuple(int(x) for x in p[f:f + 5])
+
+
+def _emin(fmt) -> float:
+    return float(2 - (1 << (fmt[1] - 1)))
+
+
+_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+def tc_tables(ins, params, tables, sp):
+    """Everything the kernel needs for one plan, or None if the plan is not one it handles."""
+    if sys.byteorder != "little" or ins.products != 1:
+        return None
+    m, n, k = ins.mnk
+    ka = k // 2 if ins.is_sparse else k
+    p = np.asarray(params, dtype=np.int64)
+    if n != 8 or not tc_fast_ok(p, n, ka):
+        return None
+    nblk, group = int(p[P_NBLK]), int(p[P_GROUP])
+    nb = ka // nblk
+    bits = [t[3] for t in tables]
+    if any(b not in (8, 16, 32) for b in bits) or bits[2] != bits[3]:
+        return None
+    pos = []
+    for role, (flat, word, shift, b) in zip("abcd", tables):
+        j = np.arange(flat.shape[1])
+        per = 32 // b
+        if not ((word == j // per).all() and (shift == (j % per) * b).all()):
+            return None
+        flat = np.asarray(flat, dtype=np.int64)
+        if role == "a":          # row-major (M, Ka) -> the term's place in block order
+            i, t = np.divmod(flat, ka)
+            c = t // group
+            tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
+            flat = i * ka + tt
+        elif role == "b":        # B^T (column-major B) -> row-major B (K, 8)
+            col, row = np.divmod(flat, k)
+            flat = row * n + col
+        pos.append(np.ascontiguousarray(flat.ravel(), dtype=np.int64))
+    # B row of each term, in block order (dense; sparse builds it per warp from the metadata)
+    t = np.arange(ka)
+    c = t // group
+    tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
+    ri0 = np.zeros(ka, np.int64)
+    ri0[tt] = t
+    if ins.is_sparse:
+        spr = np.asarray(sp, dtype=np.int64).reshape(-1, 5)
+        spt = np.stack([pos[0], spr[:, 0], spr[:, 1], spr[:, 2] + spr[:, 4], spr[:, 3]], axis=1)
+    else:
+        spt = np.zeros((1, 5), np.int64)
+    op = _fmt(p, P_OP) if p[P_OP] != 0 else ()
+    fa, fb, fc = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C)
+    if op and not (_exact_conversion(fa, op) and _exact_conversion(fb, op)):
+        return None
+    dp = [_decode_params(f) for f in (fa, fb, fc)]
+    emin = [_emin(op or fa), _emin(op or fb), _emin(fc)]
+    return dict(bits=bits, pos=tuple(pos), ri0=ri0, spt=np.ascontiguousarray(spt), ka=ka,
+                q=np.array([x[0] for x in dp], np.int64), scale=np.array([x[1] for x in dp], np.float64),
+                emin=np.array(emin, np.float32), rpb=round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE),
+                rpa=round_params(_fmt(p, P_ACC), True))
+
+
+# --- the kernel ------------------------------------------------------------------------------
+
+def _i64(context, builder, ty, v):
+    return context.cast(builder, v, ty, _nbt.int64)
+
+
+_I32, _I64, _F32, _F64 = _ir.IntType(32), _ir.IntType(64), _ir.FloatType(), _ir.DoubleType()
+_V8I, _V8L, _V8F, _V8D = (_ir.VectorType(t, 8) for t in (_I32, _I64, _F32, _F64))
+
+
+def _vload(builder, ptr, idx, vt, align):
+    ld = builder.load(builder.bitcast(builder.gep(ptr, [idx]), vt.as_pointer()))
+    ld.align = align
+    return ld
+
+
+def _vstore(builder, val, ptr, idx, align):
+    st = builder.store(val, builder.bitcast(builder.gep(ptr, [idx]), val.type.as_pointer()))
+    st.align = align
+
+
+def _splat(builder, x, vt):
+    v = builder.insert_element(_ir.Constant(vt, _ir.Undefined), x, _ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, _ir.Constant(vt, _ir.Undefined), _ir.Constant(_V8I, [0] * 8))
+
+
+def _vmax(builder, a, b):
+    return builder.select(builder.fcmp_ordered(">", b, a), b, a)
+
+
+def _loop(builder, lo, hi, step, init, body):
+    """do { acc = body(t, acc); t += step } while (t < hi), from t = lo; returns the final acc."""
+    pre = builder.block
+    blk = builder.append_basic_block("tc.loop")
+    out = builder.append_basic_block("tc.done")
+    builder.branch(blk)
+    builder.position_at_end(blk)
+    t = builder.phi(_I64)
+    acc = builder.phi(init.type)
+    t.add_incoming(lo, pre)
+    acc.add_incoming(init, pre)
+    nxt = body(t, acc)
+    t1 = builder.add(t, _ir.Constant(_I64, step))
+    t.add_incoming(t1, builder.block)
+    acc.add_incoming(nxt, builder.block)
+    builder.cbranch(builder.icmp_signed("<", t1, hi), blk, out)
+    builder.position_at_end(out)
+    return nxt
+
+
+@_intrinsic
+def _decode(typingctx, R, q, scale, emin, V, E):
+    """Raw elements R (matrix order; length a positive multiple of 8) -> exact float64 values V and
+    float32 alignment exponents E (_ZEXP for zeros); returns True if any element is NaN or inf.
+
+    q: (ignored bits, magnitude mask, sign position, shift of the mantissa into f32's, smallest
+    special magnitude); scale = 2^(127 - bias): the element's magnitude bits placed in an f32 word
+    have the format's exponent field in f32's, so the f32 value times scale is the element (normal
+    or subnormal).  The exponent is max(floor(log2 |v|), emin).  LLVM vector IR, 8 elements a step
+    in 32-bit lanes."""
+    if not (isinstance(R, _nbt.Array) and isinstance(R.dtype, _nbt.Integer) and R.dtype.bitwidth <= 32
+            and V.dtype == _nbt.float64 and E.dtype == _nbt.float32 and q.dtype == _nbt.int64):
+        return None
+    sig = _nbt.boolean(R, q, scale, emin, V, E)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        Ra = context.make_array(ty[0])(context, builder, args[0])
+        pR = Ra.data
+        n = builder.extract_value(Ra.shape, 0)
+        pq = context.make_array(ty[1])(context, builder, args[1]).data
+        pV = context.make_array(ty[4])(context, builder, args[4]).data
+        pE = context.make_array(ty[5])(context, builder, args[5]).data
+        sc = _splat(builder, context.cast(builder, args[2], ty[2], _nbt.float64), _V8D)
+        em = _splat(builder, context.cast(builder, args[3], ty[3], _nbt.float32), _V8F)
+        qv = [_splat(builder, builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32), _V8I)
+              for k in range(5)]
+        ign, mm, shs, shm, lim = qv
+        rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), 8)
+        zero8 = _ir.Constant(_V8I, [0] * 8)
+
+        def body(x, bad):
+            raw = _vload(builder, pR, x, rt, 1)
+            if ty[0].dtype.bitwidth < 32:
+                raw = builder.zext(raw, _V8I)
+            mag = builder.and_(builder.lshr(raw, ign), mm)
+            fb = builder.or_(builder.shl(mag, shm), builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8)))
+            v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
+            eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
+            eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
+            ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
+            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F), ex)
+            _vstore(builder, v, pV, x, 8)
+            _vstore(builder, ex, pE, x, 4)
+            return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
+
+        bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
+        anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
+        return builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+
+    return sig, codegen
+
+
+def _c8(x, t=None):
+    return _ir.Constant(t or _V8L, [x] * 8)
+
+
+def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, frac):
+    """IR of one block of one row: the exact sum, <8 x double>, of the terms t = lo..hi-1 (i64 values),
+    a = AV[oa + t] (exponent AE[oa + t]) times B[RI[oi + t], j] (B row-major: BV / BE at
+    8 * RI[oi + t] + j), and the accumulator rv[ro + j] (exponent re[ro + j]), each truncated to frac
+    bits below the output's emax (the largest exponent; -900 when every term is zero, as
+    _arith._block8).  One <8 x float> of exponents and one <8 x double> of sums, loop-carried in
+    registers (two AVX registers each).  Requires lo < hi."""
+    ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
+
+    def brow(t):
+        r = builder.load(builder.gep(pRI, [builder.add(oi, t)]))
+        return builder.shl(r, _ir.Constant(_I64, 3))
+
+    def ebody(t, e):
+        x = builder.load(builder.gep(pAE, [builder.add(oa, t)]))
+        g = _vload(builder, pBE, brow(t), _V8F, 4)
+        return _vmax(builder, e, builder.fadd(_splat(builder, x, _V8F), g))
+
+    e = _loop(builder, lo, hi, 1, _vload(builder, pre, ro, _V8F, 4), ebody)
+    ed = _vmax(builder, builder.fpext(e, _V8D), _c8(-900.0, _V8D))
+    fr = _splat(builder, frac, _V8D)
+
+    def pow2(k):      # 2.0 ** k for an <8 x double> of small integers
+        ki = builder.sext(builder.fptosi(k, _V8I), _V8L)
+        return builder.bitcast(builder.shl(builder.add(ki, _c8(1023)), _c8(52)), _V8D)
+
+    c = pow2(builder.fsub(fr, ed))
+    s0 = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), c)])
+
+    def sbody(t, s):
+        x = builder.load(builder.gep(pAV, [builder.add(oa, t)]))
+        g = _vload(builder, pBV, brow(t), _V8D, 8)
+        return builder.fadd(s, builder.call(ftrunc, [builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), c)]))
+
+    s = _loop(builder, lo, hi, 1, s0, sbody)
+    return builder.fmul(s, pow2(builder.fsub(ed, fr)))
+
+
+def _gen_round8(builder, v, rp):
+    """IR of _arith._round_row's common case for the <8 x double> v: (bits <8 x i64>, rounded values
+    <8 x double>, <8 x i1> lanes that need _arith._fround: zero, subnormal or overflowing result).
+    rp: the 8 <8 x i64> splats of round_params."""
+    sh, rebias, lo, hi, half, oddm, sbit, infb = rp
+    u = builder.bitcast(v, _V8L)
+    a = builder.and_(u, _c8(0x7FFFFFFFFFFFFFFF))
+    e = builder.sub(builder.lshr(a, _c8(52)), _c8(1023))
+    rr = builder.add(builder.add(a, half), builder.and_(builder.lshr(a, sh), oddm))
+    b = builder.sub(builder.lshr(rr, sh), rebias)
+    ok = builder.and_(builder.and_(builder.icmp_signed(">=", e, lo), builder.icmp_signed("<", e, hi)),
+                      builder.icmp_signed("<", b, infb))
+    bits = builder.or_(b, builder.shl(builder.lshr(u, _c8(63)), sbit))
+    ov = builder.or_(builder.shl(builder.lshr(rr, sh), sh), builder.and_(u, _c8(-0x8000000000000000)))
+    return bits, builder.bitcast(ov, _V8D), builder.not_(ok)
+
+
+def _any8(builder, m):
+    return builder.icmp_unsigned("!=", builder.bitcast(m, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 0))
+
+
+def _data(context, builder, sig, args, k):
+    return context.make_array(sig.args[k])(context, builder, args[k]).data
+
+
+def _load_rp(builder, prp):
+    return [_splat(builder, builder.load(builder.gep(prp, [_ir.Constant(_I64, k)])), _V8L) for k in range(8)]
+
+
+@_intrinsic
+def _row8(typingctx, AV, AE, oa, RI, oi, lo, hi, BV, BE, rv, re, ro, fracf, VV):
+    """VV[0:8] = the exact sum of one block of one row (see _gen_row8); requires lo < hi."""
+    if not (isinstance(AV, _nbt.Array) and AV.dtype == _nbt.float64 and AE.dtype == _nbt.float32
+            and BV.dtype == _nbt.float64 and BE.dtype == _nbt.float32 and rv.dtype == _nbt.float64
+            and re.dtype == _nbt.float32 and VV.dtype == _nbt.float64 and RI.dtype == _nbt.int64):
+        return None
+    sig = _nbt.void(AV, AE, oa, RI, oi, lo, hi, BV, BE, rv, re, ro, fracf, VV)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        p = {k: _data(context, builder, sig, args, k) for k in (0, 1, 3, 7, 8, 9, 10, 13)}
+        iv = {k: _i64(context, builder, ty[k], args[k]) for k in (2, 4, 5, 6, 11)}
+        frac = context.cast(builder, args[12], ty[12], _nbt.float64)
+        v = _gen_row8(builder, p[0], p[1], iv[2], p[3], iv[4], iv[5], iv[6], p[7], p[8], p[9], p[10], iv[11], frac)
+        _vstore(builder, v, p[13], _ir.Constant(_I64, 0), 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB):
+    """A whole fused single-block warp: for every row i < M, VV[8i:8i+8] = the exact sum of its Ka
+    terms and C (see _gen_row8) and DB[8i:8i+8] its bits rounded once (rp: round_params).  Returns
+    True if any output needs _arith._fround (then DB is to be redone from VV)."""
+    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RI.dtype == _nbt.int64):
+        return None
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        M_ = _i64(context, builder, ty[0], args[0])
+        Ka_ = _i64(context, builder, ty[1], args[1])
+        sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
+        pAV, pAE, pRI, pBV, pBE, pCV, pCE, prp, pVV, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 4, 6, 7, 8, 9, 11, 12, 13))
+        frac = context.cast(builder, args[10], ty[10], _nbt.float64)
+        rp = _load_rp(builder, prp)
+        zero = _ir.Constant(_I64, 0)
+
+        def rbody(i, rare):
+            oa = builder.mul(i, Ka_)
+            oi = builder.select(sp, oa, zero)
+            ro = builder.shl(i, _ir.Constant(_I64, 3))
+            v = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, Ka_, pBV, pBE, pCV, pCE, ro, frac)
+            bits, _, r = _gen_round8(builder, v, rp)
+            _vstore(builder, v, pVV, ro, 8)
+            _vstore(builder, bits, pDB, ro, 8)
+            return builder.or_(rare, r)
+
+        rare = _loop(builder, zero, M_, 1, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        return _any8(builder, rare)
+
+    return sig, codegen
+
+
+@_intrinsic
+def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB):
+    """A whole warp of the two-block recipe with C added separately (sm_90 fp8): for every row,
+    block 1 from +0 (terms 0..Ka/2-1 in block order), rounded (rpb) into the accumulator format;
+    block 2 with that accumulator, rounded again; then D = RNE(acc + C) (rpa), or acc's own bits
+    when C is +-0.  RV / RE (float64 / float32, length 8 * (M + 1)): scratch; the first 8 of each
+    must hold +0 / _ZEXP.  Returns True if a block result or the sum is zero, subnormal or
+    overflowing in some output (DB is then to be redone by the general per-row code)."""
+    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
+            and RE.dtype == _nbt.float32):
+        return None
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        M_ = _i64(context, builder, ty[0], args[0])
+        Ka_ = _i64(context, builder, ty[1], args[1])
+        sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
+        pAV, pAE, pRI, pBV, pBE, pCV, prb, pra, pRV, pRE, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 4, 6, 7, 8, 10, 11, 13, 14, 15))
+        frac = context.cast(builder, args[9], ty[9], _nbt.float64)
+        em = _splat(builder, context.cast(builder, args[12], ty[12], _nbt.float32), _V8F)
+        rpb_ = _load_rp(builder, prb)
+        rpa_ = _load_rp(builder, pra)
+        zero = _ir.Constant(_I64, 0)
+        half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+
+        def rbody(i, rare):
+            oa = builder.mul(i, Ka_)
+            oi = builder.select(sp, oa, zero)
+            ro = builder.shl(i, _ir.Constant(_I64, 3))
+            ra = builder.add(ro, _ir.Constant(_I64, 8))        # this row's accumulator slot
+            v1 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, half, pBV, pBE, pRV, pRE, zero, frac)
+            _, a1, r1 = _gen_round8(builder, v1, rpb_)
+            # the accumulator's exponent (normal results only: the others are rare)
+            eb = builder.trunc(builder.lshr(builder.bitcast(a1, _V8L), _c8(52)), _V8I)
+            eb = builder.sub(builder.and_(eb, _c8(0x7FF, _V8I)), _c8(1023, _V8I))
+            _vstore(builder, a1, pRV, ra, 8)
+            _vstore(builder, _vmax(builder, builder.sitofp(eb, _V8F), em), pRE, ra, 4)
+            v2 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, half, Ka_, pBV, pBE, pRV, pRE, ra, frac)
+            b2, a2, r2 = _gen_round8(builder, v2, rpb_)
+            cv = _vload(builder, pCV, ro, _V8D, 8)
+            b3, _, r3 = _gen_round8(builder, builder.fadd(a2, cv), rpa_)
+            czero = builder.fcmp_ordered("==", cv, _c8(0.0, _V8D))
+            _vstore(builder, builder.select(czero, b2, b3), pDB, ro, 8)
+            return builder.or_(rare, builder.or_(r1, builder.or_(r2, r3)))
+
+        rare = _loop(builder, zero, M_, 1, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        return _any8(builder, rare)
+
+    return sig, codegen
+
+
+@_intrinsic
+def _round8_common(typingctx, V, OUT, OV, rp):
+    """Round the 8 exact float64 values V once into the result format, as _arith._round_row's
+    common case: OUT gets the bits (without ignored bits), OV the rounded values; returns True if
+    any value needs _arith._fround (zero, subnormal or overflowing result).  rp: round_params."""
+    if not (V.dtype == _nbt.float64 and OUT.dtype == _nbt.uint64 and OV.dtype == _nbt.float64
+            and rp.dtype == _nbt.int64):
+        return None
+    sig = _nbt.boolean(V, OUT, OV, rp)
+
+    def codegen(context, builder, sig, args):
+        pV, pO, pOV, prp = (_data(context, builder, sig, args, k) for k in range(4))
+        z = _ir.Constant(_I64, 0)
+        bits, ov, rare = _gen_round8(builder, _vload(builder, pV, z, _V8D, 8), _load_rp(builder, prp))
+        _vstore(builder, bits, pO, z, 8)
+        _vstore(builder, ov, pOV, z, 8)
+        return _any8(builder, rare)
+
+    return sig, codegen
+
+
+def round_params(fmt, rne):
+    """The rp vector of _gen_round8 for a result format (no ignored bits): shift of the last kept
+    bit, exponent rebias, smallest normal exponent, largest finite exponent + 1, rounding increment
+    below the half, 1 for ties-to-even (0: truncation), sign bit, +inf bits."""
+    width, eb, mb, ign, hinf = fmt
+    assert ign == 0 and hinf != 0
+    bias = (1 << (eb - 1)) - 1
+    infb = ((1 << eb) - 1) << mb
+    return np.array([52 - mb, (1023 - bias) << mb, 1 - bias, (infb >> mb) - bias,
+                     (1 << (51 - mb)) - 1 if rne else 0, 1 if rne else 0, width - 1, infb], np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round8(VV, OB, OV, rp, mbo, emino, infbo, sbito, rne):
+    """_arith._round_row for the 8 values VV (OB: bits, OV: rounded values)."""
+    if _round8_common(VV, OB, OV, rp):
+        for j in range(8):
+            bits, val = _fround(VV[j], mbo, emino, infbo, np.uint64(1) << sbito, rne)
+            OB[j] = bits
+            OV[j] = val
+
+
+@njit(cache=True, nogil=True)
+def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+              q, scale, emin, rpb, rpa, need):
+    """Warps w0..w1-1; a warp the fast method cannot compute gets need[w] = True (d left unset)."""
+    N = 8
+    nblk, frac = p[P_NBLK], p[P_FRAC]
+    nb = Ka // nblk
+    rne = p[P_RND] == RND_RNE
+    fused = p[P_CMODE] == CMODE_FUSED
+    mbo = p[P_ACC + 2]
+    ebo = p[P_ACC + 1]
+    biaso = (1 << (ebo - 1)) - 1
+    emino = 1 - biaso
+    infbo = np.int64(((1 << ebo) - 1) << mbo)
+    sbito = np.uint64(p[P_ACC] - 1)
+    igd = np.uint64(p[P_D + 3])
+    fracf = np.float64(frac)
+    AV = np.zeros(M * Ka, np.float64)
+    AE = np.empty(M * Ka, np.float32)
+    BV = np.zeros(K * N, np.float64)
+    BE = np.empty(K * N, np.float32)
+    CV = np.zeros(M * N, np.float64)
+    CE = np.empty(M * N, np.float32)
+    RI = np.empty(M * Ka, np.int64)
+    RV = np.zeros(N, np.float64)
+    RE = np.empty(N, np.float32)
+    VV = np.empty(N, np.float64)
+    OV = np.empty(N, np.float64)
+    OB = np.empty(N, np.uint64)
+    DB = np.empty(M * N, np.uint64)
+    VM = np.empty(M * N, np.float64)
+    RS = np.zeros((M + 1) * N, np.float64)      # _rows_sep's accumulators; the first 8: +0
+    RSE = np.full((M + 1) * N, _ZEXP, np.float32)
+    RA = np.empty_like(a[0])            # raw elements in matrix order (every element is in a register once)
+    RB = np.empty_like(b[0])
+    RC = np.empty_like(c[0])
+    for w in range(w0, w1):
+        for t in range(pa.shape[0]):
+            RA[pa[t]] = a[w, t]
+        for t in range(pb.shape[0]):
+            RB[pb[t]] = b[w, t]
+        for t in range(pc.shape[0]):
+            RC[pc[t]] = c[w, t]
+        bad = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        bad |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        bad |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        if sparse:
+            ew = e[w]
+            for x in range(spt.shape[0]):
+                word = np.int64(ew[spt[x, 1]]) >> spt[x, 2]
+                if tf32meta:
+                    # valid tf32 nibbles 0b0100 / 0b1110 pick element 0 / 1; others splice B halves
+                    nib = word & 15
+                    bad |= nib != 0b0100 and nib != 0b1110
+                    idx = nib >> 3
+                else:
+                    idx = word & 3
+                RI[spt[x, 0]] = spt[x, 3] + spt[x, 4] * idx
+        if bad:
+            need[w] = True
+            continue
+        if fused and nblk == 1:
+            VW = VM[:M * N]
+            if _rows_fused(M, Ka, AV, AE, RI if sparse else ri0, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB):
+                for x in range(M * N):
+                    bits, val = _fround(VW[x], mbo, emino, infbo, np.uint64(1) << sbito, rne)
+                    DB[x] = bits
+            for t in range(pd.shape[0]):
+                d[w, t] = DB[pd[t]] << igd
+            continue
+        if not fused and nblk == 2 and p[P_GROUP] * 2 <= Ka and \
+                not _rows_sep(M, Ka, AV, AE, RI if sparse else ri0, sparse, BV, BE, CV, fracf, rpb, rpa,
+                              np.float32(emino), RS, RSE, DB):
+            for t in range(pd.shape[0]):
+                d[w, t] = DB[pd[t]] << igd
+            continue
+        for i in range(M):
+            ri = RI if sparse else ri0
+            o = i * Ka if sparse else 0
+            if fused:
+                rv, re, ro = CV, CE, i * N
+            else:
+                rv, re, ro = RV, RE, 0
+                rv[:] = 0.0
+                re[:] = _ZEXP
+            for blk in range(nblk):
+                lo = blk * nb
+                _row8(AV, AE, i * Ka, ri, o, lo, lo + nb, BV, BE, rv, re, ro, fracf, VV)
+                last = blk == nblk - 1
+                if fused and last:
+                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
+                    for j in range(N):
+                        DB[i * N + j] = OB[j] << igd
+                else:
+                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
+                    for j in range(N):
+                        v = OV[j]
+                        bad |= np.isinf(v)
+                        ex = np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
+                        re[ro + j] = _ZEXP if v == 0.0 else max(ex, np.float32(emino))
+                        rv[ro + j] = v
+            if bad:
+                break       # an inf accumulator: the exact kernel handles it
+            if not fused:
+                # D = RNE(acc + C), an IEEE addition of two values of D's format (see tc_warp)
+                cv = CV[i * N:(i + 1) * N]
+                for j in range(N):
+                    VV[j] = rv[ro + j] + cv[j]
+                _round8(VV, OB, OV, rpa, mbo, emino, infbo, sbito, True)
+                for j in range(N):
+                    if rv[ro + j] == 0.0:    # +0 + C: C's bits, but +0 + -0 is +0
+                        DB[i * N + j] = np.uint64(RC[i * N + j]) if cv[j] != 0.0 else np.uint64(0)
+                    elif cv[j] == 0.0:  # acc + (+-0): the block result's own bits
+                        b2, v2 = _fround(rv[ro + j], mbo, emino, infbo, np.uint64(1) << sbito, True)
+                        DB[i * N + j] = b2 << igd
+                    else:
+                        DB[i * N + j] = OB[j] << igd
+        if bad:
+            need[w] = True
+            continue
+        for t in range(pd.shape[0]):
+            d[w, t] = DB[pd[t]]
+
+
+def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+               q, scale, emin, rpb, rpa, need, chunk, q64, q32):
+    W = a.shape[0]
+    nchunks = (W + chunk - 1) // chunk
+    for ch in prange(nchunks):
+        w0 = ch * chunk
+        w1 = min(W, w0 + chunk)
+        if not _fp_env_ok(q64, q32):      # rounding mode / FTZ / DAZ are per thread
+            for w in range(w0, w1):
+                need[w] = True
+            continue
+        _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+                  q, scale, emin, rpb, rpa, need)
+
+
+def _build():
+    from ._engine import _named
+
+    return (njit(cache=True, nogil=True)(_named(_tc_kernel, "_tc_kernel_serial")),
+            njit(cache=True, nogil=True, parallel=True)(_named(_tc_kernel, "_tc_kernel_parallel")))
+
+
+_KERNELS = None
+
+
+def _elements(x: np.ndarray, bits: int) -> np.ndarray:
+    """(W, 32, words) uint32 -> (W, 32 * words * 32 / bits) view of the elements (little-endian)."""
+    x = np.ascontiguousarray(x, dtype=np.uint32)
+    return x.reshape(x.shape[0], -1).view(_DTYPE[bits])
+
+
+def run_tc(ins, params, ft, a, b, c, e, d, parallel: bool, chunk: int) -> np.ndarray:
+    """Compute D for every warp the fast method handles; returns the flags of those it did not."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _build()
+    m, n, k = ins.mnk
+    bits = ft["bits"]
+    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
+    dv = d.reshape(d.shape[0], -1).view(_DTYPE[bits[3]])
+    need = np.zeros(a.shape[0], np.bool_)
+    fn = _KERNELS[1] if parallel else _KERNELS[0]
+    fn(params, av, bv, cv, dv, e, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse,
+       ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], need, chunk, _PROBE64, _PROBE32)
+    return need
