@@ -101,16 +101,16 @@ def tc_tables(ins, params, tables, sp):
             c = t // group
             tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
             flat = i * ka + tt
-        elif role == "b":        # B^T (column-major B) -> row-major B (K, 8)
+        elif role == "b":        # B^T (column-major B) -> row-major B (K, 8); dense: rows in block order
             col, row = np.divmod(flat, k)
+            if not ins.is_sparse:
+                c = row // group
+                row = (c % nblk) * nb + (c // nblk) * group + (row - c * group)
             flat = row * n + col
         pos.append(np.ascontiguousarray(flat.ravel(), dtype=np.int64))
-    # B row of each term, in block order (dense; sparse builds it per warp from the metadata)
-    t = np.arange(ka)
-    c = t // group
-    tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
-    ri0 = np.zeros(ka, np.int64)
-    ri0[tt] = t
+    # B row of each term (dense: the identity, B's rows being in block order too; sparse builds
+    # it per warp from the metadata)
+    ri0 = np.arange(ka, dtype=np.int64)
     if ins.is_sparse:
         spr = np.asarray(sp, dtype=np.int64).reshape(-1, 5)
         spt = np.stack([pos[0], spr[:, 0], spr[:, 1], spr[:, 2] + spr[:, 4], spr[:, 3]], axis=1)
@@ -238,14 +238,14 @@ def _c8(x, t=None):
 def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, frac):
     """IR of one block of one row: the exact sum, <8 x double>, of the terms t = lo..hi-1 (i64 values),
     a = AV[oa + t] (exponent AE[oa + t]) times B[RI[oi + t], j] (B row-major: BV / BE at
-    8 * RI[oi + t] + j), and the accumulator rv[ro + j] (exponent re[ro + j]), each truncated to frac
+    8 * RI[oi + t] + j; pRI None: B row t), and the accumulator rv[ro + j] (exponent re[ro + j]), each truncated to frac
     bits below the output's emax (the largest exponent; -900 when every term is zero, as
     _arith._block8).  One <8 x float> of exponents and one <8 x double> of sums, loop-carried in
     registers (two AVX registers each).  Requires lo < hi."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
 
     def brow(t):
-        r = builder.load(builder.gep(pRI, [builder.add(oi, t)]))
+        r = t if pRI is None else builder.load(builder.gep(pRI, [builder.add(oi, t)]))
         return builder.shl(r, _ir.Constant(_I64, 3))
 
     def ebody(t, e):
@@ -328,7 +328,7 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
     """A whole fused single-block warp: for every row i < M, VV[8i:8i+8] = the exact sum of its Ka
     terms and C (see _gen_row8) and DB[8i:8i+8] its bits rounded once (rp: round_params).  Returns
     True if any output needs _arith._fround (then DB is to be redone from VV)."""
-    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RI.dtype == _nbt.int64):
+    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
     sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB)
 
@@ -337,8 +337,9 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
         M_ = _i64(context, builder, ty[0], args[0])
         Ka_ = _i64(context, builder, ty[1], args[1])
         sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
-        pAV, pAE, pRI, pBV, pBE, pCV, pCE, prp, pVV, pDB = (
-            _data(context, builder, sig, args, k) for k in (2, 3, 4, 6, 7, 8, 9, 11, 12, 13))
+        pAV, pAE, pBV, pBE, pCV, pCE, prp, pVV, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 6, 7, 8, 9, 11, 12, 13))
+        pRI = None if ty[4] is _nbt.none else _data(context, builder, sig, args, 4)
         frac = context.cast(builder, args[10], ty[10], _nbt.float64)
         rp = _load_rp(builder, prp)
         zero = _ir.Constant(_I64, 0)
@@ -368,7 +369,7 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
     must hold +0 / _ZEXP.  Returns True if a block result or the sum is zero, subnormal or
     overflowing in some output (DB is then to be redone by the general per-row code)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
-            and RE.dtype == _nbt.float32):
+            and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
     sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB)
 
@@ -377,8 +378,9 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
         M_ = _i64(context, builder, ty[0], args[0])
         Ka_ = _i64(context, builder, ty[1], args[1])
         sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
-        pAV, pAE, pRI, pBV, pBE, pCV, prb, pra, pRV, pRE, pDB = (
-            _data(context, builder, sig, args, k) for k in (2, 3, 4, 6, 7, 8, 10, 11, 13, 14, 15))
+        pAV, pAE, pBV, pBE, pCV, prb, pra, pRV, pRE, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 6, 7, 8, 10, 11, 13, 14, 15))
+        pRI = None if ty[4] is _nbt.none else _data(context, builder, sig, args, 4)
         frac = context.cast(builder, args[9], ty[9], _nbt.float64)
         em = _splat(builder, context.cast(builder, args[12], ty[12], _nbt.float32), _V8F)
         rpb_ = _load_rp(builder, prb)
@@ -518,16 +520,26 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
             continue
         if fused and nblk == 1:
             VW = VM[:M * N]
-            if _rows_fused(M, Ka, AV, AE, RI if sparse else ri0, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB):
+            if sparse:
+                rare = _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
+            else:   # B row t for term t: no row index
+                rare = _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
+            if rare:
                 for x in range(M * N):
                     bits, val = _fround(VW[x], mbo, emino, infbo, np.uint64(1) << sbito, rne)
                     DB[x] = bits
             for t in range(pd.shape[0]):
                 d[w, t] = DB[pd[t]] << igd
             continue
-        if not fused and nblk == 2 and p[P_GROUP] * 2 <= Ka and \
-                not _rows_sep(M, Ka, AV, AE, RI if sparse else ri0, sparse, BV, BE, CV, fracf, rpb, rpa,
-                              np.float32(emino), RS, RSE, DB):
+        if not fused and nblk == 2:
+            if sparse:
+                rare = _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE, DB)
+            else:
+                rare = _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE,
+                                 DB)
+        else:
+            rare = True
+        if not rare:
             for t in range(pd.shape[0]):
                 d[w, t] = DB[pd[t]] << igd
             continue
