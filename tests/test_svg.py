@@ -40,9 +40,11 @@ def test_sparse_a_shows_metadata_lanes_for_every_selector(ins):
         doc = svg(ins, "a", s)
         meta = metadata_table(ins.opcode, s)
         lanes = sorted(set(meta[..., 0].ravel().tolist()))
-        tags = re.findall(r">e T(\d+) \[(\d+):(\d+)\]<", doc)
+        tags = re.findall(r">T(\d+):(\d+)<", doc)
         assert len(tags) == 32 * ins.elements_per_lane("a")
         assert sorted({int(t[0]) for t in tags}) == lanes
+        assert sorted((int(a), int(b)) for a, b in tags) == sorted(zip(meta[..., 0].ravel().tolist(), meta[..., 1].ravel().tolist()))
+        assert "hsl(" not in doc   # SVG 1.1 colours only
         assert f"metadata lanes read with selector {s}" in doc
         txt = text_grid(ins, "a", s)
         assert f"selector {s}: lanes read" in txt

@@ -65,14 +65,22 @@ def _metadata_cells(ins, selector):
     return out
 
 
+def _hex(hue: float, light: float, sat: float = 0.70) -> str:
+    """An sRGB hex colour (SVG 1.1 renderers do not all read CSS hsl())."""
+    import colorsys
+
+    r, g, b = colorsys.hls_to_rgb((hue % 360) / 360, light, sat)
+    return "#{:02x}{:02x}{:02x}".format(round(r * 255), round(g * 255), round(b * 255))
+
+
 def lane_color(lane: int, by: str = "lane") -> str:
     """A light fill colour per lane (``by="lane"``) or per group of four lanes (``by="group"``)."""
     if by == "group":
         g, t = divmod(lane, 4)
-        return f"hsl({(g * 45) % 360},70%,{72 + 5 * t}%)"
+        return _hex(g * 45, 0.72 + 0.05 * t)
     if by != "lane":
         raise ValueError(f"colour by 'lane' or 'group', not {by!r}")
-    return f"hsl({(lane * 101.25) % 360:.2f},70%,78%)"
+    return _hex(lane * 101.25, 0.78)
 
 
 # --- SVG ----------------------------------------------------------------------
@@ -129,11 +137,11 @@ def svg(instruction, operand: str, selector: int = 0, *, color_by: str = "lane")
 
         def mcontent(r, c):
             ml, bit, wd = meta[(r, c)]
-            return lane_color(ml, color_by), f"e T{ml} [{bit + wd - 1}:{bit}]"
+            return lane_color(ml, color_by), f"T{ml}:{bit}"
 
         w, h = _grid_svg(out, 10, y, rows, cols, mcontent,
-                         f"metadata of each element, selector {selector}: lane and bits of its index "
-                         f"(lanes read: {_ranges(lanes)})")
+                         f"metadata of each element, selector {selector}: T<lane>:<lowest bit> of its "
+                         f"{meta[(0, 0)][2]}-bit index (lanes read: {_ranges(lanes)})")
         total_h = y + h + 10
         y = total_h + 10
         out.append(f'<text x="10" y="{y + 12}" class="t">metadata lanes read with selector {selector}</text>')
