@@ -288,8 +288,7 @@ def cmd_verify(a):
         print(f"{len(differ)} entries differ from the GPU, e.g.:")
         for r in differ[:10]:
             print(f"  {r.opcode} selector {r.selector}: {r.differ} of {r.words} words; by distribution {r.by_distribution}")
-        return EXIT_FAIL
-    return EXIT_OK
+    return EXIT_FAIL if differ or errors else EXIT_OK
 
 
 def cmd_bench(argv):

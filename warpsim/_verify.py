@@ -16,6 +16,10 @@ def default_corpus() -> str:
     from pathlib import Path
 
     here = Path(__file__).resolve().parent.parent / "tests" / "golden" / "corpus_sm90.npz"
+    if not here.exists():
+        raise FileNotFoundError(
+            f"no golden corpus at {here}: it ships in the repository's tests/golden/, not in the installed "
+            "package; pass the path of a corpus (e.g. `warpsim verify --corpus tests/golden/corpus_sm90.npz`)")
     return str(here)
 
 
