@@ -434,8 +434,6 @@ def _bits_f64(typingctx, x):
 
 #: alignment exponent given to a zero element (far below any real one: a zero never sets emax)
 _ZEXP = -4096.0
-#: emax below this means every term was zero
-_ZCUT = -2000.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -448,26 +446,6 @@ def _pow2(k):
 def _exp2of(v):
     """Unbiased exponent of a normal nonzero float64 (floor(log2|v|))."""
     return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fdec(raw, ign, w, mb, emask, bias, has_inf, emin_al, out_v, out_e, k):
-    """Raw element -> out_v[k] = its exact value, out_e[k] = its alignment exponent (_ZEXP for
-    zero); returns True if the element is NaN or inf."""
-    x = np.uint64(raw) >> np.uint64(ign)
-    s = (x >> np.uint64(w - 1)) & np.uint64(1)
-    e = np.int64((x >> np.uint64(mb)) & np.uint64(emask))
-    m = np.int64(x & np.uint64((1 << mb) - 1))
-    special = e == emask and (has_inf != 0 or m == (1 << mb) - 1)
-    sig = m | ((np.int64(1) << mb) if e != 0 else np.int64(0))
-    v = np.float64(sig) * _pow2((e if e > 1 else 1) - bias - mb)
-    if sig == 0:
-        out_e[k] = _ZEXP
-    else:
-        ex = _exp2of(v)
-        out_e[k] = np.float64(ex if ex > emin_al else emin_al)
-    out_v[k] = -v if s != 0 else v
-    return special
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -495,15 +473,15 @@ def _fround(v, mb, emin, infb, sbit, rne):
     return np.uint64(bits), r
 
 
-@njit(cache=True, nogil=True)
-def tc_ws_len(M, N, K, Ka):
-    """float64 workspace :func:`tc_warp` needs for one warp (allocate once, reuse)."""
-    return 4 * M * Ka + 2 * N * K + 2 * N * Ka + 4 * M * N + 8 * N
+#: the float fast path (warpsim._engine_tc) is specialised to 8 output columns (every m16n8kX
+#: form): its inner loops then have a constant trip count and vectorise completely
+_NB = 8
 
 
 @njit(cache=True, nogil=True)
 def tc_fast_ok(p, N, Ka):
-    """Whether :func:`tc_warp` handles this recipe and shape (else the caller uses tc_dot)."""
+    """Whether the float fast path (:mod:`warpsim._engine_tc`) handles this recipe and shape
+    (else the caller uses tc_dot)."""
     if N != _NB:
         return False
     if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
@@ -532,268 +510,4 @@ def tc_fast_ok(p, N, Ka):
                 return False
     else:
         return False
-    return True
-
-
-#: the fast path is specialised to 8 output columns (every m16n8kX form): the inner loops then
-#: have a constant trip count and vectorise completely
-_NB = 8
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _decode_run(X, n, p, f, emin_al, V, Ex):
-    """Decode n raw elements of format p[f:f+5] into exact float64 values V and alignment exponents
-    Ex (_ZEXP for zeros); returns True if any is NaN or inf.  Branch-free: the element's magnitude
-    bits, placed in an f32 word, have the format's exponent field in f32's field, so the f32 value
-    times 2^(127 - bias) is the element (normal or subnormal)."""
-    width, eb, mb, ign, hinf = p[f], p[f + 1], p[f + 2], p[f + 3], p[f + 4]
-    magmask = np.uint64((1 << (width - ign - 1)) - 1)
-    sh_ign = np.uint64(ign)
-    sh_sign = np.uint64(width - 1)
-    sh_man = np.uint64(23 - mb)
-    scale = _pow2(127 - ((1 << (eb - 1)) - 1))
-    lim = np.uint64(((1 << eb) - 1) << mb) if hinf != 0 else magmask
-    bad = False
-    for x in range(n):
-        raw = np.uint64(X[x])
-        mag = (raw >> sh_ign) & magmask
-        sgn = (raw >> sh_sign) & np.uint64(1)
-        v = np.float64(_bits_f32(np.uint32((mag << sh_man) | (sgn << np.uint64(31))))) * scale
-        bad |= mag >= lim
-        ex = np.float64(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
-        Ex[x] = _ZEXP if mag == 0 else max(ex, emin_al)
-        V[x] = v
-    return bad
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _round_row(V, OUT, OV, mb, emin, bias, infb, sbit, rne, need_val):
-    """Round the 8 exact float64 values V once into the result format (RZ or RNE; +0 for zero);
-    OUT gets the bits, OV (when need_val) the rounded values.  The common case (result normal) in
-    a vectorisable loop on the float64 bits; subnormal results and overflow through _fround."""
-    sh = np.uint64(52 - mb)
-    rebias = np.int64(1023 - bias) << mb
-    lo = np.float64(emin)
-    hi = np.float64(infb >> mb) - np.float64(bias)     # largest finite exponent + 1
-    half = np.uint64((1 << (51 - mb)) - 1) if rne else np.uint64(0)
-    rare = False
-    for j in range(_NB):
-        u = _f64_bits(V[j])
-        a = u & np.uint64(0x7FFFFFFFFFFFFFFF)
-        e = np.float64(np.int64(a >> np.uint64(52)) - 1023)
-        r = a + half + (((a >> sh) & np.uint64(1)) if rne else np.uint64(0))
-        b = np.int64(r >> sh) - rebias
-        ok = e >= lo and e < hi and b < infb
-        rare |= not ok
-        OUT[j] = np.uint64(b) | ((u >> np.uint64(63)) << sbit)
-        if need_val:
-            OV[j] = _bits_f64((r >> sh << sh) | (u & np.uint64(0x8000000000000000)))
-    if rare:
-        for j in range(_NB):
-            u = _f64_bits(V[j])
-            a = u & np.uint64(0x7FFFFFFFFFFFFFFF)
-            e = np.float64(np.int64(a >> np.uint64(52)) - 1023)
-            r = a + half + (((a >> sh) & np.uint64(1)) if rne else np.uint64(0))
-            b = np.int64(r >> sh) - rebias
-            if not (e >= lo and e < hi and b < infb):
-                bits, val = _fround(V[j], mb, emin, infb, np.uint64(1) << sbit, rne)
-                OUT[j] = bits
-                OV[j] = val
-    return rare
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _block8(av, ae, GV, GE, lo, hi, rv, re, fracf, VV):
-    """VV[j] = exact sum of one block for the 8 outputs of a row: every term a_t * b_tj and the
-    accumulator rv[j] (exponents ae, GE, re) truncated to frac bits below their emax.  Written
-    with one local per column so that the compiler keeps them in vector registers."""
-    e0, e1, e2, e3, e4, e5, e6, e7 = re[0], re[1], re[2], re[3], re[4], re[5], re[6], re[7]
-    for t in range(lo, hi):
-        x = ae[t]
-        g = GE[t * 8:t * 8 + 8]
-        e0 = max(e0, x + g[0])
-        e1 = max(e1, x + g[1])
-        e2 = max(e2, x + g[2])
-        e3 = max(e3, x + g[3])
-        e4 = max(e4, x + g[4])
-        e5 = max(e5, x + g[5])
-        e6 = max(e6, x + g[6])
-        e7 = max(e7, x + g[7])
-    e0 = max(e0, -900.0)
-    c0 = _bits_f64(np.uint64(np.int64(fracf - e0) + 1023) << np.uint64(52))
-    s0 = np.trunc(rv[0] * c0)
-    e1 = max(e1, -900.0)
-    c1 = _bits_f64(np.uint64(np.int64(fracf - e1) + 1023) << np.uint64(52))
-    s1 = np.trunc(rv[1] * c1)
-    e2 = max(e2, -900.0)
-    c2 = _bits_f64(np.uint64(np.int64(fracf - e2) + 1023) << np.uint64(52))
-    s2 = np.trunc(rv[2] * c2)
-    e3 = max(e3, -900.0)
-    c3 = _bits_f64(np.uint64(np.int64(fracf - e3) + 1023) << np.uint64(52))
-    s3 = np.trunc(rv[3] * c3)
-    e4 = max(e4, -900.0)
-    c4 = _bits_f64(np.uint64(np.int64(fracf - e4) + 1023) << np.uint64(52))
-    s4 = np.trunc(rv[4] * c4)
-    e5 = max(e5, -900.0)
-    c5 = _bits_f64(np.uint64(np.int64(fracf - e5) + 1023) << np.uint64(52))
-    s5 = np.trunc(rv[5] * c5)
-    e6 = max(e6, -900.0)
-    c6 = _bits_f64(np.uint64(np.int64(fracf - e6) + 1023) << np.uint64(52))
-    s6 = np.trunc(rv[6] * c6)
-    e7 = max(e7, -900.0)
-    c7 = _bits_f64(np.uint64(np.int64(fracf - e7) + 1023) << np.uint64(52))
-    s7 = np.trunc(rv[7] * c7)
-    for t in range(lo, hi):
-        x = av[t]
-        g = GV[t * 8:t * 8 + 8]
-        s0 += np.trunc(x * g[0] * c0)
-        s1 += np.trunc(x * g[1] * c1)
-        s2 += np.trunc(x * g[2] * c2)
-        s3 += np.trunc(x * g[3] * c3)
-        s4 += np.trunc(x * g[4] * c4)
-        s5 += np.trunc(x * g[5] * c5)
-        s6 += np.trunc(x * g[6] * c6)
-        s7 += np.trunc(x * g[7] * c7)
-    VV[0] = s0 * _bits_f64(np.uint64(np.int64(e0 - fracf) + 1023) << np.uint64(52))
-    VV[1] = s1 * _bits_f64(np.uint64(np.int64(e1 - fracf) + 1023) << np.uint64(52))
-    VV[2] = s2 * _bits_f64(np.uint64(np.int64(e2 - fracf) + 1023) << np.uint64(52))
-    VV[3] = s3 * _bits_f64(np.uint64(np.int64(e3 - fracf) + 1023) << np.uint64(52))
-    VV[4] = s4 * _bits_f64(np.uint64(np.int64(e4 - fracf) + 1023) << np.uint64(52))
-    VV[5] = s5 * _bits_f64(np.uint64(np.int64(e5 - fracf) + 1023) << np.uint64(52))
-    VV[6] = s6 * _bits_f64(np.uint64(np.int64(e6 - fracf) + 1023) << np.uint64(52))
-    VV[7] = s7 * _bits_f64(np.uint64(np.int64(e7 - fracf) + 1023) << np.uint64(52))
-
-
-@njit(cache=True, nogil=True)
-def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
-    """One warp of a tensor-core dot product recipe, when every element is finite.
-
-    A: raw bits (M, Ka) row-major (compressed when sparse); B: raw bits of B^T (N, K); C: raw bits
-    (M, N); D: output raw bits (M, N); LC: sparse only, logical column of every compressed A element;
-    ws: float64 scratch of tc_ws_len(M, N, K, Ka).  Fills D and returns True, or returns False
-    (D partly written) when an element is NaN/inf, a chained block result overflows, or the recipe
-    or shape is not one handled here: the caller then computes the warp with :func:`tc_dot`.
-    Gives the same bits as tc_dot (see the notes above).
-    """
-    if not tc_fast_ok(p, N, Ka):
-        return False
-    nblk, group, frac = p[P_NBLK], p[P_GROUP], p[P_FRAC]
-    nb = Ka // nblk
-    rne = p[P_RND] == RND_RNE
-    fused = p[P_CMODE] == CMODE_FUSED
-    if p[P_OP] != 0:
-        emina = eminb = np.float64(2 - (1 << (p[P_OP + 1] - 1)))
-    else:
-        emina = np.float64(2 - (1 << (p[P_A + 1] - 1)))
-        eminb = np.float64(2 - (1 << (p[P_B + 1] - 1)))
-    eminc = np.float64(2 - (1 << (p[P_C + 1] - 1)))
-    # accumulator / result format
-    mbo = p[P_ACC + 2]
-    ebo = p[P_ACC + 1]
-    biaso = (1 << (ebo - 1)) - 1
-    emino = 1 - biaso
-    infbo = np.int64(((1 << ebo) - 1) << mbo)
-    sbito = np.uint64(p[P_ACC] - 1)
-    igd = np.uint64(p[P_D + 3])
-    fracf = np.float64(frac)
-
-    o = 0
-    AV0 = ws[o:o + M * Ka]; o += M * Ka
-    AE0 = ws[o:o + M * Ka]; o += M * Ka
-    AV = ws[o:o + M * Ka]; o += M * Ka
-    AE = ws[o:o + M * Ka]; o += M * Ka
-    BV = ws[o:o + N * K]; o += N * K
-    BE = ws[o:o + N * K]; o += N * K
-    GV = ws[o:o + N * Ka]; o += N * Ka
-    GE = ws[o:o + N * Ka]; o += N * Ka
-    CV = ws[o:o + M * N]; o += M * N
-    CE = ws[o:o + M * N]; o += M * N
-    RV = ws[o:o + M * N]; o += M * N     # block results (chained accumulator) per output
-    RE = ws[o:o + M * N]; o += M * N
-    EM = ws[o:o + N]; o += N
-    SC = ws[o:o + N]; o += N
-    SS = ws[o:o + N]; o += N
-    VV = ws[o:o + N]; o += N
-    OV = ws[o:o + N]; o += N
-    OB = ws[o:o + N].view(np.uint64); o += N
-
-    bad = _decode_run(A, M * Ka, p, P_A, emina, AV0, AE0)
-    bad |= _decode_run(B, N * K, p, P_B, eminb, BV, BE)
-    bad |= _decode_run(C, M * N, p, P_C, eminc, CV, CE)
-    if bad:
-        return False
-    # terms in block order: term t goes to position blk*nb + (c // nblk)*group + r
-    if nblk == 1:
-        AV = AV0
-        AE = AE0
-    else:
-        for i in range(M):
-            for t in range(Ka):
-                c = t // group
-                tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
-                AV[i * Ka + tt] = AV0[i * Ka + t]
-                AE[i * Ka + tt] = AE0[i * Ka + t]
-    if not sparse:      # B^T -> (term, column)
-        for t in range(K):
-            c = t // group
-            tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
-            for j in range(_NB):
-                GV[tt * _NB + j] = BV[j * K + t]
-                GE[tt * _NB + j] = BE[j * K + t]
-    if fused:
-        RV[:] = CV
-        RE[:] = CE
-    else:
-        RV[:] = 0.0
-        RE[:] = _ZEXP
-
-    for i in range(M):
-        if sparse:
-            for t in range(Ka):
-                c = t // group
-                tt = (c % nblk) * nb + (c // nblk) * group + (t - c * group)
-                col = LC[i * Ka + t]
-                for j in range(_NB):
-                    GV[tt * _NB + j] = BV[j * K + col]
-                    GE[tt * _NB + j] = BE[j * K + col]
-        av = AV[i * Ka:(i + 1) * Ka]
-        ae = AE[i * Ka:(i + 1) * Ka]
-        rv = RV[i * _NB:(i + 1) * _NB]
-        re = RE[i * _NB:(i + 1) * _NB]
-        for blk in range(nblk):
-            last = blk == nblk - 1
-            lo = blk * nb
-            _block8(av, ae, GV, GE, lo, lo + nb, rv, re, fracf, VV)
-            need = not (fused and last)
-            _round_row(VV, OB, OV, mbo, emino, biaso, infbo, sbito, rne, need)
-            if fused and last:
-                for j in range(_NB):
-                    D[i * _NB + j] = OB[j] << igd
-            else:
-                for j in range(_NB):
-                    v = OV[j]
-                    if np.isinf(v):
-                        bad = True
-                    ex = np.float64(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
-                    re[j] = _ZEXP if v == 0.0 else max(ex, np.float64(emino))
-                    rv[j] = v
-                if bad:
-                    return False    # an inf accumulator: the general code handles it
-        if not fused:
-            for j in range(_NB):
-                VV[j] = rv[j] + CV[i * _NB + j]
-            _round_row(VV, OB, OV, mbo, emino, biaso, infbo, sbito, True, False)
-            for j in range(_NB):
-                if rv[j] == 0.0:    # +0 + C: C, but +0 + -0 is +0
-                    D[i * _NB + j] = C[i * _NB + j] if CV[i * _NB + j] != 0.0 else np.uint64(0)
-                elif CV[i * _NB + j] == 0.0:
-                    # acc + (+-0) is acc: its bits, as the block wrote them (RV holds the exact value)
-                    VV[j] = rv[j]
-                    D[i * _NB + j] = np.uint64(0xFFFFFFFFFFFFFFFF)
-                else:
-                    D[i * _NB + j] = OB[j] << igd
-            for j in range(_NB):
-                if D[i * _NB + j] == np.uint64(0xFFFFFFFFFFFFFFFF):
-                    b2, v2 = _fround(rv[j], mbo, emino, infbo, np.uint64(1) << sbito, True)
-                    D[i * _NB + j] = b2 << igd
     return True

@@ -30,26 +30,8 @@ from . import _arch
 from ._arith_int import (P_A_BITS, P_A_SIGNED, P_B_BITS, P_B_SIGNED, P_BITOP, P_SAT, BITOP_AND, BITOP_XOR,
                          int_dot, popcount32)
 
-try:  # the floating-point recipe kernels
-    from ._arith import tc_dot, tc_warp, tc_ws_len
-except ImportError:  # pragma: no cover - only while a family is being developed
-    @njit(cache=True, nogil=True)
-    def tc_dot(a, b, n, c, p):
-        return np.uint64(0)
-
-    @njit(cache=True, nogil=True)
-    def tc_warp(p, A, B, C, D, M, N, K, Ka, LC, sparse, ws):
-        return False
-
-    @njit(cache=True, nogil=True)
-    def tc_ws_len(M, N, K, Ka):
-        return 1
-try:
-    from ._arith_chain import chain_dot
-except ImportError:  # pragma: no cover
-    @njit(cache=True, nogil=True)
-    def chain_dot(a, b, n, c, p):
-        return np.uint64(0)
+from ._arith import tc_dot
+from ._arith_chain import chain_dot
 from ._catalog import BY_OPCODE, Instruction
 from ._layouts import layout
 from ._sparse import metadata_table
@@ -200,12 +182,10 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
         D = np.empty(P * M * N, np.uint64)
         LC = np.zeros(M * Ka, np.int64)
         BS = np.empty(N * Ka, np.uint64)       # sparse: B^T columns gathered at one row's logical columns
-        TW = np.empty(tc_ws_len(M, N, K, Ka) if kind == DOT_TC else 1, np.float64)   # tc_warp scratch
         for w in range(ch * chunk, min(W, (ch + 1) * chunk)):
             _load(a, w, fa, wa, sa, ba, A)
             _load(b, w, fb, wb, sb, bb, B)
             _load(c, w, fc, wc, sc, bc, C)
-            splice = False
             if sparse:
                 # logical column of every compressed A element, from this warp's metadata
                 for lane in range(32):
@@ -220,12 +200,11 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
                                 idx >>= 1
                             else:
                                 LC[fa[lane, j]] = -1 - nib
-                                splice = True
                                 continue
                         LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
-            # float recipes: the whole warp at once when every element is finite, else per element
-            fast = kind == DOT_TC and P == 1 and not splice and tc_warp(params, A, B, C, D, M, N, K, Ka, LC, sparse, TW)
-            for p in range(0 if fast else P):
+            # warps reach this kernel when no fast path takes them (non-finite elements, overflowing
+            # passes, spliced tf32 metadata...): the exact per-element recipe
+            for p in range(P):
                 for i in range(M):
                     av = A[(p * M + i) * Ka:(p * M + i + 1) * Ka]
                     if sparse:
@@ -330,24 +309,30 @@ def _int_kernel(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, spa
                    spm, sparse)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _store_words(a, b, w, awslot, bwslot, Aw, Bw):
+    """One warp's A and B register words, whole, into their packed matrix-order copies."""
+    for lane in range(32):
+        for wi in range(a.shape[2]):
+            Aw[awslot[lane, wi]] = a[w, lane, wi]
+        for wi in range(b.shape[2]):
+            Bw[bwslot[lane, wi]] = b[w, lane, wi]
+
+
 @njit(cache=True, nogil=True)
 def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, sparse):
     """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim._arith_int.int_dot`)."""
     abits, asg, bbits, bsg = params[P_A_BITS], params[P_A_SIGNED] != 0, params[P_B_BITS], params[P_B_SIGNED] != 0
     sat = params[P_SAT] != 0
     bitop = params[P_BITOP]
-    nwa, nwb, nwd = a.shape[2], b.shape[2], d.shape[2]
+    nwd = d.shape[2]
     Ka = K // 2 if sparse else K
     Aw = np.zeros(M * Ka * abits // 32, np.uint32)   # A (compressed if sparse), packed as in registers
     Bw = np.zeros(N * K * bbits // 32, np.uint32)    # B^T, packed
     if abits == 1:
         KW = K // 32
         for w in range(w0, w1):
-            for lane in range(32):
-                for wi in range(nwa):
-                    Aw[awslot[lane, wi]] = a[w, lane, wi]
-                for wi in range(nwb):
-                    Bw[bwslot[lane, wi]] = b[w, lane, wi]
+            _store_words(a, b, w, awslot, bwslot, Aw, Bw)
             for lane in range(32):
                 for wi in range(nwd):
                     av = Aw[oi[lane, wi] >> 5:(oi[lane, wi] >> 5) + KW]
@@ -372,11 +357,7 @@ def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, s
     AC = np.zeros(M * Ka, np.int16)    # sparse: compressed A
     B = np.empty(N * K, np.int16)      # B^T: column j of B is B[j*K : (j+1)*K]
     for w in range(w0, w1):
-        for lane in range(32):
-            for wi in range(nwa):
-                Aw[awslot[lane, wi]] = a[w, lane, wi]
-            for wi in range(nwb):
-                Bw[bwslot[lane, wi]] = b[w, lane, wi]
+        _store_words(a, b, w, awslot, bwslot, Aw, Bw)
         _widen(Bw, bbits, bmask, B)
         if sparse:
             _widen(Aw, abits, amask, AC)

@@ -1,6 +1,6 @@
 """The dedicated kernel of the float tensor-core recipes (f16, bf16, tf32, fp8; dense and sparse).
 
-It computes what :func:`warpsim._arith.tc_warp` computes -- the recipe of :func:`warpsim._arith.tc_dot`
+It computes the recipe of :func:`warpsim._arith.tc_dot`
 in float64 where float64 is provably exact (see the notes in ``_arith``) -- but reads the register
 words in place and decodes without per-element shifts:
 
@@ -571,7 +571,7 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
             if bad:
                 break       # an inf accumulator: the exact kernel handles it
             if not fused:
-                # D = RNE(acc + C), an IEEE addition of two values of D's format (see tc_warp)
+                # D = RNE(acc + C), an IEEE addition of two values of D's format
                 cv = CV[i * N:(i + 1) * N]
                 for j in range(N):
                     VV[j] = rv[ro + j] + cv[j]
