@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim import _inputs
-from warpsim._catalog import BY_OPCODE
+from warpsim.hw import inputs as _inputs
+from warpsim.isa.catalog import BY_OPCODE
 
 S8 = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 SP = "mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.satfinite.s32.s8.u8.s32"

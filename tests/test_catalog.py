@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import warpsim
-from warpsim import _catalog as C
+from warpsim.isa import catalog as C
 from warpsim import hw
 
 from fixtures import REJECTED

@@ -3,7 +3,7 @@ import pytest
 from fractions import Fraction
 
 from warpsim._diagnose import round_nearest, ulp
-from warpsim._types import TYPES
+from warpsim.isa.types import TYPES
 
 
 @pytest.mark.parametrize("name,np_type", [("f16", np.float16), ("f32", np.float32)])

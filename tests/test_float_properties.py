@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim import _catalog as C
-from warpsim import _inputs, _sparse
-from warpsim._layouts import unpack
+from warpsim.isa import catalog as C
+from warpsim.hw import inputs as _inputs
+from warpsim.isa import sparse as _sparse
+from warpsim.isa.layouts import unpack
 from warpsim._verify import default_corpus
 from warpsim.hw import Corpus
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from warpsim import _catalog as C
+from warpsim.isa import catalog as C
 from warpsim import _verify
 from warpsim.hw import Corpus
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim import _catalog as C
-from warpsim import _inputs
-from warpsim._layouts import layout
+from warpsim.isa import catalog as C
+from warpsim.hw import inputs as _inputs
+from warpsim.isa.layouts import layout
 
 
 @pytest.mark.parametrize("ins", C.CATALOG, ids=lambda i: i.opcode)

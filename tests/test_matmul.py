@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim._catalog import CATALOG
-from warpsim._inputs import distributions, generate
+from warpsim.isa.catalog import CATALOG
+from warpsim.hw.inputs import distributions, generate
 
 def _entries():
     for ins in CATALOG:

@@ -1,7 +1,7 @@
 import pytest
 
 import warpsim
-from warpsim import _catalog as C
+from warpsim.isa import catalog as C
 
 from fixtures import MALFORMED, REJECTED
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim._catalog import CATALOG
-from warpsim._inputs import distributions, generate
-from warpsim._regfile import PTXError, Warp, example_statement, register_bits
+from warpsim.isa.catalog import CATALOG
+from warpsim.hw.inputs import distributions, generate
+from warpsim.ptx.regfile import PTXError, Warp, example_statement, register_bits
 
 def _entries():
     for ins in CATALOG:

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim._catalog import CATALOG
-from warpsim._layouts import layout
-from warpsim._sparse import metadata_table
+from warpsim.isa.catalog import CATALOG
+from warpsim.isa.layouts import layout
+from warpsim.isa.sparse import metadata_table
 from warpsim._svg import cells, lane_color, svg, text_grid
 
 LABEL = re.compile(r">T(\d+): ([abcd])(\d+)<")

@@ -1,7 +1,7 @@
 """Replay captured corpora of the scalar-chain forms (f16x4, f64) through ``chain_dot``.
 
 For every corpus entry whose family has a chain recipe, each output element is
-recomputed from the captured A, B, C words with ``warpsim._arith_chain.chain_dot``
+recomputed from the captured A, B, C words with ``warpsim.numerics.chain.chain_dot``
 and the predicted D is packed back into register words; the script prints, per
 opcode and input distribution, how many D words differ from the hardware's.
 
@@ -23,10 +23,10 @@ from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from warpsim import _arith_chain as ac  # noqa: E402
-from warpsim._bits import elements_to_words, words_to_elements  # noqa: E402
-from warpsim._catalog import BY_OPCODE  # noqa: E402
-from warpsim._layouts import layout  # noqa: E402
+from warpsim.numerics import chain as ac  # noqa: E402
+from warpsim.isa.bits import elements_to_words, words_to_elements  # noqa: E402
+from warpsim.isa.catalog import BY_OPCODE  # noqa: E402
+from warpsim.isa.layouts import layout  # noqa: E402
 from warpsim.hw import Corpus  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

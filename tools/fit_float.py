@@ -1,4 +1,4 @@
-"""Replay captured corpora of the float tensor-core families through warpsim._arith.tc_dot.
+"""Replay captured corpora of the float tensor-core families through warpsim.numerics.fused.tc_dot.
 
 Prints, per opcode (and selector) and per input distribution, how many D words
 differ from the captured ones.
@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from warpsim import _arith, _recipes  # noqa: E402
-from warpsim._bits import words_to_elements  # noqa: E402
-from warpsim._catalog import BY_OPCODE  # noqa: E402
-from warpsim._layouts import layout  # noqa: E402
+from warpsim.numerics import fused as _arith, recipes as _recipes  # noqa: E402
+from warpsim.isa.bits import words_to_elements  # noqa: E402
+from warpsim.isa.catalog import BY_OPCODE  # noqa: E402
+from warpsim.isa.layouts import layout  # noqa: E402
 from warpsim.hw import Corpus  # noqa: E402
 
 FAMILIES = ("f16", "bf16", "tf32", "fp8")
@@ -47,7 +47,7 @@ def tf32_sparse_b(ins, ent, M):
     halves that form the low and the high 16 bits of the B value it multiplies.
     Valid metadata (0b0100, 0b1110) thus selects B rows base and base + 1.
     """
-    from warpsim._sparse import metadata_table
+    from warpsim.isa.sparse import metadata_table
     W = M["a"].shape[0]
     m, n, k = ins.mnk
     kk = M["a"].shape[2]
@@ -97,7 +97,7 @@ def rows_for(ins, ent):
     if ins.is_sparse and ins.atype == "tf32":
         B = tf32_sparse_b(ins, ent, M)
     elif ins.is_sparse:
-        from warpsim._sparse import logical_columns
+        from warpsim.isa.sparse import logical_columns
         lc = logical_columns(ins, ent["selector"], ent["e"])   # (W, 32, elems)
         tab = layout(ins.opcode, "a")
         LC = np.zeros((W, m, kk), dtype=np.int64)

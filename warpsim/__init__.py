@@ -6,11 +6,11 @@ out), :func:`parse` (an opcode's catalog entry), the fragment helpers
 """
 
 from ._api import mma
-from ._catalog import CATALOG, Instruction, entries
-from ._layouts import fragment_map, pack, unpack
-from ._parse import parse
+from .isa.catalog import CATALOG, Instruction, entries
+from .isa.layouts import fragment_map, pack, unpack
+from .isa.parse import parse
 from ._matmul import matmul
-from ._regfile import PTXError, Warp
+from .ptx.regfile import PTXError, Warp
 from ._sparse_helpers import compress, expand
 from ._diagnose import explain
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arch import check_arch
-from ._catalog import Instruction
-from ._parse import parse
+from .numerics.arch import check_arch
+from .isa.catalog import Instruction
+from .isa.parse import parse
 
 
 def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
@@ -69,7 +69,7 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90"):
     Returns D's register words, uint32, shape (warps, 32, words_d) or (32, words_d).
     Inputs are never modified.
     """
-    from . import _engine  # numba is loaded on first use, keeping `import warpsim` light
+    from .engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     pl = _engine.plan(ins.opcode, int(selector), arch)

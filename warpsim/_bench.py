@@ -64,7 +64,7 @@ def _dist(ins) -> str:
 
 
 def _inputs(ins, warps: int, seed: int = 0):
-    from ._inputs import generate
+    from .hw.inputs import generate
 
     g = generate(ins, 0, _dist(ins), warps, seed)
     return g["a"], g["b"], g["c"], g.get("e")
@@ -98,7 +98,7 @@ def bench_family(name, opcode, warps, repeat, threads_all):
     import numba
 
     from ._api import mma
-    from ._catalog import BY_OPCODE
+    from .isa.catalog import BY_OPCODE
 
     ins = BY_OPCODE[opcode]
     row = {"family": name, "opcode": opcode, "warps": warps, "products_per_warp": ins.products,
@@ -187,8 +187,8 @@ import json, time
 t0 = time.perf_counter()
 import warpsim
 t1 = time.perf_counter()
-from warpsim._catalog import BY_OPCODE
-from warpsim._inputs import generate
+from warpsim.isa.catalog import BY_OPCODE
+from warpsim.hw.inputs import generate
 ins = BY_OPCODE[{opcode!r}]
 g = generate(ins, 0, "uniform", {warps})
 t2 = time.perf_counter()
@@ -218,8 +218,8 @@ _MEMORY_CODE = r"""
 import json, resource, sys
 import numpy as np
 import warpsim
-from warpsim._catalog import BY_OPCODE
-from warpsim._inputs import generate
+from warpsim.isa.catalog import BY_OPCODE
+from warpsim.hw.inputs import generate
 W, chunk = {warps}, {chunk}
 opcode = None
 for op in {opcodes!r}:

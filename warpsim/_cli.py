@@ -19,7 +19,7 @@ class UsageError(Exception):
 
 
 def _ins(opcode):
-    from ._parse import parse
+    from .isa.parse import parse
 
     try:
         return parse(opcode)
@@ -30,7 +30,7 @@ def _ins(opcode):
 # --- list / show --------------------------------------------------------------
 
 def cmd_list(a):
-    from ._catalog import CATALOG
+    from .isa.catalog import CATALOG
 
     n = 0
     for ins in CATALOG:
@@ -55,7 +55,7 @@ def cmd_list(a):
 
 
 def cmd_show(a):
-    from ._regfile import example_statement
+    from .ptx.regfile import example_statement
 
     ins = _ins(a.opcode)
     print(ins.describe())
@@ -96,7 +96,7 @@ def _operand_words(ins, role, path, selector, e_given):
     """An operand from a .npy: register words (uint32, (32, words)) or a matrix (packed here).
 
     Returns (words, metadata or None); a logical sparse A is compressed for ``selector``."""
-    from ._layouts import pack
+    from .isa.layouts import pack
     from ._sparse_helpers import compress
 
     x = _load(path)
@@ -143,8 +143,8 @@ def _side_by_side(blocks, gap=4):
 
 def cmd_run(a):
     from ._api import mma
-    from ._inputs import distributions, generate
-    from ._layouts import unpack
+    from .hw.inputs import distributions, generate
+    from .isa.layouts import unpack
     from ._sparse_helpers import expand
 
     ins = _ins(a.opcode)
@@ -225,7 +225,7 @@ def cmd_run(a):
 # --- ptx -----------------------------------------------------------------------
 
 def cmd_ptx(a):
-    from ._regfile import PTXError, Warp, register_bits
+    from .ptx.regfile import PTXError, Warp, register_bits
 
     if a.file == "-":
         text = sys.stdin.read()

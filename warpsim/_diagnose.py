@@ -16,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ._api import mma, validate
-from ._layouts import layout, unpack
-from ._types import ElemType
+from .isa.layouts import layout, unpack
+from .isa.types import ElemType
 
 
 def _value(raw: int, t: ElemType):
@@ -105,8 +105,8 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     p, i, j = (int(x) for x in tabd[lane, element])
     sl = slice(warp, warp + 1)
     d = mma(ins.opcode, a3[sl], b3[sl], c3[sl], None if e3 is None else e3[sl], selector=selector, arch=arch)
-    from ._bits import words_to_elements
-    from ._sparse import logical_columns
+    from .isa.bits import words_to_elements
+    from .isa.sparse import logical_columns
 
     def raw_matrix(role, words):
         t = ins.elem(role)

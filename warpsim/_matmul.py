@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._layouts import pack, unpack
-from ._parse import parse
+from .isa.layouts import pack, unpack
+from .isa.parse import parse
 from ._sparse_helpers import compress
 
 __all__ = ["matmul"]

@@ -2,7 +2,7 @@
 A's register words and the metadata words, and :func:`expand` them back.
 
 The metadata placement (which lane and bits hold each 2-bit index for a sparsity selector)
-comes from :func:`warpsim._sparse.metadata_table`; nothing about it is restated here.
+comes from :func:`warpsim.isa.sparse.metadata_table`; nothing about it is restated here.
 Metadata lanes that the selector does not read are left 0.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._layouts import layout, pack, unpack
-from ._parse import parse
-from ._sparse import logical_columns, metadata_table, unit_elements
+from .isa.layouts import layout, pack, unpack
+from .isa.parse import parse
+from .isa.sparse import logical_columns, metadata_table, unit_elements
 
 __all__ = ["compress", "expand"]
 

@@ -14,8 +14,8 @@ from html import escape
 
 import numpy as np
 
-from ._layouts import OPERANDS, layout
-from ._parse import parse
+from .isa.layouts import OPERANDS, layout
+from .isa.parse import parse
 
 __all__ = ["svg", "text_grid", "cells", "label", "lane_color"]
 
@@ -52,7 +52,7 @@ def cells(instruction, operand: str, selector: int = 0) -> dict:
 
 def _metadata_cells(ins, selector):
     """{(row, col) of the compressed A: (metadata lane, low bit, width)}."""
-    from ._sparse import metadata_table
+    from .isa.sparse import metadata_table
 
     tab = layout(ins.opcode, "a")
     meta = metadata_table(ins.opcode, selector)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._api import mma
-from ._catalog import BY_OPCODE
+from .isa.catalog import BY_OPCODE
 
 
 def default_corpus() -> str:

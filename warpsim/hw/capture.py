@@ -23,7 +23,8 @@ import time
 
 import numpy as np
 
-from . import _catalog, _inputs
+from ..isa import catalog as _catalog
+from . import inputs as _inputs
 
 WARPS_PER_BLOCK = 4
 

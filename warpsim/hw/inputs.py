@@ -2,7 +2,7 @@
 
 Every generator produces raw element bit patterns for one operand role; the
 values that matter (zeros, infinities, NaN payloads, subnormal limits, type
-extremes) are computed from each :class:`~warpsim._types.ElemType`'s fields,
+extremes) are computed from each :class:`~warpsim.isa.types.ElemType`'s fields,
 never typed in by hand.  Generation never needs the fragment layout: all of an
 operand's elements share a type, so any element slot may hold any value.
 """
@@ -13,9 +13,9 @@ import zlib
 
 import numpy as np
 
-from ._bits import elements_to_words
-from ._catalog import Instruction
-from ._types import ElemType
+from ..isa.bits import elements_to_words
+from ..isa.catalog import Instruction
+from ..isa.types import ElemType
 
 FLOAT_DISTS = ("normal", "finite", "special", "mixed", "spread", "tiny")
 INT_DISTS = ("uniform", "extreme", "near_limit")
@@ -247,7 +247,7 @@ def edge_matrices(ins: Instruction, dist: str, rng, warps: int):
 
 
 def _pack_raw(ins, role, M):
-    from ._layouts import layout
+    from ..isa.layouts import layout
 
     tab = layout(ins.opcode, role)
     el = M[:, tab[..., 0], tab[..., 1], tab[..., 2]]

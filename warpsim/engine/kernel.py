@@ -2,14 +2,14 @@
 
 One numba kernel serves every variant.  What differs between variants is data
 computed once per (opcode, selector, arch) and cached in a :class:`Plan`:
-index tables from :mod:`warpsim._layouts` / :mod:`warpsim._sparse` and the
+index tables from :mod:`warpsim.isa.layouts` / :mod:`warpsim.isa.sparse` and the
 recipe's parameter vector.  The registry ``DOT_KINDS`` is the only bridge from
 recipes to jitted arithmetic: a plan names a kind, the kernel dispatches on it.
 
 Integer and b1 plans take a specialised kernel (:func:`_int_kernel`): the same
 unpack -> dot -> repack, but on signed int32 values (b1: whole 32-bit words and
 popcounts) with vectorisable inner loops.  It computes the same exact sums as
-:func:`warpsim._arith_int.int_dot`; ``WARPSIM_GENERIC=1`` forces the generic
+:func:`warpsim.numerics.integer.int_dot`; ``WARPSIM_GENERIC=1`` forces the generic
 kernel for every kind (used to cross-check the two).
 
 Both kernels split the batch into chunks of warps; the parallel build runs the
@@ -26,15 +26,15 @@ from functools import lru_cache
 import numpy as np
 from numba import njit, prange
 
-from . import _arch
-from ._arith_int import (P_A_BITS, P_A_SIGNED, P_B_BITS, P_B_SIGNED, P_BITOP, P_SAT, BITOP_AND, BITOP_XOR,
+from ..numerics import arch as _arch
+from ..numerics.integer import (P_A_BITS, P_A_SIGNED, P_B_BITS, P_B_SIGNED, P_BITOP, P_SAT, BITOP_AND, BITOP_XOR,
                          int_dot, popcount32)
 
-from ._arith import tc_dot
-from ._arith_chain import chain_dot
-from ._catalog import BY_OPCODE, Instruction
-from ._layouts import layout
-from ._sparse import metadata_table
+from ..numerics.fused import tc_dot
+from ..numerics.chain import chain_dot
+from ..isa.catalog import BY_OPCODE, Instruction
+from ..isa.layouts import layout
+from ..isa.sparse import metadata_table
 
 #: dot-product kinds a recipe may name (the kernel's dispatch table)
 DOT_INT, DOT_TC, DOT_CHAIN = 0, 1, 2
@@ -60,7 +60,7 @@ class Plan:
     sparse_tab: np.ndarray   # (32, na, 5) or (1, 1, 5) dummy
     # integer fast path (None when the plan has none): see _int_tables
     itab: tuple | None = None
-    # float tensor-core fast path (None when the plan has none): see warpsim._engine_tc.tc_tables
+    # float tensor-core fast path (None when the plan has none): see warpsim.engine.tensorcore.tc_tables
     ftab: dict | None = None
 
 
@@ -140,7 +140,7 @@ def plan(opcode: str, selector: int, arch: str) -> Plan:
     params = np.asarray(params, dtype=np.int64)
     ftab = None
     if kind == DOT_TC:
-        from ._engine_tc import tc_tables
+        from .tensorcore import tc_tables
         ftab = tc_tables(ins, params, tables, sp)
     return Plan(ins, selector, kind, params, tables, np.ascontiguousarray(sp), itab, ftab)
 
@@ -250,12 +250,13 @@ def _callee_stamp() -> str:
     import hashlib
 
     h = hashlib.sha1()
-    here = os.path.dirname(os.path.abspath(__file__))
-    for mod in ("_arith.py", "_arith_chain.py", "_arith_int.py"):
-        path = os.path.join(here, mod)
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                h.update(f.read())
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    numerics = os.path.join(pkg, "numerics")
+    paths = [os.path.join(numerics, f) for f in sorted(os.listdir(numerics)) if f.endswith(".py")]
+    paths.append(os.path.join(pkg, "engine", "hostfpu.py"))
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(f.read())
     return h.hexdigest()[:12]
 
 
@@ -321,7 +322,7 @@ def _store_words(a, b, w, awslot, bwslot, Aw, Bw):
 
 @njit(cache=True, nogil=True)
 def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, sparse):
-    """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim._arith_int.int_dot`)."""
+    """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim.numerics.integer.int_dot`)."""
     abits, asg, bbits, bsg = params[P_A_BITS], params[P_A_SIGNED] != 0, params[P_B_BITS], params[P_B_SIGNED] != 0
     sat = params[P_SAT] != 0
     bitop = params[P_BITOP]
@@ -405,11 +406,11 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
         fn(pl.params, a, b, c, e, d, m, n, k, *pl.itab, ins.is_sparse, CHUNK)
         return d
     if pl.kind == DOT_CHAIN and not FORCE_GENERIC:
-        from ._arith_chain import run_fast   # host-FPU chain (f64, f16x4); False: none applies
+        from .chain_fast import run_fast   # host-FPU chain (f64, f16x4); False: none applies
         if run_fast(ins, pl.params, pl.tables, a, b, c, d, parallel, CHUNK):
             return d
     if pl.ftab is not None and not FORCE_GENERIC:
-        from ._engine_tc import run_tc   # float tensor-core kernel; flags the warps it leaves to this one
+        from .tensorcore import run_tc   # float tensor-core kernel; flags the warps it leaves to this one
         need = run_tc(ins, pl.params, pl.ftab, a, b, c, e, d, parallel, CHUNK)
         idx = np.flatnonzero(need)
         if idx.size == 0:

@@ -17,7 +17,7 @@ import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ._types import TYPES, ElemType
+from .types import TYPES, ElemType
 
 F8 = ("e4m3", "e5m2")
 I8 = ("s8", "u8")

@@ -1,7 +1,7 @@
 """The dedicated kernel of the float tensor-core recipes (f16, bf16, tf32, fp8; dense and sparse).
 
-It computes the recipe of :func:`warpsim._arith.tc_dot`
-in float64 where float64 is provably exact (see the notes in ``_arith``) -- but reads the register
+It computes the recipe of :func:`warpsim.numerics.fused.tc_dot`
+in float64 where float64 is provably exact (see the notes in ``warpsim.numerics.fused``) -- but reads the register
 words in place and decodes without per-element shifts:
 
 * every operand is viewed as an array of its elements (uint8 for fp8, uint16 for f16 / bf16,
@@ -29,17 +29,17 @@ from functools import lru_cache
 import numpy as np
 from numba import njit, prange
 
-from . import _arith as ar
-from ._arith import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
+from ..numerics import fused as ar
+from ..numerics.fused import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
                      _bits_f32, _bits_f64, _f64_bits, _fround, tc_fast_ok)
-from ._arith_chain import _PROBE32, _PROBE64, _fp_env_ok
+from .hostfpu import PROBE32 as _PROBE32, PROBE64 as _PROBE64, fp_env_ok as _fp_env_ok
 
 from llvmlite import ir as _ir  # noqa: E402
 from numba import types as _nbt  # noqa: E402
 from numba.core import cgutils as _cgutils  # noqa: E402
 from numba.extending import intrinsic as _intrinsic  # noqa: E402
 
-#: alignment exponent of a zero element (float32; far below any real one, see _arith._ZEXP)
+#: alignment exponent of a zero element (float32; far below any real one, see fused._ZEXP)
 _ZEXP = np.float32(-4096.0)
 
 
@@ -240,7 +240,7 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
     a = AV[oa + t] (exponent AE[oa + t]) times B[RI[oi + t], j] (B row-major: BV / BE at
     8 * RI[oi + t] + j; pRI None: B row t), and the accumulator rv[ro + j] (exponent re[ro + j]), each truncated to frac
     bits below the output's emax (the largest exponent; -900 when every term is zero, as
-    _arith._block8).  One <8 x float> of exponents and one <8 x double> of sums, loop-carried in
+    fused._block8).  One <8 x float> of exponents and one <8 x double> of sums, loop-carried in
     registers (two AVX registers each).  Requires lo < hi."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
 
@@ -274,8 +274,8 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
 
 
 def _gen_round8(builder, v, rp):
-    """IR of _arith._round_row's common case for the <8 x double> v: (bits <8 x i64>, rounded values
-    <8 x double>, <8 x i1> lanes that need _arith._fround: zero, subnormal or overflowing result).
+    """IR of fused._round_row's common case for the <8 x double> v: (bits <8 x i64>, rounded values
+    <8 x double>, <8 x i1> lanes that need fused._fround: zero, subnormal or overflowing result).
     rp: the 8 <8 x i64> splats of round_params."""
     sh, rebias, lo, hi, half, oddm, sbit, infb = rp
     u = builder.bitcast(v, _V8L)
@@ -327,7 +327,7 @@ def _row8(typingctx, AV, AE, oa, RI, oi, lo, hi, BV, BE, rv, re, ro, fracf, VV):
 def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB):
     """A whole fused single-block warp: for every row i < M, VV[8i:8i+8] = the exact sum of its Ka
     terms and C (see _gen_row8) and DB[8i:8i+8] its bits rounded once (rp: round_params).  Returns
-    True if any output needs _arith._fround (then DB is to be redone from VV)."""
+    True if any output needs fused._fround (then DB is to be redone from VV)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
     sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB)
@@ -416,9 +416,9 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
 
 @_intrinsic
 def _round8_common(typingctx, V, OUT, OV, rp):
-    """Round the 8 exact float64 values V once into the result format, as _arith._round_row's
+    """Round the 8 exact float64 values V once into the result format, as fused._round_row's
     common case: OUT gets the bits (without ignored bits), OV the rounded values; returns True if
-    any value needs _arith._fround (zero, subnormal or overflowing result).  rp: round_params."""
+    any value needs fused._fround (zero, subnormal or overflowing result).  rp: round_params."""
     if not (V.dtype == _nbt.float64 and OUT.dtype == _nbt.uint64 and OV.dtype == _nbt.float64
             and rp.dtype == _nbt.int64):
         return None
@@ -449,7 +449,7 @@ def round_params(fmt, rne):
 
 @njit(cache=True, nogil=True, inline="always")
 def _round8(VV, OB, OV, rp, mbo, emino, infbo, sbito, rne):
-    """_arith._round_row for the 8 values VV (OB: bits, OV: rounded values)."""
+    """fused._round_row for the 8 values VV (OB: bits, OV: rounded values)."""
     if _round8_common(VV, OB, OV, rp):
         for j in range(8):
             bits, val = _fround(VV[j], mbo, emino, infbo, np.uint64(1) << sbito, rne)
@@ -607,7 +607,7 @@ def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf3
 
 
 def _build():
-    from ._engine import _named
+    from .kernel import _named
 
     return (njit(cache=True, nogil=True)(_named(_tc_kernel, "_tc_kernel_serial")),
             njit(cache=True, nogil=True, parallel=True)(_named(_tc_kernel, "_tc_kernel_parallel")))

@@ -1,15 +1,15 @@
 """Per-architecture registry: which dot-product kind and parameters each catalog family uses.
 
 An architecture is a table from catalog family to a recipe source; the recipe
-sources themselves are data tables in :mod:`warpsim._recipes` (tensor-core
-path), :mod:`warpsim._arith_chain` (compiler-emulated FMA chains and DMMA) and
-:mod:`warpsim._arith_int` (integer and b1).  Adding an architecture is adding
+sources themselves are data tables in :mod:`warpsim.numerics.recipes` (tensor-core
+path), :mod:`warpsim.numerics.chain` (compiler-emulated FMA chains and DMMA) and
+:mod:`warpsim.numerics.integer` (integer and b1).  Adding an architecture is adding
 a row here and its parameter tables there.
 """
 
 from __future__ import annotations
 
-from ._catalog import Instruction
+from ..isa.catalog import Instruction
 
 #: arch -> family -> dot-product kind ("int", "tc", "chain")
 ARCHS: dict[str, dict[str, str]] = {
@@ -33,15 +33,15 @@ def recipe(ins: Instruction, arch: str):
     if kind is None:
         raise NotImplementedError(f"{ins.opcode} has no recipe for {arch}")
     if kind == "int":
-        from ._arith_int import int_params
+        from .integer import int_params
 
         return kind, int_params(ins)
     try:
         if kind == "tc":
-            from ._recipes import recipe_params
+            from .recipes import recipe_params
 
             return kind, recipe_params(ins, arch)
-        from ._arith_chain import chain_params
+        from .chain import chain_params
 
         return kind, chain_params(ins, arch)
     except ImportError as exc:  # a family whose arithmetic is not in this build

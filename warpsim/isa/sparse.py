@@ -22,7 +22,7 @@ and arbitrary metadata alike):
   is four 16-bit halves (two elements): nibbles 0b0100 / 0b1110 pick element
   0 / 1; any other nibble (i0, i1) makes the element multiply a B value spliced
   from half i0 (its low 16 bits) and half i1 (its high 16 bits) -- the engine
-  does this (``warpsim._engine``); every captured word of arbitrary tf32
+  does this (``warpsim.engine.kernel``); every captured word of arbitrary tf32
   metadata matches it.
 """
 
@@ -32,8 +32,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._catalog import BY_OPCODE, Instruction
-from ._layouts import layout
+from .catalog import BY_OPCODE, Instruction
+from .layouts import layout
 
 
 def unit_elements(ins: Instruction) -> int:

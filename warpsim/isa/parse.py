@@ -8,8 +8,8 @@ part that is wrong and list what the catalog allows in its place.
 
 from __future__ import annotations
 
-from ._catalog import BY_OPCODE, CATALOG, Instruction
-from ._types import TYPES
+from .catalog import BY_OPCODE, CATALOG, Instruction
+from .types import TYPES
 
 # in the order a mismatch is blamed on: the shape last, since another part usually explains better
 FIELDS = ("satfinite", "bitop", "layouts", "dtype", "ctype", "atype", "btype", "sparse", "shape")

@@ -13,7 +13,7 @@ All shapes except the m8n8k4 quad-pair form follow one rule from PTX ISA
   ``threadID_in_group * 2 + i % 2``.
 
 Structured-sparse A uses the dense rule on the compressed (m x k/2) matrix;
-:mod:`warpsim._sparse` maps compressed columns back to logical ones.
+:mod:`warpsim.isa.sparse` maps compressed columns back to logical ones.
 The m8n8k4 quad-pair form has its own formulas (seed 000): four independent
 8x8x4 products, lanes ``4q..4q+3`` and ``16+4q..16+4q+3`` working on product q.
 
@@ -26,8 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._bits import elements_to_words, words_to_elements
-from ._catalog import BY_OPCODE, Instruction
+from .bits import elements_to_words, words_to_elements
+from .catalog import BY_OPCODE, Instruction
 
 OPERANDS = ("a", "b", "c", "d")
 
@@ -79,7 +79,7 @@ def fragment_map(instruction, operand: str) -> np.ndarray:
 def _instruction(instruction) -> Instruction:
     if isinstance(instruction, Instruction):
         return instruction
-    from ._parse import parse
+    from .parse import parse
 
     return parse(instruction)
 

@@ -18,7 +18,7 @@ integer significand including the hidden bit.  ``cls`` is one of CLS_ZERO,
 CLS_FINITE, CLS_INF, CLS_NAN.
 
 The entry point is :func:`tc_dot`; its parameter vector is built by
-:mod:`warpsim._recipes` (the layout is documented there and by the ``P_*``
+:mod:`warpsim.numerics.recipes` (the layout is documented there and by the ``P_*``
 offsets below).  The model it implements (fitted on H100/H200 captures, see
 docs/numerics.md) is, per block of terms:
 
@@ -46,7 +46,7 @@ OVF_INF, OVF_IEEE = 0, 1          # overflow: always inf / IEEE (RZ -> largest f
 ZERO_IEEE, ZERO_POSITIVE = 0, 1  # zero results: IEEE signs / always +0
 CMODE_FUSED, CMODE_SEPARATE_ADD = 0, 1
 
-# --- parameter vector layout (see warpsim._recipes for the meaning) ---------
+# --- parameter vector layout (see warpsim.numerics.recipes for the meaning) ---------
 FMT_LEN = 5
 P_KIND = 0        # 1 = tc_dot
 P_A = 1           # format of A elements (5 ints)
@@ -473,14 +473,14 @@ def _fround(v, mb, emin, infb, sbit, rne):
     return np.uint64(bits), r
 
 
-#: the float fast path (warpsim._engine_tc) is specialised to 8 output columns (every m16n8kX
+#: the float fast path (warpsim.engine.tensorcore) is specialised to 8 output columns (every m16n8kX
 #: form): its inner loops then have a constant trip count and vectorise completely
 _NB = 8
 
 
 @njit(cache=True, nogil=True)
 def tc_fast_ok(p, N, Ka):
-    """Whether the float fast path (:mod:`warpsim._engine_tc`) handles this recipe and shape
+    """Whether the float fast path (:mod:`warpsim.engine.tensorcore`) handles this recipe and shape
     (else the caller uses tc_dot)."""
     if N != _NB:
         return False

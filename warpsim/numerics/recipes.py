@@ -1,6 +1,6 @@
 """Per-architecture arithmetic recipes for the tensor-core float families, as data.
 
-A recipe says which primitive of :mod:`warpsim._arith` computes one output
+A recipe says which primitive of :mod:`warpsim.numerics.fused` computes one output
 element of an instruction and with which parameters.  ``RECIPES[arch]`` maps a
 key derived from the catalog entry to a :class:`Recipe`; keys are tried from
 the most to the least specific::
@@ -11,9 +11,9 @@ the most to the least specific::
     (family, sparse)
 
 where ``sparse`` is a bool.  Element formats are never written here: they are
-read from :mod:`warpsim._types` through the catalog entry.
+read from :mod:`warpsim.isa.types` through the catalog entry.
 
-Parameter vector (``numpy.int64``, length ``_arith.P_LEN``) returned by
+Parameter vector (``numpy.int64``, length ``fused.P_LEN``) returned by
 :func:`recipe_params`; a *format* is five ints
 ``(width, exp_bits, man_bits, ignored_low_bits, has_inf)``::
 
@@ -37,7 +37,7 @@ Parameter vector (``numpy.int64``, length ``_arith.P_LEN``) returned by
     p[37]     zero block results: 0 = IEEE signs (-0 when every term is -0,
               a nonzero sum rounded to zero keeps its sign); 1 = always +0
 
-The engine calls ``_arith.tc_dot(a, b, n, c, p)`` per output element with the
+The engine calls ``fused.tc_dot(a, b, n, c, p)`` per output element with the
 A row and the B column in k order (sparse: the ``n = k/2`` kept A elements
 with the B elements of their logical rows).
 """
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _arith as ar
-from ._catalog import BY_OPCODE, Instruction
-from ._types import TYPES, ElemType
+from . import fused as ar
+from ..isa.catalog import BY_OPCODE, Instruction
+from ..isa.types import TYPES, ElemType
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ RECIPES: dict[str, dict[tuple, Recipe]] = {
     },
 }
 
-#: families another module handles (warpsim._arith_chain)
+#: families another module handles (warpsim.numerics.chain)
 _CHAIN_FAMILIES = ("f64", "f16x4")
 
 
@@ -120,7 +120,7 @@ def find_recipe(ins: Instruction, arch: str = "sm_90") -> Recipe:
     if ins.family in _CHAIN_FAMILIES:
         raise NotImplementedError(
             f"{ins.opcode}: family {ins.family!r} is not a tensor-core dot product recipe; "
-            "see warpsim._arith_chain.chain_params / chain_dot")
+            "see warpsim.numerics.chain.chain_params / chain_dot")
     table = RECIPES.get(arch)
     if table is None:
         raise NotImplementedError(f"no float tensor-core recipes for {arch!r} (have: {sorted(RECIPES)})")
@@ -136,7 +136,7 @@ def _fmt(t: ElemType) -> list[int]:
 
 
 def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
-    """int64 parameter vector of ``_arith.tc_dot`` for a catalog entry (layout: module docstring)."""
+    """int64 parameter vector of ``fused.tc_dot`` for a catalog entry (layout: module docstring)."""
     if isinstance(ins, str):
         ins = BY_OPCODE[ins]
     r = find_recipe(ins, arch)
@@ -159,3 +159,31 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
     p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
     return p
+
+
+# --- scalar-chain recipes (warpsim.numerics.chain) ---------------------------------------------
+
+#: What each form computes, per architecture, keyed by (family, D type, C type) of the
+#: catalog entry; every shape and layout of a key shares the recipe (k comes from the
+#: instruction).  Fitted on the H100 corpus and the deep H200 corpus: see
+#: ``docs/numerics_chain.md`` and ``tools/fit_chain.py``.
+CHAIN_RECIPES: dict[str, dict[tuple[str, str, str], dict]] = {
+    "sm_90": {
+        # m8n8k4 f16 -> f16: ptxas emits, per output, FMUL(k0) FFMA(k1) and FMUL(k2) FFMA(k3),
+        # then FADD(C, S01), FADD(., S23), then F2FP.F16.F32.PACK_AB.
+        ("f16x4", "f16", "f16"): dict(work="f32", group=2, first="fmul", combine="c_first",
+                                      korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
+                                      d_nan="canonical"),
+        # m8n8k4 f16 -> f32: FFMA(k0, RZ) FFMA(k1) FFMA(k2) FFMA(k3), then FADD with C.
+        ("f16x4", "f32", "f16"): dict(work="f32", group=0, first="ffma_zero", combine="c_last",
+                                      korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
+                                      d_nan="canonical"),
+        ("f16x4", "f32", "f32"): dict(work="f32", group=0, first="ffma_zero", combine="c_last",
+                                      korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
+                                      d_nan="canonical"),
+        # DMMA (all shapes): acc = C; acc = fma(A[k], B[k], acc) for k = 0, 1, ...
+        ("f64", "f64", "f64"): dict(work="f64", group=0, first="from_c", combine="c_last",
+                                    korder="asc", nan="bca", nan_bits=0xFFF8000000000000,
+                                    d_nan="keep"),
+    },
+}

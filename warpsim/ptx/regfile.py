@@ -358,8 +358,8 @@ class Warp:
                            line=line, statement=stmt, token=name)
 
     def _mma(self, line, stmt, op, operands):
-        from ._api import mma
-        from ._parse import parse
+        from .._api import mma
+        from ..isa.parse import parse
 
         try:
             ins = parse(op)
@@ -434,7 +434,7 @@ def _find_token(stmt, regs, shown):
 
 def example_statement(instruction, selector: int = 0) -> str:
     """A PTX statement for ``instruction`` with conventional register names, e.g. for documentation."""
-    from ._parse import parse
+    from ..isa.parse import parse
 
     ins = parse(instruction)
     counters: dict[str, int] = {}
