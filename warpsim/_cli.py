@@ -271,14 +271,18 @@ def cmd_ptx(a):
 # --- verify / bench ------------------------------------------------------------------
 
 def cmd_verify(a):
-    from ._verify import replay, summary_table
+    from ._verify import corpus_arch, default_corpus, replay, summary_table
+    from .hw import Corpus
+    from .numerics.arch import check_arch, status
 
     try:
-        results = replay(a.corpus, match=tuple(a.match or ()), arch=a.arch, progress=not a.quiet)
+        arch = check_arch(a.arch) if a.arch else corpus_arch(Corpus(a.corpus or default_corpus()).manifest)
+        results = replay(a.corpus, match=tuple(a.match or ()), arch=arch, progress=not a.quiet)
     except (OSError, KeyError, ValueError) as exc:
         raise UsageError(f"cannot replay {a.corpus or 'the default corpus'}: {exc}") from None
     if not results:
         raise UsageError(f"no corpus entry matches {a.match}")
+    print(f"model: {arch} ({status(arch)})")
     print(summary_table(results))
     differ = [r for r in results if r.differ]
     errors = [r for r in results if r.error]
@@ -371,7 +375,8 @@ def build_parser():
                        description="Replay a captured corpus through warpsim and compare every word; exit 1 if any differs.")
     s.add_argument("--corpus", metavar="PATH", help="corpus .npz (default: the H100 corpus in tests/golden)")
     s.add_argument("--match", action="append", metavar="TEXT", help="only opcodes containing TEXT (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default=None, help="model to compare with (default: the architecture the corpus was "
+                                                "captured on; sm_70 ... sm_120)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     s.set_defaults(fn=cmd_verify)
 
