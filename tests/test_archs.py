@@ -322,3 +322,11 @@ def test_capture_source_for_another_target(tmp_path):
     assert set(kernels) == {i.opcode for i in archs.catalog_for("sm_80")}
     with pytest.raises(SystemExit):
         main(["source", "--arch", "sm_81", "--out", str(out)])
+
+
+def test_numerics_doc_table_is_generated_from_the_catalog():
+    from warpsim._docs import ARCH_BEGIN, ARCH_END, arch_markdown
+
+    with open(os.path.join(HERE, "..", "docs", "numerics.md")) as f:
+        text = f.read()
+    assert f"{ARCH_BEGIN}\n{arch_markdown()}\n{ARCH_END}" in text
