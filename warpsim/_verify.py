@@ -71,11 +71,12 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
 
 
 def corpus_arch(manifest: dict) -> str:
-    """The modelled target a corpus was captured on: its build target, else the GPU's compute
-    capability (``"sm_90"`` for corpora that record neither); ValueError if not modelled."""
+    """The modelled target a corpus was captured on: the GPU's compute capability (the hardware
+    wrote the words, whatever the build target), else its build target, else ``"sm_90"``;
+    ValueError if that is not a modelled target (then pass ``arch`` explicitly)."""
     from .numerics.arch import check_arch
 
-    return check_arch(manifest.get("target") or manifest.get("compute_capability") or "sm_90")
+    return check_arch(manifest.get("compute_capability") or manifest.get("target") or "sm_90")
 
 
 def replay(path=None, *, match=(), arch=None, progress=False):
