@@ -63,21 +63,22 @@ def test_opcode_counts_per_target():
 
 
 def _ptxas(target):
-    """(ptxas path, why not) for a target: ptxas 13 from PATH, or a CUDA 12 one for sm_70."""
+    """(ptxas path, why not) for a target: ptxas from PATH, or a CUDA 12 one (WARPSIM_PTXAS12, or the
+    ``nvidia-cuda-nvcc-cu12`` wheel's) -- the only kind that still targets sm_70."""
+    cands = [os.environ.get("WARPSIM_PTXAS12", "")]
+    for p in sys.path:
+        cands += glob.glob(os.path.join(p, "nvidia", "cuda_nvcc", "bin", "ptxas"))
+    cands = [shutil.which("ptxas") or ""] + cands
+    for c in cands:
+        if c and os.path.exists(c):
+            v = subprocess.run([c, "--version"], capture_output=True, text=True).stdout
+            m = re.search(r"release (\d+)\.(\d+)", v)
+            if m and (target != "sm_70" or int(m.group(1)) <= 12):
+                return c, None
     if target == "sm_70":
-        cands = [os.environ.get("WARPSIM_PTXAS12", "")]
-        for p in sys.path:
-            cands += glob.glob(os.path.join(p, "nvidia", "cuda_nvcc", "bin", "ptxas"))
-        cands.append(shutil.which("ptxas") or "")
-        for c in cands:
-            if c and os.path.exists(c):
-                v = subprocess.run([c, "--version"], capture_output=True, text=True).stdout
-                if re.search(r"release 1[0-2]\.", v):
-                    return c, None
         return None, ("sm_70 needs a CUDA 12 ptxas (ptxas 13 dropped it): set WARPSIM_PTXAS12 or "
                       "pip install nvidia-cuda-nvcc-cu12")
-    p = shutil.which("ptxas")
-    return (p, None) if p else (None, "ptxas not on PATH (CUDA toolkit not installed): live cross-check skipped")
+    return None, "no ptxas (CUDA toolkit, or the nvidia-cuda-nvcc-cu12 wheel): live cross-check skipped"
 
 
 @pytest.mark.parametrize("target", list(archs.TARGETS) + list(archs.ALIASES))
