@@ -57,8 +57,15 @@ def cmd_list(a):
 def cmd_show(a):
     from .ptx.regfile import example_statement
 
+    from .isa.archs import TARGETS, available
+    from .numerics.arch import STATUS
+
     ins = _ins(a.opcode)
     print(ins.describe())
+    have = [t for t in TARGETS if available(ins, t)]
+    print("  targets (ptxas-checked): " + ", ".join(
+        f"{t}{'' if STATUS[t].startswith('verified') else '*'}" for t in have))
+    print("  (* modelled from published measurements; unmarked: verified on hardware)")
     print()
     print("PTX:")
     print("  " + example_statement(ins))
@@ -356,7 +363,8 @@ def build_parser():
     s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
     s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
     s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] d)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120 (modelled)")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("ptx", help="run a PTX snippet through the register file",
@@ -368,7 +376,8 @@ def build_parser():
                    help="what reading a never-written register does (default: error)")
     s.add_argument("--seed", type=int, default=0, help="seed for --undefined random")
     s.add_argument("--print", action="append", metavar="REG", help="print only these registers (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120 (modelled)")
     s.set_defaults(fn=cmd_ptx)
 
     s = sub.add_parser("verify", help="replay a golden-vector corpus",
