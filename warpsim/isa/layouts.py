@@ -166,7 +166,9 @@ def _bits_to_values(raw: np.ndarray, t) -> np.ndarray:
         if t.signed:
             v = np.where(v >= (1 << (t.bits - 1)), v - (1 << t.bits), v)
         return v.astype(t.numpy_dtype)
-    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    if t.width < 8:   # e2m1 / e2m3 / e3m2: the encoding in the low bits of a byte (container bits ignored)
+        raw = raw & np.uint64((1 << t.width) - 1)
     return raw.astype(store).view(t.numpy_dtype)
 
 
@@ -184,5 +186,6 @@ def _values_to_bits(m: np.ndarray, t) -> np.ndarray:
         if v.min(initial=0) < t.min_int or v.max(initial=0) > t.max_int:
             raise ValueError(f"{t.name} values must lie in [{t.min_int}, {t.max_int}]")
         return (v & ((1 << t.bits) - 1)).astype(np.uint64)
-    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
-    return m.astype(t.numpy_dtype).view(store).astype(np.uint64)
+    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    bits = m.astype(t.numpy_dtype).view(store).astype(np.uint64)
+    return bits & np.uint64((1 << t.width) - 1) if t.width < 8 else bits

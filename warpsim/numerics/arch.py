@@ -18,7 +18,21 @@ ARCHS: dict[str, dict[str, str]] = {
         "f16": "tc", "bf16": "tc", "tf32": "tc", "fp8": "tc",
         "f64": "chain", "f16x4": "chain",
     },
+    # RTX Blackwell, arch-specific target: only the sm_120a kind:: families are modelled here (from
+    # MMA-Sim's published model; see warpsim.numerics.recipes); sm_121a: ptxas accepts the same forms
+    "sm_120a": {"f8f6f4": "tc", "mxf8f6f4": "tc", "mxf4": "tc"},
+    "sm_121a": {"f8f6f4": "tc", "mxf8f6f4": "tc", "mxf4": "tc"},
 }
+
+
+def check_target(ins: Instruction, arch: str) -> None:
+    """Refuse an instruction on an architecture that does not have it (clear message)."""
+    if ins.targets and arch not in ins.targets:
+        raise ValueError(f"{ins.opcode} exists only on {' and '.join(ins.targets)} (ptxas 13.0 rejects it "
+                         f"for sm_120, sm_100a and sm_90a); pass arch='sm_120a', not {arch!r}")
+    if not ins.targets and arch in ("sm_120a", "sm_121a"):
+        raise NotImplementedError(f"{ins.opcode} is not modelled on {arch}: warpsim models only the "
+                                  "sm_120a kind:: forms there; use arch='sm_90'")
 
 
 def check_arch(arch) -> None:
@@ -29,6 +43,7 @@ def check_arch(arch) -> None:
 def recipe(ins: Instruction, arch: str):
     """(kind, int64 parameter vector) for an instruction on an architecture."""
     check_arch(arch)
+    check_target(ins, arch)
     kind = ARCHS[arch].get(ins.family)
     if kind is None:
         raise NotImplementedError(f"{ins.opcode} has no recipe for {arch}")

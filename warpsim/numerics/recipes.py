@@ -65,6 +65,10 @@ class Recipe:
     c_entry: str = "fused"           # "fused" (C in the first block) or "add_rne" (separate RNE add)
     overflow: str = "inf"            # "inf" or "ieee"
     zero: str = "positive"           # zero results: "positive" (always +0) or "ieee"
+    scale: str = "none"              # block scaling: "none", "product" (ST-FDPA) or "group" (GST-FDPA)
+    scale_group: int = 1             # "group": products summed exactly before scaling
+    zero_exp: int | None = None      # exponent a zero term takes in emax (None: zeros never set emax)
+    source: str = ""                 # where the rule comes from (shown by explain and docs)
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
@@ -83,6 +87,24 @@ def _fp8(dtype: str) -> Recipe:
                   c_entry="add_rne", zero=base.zero)
 
 
+# --- sm_120a (RTX Blackwell) -------------------------------------------------------------------
+# No RTX Blackwell was available: every rule below is MMA-Sim's published model (Xie et al.,
+# arXiv 2511.10909, and its code, github.com/microsoft/MMA-Sim), not a warpsim capture.
+_MMASIM = "MMA-Sim (arXiv 2511.10909) RTX Blackwell model; not verified on hardware by warpsim"
+#: kind::f8f6f4 (and the lenient e4m3/e5m2 kind forms): MMA-Sim's T-FDPA for "RTX Blackwell" with
+#: F = 25 fractional bits, L_max = 32 bytes / element size = 32 terms (k32 and sparse k64 in one
+#: pass), result RZ to f32 or RNE to f16, C in the same fused sum.  That is the H100 HMMA recipe.
+_QMMA_F32 = Recipe(frac=25, rounding="rz", zero="positive", source=_MMASIM + "; T-FDPA F=25, RZ-FP32")
+_QMMA_F16 = Recipe(frac=25, rounding="rne", zero="positive", source=_MMASIM + "; T-FDPA F=25, RNE-FP16")
+#: kind::mxf8f6f4: ST-FDPA, F = 25, RZ-FP32; every product carries the exponents of its two ue8m0
+#: scales; zero terms take exponent -133 (e_zero of a later MMA-Sim revision's block-scale MXFP8 path).
+_MXF8 = Recipe(frac=25, rounding="rz", zero="positive", scale="product", zero_exp=-133,
+               source=_MMASIM + "; ST-FDPA F=25, RZ-FP32, e_zero=-133")
+#: kind::mxf4 / mxf4nvf4: GST-FDPA, groups of G = 16 exact products, F = 35, RZ-FP32; a group's
+#: exponent is that of its scales only; e_zero = -139 (a later MMA-Sim revision's nvfp4 case).
+_MXF4 = Recipe(frac=35, rounding="rz", zero="positive", scale="group", scale_group=16, zero_exp=-139,
+               source=_MMASIM + "; GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139")
+
 RECIPES: dict[str, dict[tuple, Recipe]] = {
     "sm_90": {
         ("f16", False, "f32"): _HMMA_F32,
@@ -97,7 +119,18 @@ RECIPES: dict[str, dict[tuple, Recipe]] = {
         ("tf32", True, "f32"): _HMMA_F32,
         ("fp8", True, "f32"): _fp8("f32"),
     },
+    "sm_120a": {
+        ("f8f6f4", False, "f32"): _QMMA_F32,
+        ("f8f6f4", False, "f16"): _QMMA_F16,
+        ("f8f6f4", True, "f32"): _QMMA_F32,
+        ("f8f6f4", True, "f16"): _QMMA_F16,
+        ("mxf8f6f4", False, "f32"): _MXF8,
+        ("mxf8f6f4", True, "f32"): _MXF8,
+        ("mxf4", False, "f32"): _MXF4,
+        ("mxf4", True, "f32"): _MXF4,
+    },
 }
+RECIPES["sm_121a"] = RECIPES["sm_120a"]
 
 #: families another module handles (warpsim.numerics.chain)
 _CHAIN_FAMILIES = ("f64", "f16x4")
@@ -132,7 +165,9 @@ def find_recipe(ins: Instruction, arch: str = "sm_90") -> Recipe:
 
 
 def _fmt(t: ElemType) -> list[int]:
-    return [t.bits, t.exp_bits, t.man_bits, t.ignored_low_bits, 1 if t.has_inf else 0]
+    special = 1 if t.has_inf else (2 if t.finite_only else 0)
+    width = t.width if t.signed else t.width + 1   # unsigned formats: a sign bit that is always 0
+    return [width, t.exp_bits, t.man_bits, t.ignored_low_bits, special]
 
 
 def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
@@ -158,6 +193,16 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
     p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
+    p[ar.P_SCALE] = {"none": ar.SCALE_NONE, "product": ar.SCALE_PRODUCT, "group": ar.SCALE_GROUP}[r.scale]
+    if r.scale != "none":
+        if not ins.block_scaled:
+            raise NotImplementedError(f"{ins.opcode}: a block-scale recipe needs a block-scaled instruction")
+        p[ar.P_SF:ar.P_SF + 5] = _fmt(ins.scale_elem())
+        p[ar.P_STERMS] = ins.scale_block // (2 if ins.is_sparse else 1)
+        p[ar.P_SGROUP] = r.scale_group
+    if r.zero_exp is not None:
+        p[ar.P_ZEXP_ON] = 1
+        p[ar.P_ZEXP] = r.zero_exp
     return p
 
 
