@@ -53,8 +53,19 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
             continue
         sl = slice(start, start + count)
         e = entry["e"][sl] if "e" in entry else None
+        kw = {}
+        if "s" in entry:   # block-scale registers, captured with the capture kernels' selectors
+            from .hw.capture import SCALE_SELECTORS
+
+            s = entry["s"][sl]
+            kw = dict(scale_a=np.ascontiguousarray(s[..., 0]), scale_b=np.ascontiguousarray(s[..., 1]),
+                      byte_id_a=SCALE_SELECTORS[0], thread_id_a=SCALE_SELECTORS[1],
+                      byte_id_b=SCALE_SELECTORS[2], thread_id_b=SCALE_SELECTORS[3])
+        # an sm_120a-only opcode is replayed on its own target
+        target = arch if not ins.targets or arch in ins.targets else ins.targets[0]
         try:
-            d = mma(ins.opcode, entry["a"][sl], entry["b"][sl], entry["c"][sl], e, selector=entry["selector"], arch=arch)
+            d = mma(ins.opcode, entry["a"][sl], entry["b"][sl], entry["c"][sl], e, selector=entry["selector"],
+                    arch=target, **kw)
         except NotImplementedError as exc:
             res.error = str(exc)
             return res

@@ -27,6 +27,8 @@ from ..isa import catalog as _catalog
 from . import inputs as _inputs
 
 WARPS_PER_BLOCK = 4
+#: (byte-id-a, thread-id-a, byte-id-b, thread-id-b) of the block-scaled capture kernels
+SCALE_SELECTORS = (0, 0, 0, 0)
 
 
 def kernel_name(index: int) -> str:
@@ -73,6 +75,11 @@ def kernel_source(entries) -> str:
             body.append("  unsigned e0 = E[t];")
             ins_ops.append('"r"(e0)')
             tail = f", %{pos}, {sel}"
+            pos += 1
+        if ins.block_scaled:   # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+            body.append("  unsigned s0 = S[t*2], s1 = S[t*2+1];")
+            ins_ops += ['"r"(s0)', '"r"(s1)']
+            tail += f", %{pos}, {{{SCALE_SELECTORS[0]}, {SCALE_SELECTORS[1]}}}, %{pos + 1}, {{{SCALE_SELECTORS[2]}, {SCALE_SELECTORS[3]}}}"
         asm = f"{ins.opcode} {', '.join(groups)}{tail};"
         body.append(f'  asm volatile("{asm}"\n      : {", ".join(ops)}\n      : {", ".join(ins_ops)});')
         w = strides["d"]
@@ -85,7 +92,7 @@ def kernel_source(entries) -> str:
         out.append(
             f'extern "C" __global__ void {kernel_name(idx)}(const unsigned* __restrict__ A, '
             "const unsigned* __restrict__ B, const unsigned* __restrict__ C, "
-            "const unsigned* __restrict__ E, unsigned* __restrict__ D, int warps) {"
+            "const unsigned* __restrict__ E, const unsigned* __restrict__ S, unsigned* __restrict__ D, int warps) {"
         )
         out.append("  int t = blockIdx.x * blockDim.x + threadIdx.x;")
         out.append("  if ((t >> 5) >= warps) return;  // whole warps only")
@@ -150,10 +157,11 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
         total = warps * len(dists)
         dev = {r: cp.asarray(np.ascontiguousarray(v, dtype=np.uint32)) for r, v in regs.items()}
         e = dev.get("e", cp.zeros((total, 32), dtype=cp.uint32))
+        s = dev.get("s", cp.zeros((total, 32, 2), dtype=cp.uint32))
         d = cp.full((total, 32, ins.words("d")), 0xDEADBEEF, dtype=cp.uint32)
         fn = module.get_function(kernel_name(idx))
         blocks = (total + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
-        fn((blocks,), (32 * WARPS_PER_BLOCK,), (dev["a"], dev["b"], dev["c"], e, d, np.int32(total)))
+        fn((blocks,), (32 * WARPS_PER_BLOCK,), (dev["a"], dev["b"], dev["c"], e, s, d, np.int32(total)))
         cp.cuda.runtime.deviceSynchronize()
         slot = len(items)   # corpus index (entries without distributions are left out)
         for r, v in regs.items():
@@ -189,7 +197,7 @@ class Corpus:
 
     def entry(self, idx: int) -> dict:
         item = dict(self.manifest["entries"][idx])
-        for r in "abcde":
+        for r in "abcdes":
             key = f"{idx}.{r}"
             if key in self._npz.files:
                 item[r] = self._npz[key]
@@ -200,11 +208,15 @@ class Corpus:
             yield self.entry(i)
 
 
-def select_entries(patterns=(), families=()):
-    """Catalog entries whose opcode contains every given substring (and in one of the families, if any)."""
+def select_entries(patterns=(), families=(), arch="sm_90a"):
+    """Catalog entries whose opcode contains every given substring (and in one of the families, if any)
+    that exist on ``arch`` (sm_90a: every form without arch-specific targets; sm_120a: the kind:: forms)."""
+    def on_arch(ins):
+        return arch in ins.targets if ins.targets else int(arch[3:].rstrip("af")) >= ins.min_sm and \
+            arch not in ("sm_120a", "sm_121a")
     return [
         (ins, s) for ins, s in _catalog.entries()
-        if all(p in ins.opcode for p in patterns) and (not families or ins.family in families)
+        if all(p in ins.opcode for p in patterns) and (not families or ins.family in families) and on_arch(ins)
     ]
 
 
@@ -225,8 +237,11 @@ def main(argv=None):
     c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
         q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
+        q.add_argument("--arch", default="sm_90a", help="target whose entries to build: sm_90a (default) or "
+                       "sm_120a (the RTX Blackwell kind:: forms; block-scaled kernels read scale words S, "
+                       "selectors 0)")
     a = p.parse_args(argv)
-    entries = select_entries(a.match, a.family)
+    entries = select_entries(a.match, a.family, a.arch)
     if not entries:
         p.error(f"no catalog entry matches {a.match}")
     if a.cmd == "source":
@@ -236,6 +251,8 @@ def main(argv=None):
     cubin = open(a.cubin, "rb").read() if a.cubin else None
     if a.edge:
         entries = [(i, s) for i, s in entries if _inputs.edge_distributions(i)]
+    if cubin is None:
+        cubin = compile_cubin(kernel_source(entries), arch=a.arch)
     arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge)
     save_corpus(a.out, arrays, manifest)
     print(f"wrote {a.out}: {len(entries)} entries on {manifest['gpu']}", file=sys.stderr)
