@@ -464,3 +464,13 @@ def test_capture_kernels_compile_for_sm_120a(tmp_path):
     r = subprocess.run([NVCC, "-gencode=arch=compute_120a,code=sm_120a", "-cubin", "-o", str(tmp_path / "k.cubin"),
                         str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_numerics_doc_table_is_current():
+    from pathlib import Path
+
+    from warpsim import _docs
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "numerics.md").read_text()
+    block = text.split(_docs.SM120_BEGIN, 1)[1].split(_docs.SM120_END, 1)[0]
+    assert block.strip() == _docs.sm120a_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
