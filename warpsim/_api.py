@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerics.arch import check_arch, check_target
+from .numerics.arch import check_arch
 from .isa.catalog import Instruction
 from .isa.parse import parse
 
@@ -33,9 +33,7 @@ def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
 
 def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     """Check everything about a call; returns (instruction, single_warp, a, b, c, e) as (W, 32, ...) views."""
-    ins = parse(instruction)
-    check_arch(arch)
-    check_target(ins, arch)
+    ins = parse(instruction, arch=check_arch(arch))
     single, a3 = _words("a", a, ins, ins.words("a"), None)
     _, b3 = _words("b", b, ins, ins.words("b"), single)
     _, c3 = _words("c", c, ins, ins.words("c"), single)
@@ -99,8 +97,11 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None,
     a, b, c: numpy.uint32 arrays, shape (warps, 32, words) or (32, words): each lane's register
     words for the operand in PTX operand order (a .f64 register is two words, low first; element 0
     in the least significant bits).  e: sparse metadata, shape (warps, 32) or (32,).
-    selector: the sparsity-selector immediate.  arch: recipe table to use ("sm_90"; "sm_120a" for
-    the RTX Blackwell ``.kind::`` forms, which exist only there).
+    selector: the sparsity-selector immediate.  arch: the target ("sm_70", "sm_75", "sm_80", "sm_86",
+    "sm_89", "sm_90" (also "sm_90a"), "sm_100", "sm_120", and "sm_120a": sm_120 plus the RTX
+    Blackwell ``.kind::`` forms, which exist only there); an opcode the target lacks raises
+    ValueError naming the lowest target that has it.  Only sm_90 is verified on hardware; the
+    others are modelled from published measurements (``warpsim.explain`` says which rules).
     Block-scaled forms (``.block_scale``) take the PTX operands ``scale-a-data, {byte-id-a,
     thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}`` as keyword arguments: ``scale_a`` and
     ``scale_b`` (uint32, one register per lane: shape (warps, 32) or (32,)) and the four immediates.
@@ -114,7 +115,7 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None,
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     scales = validate_scales(ins, single, a3.shape[0], scale_a, scale_b,
                              (byte_id_a, thread_id_a, byte_id_b, thread_id_b))
-    pl = _engine.plan(ins.opcode, int(selector), arch)
+    pl = _engine.plan(ins.opcode, int(selector), check_arch(arch))
     args = [np.ascontiguousarray(x) for x in (a3, b3, c3)]
     e3 = None if e3 is None else np.ascontiguousarray(e3)
     d = _engine.run(pl, *args, e3, scales=scales)

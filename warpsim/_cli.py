@@ -44,8 +44,14 @@ def cmd_list(a):
             continue
         if a.family and ins.family != a.family:
             continue
-        if a.arch and not (a.arch in ins.targets if ins.targets else a.arch not in ("sm_120a", "sm_121a")):
-            continue
+        if a.arch:
+            from .isa.archs import available
+
+            try:
+                if not available(ins, a.arch):
+                    continue
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         n += 1
         if a.long:
             sel = f"  selectors {list(ins.selectors)}" if ins.is_sparse else ""
@@ -329,7 +335,7 @@ def build_parser():
     s.add_argument("--sm", type=int, help="only opcodes available on this sm (e.g. 80)")
     s.add_argument("--family", help="catalog family, e.g. f16, bf16, tf32, f64, fp8, int8, int4, b1, f16x4")
     s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
-    s.add_argument("--arch", help="only opcodes of this target: sm_90 (or sm_80, ...) or sm_120a (the kind:: forms)")
+    s.add_argument("--arch", help="only opcodes of this target: sm_90 (or sm_80, ...); sm_120a adds the kind:: forms")
     s.set_defaults(fn=cmd_list)
 
     s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")

@@ -83,8 +83,9 @@ class Explanation:
     model_bits: int
     rounded_once: float      # exact result rounded once to nearest in D's format
     ulps: float | None       # (model - exact) / ulp(exact) in D's format
+    arch: str = "sm_90"
+    status: str = ""         # the model's status on arch: sources, and the rules nobody measured
     scales: tuple = ()       # block-scaled: (scale of A's row, scale of B's column) per k block
-    model_note: str = ""     # where the model comes from (sm_120a: published measurements, unverified)
 
     def __str__(self):
         ex = float(self.exact) if isinstance(self.exact, Fraction) else self.exact
@@ -100,8 +101,8 @@ class Explanation:
         if self.scales:
             lines.append("  block scales (A row, B column) per k block: "
                          + ", ".join(f"({float(x)!r}, {float(y)!r})" for x, y in self.scales))
-        if self.model_note:
-            lines.append(f"  model: {self.model_note}")
+        if self.status:
+            lines.append("  model status on " + self.status.replace("\n", "\n  "))
         return "\n".join(lines)
 
 
@@ -176,11 +177,7 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     ulps = None
     if isinstance(exact, Fraction) and math.isfinite(model):
         ulps = float((Fraction(model) - exact) / ulp(exact, td))
-    note = ""
-    if ins.targets:
-        from .numerics.recipes import find_recipe
+    from .numerics.arch import check_arch, describe
 
-        note = ("modelled from published measurements, not verified on hardware: "
-                + find_recipe(ins, arch).source)
-    return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded,
-                       ulps, scales, note)
+    return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps,
+                       check_arch(arch), describe(ins, arch), scales)

@@ -211,9 +211,11 @@ class Corpus:
 def select_entries(patterns=(), families=(), arch="sm_90a"):
     """Catalog entries whose opcode contains every given substring (and in one of the families, if any)
     that exist on ``arch`` (sm_90a: every form without arch-specific targets; sm_120a: the kind:: forms)."""
+    from ..isa.archs import available
+
     def on_arch(ins):
-        return arch in ins.targets if ins.targets else int(arch[3:].rstrip("af")) >= ins.min_sm and \
-            arch not in ("sm_120a", "sm_121a")
+        # sm_90a builds the sm_90 catalog; sm_120a only the kind:: forms (the rest is sm_120's)
+        return bool(ins.targets) if arch in ("sm_120a", "sm_121a") else available(ins, arch)
     return [
         (ins, s) for ins, s in _catalog.entries()
         if all(p in ins.opcode for p in patterns) and (not families or ins.family in families) and on_arch(ins)
