@@ -67,6 +67,19 @@ def available(ins: Instruction, arch: str) -> bool:
     return ins.min_sm <= sm_number(arch) and arch not in EXCEPTIONS.get(ins.opcode, ())
 
 
+def ptxas_also_accepts(ins: Instruction, arch: str) -> bool:
+    """Opcodes ptxas 13.0 assembles for a target that warpsim nevertheless refuses there.
+
+    sm_100a (not sm_100) accepts the sm_120a kind:: spellings on e4m3/e5m2 operands without
+    ``.block_scale`` (except sparse f16 accumulate): ptxas ignores the ``.kind`` and emits the
+    target's legacy fp8 ``mma``.  The PTX ISA defines ``.kind`` for sm_120a only, so warpsim
+    models these spellings on sm_120a / sm_121a alone (tests/golden/ptxas_archs.json records it).
+    """
+    canonical(arch)   # a known target name
+    return (arch.strip().lower() == "sm_100a" and bool(ins.targets) and not ins.block_scaled
+            and {ins.atype, ins.btype} <= {"e4m3", "e5m2"} and not (ins.is_sparse and ins.dtype == "f16"))
+
+
 def lowest_target(ins: Instruction) -> str | None:
     """The oldest modelled target that has the opcode."""
     for t in TARGETS:
