@@ -67,21 +67,22 @@ def test_opcode_counts_per_target():
 
 
 def _ptxas(target):
-    """(ptxas path, why not) for a target: ptxas 13 from PATH, or a CUDA 12 one for sm_70."""
+    """(ptxas path, why not) for a target: ptxas from PATH, or a CUDA 12 one (WARPSIM_PTXAS12, or the
+    ``nvidia-cuda-nvcc-cu12`` wheel's) -- the only kind that still targets sm_70."""
+    cands = [os.environ.get("WARPSIM_PTXAS12", "")]
+    for p in sys.path:
+        cands += glob.glob(os.path.join(p, "nvidia", "cuda_nvcc", "bin", "ptxas"))
+    cands = [shutil.which("ptxas") or ""] + cands
+    for c in cands:
+        if c and os.path.exists(c):
+            v = subprocess.run([c, "--version"], capture_output=True, text=True).stdout
+            m = re.search(r"release (\d+)\.(\d+)", v)
+            if m and (target != "sm_70" or int(m.group(1)) <= 12):
+                return c, None
     if target == "sm_70":
-        cands = [os.environ.get("WARPSIM_PTXAS12", "")]
-        for p in sys.path:
-            cands += glob.glob(os.path.join(p, "nvidia", "cuda_nvcc", "bin", "ptxas"))
-        cands.append(shutil.which("ptxas") or "")
-        for c in cands:
-            if c and os.path.exists(c):
-                v = subprocess.run([c, "--version"], capture_output=True, text=True).stdout
-                if re.search(r"release 1[0-2]\.", v):
-                    return c, None
         return None, ("sm_70 needs a CUDA 12 ptxas (ptxas 13 dropped it): set WARPSIM_PTXAS12 or "
                       "pip install nvidia-cuda-nvcc-cu12")
-    p = shutil.which("ptxas")
-    return (p, None) if p else (None, "ptxas not on PATH (CUDA toolkit not installed): live cross-check skipped")
+    return None, "no ptxas (CUDA toolkit, or the nvidia-cuda-nvcc-cu12 wheel): live cross-check skipped"
 
 
 @pytest.mark.parametrize("target", list(archs.TARGETS) + list(archs.ALIASES))
@@ -286,3 +287,54 @@ def test_explain_states_the_status():
     ins = warpsim.parse(op)
     a, b, c = (np.zeros((32, ins.words(r)), np.uint32) for r in "abc")
     assert "verified on hardware" in str(warpsim.explain(op, a, b, c, arch="sm_90a"))
+
+
+# --- capture and verify for any target --------------------------------------------------------
+
+
+def test_verify_takes_the_architecture_from_the_corpus(capsys, tmp_path):
+    """A corpus that says it was captured on sm_80 is compared with the sm_80 model: integer words
+    (the PTX ISA's exact semantics on every target) agree; f16 m16n8k16 f32 words captured on the
+    H100 do not all agree with Ampere's two-halves model, and verify says so."""
+    from warpsim._cli import main
+    from warpsim._verify import default_corpus
+    from warpsim.hw import Corpus, save_corpus
+
+    src = Corpus(default_corpus())
+    want = ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")
+    arrays, entries = {}, []
+    for i, e in enumerate(src.manifest["entries"]):
+        if e["opcode"] in want:
+            ent, n = src.entry(i), len(entries)
+            arrays.update({f"{n}.{r}": ent[r] for r in "abcde" if r in ent})
+            entries.append(e)
+    path = tmp_path / "sm80.npz"
+    save_corpus(path, arrays, dict(src.manifest, entries=entries, compute_capability="sm_80", target="sm_80"))
+    rc = main(["verify", "--corpus", str(path), "-q"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "model: sm_80 (modelled from published measurements)" in out
+    assert re.search(r"int8\s+dense\s+1\s+\d+\s+0\s+bit-exact", out)
+    assert re.search(r"f16\s+dense\s+1\s+\d+\s+[1-9]\d*\s+1 entries differ", out)
+    assert "not an opcode of sm_80" in out          # the fp8 entry: sm_80 has no fp8 mma
+    assert main(["verify", "--corpus", str(path), "-q", "--arch", "sm_90a"]) == 0
+    assert "model: sm_90 (verified on hardware)" in capsys.readouterr().out
+
+
+def test_capture_source_for_another_target(tmp_path):
+    from warpsim.hw import main
+
+    out = tmp_path / "k.cu"
+    assert main(["source", "--arch", "sm_80", "--out", str(out)]) == 0
+    kernels = re.findall(r"^// entry \d+: (\S+) selector", out.read_text(), re.M)
+    assert set(kernels) == {i.opcode for i in archs.catalog_for("sm_80")}
+    with pytest.raises(SystemExit):
+        main(["source", "--arch", "sm_81", "--out", str(out)])
+
+
+def test_numerics_doc_table_is_generated_from_the_catalog():
+    from warpsim._docs import ARCH_BEGIN, ARCH_END, arch_markdown
+
+    with open(os.path.join(HERE, "..", "docs", "numerics.md")) as f:
+        text = f.read()
+    assert f"{ARCH_BEGIN}\n{arch_markdown()}\n{ARCH_END}" in text

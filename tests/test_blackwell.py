@@ -51,6 +51,10 @@ def _op(kind, shape="m16n8k32", d="f32", a="e2m1", b="e2m1", sparse=False, scale
 
 def test_sm120a_opcode_counts():
     assert len(SM120) == 288
+    from warpsim._verify import corpus_arch   # an sm_120a capture on an RTX 50xx replays on sm_120a
+
+    assert corpus_arch({"compute_capability": "sm_120", "target": "sm_120a"}) == "sm_120a"
+    assert corpus_arch({"compute_capability": "sm_90", "target": "sm_90a"}) == "sm_90"
     lenient = [i for i in SM120 if i.lenient]
     assert len(lenient) == 80 and all(i.atype in ("e4m3", "e5m2") and i.btype in ("e4m3", "e5m2") for i in lenient)
     strict = collections.Counter((i.kind, i.is_sparse, i.scale_vec, i.stype) for i in SM120 if not i.lenient)
@@ -461,7 +465,7 @@ def test_capture_kernels_compile_for_sm_120a(tmp_path):
     from warpsim.hw.capture import kernel_source, select_entries
 
     entries = select_entries(arch="sm_120a")
-    assert len(entries) == 288
+    assert sum(1 for i, _ in entries if i.targets) == 288 and len(entries) == 246 + 288
     src = tmp_path / "k.cu"
     src.write_text(kernel_source(entries))
     r = subprocess.run([NVCC, "-gencode=arch=compute_120a,code=sm_120a", "-cubin", "-o", str(tmp_path / "k.cubin"),

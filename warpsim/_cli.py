@@ -67,8 +67,15 @@ def cmd_list(a):
 def cmd_show(a):
     from .ptx.regfile import example_statement
 
+    from .isa.archs import TARGETS, available
+    from .numerics.arch import STATUS
+
     ins = _ins(a.opcode)
     print(ins.describe())
+    have = [t for t in TARGETS if available(ins, t)]
+    print("  targets (ptxas-checked): " + ", ".join(
+        f"{t}{'' if STATUS[t].startswith('verified') else '*'}" for t in have))
+    print("  (* modelled from published measurements; unmarked: verified on hardware)")
     print()
     print("PTX:")
     print("  " + example_statement(ins))
@@ -285,14 +292,18 @@ def cmd_ptx(a):
 # --- verify / bench ------------------------------------------------------------------
 
 def cmd_verify(a):
-    from ._verify import replay, summary_table
+    from ._verify import corpus_arch, default_corpus, replay, summary_table
+    from .hw import Corpus
+    from .numerics.arch import check_arch, status
 
     try:
-        results = replay(a.corpus, match=tuple(a.match or ()), arch=a.arch, progress=not a.quiet)
+        arch = check_arch(a.arch) if a.arch else corpus_arch(Corpus(a.corpus or default_corpus()).manifest)
+        results = replay(a.corpus, match=tuple(a.match or ()), arch=arch, progress=not a.quiet)
     except (OSError, KeyError, ValueError) as exc:
         raise UsageError(f"cannot replay {a.corpus or 'the default corpus'}: {exc}") from None
     if not results:
         raise UsageError(f"no corpus entry matches {a.match}")
+    print(f"model: {arch} ({status(arch)})")
     print(summary_table(results))
     differ = [r for r in results if r.differ]
     errors = [r for r in results if r.error]
@@ -367,7 +378,9 @@ def build_parser():
     s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
     s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
     s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] [s,] d)")
-    s.add_argument("--arch", default=None, help="default: sm_90, or sm_120a for the sm_120a-only kind:: forms")
+    s.add_argument("--arch", default=None, help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120, sm_120a (modelled); default sm_90, or "
+                                                 "sm_120a for the sm_120a-only kind:: forms")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("ptx", help="run a PTX snippet through the register file",
@@ -379,14 +392,16 @@ def build_parser():
                    help="what reading a never-written register does (default: error)")
     s.add_argument("--seed", type=int, default=0, help="seed for --undefined random")
     s.add_argument("--print", action="append", metavar="REG", help="print only these registers (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120 (modelled)")
     s.set_defaults(fn=cmd_ptx)
 
     s = sub.add_parser("verify", help="replay a golden-vector corpus",
                        description="Replay a captured corpus through warpsim and compare every word; exit 1 if any differs.")
     s.add_argument("--corpus", metavar="PATH", help="corpus .npz (default: the H100 corpus in tests/golden)")
     s.add_argument("--match", action="append", metavar="TEXT", help="only opcodes containing TEXT (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default=None, help="model to compare with (default: the architecture the corpus was "
+                                                "captured on; sm_70 ... sm_120)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     s.set_defaults(fn=cmd_verify)
 

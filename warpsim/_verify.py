@@ -45,8 +45,13 @@ def skipped_distributions(ins) -> tuple[str, ...]:
 
 
 def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
+    from .isa.archs import available
+
     ins = BY_OPCODE[entry["opcode"]]
     res = EntryResult(ins.opcode, entry["selector"], ins.family, ins.is_sparse)
+    if not available(ins, arch):
+        res.error = f"not an opcode of {arch}"
+        return res
     skip = skipped_distributions(ins)
     for name, start, count in entry["distributions"]:
         if name in skip:
@@ -61,11 +66,9 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
             kw = dict(scale_a=np.ascontiguousarray(s[..., 0]), scale_b=np.ascontiguousarray(s[..., 1]),
                       byte_id_a=SCALE_SELECTORS[0], thread_id_a=SCALE_SELECTORS[1],
                       byte_id_b=SCALE_SELECTORS[2], thread_id_b=SCALE_SELECTORS[3])
-        # an sm_120a-only opcode is replayed on its own target
-        target = arch if not ins.targets or arch in ins.targets else ins.targets[0]
         try:
             d = mma(ins.opcode, entry["a"][sl], entry["b"][sl], entry["c"][sl], e, selector=entry["selector"],
-                    arch=target, **kw)
+                    arch=arch, **kw)
         except NotImplementedError as exc:
             res.error = str(exc)
             return res
@@ -76,11 +79,30 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
     return res
 
 
-def replay(path=None, *, match=(), arch="sm_90", progress=False):
-    """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult."""
+def corpus_arch(manifest: dict) -> str:
+    """The modelled target a corpus was captured on: the GPU's compute capability (the hardware
+    wrote the words, whatever the build target), else its build target, else ``"sm_90"``;
+    ValueError if that is not a modelled target (then pass ``arch`` explicitly)."""
+    from .numerics.arch import check_arch
+
+    cc, target = manifest.get("compute_capability"), manifest.get("target")
+    if cc and target:
+        # an arch-specific build (sm_120a) on its own GPU (compute capability 12.0): the a-target,
+        # whose catalog is the GPU's plus the arch-specific forms
+        t = check_arch(target)
+        if t.startswith(check_arch(cc)):
+            return t
+    return check_arch(cc or target or "sm_90")
+
+
+def replay(path=None, *, match=(), arch=None, progress=False):
+    """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult.
+    ``arch`` (default: the architecture the corpus records) names the model to compare with."""
     from .hw import Corpus
 
     corpus = Corpus(path or default_corpus())
+    if arch is None:
+        arch = corpus_arch(corpus.manifest)
     out = []
     items = [(i, e) for i, e in enumerate(corpus.manifest["entries"]) if all(m in e["opcode"] for m in match)]
     for n, (i, _) in enumerate(items):

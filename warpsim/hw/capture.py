@@ -132,7 +132,8 @@ def gpu_info(cp) -> dict:
     }
 
 
-def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True, edge=False):
+def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True, edge=False,
+            arch: str = "sm_90a", nvcc: str = "nvcc"):
     """Run every entry on the GPU over generated inputs.
 
     Returns (arrays, manifest) ready for :func:`save_corpus`.  With ``edge`` the
@@ -142,7 +143,7 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
 
     entries = list(entries)
     if cubin is None:
-        cubin = compile_cubin(kernel_source(entries))
+        cubin = compile_cubin(kernel_source(entries), arch, nvcc)
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(cubin)
     module = cp.RawModule(path=f.name)
@@ -175,7 +176,7 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
             print(f"\r[{idx + 1}/{len(entries)}] {ins.opcode} sel {sel}".ljust(100), end="", file=sys.stderr, flush=True)
     if progress:
         print(f"\ncaptured {len(entries)} entries in {time.time() - t0:.1f}s", file=sys.stderr)
-    manifest = {"format": 1, "seed": seed, "warps_per_distribution": warps, "entries": items}
+    manifest = {"format": 1, "seed": seed, "warps_per_distribution": warps, "entries": items, "target": arch}
     manifest.update(gpu_info(cp))
     return arrays, manifest
 
@@ -208,18 +209,25 @@ class Corpus:
             yield self.entry(i)
 
 
-def select_entries(patterns=(), families=(), arch="sm_90a"):
-    """Catalog entries whose opcode contains every given substring (and in one of the families, if any)
-    that exist on ``arch`` (sm_90a: every form without arch-specific targets; sm_120a: the kind:: forms)."""
+def select_entries(patterns=(), families=(), arch=None):
+    """Catalog entries whose opcode contains every given substring (and in one of the families, if
+    any; and that the target ``arch`` has, if given)."""
     from ..isa.archs import available
 
-    def on_arch(ins):
-        # sm_90a builds the sm_90 catalog; sm_120a only the kind:: forms (the rest is sm_120's)
-        return bool(ins.targets) if arch in ("sm_120a", "sm_121a") else available(ins, arch)
     return [
         (ins, s) for ins, s in _catalog.entries()
-        if all(p in ins.opcode for p in patterns) and (not families or ins.family in families) and on_arch(ins)
+        if all(p in ins.opcode for p in patterns) and (not families or ins.family in families)
+        and (arch is None or available(ins, arch))
     ]
+
+
+def _gpu_target():
+    """The compile target for this machine's GPU (sm_90 -> sm_90a, as the committed corpus was built)."""
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    t = f"sm_{props['major']}{props['minor']}"
+    return "sm_90a" if t == "sm_90" else t
 
 
 def main(argv=None):
@@ -239,13 +247,22 @@ def main(argv=None):
     c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
         q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
-        q.add_argument("--arch", default="sm_90a", help="target whose entries to build: sm_90a (default) or "
-                       "sm_120a (the RTX Blackwell kind:: forms; block-scaled kernels read scale words S, "
-                       "selectors 0)")
+        q.add_argument("--arch", help="target to build for and take opcodes of, e.g. sm_80, sm_86, sm_89, sm_120, sm_120a (sm_120 + the kind:: forms; "
+                                      "block-scaled kernels read scale words S, selectors 0) "
+                                      "(default: source sm_90a; capture: this machine's GPU)")
+    c.add_argument("--nvcc", default="nvcc", help="nvcc to build with (sm_70 needs a CUDA 12 nvcc)")
     a = p.parse_args(argv)
+    if a.arch is None:
+        a.arch = "sm_90a" if a.cmd == "source" or a.cubin else _gpu_target()
+    from ..isa.archs import canonical
+
+    try:
+        canonical(a.arch)
+    except ValueError as exc:
+        p.error(str(exc))
     entries = select_entries(a.match, a.family, a.arch)
     if not entries:
-        p.error(f"no catalog entry matches {a.match}")
+        p.error(f"no catalog entry of {a.arch} matches {a.match}")
     if a.cmd == "source":
         with open(a.out, "w") as f:
             f.write(kernel_source(entries))
@@ -253,9 +270,8 @@ def main(argv=None):
     cubin = open(a.cubin, "rb").read() if a.cubin else None
     if a.edge:
         entries = [(i, s) for i, s in entries if _inputs.edge_distributions(i)]
-    if cubin is None:
-        cubin = compile_cubin(kernel_source(entries), arch=a.arch)
-    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge)
+    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge, arch=a.arch,
+                               nvcc=a.nvcc)
     save_corpus(a.out, arrays, manifest)
     print(f"wrote {a.out}: {len(entries)} entries on {manifest['gpu']}", file=sys.stderr)
     return 0

@@ -60,14 +60,14 @@ UNMEASURED_INT = (
 
 def check_arch(arch) -> str:
     """The canonical modelled target for ``arch`` (``"sm_90a"`` -> ``"sm_90"``); ValueError otherwise."""
-    from ..isa.archs import canonical
+    from ..isa.archs import TARGETS, canonical
 
     try:
         a = canonical(arch)
     except ValueError:
         a = None
     if a not in ARCHS:
-        raise ValueError(f"arch {arch!r} is not modelled; modelled architectures: {', '.join(ARCHS)} "
+        raise ValueError(f"arch {arch!r} is not modelled; modelled architectures: {', '.join(t for t in TARGETS if t in ARCHS)} "
                          f"(\"sm_90a\", \"sm_100a\" name the same targets; \"sm_121a\" is sm_120a)")
     return a
 
