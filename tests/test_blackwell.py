@@ -481,3 +481,25 @@ def test_numerics_doc_table_is_current():
     text = (Path(__file__).resolve().parent.parent / "docs" / "numerics.md").read_text()
     block = text.split(_docs.SM120_BEGIN, 1)[1].split(_docs.SM120_END, 1)[0]
     assert block.strip() == _docs.sm120a_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
+
+
+@pytest.mark.parametrize("pair", [("e2m1", "e2m1"), ("e3m2", "e2m3"), ("e2m3", "e4m3"), ("e5m2", "e3m2")])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_fast_path_equals_the_exact_kernel(pair, dtype):
+    """The float fast path (warpsim.engine.tensorcore) takes the unscaled kind::f8f6f4 forms, fp4/fp6
+    included; on random register words (every code, random high container bits, NaN/inf e4m3/e5m2,
+    any C) it must give the exact per-element kernel's words."""
+    from warpsim.engine import kernel
+
+    op = _op("f8f6f4", d=dtype, a=pair[0], b=pair[1])
+    ins = warpsim.parse(op)
+    pl = kernel.plan(op, 0, "sm_120a")
+    assert pl.ftab is not None
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.integers(0, 2**32, (256, 32, ins.words(r)), dtype=np.uint32) for r in "abc")
+    if dtype == "f32":   # keep most C words finite and moderate so the fast path takes most warps
+        c = (c & np.uint32(0x81FFFFFF)) | np.uint32(0x3E000000)
+    e = np.zeros((1, 32), np.uint32)
+    fast = kernel.run(pl, a, b, c, None)
+    exact = kernel._generic(pl, a, b, c, e)
+    assert (fast == exact).all()

@@ -647,8 +647,7 @@ def tc_fast_ok(p, N, Ka):
         return False
     if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
         return False
-    if p[P_SCALE] != SCALE_NONE or p[P_A + 4] == 2 or p[P_B + 4] == 2 or p[P_A] != p[P_A] // 8 * 8 \
-            or p[P_B] != p[P_B] // 8 * 8:
+    if p[P_SCALE] != SCALE_NONE:
         return False
     if p[P_FRAC] < 0 or p[P_FRAC] > 30 or Ka > (1 << 20):
         return False
