@@ -449,9 +449,12 @@ class Warp:
             base = 6 if ins.is_sparse else 4
             sel4 = []
             for reg, pair, who in ((operands[base], operands[base + 1], "a"), (operands[base + 2], operands[base + 3], "b")):
-                self._check_reg(reg, 32, line, stmt, f"scale-{who} operand (.{ins.stype} factors)")
-                kw[f"scale_{who}"] = np.ascontiguousarray(self._read(reg, line, stmt))
-                vals = [_parse_int(x) for x in pair] if isinstance(pair, list) and len(pair) == 2 else None
+                what = f"scale-{who} operand (.{ins.stype} factors)"
+                if not isinstance(reg, str) or not self.is_register(reg):
+                    ctx.fail(f"{what}: {reg!r} is not a register name (%[a-z]+[0-9]*)", token=reg if isinstance(reg, str) else None)
+                ctx._check_width(reg, "b32", what, False)
+                kw[f"scale_{who}"] = np.ascontiguousarray(ctx.read(reg, "b32", what=what))
+                vals = [parse_int(x) for x in pair] if isinstance(pair, list) and len(pair) == 2 else None
                 if vals is None or None in vals:
                     raise PTXError(f"scale selectors of {who.upper()} must be {{byte-id-{who}, thread-id-{who}}}, two integer "
                                    "immediates", line=line, statement=stmt)
