@@ -6,6 +6,7 @@ out), :func:`parse` (an opcode's catalog entry), the fragment helpers
 """
 
 from ._api import mma
+from ._wgmma import wgmma
 from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
@@ -16,5 +17,5 @@ from ._diagnose import explain
 
 __version__ = "0.1.0"
 
-__all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
+__all__ = ["mma", "wgmma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
            "matmul", "Warp", "PTXError", "compress", "expand", "explain"]

@@ -49,6 +49,10 @@ class Row:
     satfinite: tuple = NO_SAT
     bitops: tuple = (None,)
     selectors: int = 0           # sparse rows: how many sparsity-selector values (0 = dense)
+    kind: str = "mma"            # instruction class: "mma" (a warp, 32 threads) or "wgmma" (a warpgroup, 128)
+    ns: tuple = ()               # wgmma rows: the N values of shape "m64nNk.."
+    imm_scale: bool = False      # wgmma: takes imm-scale-a / imm-scale-b (+1 / -1)
+    imm_trans: bool = False      # wgmma: takes imm-trans-a / imm-trans-b (MN-major shared-memory operands)
 
 
 # fmt: off
@@ -95,6 +99,25 @@ ROWS: tuple[Row, ...] = (
 )
 # fmt: on
 
+#: N of ``wgmma`` m64nNk.. shapes: every multiple of 8 for floats; integers and b1 skip the odd multiples above 32.
+WG_N_FLOAT = tuple(range(8, 257, 8))
+WG_N_INT = (8, 16, 24) + tuple(range(32, 257, 16))
+
+#: Hopper warpgroup MMA (``wgmma.mma_async``; sm_90a only).  D is both the
+#: accumulator and the result (C type = D type).  A comes from registers or a
+#: shared-memory descriptor, B from a descriptor.  Checked with ptxas 13.0 for
+#: sm_90a: exactly these 546 opcodes are accepted, each with either A form.
+# fmt: off
+WGMMA_ROWS: tuple[Row, ...] = (
+    Row("f16",  "m64nNk16",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
+    Row("bf16", "m64nNk16",  _same("bf16"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
+    Row("tf32", "m64nNk8",   _same("tf32"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True),
+    Row("fp8",  "m64nNk32",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True),
+    Row("int8", "m64nNk32",  _mix(I8),      S32,                              90, "8.0", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
+    Row("b1",   "m64nNk256", _same("b1"),   S32,                              90, "8.0", kind="wgmma", ns=WG_N_INT, bitops=("and",)),
+)
+# fmt: on
+
 #: PTX ISA version that introduced ``mma.sp::ordered_metadata``.
 ORDERED_METADATA_PTX = "8.5"
 
@@ -125,6 +148,18 @@ class Instruction:
     min_sm: int
     min_ptx: str
     mnk: tuple[int, int, int] = field(repr=False)
+    kind: str = "mma"            # "mma" or "wgmma"
+    imm_scale: bool = False      # wgmma: imm-scale-a / imm-scale-b operands
+    imm_trans: bool = False      # wgmma: imm-trans-a / imm-trans-b operands
+
+    @property
+    def threads(self) -> int:
+        """Threads that execute the instruction together: 32 (a warp) or 128 (a warpgroup)."""
+        return 128 if self.kind == "wgmma" else 32
+
+    @property
+    def is_wgmma(self) -> bool:
+        return self.kind == "wgmma"
 
     @property
     def m(self) -> int:
@@ -161,10 +196,14 @@ class Instruction:
 
     def elements_per_lane(self, operand: str) -> int:
         r, c = self.matrix_shape(operand)
-        return self.products * r * c // 32
+        return self.products * r * c // self.threads
 
     def words(self, operand: str) -> int:
-        """32-bit words one lane holds for an operand ('a', 'b', 'c', 'd' or 'e')."""
+        """32-bit words one lane holds for an operand ('a', 'b', 'c', 'd' or 'e').
+
+        wgmma: 'a' counts the register form of A; B always comes from shared memory (0 words)."""
+        if self.is_wgmma and operand == "b":
+            return 0
         if operand == "e":
             return 1 if self.is_sparse else 0
         return self.elements_per_lane(operand) * self.elem(operand).bits // 32
@@ -179,6 +218,8 @@ class Instruction:
         return tuple((self, s) for s in self.selectors)
 
     def describe(self) -> str:
+        if self.is_wgmma:
+            return _describe_wgmma(self)
         kind = f"sparse ({self.sparse})" if self.sparse else "dense"
         lines = [
             self.opcode,
@@ -199,6 +240,45 @@ class Instruction:
         if self.bitop:
             lines.append(f"  bit product: popcount(a {self.bitop.upper()} b)")
         return "\n".join(lines)
+
+
+def _describe_wgmma(ins: Instruction) -> str:
+    m, n, k = ins.mnk
+    imms = ["scale-d (predicate)"] + (["imm-scale-a", "imm-scale-b"] if ins.imm_scale else [])
+    imms += ["imm-trans-a (descriptor A only)", "imm-trans-b"] if ins.imm_trans else []
+    lines = [
+        ins.opcode,
+        f"  warpgroup MMA (128 threads), family {ins.family}, shape m{m}n{n}k{k}, sm_90a only, PTX ISA {ins.min_ptx}",
+        f"  D.{ins.dtype} = A.{ins.atype} x B.{ins.btype} + D (scale-d = 0: D = A x B)",
+        f"  A: {m}x{k}, from registers ({ins.registers('a')} word(s) per thread) or a shared-memory descriptor",
+        f"  B: {k}x{n}, from a shared-memory descriptor",
+        f"  D: {m}x{n}, {ins.words('d')} word(s) per thread",
+        f"  operands after the descriptors: {', '.join(imms)}",
+        "  shared-memory operands: K-major" + (" or MN-major (transposed)" if ins.imm_trans else " only"),
+    ]
+    if ins.satfinite:
+        lines.append("  .satfinite: results clamp to the s32 range instead of wrapping")
+    if ins.bitop:
+        lines.append(f"  bit product: popcount(a {ins.bitop.upper()} b)")
+    return "\n".join(lines)
+
+
+def _wg_opcode(shape, sat, d, a, b, bitop) -> str:
+    parts = ["wgmma", "mma_async", "sync", "aligned", shape] + (["satfinite"] if sat else []) + [d, a, b]
+    return ".".join(parts + ([bitop, "popc"] if bitop else []))
+
+
+def _expand_wgmma(rows) -> tuple[Instruction, ...]:
+    out = []
+    for row in rows:
+        for (d, c), (a, b), sat, bitop, n in itertools.product(row.dc, row.ab, row.satfinite, row.bitops, row.ns):
+            shape = row.shape.replace("N", str(n))
+            out.append(Instruction(
+                opcode=_wg_opcode(shape, sat, d, a, b, bitop), family=row.family, shape=shape,
+                atype=a, btype=b, ctype=c, dtype=d, alayout="row", blayout="col",
+                satfinite=sat, bitop=bitop, sparse=None, selectors=(0,), min_sm=row.sm, min_ptx=row.ptx,
+                mnk=_parse_shape(shape), kind="wgmma", imm_scale=row.imm_scale, imm_trans=row.imm_trans))
+    return tuple(out)
 
 
 def _opcode(row: Row, sparse, alay, blay, sat, d, a, b, c, bitop) -> str:
@@ -240,10 +320,12 @@ def _expand(rows) -> tuple[Instruction, ...]:
     return tuple(out)
 
 
-#: Every opcode, in table order.
+#: Every warp-level ``mma`` opcode, in table order.
 CATALOG: tuple[Instruction, ...] = _expand(ROWS)
-#: Lookup by opcode string.
-BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG}
+#: Every warpgroup ``wgmma.mma_async`` opcode, in table order.
+WGMMA_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_ROWS)
+#: Lookup by opcode string (both classes).
+BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_CATALOG}
 
 
 def entries():

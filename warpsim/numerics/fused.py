@@ -62,7 +62,8 @@ P_ACC = 30        # format of the block result / chained accumulator (5 ints)
 P_CMODE = 35      # CMODE_FUSED: C is a term of the first block; CMODE_SEPARATE_ADD: blocks start at +0, then D = RNE(acc + C)
 P_OVF = 36        # block-result overflow rule (OVF_INF / OVF_IEEE)
 P_ZERO = 37       # block-result zeros: ZERO_IEEE (all terms -0 -> -0, underflow keeps the sign) / ZERO_POSITIVE (always +0)
-P_LEN = 38
+P_RES_MB = 38     # D keeps only this many mantissa bits (toward zero; NaN stays canonical); 0 = all (wgmma fp8 f32: 13)
+P_LEN = 39
 KIND_TC_DOT = 1
 
 #: fractional bits (below the larger exponent) used by the separately rounded
@@ -368,7 +369,20 @@ def tc_dot(a, b, n, c, p):
         accf = P_ACC
     if p[P_CMODE] == CMODE_SEPARATE_ADD:
         return add_rne(acc, np.uint64(c), p, P_D)
+    if p[P_RES_MB] > 0:
+        return keep_mantissa(acc, p, P_ACC, p[P_RES_MB])
     return acc
+
+
+@njit(cache=True, nogil=True)
+def keep_mantissa(x, p, f, keep):
+    """Clear the low mantissa bits of a finite result so that ``keep`` remain (truncation)."""
+    w, eb, mb, ign = p[f], p[f + 1], p[f + 2], p[f + 3]
+    cls, s, e, m = decode(x, w, eb, mb, ign, p[f + 4])
+    if cls != CLS_FINITE or keep >= mb:
+        return x
+    drop = np.uint64(mb - keep + ign)
+    return (np.uint64(x) >> drop) << drop
 
 
 @njit(cache=True, nogil=True)
@@ -485,6 +499,8 @@ def tc_fast_ok(p, N, Ka):
     if N != _NB:
         return False
     if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
+        return False
+    if p[P_RES_MB] != 0:
         return False
     if p[P_FRAC] < 0 or p[P_FRAC] > 30 or Ka > (1 << 20):
         return False

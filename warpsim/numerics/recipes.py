@@ -36,6 +36,8 @@ Parameter vector (``numpy.int64``, length ``fused.P_LEN``) returned by
     p[36]     block overflow: 0 = inf even under truncation; 1 = IEEE
     p[37]     zero block results: 0 = IEEE signs (-0 when every term is -0,
               a nonzero sum rounded to zero keeps its sign); 1 = always +0
+    p[38]     result mantissa bits: D keeps only this many mantissa bits (the rest
+              cleared, i.e. truncated; NaN stays canonical); 0 = all (sm_90a wgmma fp8 -> f32: 13)
 
 The engine calls ``fused.tc_dot(a, b, n, c, p)`` per output element with the
 A row and the B column in k order (sparse: the ``n = k/2`` kept A elements
@@ -65,6 +67,7 @@ class Recipe:
     c_entry: str = "fused"           # "fused" (C in the first block) or "add_rne" (separate RNE add)
     overflow: str = "inf"            # "inf" or "ieee"
     zero: str = "positive"           # zero results: "positive" (always +0) or "ieee"
+    result_man_bits: int = 0         # D keeps only this many mantissa bits (toward zero); 0 = all
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
@@ -99,11 +102,28 @@ RECIPES: dict[str, dict[tuple, Recipe]] = {
     },
 }
 
+#: wgmma on sm_90a (keys: ("wgmma", family, dtype)).  f16/bf16/tf32: the HMMA
+#: model of the same K (measured: Triton captures and tests/golden/wgmma_sm90a.npz).
+#: fp8 is native, not the mma emulation: one fused sum with 13 fractional bits.
+WGMMA_RECIPES: dict[tuple, Recipe] = {
+    ("wgmma", "f16", "f32"): _HMMA_F32,
+    ("wgmma", "f16", "f16"): _HMMA_F16,
+    ("wgmma", "bf16", "f32"): _HMMA_F32,
+    ("wgmma", "tf32", "f32"): _HMMA_F32,
+    ("wgmma", "fp8", "f16"): Recipe(frac=13, rounding="rne", zero="positive"),
+    # fitted on H100 captures: the same 13-bit fused sum (C included), truncated to f32, of
+    # which only 13 mantissa bits are kept (the low 10 cleared); NaN is the canonical 0x7fffffff.
+    ("wgmma", "fp8", "f32"): Recipe(frac=13, rounding="rz", zero="positive", result_man_bits=13),
+}
+RECIPES["sm_90a"] = {**RECIPES["sm_90"], **WGMMA_RECIPES}
+
 #: families another module handles (warpsim.numerics.chain)
 _CHAIN_FAMILIES = ("f64", "f16x4")
 
 
 def _keys(ins: Instruction):
+    if ins.is_wgmma:
+        return (("wgmma", ins.family, ins.dtype),)
     sp = ins.is_sparse
     return (
         (ins.family, ins.shape, sp, ins.atype, ins.btype, ins.dtype),
@@ -158,6 +178,7 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
     p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
+    p[ar.P_RES_MB] = r.result_man_bits
     return p
 
 
