@@ -114,3 +114,36 @@ def kernel_source(specs) -> str:
         out.append("}")
         out.append("")
     return "\n".join(out)
+
+
+def ptx_source(forms, version: str = "8.4") -> str:
+    """A PTX module (no CUDA) with one kernel per ``(opcode, a_src, immediates)`` form, for ptxas checks.
+
+    ``forms``: iterable of (opcode string, "desc"/"reg", list of immediate strings after scale-d);
+    the opcode need not be in the catalog (rejected-form fixtures).  D registers follow the
+    opcode's D type and N.
+    """
+    out = [f".version {version}", ".target sm_90a", ".address_size 64", ""]
+    for idx, (op, a_src, imms) in enumerate(forms):
+        toks = op.split(".")
+        shape = toks[4]
+        n = int(shape.split("n")[1].split("k")[0])
+        dt = toks[6] if toks[5] == "satfinite" else toks[5]
+        count = n // 2 if dt in ("f32", "s32") else n // 4
+        pre = {"f32": "%f"}.get(dt, "%r")
+        d = "{" + ", ".join(f"{pre}{i}" for i in range(max(count, 1))) + "}"
+        a = "{%q0, %q1, %q2, %q3}" if a_src == "reg" else "%rd0"
+        out += [f".visible .entry wgmma_check_{idx}() {{",
+                " .reg .b32 %r<140>; .reg .f32 %f<140>; .reg .b32 %q<4>; .reg .b64 %rd<2>; .reg .pred %p<1>;",
+                f" {op} {d}, {a}, %rd1, %p0{''.join(', ' + x for x in imms)};",
+                "}", ""]
+    return "\n".join(out)
+
+
+def catalog_forms():
+    """Every catalog wgmma opcode in both A forms with the immediates ptxas expects (scale +1, no transpose)."""
+    from ..isa.catalog import WGMMA_CATALOG
+
+    for ins in WGMMA_CATALOG:
+        for a_src in ("desc", "reg"):
+            yield ins.opcode, a_src, immediates(Spec(ins, a_src))

@@ -106,14 +106,16 @@ WG_N_INT = (8, 16, 24) + tuple(range(32, 257, 16))
 #: Hopper warpgroup MMA (``wgmma.mma_async``; sm_90a only).  D is both the
 #: accumulator and the result (C type = D type).  A comes from registers or a
 #: shared-memory descriptor, B from a descriptor.  Checked with ptxas 13.0 for
-#: sm_90a: exactly these 546 opcodes are accepted, each with either A form.
+#: sm_90a: exactly these 546 opcodes are accepted, each with either A form (mixed
+#: s8/u8 needs PTX ISA 8.4, everything else 8.0).
 # fmt: off
 WGMMA_ROWS: tuple[Row, ...] = (
     Row("f16",  "m64nNk16",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
     Row("bf16", "m64nNk16",  _same("bf16"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
     Row("tf32", "m64nNk8",   _same("tf32"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True),
     Row("fp8",  "m64nNk32",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True),
-    Row("int8", "m64nNk32",  _mix(I8),      S32,                              90, "8.0", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
+    Row("int8", "m64nNk32",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.0", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
+    Row("int8", "m64nNk32",  (("s8", "u8"), ("u8", "s8")), S32,               90, "8.4", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
     Row("b1",   "m64nNk256", _same("b1"),   S32,                              90, "8.0", kind="wgmma", ns=WG_N_INT, bitops=("and",)),
 )
 # fmt: on

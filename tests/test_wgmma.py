@@ -1,0 +1,313 @@
+"""wgmma.mma_async: catalog vs ptxas, descriptors and swizzles, and the H100 corpus replayed word for word."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import warpsim
+from warpsim.hw.wgmma_capture import Spec, catalog_forms, immediates, ptx_source
+from warpsim.isa import smem as S
+from warpsim.isa.catalog import BY_OPCODE, WGMMA_CATALOG
+from warpsim.isa.layouts import layout
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+HEAD = "wgmma.mma_async.sync.aligned."
+
+# forms PTX forbids on sm_90a: (opcode, A source, immediates after scale-d, words the parse error must contain)
+WG_REJECTED = [
+    (HEAD + "m64n8k8.f32.tf32.tf32", "desc", ["1", "1", "0", "0"], None),          # tf32 has no imm-trans
+    (HEAD + "m64n8k32.f32.e4m3.e4m3", "desc", ["1", "1", "1", "0"], None),         # fp8 has no imm-trans
+    (HEAD + "m64n40k32.s32.s8.s8", "desc", [], "N = 40 is not allowed"),
+    (HEAD + "m64n8k16.f16.bf16.bf16", "desc", ["1", "1", "0", "0"], "allowed after the shape"),
+    (HEAD + "m64n8k256.s32.b1.b1.xor.popc", "desc", [], ".and.popc"),
+    (HEAD + "m64n264k16.f32.f16.f16", "desc", ["1", "1", "0", "0"], "N = 264"),
+    (HEAD + "m64n8k16.f32.e4m3.e4m3", "desc", ["1", "1"], "has shape m64nNk32"),
+    (HEAD + "m64n8k32.satfinite.f32.e4m3.e4m3", "desc", ["1", "1"], "no sm_90a wgmma"),
+    (HEAD + "m64n8k16.f32.f16.f16", "reg", ["1", "1", "0", "0"], None),            # register A: no imm-trans-a
+]
+
+
+def test_catalog_counts():
+    assert len(WGMMA_CATALOG) == 546
+    fam = {}
+    for i in WGMMA_CATALOG:
+        fam[i.family] = fam.get(i.family, 0) + 1
+    assert fam == {"f16": 64, "bf16": 32, "tf32": 32, "fp8": 256, "int8": 144, "b1": 18}
+    i = BY_OPCODE[HEAD + "m64n256k16.f32.f16.f16"]
+    assert (i.threads, i.words("a"), i.words("d"), i.words("b")) == (128, 4, 128, 0)
+    assert warpsim.parse(HEAD + "m64n8k32.satfinite.s32.u8.s8").min_ptx == "8.4"
+
+
+@pytest.mark.parametrize("bad,a_src,imms,msg", WG_REJECTED, ids=lambda x: x if isinstance(x, str) and "." in x else None)
+def test_parse_rejects(bad, a_src, imms, msg):
+    if msg is None:
+        return   # the opcode exists; only the operand form is forbidden (checked by ptxas below, and by the API)
+    with pytest.raises(ValueError, match=msg.replace(".", r"\.")):
+        warpsim.parse(bad)
+
+
+PTXAS = shutil.which("ptxas")
+needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not on PATH: the ptxas cross-check needs the CUDA toolkit")
+
+
+def _ptxas(forms, tmp_path):
+    src = tmp_path / "w.ptx"
+    src.write_text(ptx_source(forms))
+    return subprocess.run([PTXAS, "-arch=sm_90a", "-o", str(tmp_path / "w.cubin"), str(src)], capture_output=True, text=True)
+
+
+@needs_ptxas
+def test_ptxas_accepts_every_catalog_form(tmp_path):
+    r = _ptxas(list(catalog_forms()), tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("bad,a_src,imms,msg", WG_REJECTED, ids=[f"{b[len(HEAD):]}|{a}" for b, a, _, _ in WG_REJECTED])
+def test_ptxas_rejects(bad, a_src, imms, msg, tmp_path):
+    r = _ptxas([(bad, a_src, imms)], tmp_path)
+    assert r.returncode != 0 and "error" in r.stderr
+
+
+def test_immediates_follow_the_catalog():
+    f16 = BY_OPCODE[HEAD + "m64n8k16.f32.f16.f16"]
+    assert immediates(Spec(f16, "desc", -1, 1, 1, 0)) == ["-1", "1", "1", "0"]
+    assert immediates(Spec(f16, "reg", 1, 1, 0, 1)) == ["1", "1", "1"]
+    with pytest.raises(ValueError):
+        immediates(Spec(BY_OPCODE[HEAD + "m64n8k8.f32.tf32.tf32"], "desc", 1, 1, 1, 0))
+
+
+# --- fragments ----------------------------------------------------------------
+
+def test_accumulator_fragment():
+    tab = layout(HEAD + "m64n16k16.f32.f16.f16", "d")
+    assert tab.shape == (128, 8, 3)
+    # thread 37 = warp 1, lane 5 (group 1, thread-in-group 1): rows 16+1 and 16+9, columns 2,3 and 10,11
+    assert tab[37, :, 1:].tolist() == [[17, 2], [17, 3], [25, 2], [25, 3], [17, 10], [17, 11], [25, 10], [25, 11]]
+    full = {(r, c) for r, c in tab[..., 1:].reshape(-1, 2).tolist()}
+    assert len(full) == 64 * 16
+
+
+def test_a_fragment_tf32_and_b1():
+    t = layout(HEAD + "m64n8k8.f32.tf32.tf32", "a")
+    assert t[127, :, 1:].tolist() == [[55, 3], [63, 3], [55, 7], [63, 7]]
+    b = layout(HEAD + "m64n8k256.s32.b1.b1.and.popc", "a")
+    assert b.shape == (128, 128, 3) and b[1, 0, 1:].tolist() == [0, 32]
+
+
+# --- descriptors and shared-memory layouts -------------------------------------
+
+def test_descriptor_round_trip_and_fields():
+    d = S.encode_descriptor(1024 + 96, 16, 1024, "128B")
+    assert d == ((1120 >> 4) | (1 << 16) | (64 << 32) | (1 << 62))
+    assert S.decode_descriptor(np.uint64(d)) == S.Descriptor(1120, 16, 1024, "128B", 0)
+    for bad, msg in ((lambda: S.encode_descriptor(8, 16, 16), "multiple of 16"),
+                     (lambda: S.encode_descriptor(0, 16, 16, "16B"), "swizzle must be"),
+                     (lambda: S.decode_descriptor(1 << 14), "reserved bits"),
+                     (lambda: S.decode_descriptor(-1), "64-bit")):
+        with pytest.raises(ValueError, match=msg):
+            bad()
+
+
+def test_swizzle_patterns():
+    a = np.arange(0, 1024, 16)
+    assert (S.swizzle(a, "none") == a).all()
+    # 128B: 16-byte chunk c of row r (rows of 128 bytes) moves to chunk c ^ (r % 8)
+    r, c = a // 128, (a % 128) // 16
+    assert (S.swizzle(a, "128B") == r * 128 + (c ^ (r % 8)) * 16).all()
+    assert (S.swizzle(a, "32B") == a ^ (((a >> 7) & 1) << 4)).all()
+
+
+@pytest.mark.parametrize("bits,k,major", [(16, 16, "K"), (16, 16, "MN"), (32, 8, "K"), (8, 32, "K"), (1, 256, "K")])
+@pytest.mark.parametrize("sw", list(S.SWIZZLE_MODES))
+def test_write_read_round_trip(bits, k, major, sw):
+    rng = np.random.default_rng(0)
+    w = S.SWIZZLE_BYTES[sw]
+    if major == "K":
+        d = S.encode_descriptor(2048 + (32 if w > 32 else 0), 16 if w else 1024, 8 * w if w else 128, sw)
+    else:
+        d = S.encode_descriptor(2048, 2 * 8 * w if w else 1024, 8 * w if w else 128, sw)
+    m = rng.integers(0, 1 << bits, size=(64, k), dtype=np.uint64)
+    sm = np.zeros(S.footprint(d, 64, k, bits, major), np.uint8)
+    S.write_operand(sm, d, m, bits, major)
+    assert (S.read_operand(sm, d, 64, k, bits, major) == m).all()
+
+
+def test_out_of_range_and_malformed_reads_are_refused():
+    op = HEAD + "m64n8k16.f32.f16.f16"
+    d = np.zeros((128, 4), np.uint32)
+    sm = np.zeros(512, np.uint8)
+    with pytest.raises(ValueError, match="reads shared-memory bytes up to"):
+        warpsim.wgmma(op, d, S.encode_descriptor(0, 128, 256), S.encode_descriptor(256, 128, 256), smem=sm)
+    with pytest.raises(ValueError, match="reserved bits"):
+        warpsim.wgmma(op, d, np.uint64(1 << 47), S.encode_descriptor(0, 128, 256), smem=sm)
+    with pytest.raises(NotImplementedError, match="base offset"):
+        warpsim.wgmma(op, d, np.uint64(S.encode_descriptor(0, 128, 256) | (1 << 49)), S.encode_descriptor(0, 128, 256), smem=sm)
+
+
+def test_api_errors():
+    op = HEAD + "m64n8k8.f32.tf32.tf32"
+    d = np.zeros((128, 4), np.uint32)
+    sm = np.zeros(4096, np.uint8)
+    da, db = S.encode_descriptor(0, 128, 256), S.encode_descriptor(2048, 128, 256)
+    for kw, msg in ((dict(trans_b=1), "K-major shared memory only"), (dict(scale_a=2), "scale_a must be one of"),
+                    (dict(scale_d=3), "scale_d must be 0 or 1"), (dict(arch="sm_90"), "sm_90a only"),
+                    (dict(e=np.zeros(128, np.uint32)), "not modelled yet")):
+        with pytest.raises((ValueError, NotImplementedError), match=msg):
+            warpsim.wgmma(op, d, da, db, smem=sm, **kw)
+    with pytest.raises(ValueError, match="shape"):
+        warpsim.wgmma(op, np.zeros((32, 4), np.uint32), da, db, smem=sm)
+    with pytest.raises(TypeError, match="uint64"):
+        warpsim.wgmma(op, d, np.array([0], np.int64), db, smem=sm)
+    with pytest.raises(ValueError, match="use warpsim.wgmma"):
+        warpsim.mma(op, d, d, d)
+    with pytest.raises(ValueError, match="use warpsim.mma"):
+        warpsim.wgmma("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", d, da, db, smem=sm)
+    with pytest.raises(ValueError, match="register A has no|descriptor A only"):
+        warpsim.wgmma(HEAD + "m64n8k16.f32.f16.f16", d, np.zeros((128, 4), np.uint32), db, smem=sm, trans_a=1)
+
+
+# --- the H100 corpus ----------------------------------------------------------------
+
+def _load(name):
+    z = np.load(os.path.join(GOLDEN, name))
+    return z, json.loads(bytes(z["manifest"]))
+
+
+CORPUS, MANIFEST = _load("wgmma_sm90a.npz")
+NUMERICS, NUM_MANIFEST = _load("wgmma_sm90a_numerics.npz")
+
+
+def _call(z, e, spec):
+    op, a_src, sa, sb, ta, tb = spec.split("|")
+    smem, desc, base = z[f"{e}.smem"], z[f"{e}.desc"], z[f"{e}.base"]
+    # the capture kernel's buffer sat at shared address `base` (1024 on the H100: the first KB of the
+    # window is reserved) and it added base >> 4 to the descriptors' start fields: rebuild that window
+    off = int(base[0])
+    assert (base == off).all() and off % 1024 == 0
+    smem = np.concatenate([np.zeros((smem.shape[0], off), np.uint8), smem], axis=1)
+    desc = desc + np.uint64(off >> 4)
+    a = z[f"{e}.a"] if a_src == "reg" else desc[:, 0].copy()
+    kw = dict(smem=smem, scale_d=z[f"{e}.sd"].astype(np.int64), scale_a=int(sa), scale_b=int(sb),
+              trans_a=int(ta), trans_b=int(tb))
+    return op, z[f"{e}.d"], a, desc[:, 1].copy(), kw
+
+
+def test_corpus_covers_every_opcode_and_both_a_forms():
+    assert MANIFEST["gpu"].startswith("NVIDIA H100")
+    specs = [e["spec"].split("|") for e in MANIFEST["entries"] + NUM_MANIFEST["entries"]]
+    assert {s[0] for s in specs} == {i.opcode for i in WGMMA_CATALOG}
+    for fam in {i.family for i in WGMMA_CATALOG}:
+        forms = {s[1] for s in specs if BY_OPCODE[s[0]].family == fam}
+        assert forms == {"reg", "desc"}
+    probes = {g["probe"].split(" part")[0] for e in MANIFEST["entries"] if e["purpose"] == "probe" for g in e["meta"]}
+    assert probes == {"B f16", "A f16", "B tf32", "A tf32", "B u8", "A u8", "B b1"}
+    layouts = {(g["b"]["major"], g["b"]["swizzle"]) for e in MANIFEST["entries"] if e["purpose"] == "probe"
+               for g in e["meta"]}
+    assert layouts == {(m, s) for m in ("K", "MN") for s in S.SWIZZLE_MODES}
+
+
+def _chunks(manifest, size):
+    n = len(manifest["entries"])
+    return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
+
+
+@pytest.mark.parametrize("chunk", _chunks(MANIFEST, 80), ids=lambda c: f"entries{c[0]}-{c[-1]}")
+def test_corpus_replays_through_wgmma(chunk):
+    bad = []
+    for e in chunk:
+        spec = MANIFEST["entries"][e]["spec"]
+        op, d, a, b, kw = _call(CORPUS, e, spec)
+        got = warpsim.wgmma(op, d, a, b, **kw)
+        n = int((got != CORPUS[f"{e}.dout"]).sum())
+        if n:
+            bad.append((spec, n))
+    assert not bad
+
+
+@pytest.mark.parametrize("chunk", _chunks(NUM_MANIFEST, 40), ids=lambda c: f"entries{c[0]}-{c[-1]}")
+def test_numerics_corpus_replays_through_wgmma(chunk):
+    bad = []
+    for e in chunk:
+        spec = NUM_MANIFEST["entries"][e]["spec"]
+        op, d, a, b, kw = _call(NUMERICS, e, spec)
+        got = warpsim.wgmma(op, d, a, b, **kw)
+        n = int((got != NUMERICS[f"{e}.dout"]).sum())
+        if n:
+            bad.append((spec, n))
+    assert not bad
+
+
+def test_inputs_are_not_modified():
+    e = 0
+    op, d, a, b, kw = _call(CORPUS, e, MANIFEST["entries"][e]["spec"])
+    copies = [x.copy() for x in (d, a, b, kw["smem"])]
+    warpsim.wgmma(op, d, a, b, **kw)
+    assert all((x == y).all() for x, y in zip(copies, (d, a, b, kw["smem"])))
+
+
+def _probe_matrices(z, e, spec):
+    """From a B-probe entry (one-hot register A): the B matrix the H100 read, per group."""
+    ins = warpsim.parse(spec.split("|")[0])
+    tab = layout(ins.opcode, "d")
+    dout = z[f"{e}.dout"]
+    D = np.zeros((dout.shape[0], 64, ins.n), np.uint64)
+    D[:, tab[..., 1], tab[..., 2]] = dout
+    return ins, D
+
+
+def test_hardware_round_trip_equals_descriptor_read():
+    """Layout probes: D = (one-hot A) x B, so D's rows are B's rows exactly as the H100 read them through
+    the descriptor.  They equal warpsim.isa.smem.read_operand of the same bytes, for every swizzle and major."""
+    checked = 0
+    for e, ent in enumerate(MANIFEST["entries"]):
+        if ent["purpose"] != "probe" or not ent["meta"][0]["probe"].startswith("B ") or "b1" in ent["meta"][0]["probe"]:
+            continue
+        ins, D = _probe_matrices(CORPUS, e, ent["spec"])
+        tb = int(ent["spec"].split("|")[5])
+        bits = ins.elem("b").bits
+        for g, meta in enumerate(ent["meta"]):
+            _, _, _, descs, kw = _call(CORPUS, e, ent["spec"])
+            Bt = S.read_operand(kw["smem"][g], int(descs[g]), ins.n, ins.k, bits, "MN" if tb else "K")
+            B = Bt.T                                             # K x N as the model reads it
+            for m in range(64):
+                row = D[g, m]
+                want = B[m % ins.k]
+                if bits == 16:                                   # f16 -> f32 word of the same value
+                    want = want.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32).astype(np.uint64)
+                elif bits == 32:                                 # tf32: the low 13 bits are ignored
+                    want = want & np.uint64(0xFFFFE000)
+                assert (row == want).all(), (ent["spec"], meta["b"], m)
+            checked += 1
+    assert checked >= 3 * 16
+
+
+# --- matmul ---------------------------------------------------------------------------
+
+def test_matmul_equals_the_numerics_corpus_matrices():
+    """warpsim.matmul on the matrices behind corpus entries (A registers or smem, B smem) gives the H100's D."""
+    checked = 0
+    for e, ent in enumerate(NUM_MANIFEST["entries"]):
+        op, a_src, sa, sb, ta, tb = ent["spec"].split("|")
+        if ent["purpose"] != "numerics" or a_src != "reg":
+            continue
+        ins = warpsim.parse(op)
+        _, d, a, b, kw = _call(NUMERICS, e, ent["spec"])
+        from warpsim._wgmma import operands
+        _, _, A, Bt, C = operands(op, d, a, b, **kw)
+        from warpsim.isa.layouts import _bits_to_values
+        Am, Bm, Cm = (_bits_to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
+        D = warpsim.matmul(op, Am, Bm, Cm)
+        hw = np.zeros(C.shape, np.uint64)
+        tab = layout(op, "d")
+        from warpsim.isa.bits import words_to_elements
+        hw[:, tab[..., 1], tab[..., 2]] = words_to_elements(NUMERICS[f"{e}.dout"], ins.elem("d").bits)
+        from warpsim.isa.layouts import _values_to_bits
+        acc = NUMERICS[f"{e}.sd"] == 1                     # matmul accumulates (scale-d = 1)
+        assert (_values_to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
+        checked += 1
+    assert checked >= 10
