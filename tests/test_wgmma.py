@@ -311,3 +311,89 @@ def test_matmul_equals_the_numerics_corpus_matrices():
         assert (_values_to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
         checked += 1
     assert checked >= 10
+
+
+# --- the register file ------------------------------------------------------------------
+
+def _program(z, e, spec):
+    op, a_src, sa, sb, ta, tb = spec.split("|")
+    ins = warpsim.parse(op)
+    _, d, a, b, kw = _call(z, e, spec)
+    g = warpsim.Warpgroup(d.shape[0], smem_bytes=kw["smem"].shape[1])
+    g.smem[:] = kw["smem"]
+    pre = "%f" if ins.dtype == "f32" else "%r"
+    dregs = [f"{pre}{i}" for i in range(ins.words("d"))]
+    for i, r in enumerate(dregs):
+        g.set(r, d[..., i])
+    if a_src == "reg":
+        aregs = [f"%r{200 + i}" for i in range(ins.words("a"))]
+        for i, r in enumerate(aregs):
+            g.set(r, a[..., i])
+        a_txt = "{" + ", ".join(aregs) + "}"
+    else:
+        g.set("%rd0", a[:, None])
+        a_txt = "%rd0"
+    g.set("%rd1", b[:, None])
+    g.set("%p0", kw["scale_d"][:, None])
+    imms = ([sa, sb] if ins.imm_scale else []) + (([ta] if a_src == "desc" else []) + [tb] if ins.imm_trans else [])
+    text = f"""
+        wgmma.fence.sync.aligned;
+        {op} {{{', '.join(dregs)}}}, {a_txt}, %rd1, %p0{''.join(', ' + x for x in imms)};
+        wgmma.commit_group.sync.aligned;
+        wgmma.wait_group.sync.aligned 0;
+    """
+    return g, dregs, text
+
+
+@pytest.mark.parametrize("e", range(0, len(NUM_MANIFEST["entries"]), 7))
+def test_numerics_corpus_replays_through_the_register_file(e):
+    spec = NUM_MANIFEST["entries"][e]["spec"]
+    g, dregs, text = _program(NUMERICS, e, spec)
+    g.run(text)
+    got = np.stack([g.get(r) for r in dregs], axis=-1)
+    assert (got == NUMERICS[f"{e}.dout"]).all()
+
+
+def _hazard_setup():
+    e = next(i for i, x in enumerate(NUM_MANIFEST["entries"]) if x["spec"].endswith("|desc|1|1|0|0")
+             and ".f32.f16.f16" in x["spec"])
+    return _program(NUMERICS, e, NUM_MANIFEST["entries"][e]["spec"])
+
+
+def test_register_file_hazards():
+    g, dregs, text = _hazard_setup()
+    issue = text.split("wgmma.commit_group")[0]
+    # reading the accumulator before the covering wait_group
+    g.run(issue)
+    with pytest.raises(warpsim.PTXError, match=r"accumulator register %f0 of a wgmma that is still in flight \(line 3"):
+        g.run("mov.b32 %r9, %f0;")
+    # committed but not waited for: still in flight; wait_group 1 leaves the newest group pending
+    g.run("wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 1;")
+    with pytest.raises(warpsim.PTXError, match="still in flight"):
+        g.run("mov.b32 %f1, 0;")
+    # shared memory the wgmma reads
+    b = int(g.get("%rd1")[0, 0])
+    start = S.decode_descriptor(b).start
+    with pytest.raises(warpsim.PTXError, match="shared memory .* that a wgmma still in flight reads"):
+        g.run(f"mov.b32 %r8, {start}; mov.b32 %r7, 0; st.shared.b32 [%r8], %r7;")
+    with pytest.raises(warpsim.PTXError, match="still in flight"):
+        g.write_smem(start, np.zeros(4, np.uint8))
+    g.run("wgmma.wait_group.sync.aligned 0;")
+    assert g.in_flight == []
+    g.run("mov.b32 %r9, %f0;")
+    g.write_smem(start, np.zeros(4, np.uint8))
+
+
+def test_register_file_fence_and_chaining():
+    g, dregs, text = _hazard_setup()
+    lines = [x.strip() for x in text.strip().splitlines()]
+    mma = lines[1]
+    # a chain of wgmmas on the same accumulator before one commit is allowed
+    g.run("\n".join([lines[0], mma, mma, lines[2], lines[3]]))
+    # a register written after the fence needs a new fence
+    with pytest.raises(warpsim.PTXError, match="after the last wgmma.fence"):
+        g.run("mov.b32 %f0, 0;\n" + mma)
+    # an uncommitted wgmma is not covered by wait_group
+    g.run(lines[0] + "\n" + mma + "\nwgmma.wait_group.sync.aligned 0;")
+    with pytest.raises(warpsim.PTXError, match="still in flight"):
+        g.run("mov.b32 %r1, %f3;")

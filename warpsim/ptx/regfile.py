@@ -212,6 +212,10 @@ class Warp:
     arch: passed to :func:`warpsim.mma`.
     """
 
+    #: threads per unit (a warp); the warpgroup register file (warpsim.ptx.warpgroup) uses 128
+    lanes = 32
+    _unit = "warps"
+
     def __init__(self, warps: int = 1, *, undefined: str = "error", seed: int = 0, arch: str = "sm_90"):
         if isinstance(warps, bool) or not isinstance(warps, (int, np.integer)) or warps < 1:
             raise ValueError(f"warps must be a positive integer, got {warps!r}")
@@ -265,9 +269,10 @@ class Warp:
         else:
             raise TypeError(f"cannot store {v.dtype} values in register {name}")
         try:
-            out = np.broadcast_to(v, (self.warps, 32))
+            out = np.broadcast_to(v, (self.warps, self.lanes))
         except ValueError:
-            raise ValueError(f"values for {name} must broadcast to (warps, 32) = ({self.warps}, 32), got shape {v.shape}") from None
+            raise ValueError(f"values for {name} must broadcast to ({self._unit}, {self.lanes}) = ({self.warps}, {self.lanes}), "
+                             f"got shape {v.shape}") from None
         self._regs[name] = np.array(out, dtype=udt)
 
     def get(self, name: str) -> np.ndarray:
@@ -276,7 +281,7 @@ class Warp:
 
     def _read(self, name, line=None, stmt=None):
         if name == "%laneid":
-            return np.broadcast_to(np.arange(32, dtype=np.uint32), (self.warps, 32))
+            return np.broadcast_to(np.arange(self.lanes, dtype=np.uint32) % 32, (self.warps, self.lanes))
         bits = register_bits(name)
         if name not in self._regs:
             if self.undefined == "error":
@@ -284,10 +289,10 @@ class Warp:
                                line=line, statement=stmt, token=name)
             udt = np.uint32 if bits == 32 else np.uint64
             if self.undefined == "zero":
-                self._regs[name] = np.zeros((self.warps, 32), dtype=udt)
+                self._regs[name] = np.zeros((self.warps, self.lanes), dtype=udt)
             else:
                 rng = np.random.default_rng(zlib.crc32(f"{self.seed}:{name}".encode()))
-                self._regs[name] = rng.integers(0, 1 << 64, size=(self.warps, 32), dtype=np.uint64).astype(udt)
+                self._regs[name] = rng.integers(0, 1 << 64, size=(self.warps, self.lanes), dtype=np.uint64).astype(udt)
         return self._regs[name]
 
     # --- execution ----------------------------------------------------------
@@ -343,7 +348,7 @@ class Warp:
                            "(integers: 42, -1, 0x2A, 0b101; floats: 1.5, 0f3F800000, 0d3FF0000000000000)",
                            line=line, statement=stmt, token=src)
         udt = np.uint32 if bits == 32 else np.uint64
-        self._regs[dst] = np.full((self.warps, 32), val, dtype=udt)
+        self._regs[dst] = np.full((self.warps, self.lanes), val, dtype=udt)
 
     def _check_reg(self, name, bits, line, stmt, what):
         if isinstance(name, list):
