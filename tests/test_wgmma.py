@@ -397,3 +397,26 @@ def test_register_file_fence_and_chaining():
     g.run(lines[0] + "\n" + mma + "\nwgmma.wait_group.sync.aligned 0;")
     with pytest.raises(warpsim.PTXError, match="still in flight"):
         g.run("mov.b32 %r1, %f3;")
+
+
+# --- command line and pictures ---------------------------------------------------------
+
+def test_cli_covers_wgmma(capsys, tmp_path):
+    from warpsim._cli import main
+
+    assert main(["list", "--kind", "wgmma"]) == 0
+    assert len(capsys.readouterr().out.split()) == 546
+    assert main(["show", HEAD + "m64n16k16.f32.f16.f16"]) == 0
+    out = capsys.readouterr().out
+    assert "imm-trans-b" in out and "wgmma.commit_group.sync.aligned" in out
+    assert main(["layout", HEAD + "m64n16k16.f32.f16.f16", "d"]) == 0
+    assert "T127:d7" in capsys.readouterr().out
+    assert main(["layout", HEAD + "m64n16k16.f32.f16.f16", "b", "--swizzle", "128B"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].split()[1:3] == ["r0", "k0-7"] and out[4].split()[1:3] == ["r1", "k8-15"]   # chunks of row 1 swapped
+    svg = tmp_path / "b.svg"
+    assert main(["layout", HEAD + "m64n16k16.f32.f16.f16", "b", "--major", "MN", "--svg", str(svg)]) == 0
+    assert svg.read_text().startswith("<svg") and "k0 r0-7" in svg.read_text()
+    assert main(["layout", HEAD + "m64n16k8.f32.tf32.tf32", "b", "--major", "MN"]) == 2
+    assert main(["run", HEAD + "m64n8k32.s32.s8.s8", "--swizzle", "64B", "--dist", "extreme"]) == 0
+    assert "D (64x8" in capsys.readouterr().out
