@@ -420,3 +420,18 @@ def test_cli_covers_wgmma(capsys, tmp_path):
     assert main(["layout", HEAD + "m64n16k8.f32.tf32.tf32", "b", "--major", "MN"]) == 2
     assert main(["run", HEAD + "m64n8k32.s32.s8.s8", "--swizzle", "64B", "--dist", "extreme"]) == 0
     assert "D (64x8" in capsys.readouterr().out
+
+
+def test_wgmma_doc_examples_run():
+    """The python blocks of docs/wgmma.md run in order; the register file gives the API's words."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "wgmma.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+    assert len(blocks) >= 3
+    ns = {"__name__": "wgmma_doc"}
+    for i, b in enumerate(blocks[1:]):   # the first block is the signature
+        exec(compile(b, f"wgmma.md:block{i + 1}", "exec"), ns)
+    got = np.stack([ns["g"].get(f"%f{i}")[0] for i in range(16)], axis=-1)
+    assert (got == ns["d"]).all()
