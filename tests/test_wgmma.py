@@ -73,6 +73,28 @@ def test_ptxas_rejects(bad, a_src, imms, msg, tmp_path):
     assert r.returncode != 0 and "error" in r.stderr
 
 
+def test_sparse_catalog_and_ptxas(tmp_path):
+    from warpsim.isa.catalog import WGMMA_SP_CATALOG
+
+    assert len(WGMMA_SP_CATALOG) == 528
+    assert {i.selectors for i in WGMMA_SP_CATALOG if i.family in ("fp8", "int8")} == {(0,)}
+    assert {i.selectors for i in WGMMA_SP_CATALOG if i.family in ("f16", "bf16", "tf32")} == {(0, 1)}
+    sp = warpsim.parse("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16")
+    assert sp.is_sparse and sp.matrix_shape("a") == (64, 16)
+    with pytest.raises(ValueError, match="not a sparse wgmma opcode"):
+        warpsim.parse("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.bf16.f16")
+    with pytest.raises(NotImplementedError, match="not modelled yet"):
+        warpsim.wgmma(sp.opcode, np.zeros((128, 4), np.uint32), 0, 0, smem=np.zeros(16, np.uint8))
+    if PTXAS is None:
+        pytest.skip("ptxas not on PATH: the ptxas cross-check needs the CUDA toolkit")
+    assert _ptxas(list(catalog_forms(sparse=True)), tmp_path).returncode == 0
+    # fp8 sparse takes selector 0 only; f16 0 and 1
+    assert _ptxas([(HEAD.replace("async.", "async.sp.") + "m64n8k64.f32.e4m3.e4m3", "desc", ["sel=1", "1", "1"])],
+                  tmp_path).returncode != 0
+    assert _ptxas([(HEAD.replace("async.", "async.sp.") + "m64n8k32.f32.f16.f16", "desc", ["sel=1", "1", "1", "0", "0"])],
+                  tmp_path).returncode == 0
+
+
 def test_immediates_follow_the_catalog():
     f16 = BY_OPCODE[HEAD + "m64n8k16.f32.f16.f16"]
     assert immediates(Spec(f16, "desc", -1, 1, 1, 0)) == ["-1", "1", "1", "0"]
@@ -156,7 +178,7 @@ def test_api_errors():
     da, db = S.encode_descriptor(0, 128, 256), S.encode_descriptor(2048, 128, 256)
     for kw, msg in ((dict(trans_b=1), "K-major shared memory only"), (dict(scale_a=2), "scale_a must be one of"),
                     (dict(scale_d=3), "scale_d must be 0 or 1"), (dict(arch="sm_90"), "sm_90a only"),
-                    (dict(e=np.zeros(128, np.uint32)), "not modelled yet")):
+                    (dict(e=np.zeros(128, np.uint32)), "is dense")):
         with pytest.raises((ValueError, NotImplementedError), match=msg):
             warpsim.wgmma(op, d, da, db, smem=sm, **kw)
     with pytest.raises(ValueError, match="shape"):

@@ -30,10 +30,11 @@ def _ins(opcode):
 # --- list / show --------------------------------------------------------------
 
 def cmd_list(a):
-    from .isa.catalog import CATALOG, WGMMA_CATALOG
+    from .isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
 
     n = 0
-    pool = {"mma": CATALOG, "wgmma": WGMMA_CATALOG, "all": CATALOG + WGMMA_CATALOG}[a.kind]
+    pool = {"mma": CATALOG, "wgmma": WGMMA_CATALOG, "wgmma-sp": WGMMA_SP_CATALOG,
+            "all": CATALOG + WGMMA_CATALOG}[a.kind]
     for ins in pool:
         if a.shape and ins.shape != a.shape:
             continue
@@ -403,8 +404,9 @@ def build_parser():
     s.add_argument("--sm", type=int, help="only opcodes available on this sm (e.g. 80)")
     s.add_argument("--family", help="catalog family, e.g. f16, bf16, tf32, f64, fp8, int8, int4, b1, f16x4")
     s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
-    s.add_argument("--kind", choices=["mma", "wgmma", "all"], default="all",
-                   help="instruction class: warp-level mma, warpgroup wgmma.mma_async, or both (default)")
+    s.add_argument("--kind", choices=["mma", "wgmma", "wgmma-sp", "all"], default="all",
+                   help="instruction class: warp-level mma, warpgroup wgmma.mma_async, sparse wgmma (catalogued, "
+                        "not modelled), or every modelled opcode (default)")
     s.set_defaults(fn=cmd_list)
 
     s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")

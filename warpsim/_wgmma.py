@@ -87,9 +87,11 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
     ins = _instruction(instruction)
     if arch not in ARCHS:
         raise ValueError(f"wgmma exists on sm_90a only; arch {arch!r} is not allowed (allowed: {list(ARCHS)})")
+    if ins.is_sparse:
+        raise NotImplementedError(f"{ins.opcode}: sparse wgmma is catalogued (ptxas-checked) but not modelled yet "
+                                  "(no H100 captures of it)")
     if e is not None or selector != 0:
-        raise NotImplementedError(f"{ins.opcode} is dense: it takes no metadata or selector "
-                                  "(sparse wgmma.mma_async.sp is not modelled yet)")
+        raise ValueError(f"{ins.opcode} is dense: it takes no metadata or selector (e=None, selector=0)")
     m, n, k = ins.mnk
     single, d3 = _group_words("d", d, ins, ins.words("d"))
     G = d3.shape[0]

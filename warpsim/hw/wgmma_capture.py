@@ -126,24 +126,32 @@ def ptx_source(forms, version: str = "8.4") -> str:
     out = [f".version {version}", ".target sm_90a", ".address_size 64", ""]
     for idx, (op, a_src, imms) in enumerate(forms):
         toks = op.split(".")
-        shape = toks[4]
+        shape = toks[5] if toks[2] == "sp" else toks[4]
         n = int(shape.split("n")[1].split("k")[0])
-        dt = toks[6] if toks[5] == "satfinite" else toks[5]
+        i = 6 if toks[2] == "sp" else 5
+        dt = toks[i + 1] if toks[i] == "satfinite" else toks[i]
         count = n // 2 if dt in ("f32", "s32") else n // 4
         pre = {"f32": "%f"}.get(dt, "%r")
         d = "{" + ", ".join(f"{pre}{i}" for i in range(max(count, 1))) + "}"
         a = "{%q0, %q1, %q2, %q3}" if a_src == "reg" else "%rd0"
+        sp = f"%q4, {sel}, " if (sel := (imms[0] if imms and imms[0].startswith("sel=") else None)) else ""
+        if sp:
+            sp = f"%q4, {sel[4:]}, "
+            imms = imms[1:]
+        elif toks[1] == "mma_async" and toks[2] == "sp":
+            sp = "%q4, 0, "
         out += [f".visible .entry wgmma_check_{idx}() {{",
-                " .reg .b32 %r<140>; .reg .f32 %f<140>; .reg .b32 %q<4>; .reg .b64 %rd<2>; .reg .pred %p<1>;",
-                f" {op} {d}, {a}, %rd1, %p0{''.join(', ' + x for x in imms)};",
+                " .reg .b32 %r<140>; .reg .f32 %f<140>; .reg .b32 %q<5>; .reg .b64 %rd<2>; .reg .pred %p<1>;",
+                f" {op} {d}, {a}, %rd1, {sp}%p0{''.join(', ' + x for x in imms)};",
                 "}", ""]
     return "\n".join(out)
 
 
-def catalog_forms():
-    """Every catalog wgmma opcode in both A forms with the immediates ptxas expects (scale +1, no transpose)."""
-    from ..isa.catalog import WGMMA_CATALOG
+def catalog_forms(sparse: bool = False):
+    """Every catalog wgmma opcode (dense, or sparse with ``sparse=True``) in both A forms with the
+    immediates ptxas expects (scale +1, no transpose; sparse: selector 0, given as ``"sel=0"`` first)."""
+    from ..isa.catalog import WGMMA_CATALOG, WGMMA_SP_CATALOG
 
-    for ins in WGMMA_CATALOG:
+    for ins in (WGMMA_SP_CATALOG if sparse else WGMMA_CATALOG):
         for a_src in ("desc", "reg"):
-            yield ins.opcode, a_src, immediates(Spec(ins, a_src))
+            yield ins.opcode, a_src, (["sel=0"] if sparse else []) + immediates(Spec(ins, a_src))

@@ -120,6 +120,21 @@ WGMMA_ROWS: tuple[Row, ...] = (
 )
 # fmt: on
 
+#: Structured-sparse warpgroup MMA (``wgmma.mma_async.sp``; A 2:4 sparse, tf32 1:2): 528 opcodes,
+#: exactly what ptxas 13.0 accepts for sm_90a (both A forms); ``selectors``: the sparsity-selector
+#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0).  Catalogued; not yet modelled or
+#: captured (warpsim.wgmma refuses them).
+# fmt: off
+WGMMA_SP_ROWS: tuple[Row, ...] = (
+    Row("f16",  "m64nNk32",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("bf16", "m64nNk32",  _same("bf16"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("tf32", "m64nNk16",  _same("tf32"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=2),
+    Row("fp8",  "m64nNk64",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=1),
+    Row("int8", "m64nNk64",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.0", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
+    Row("int8", "m64nNk64",  (("s8", "u8"), ("u8", "s8")), S32,               90, "8.4", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
+)
+# fmt: on
+
 #: PTX ISA version that introduced ``mma.sp::ordered_metadata``.
 ORDERED_METADATA_PTX = "8.5"
 
@@ -246,13 +261,15 @@ class Instruction:
 
 def _describe_wgmma(ins: Instruction) -> str:
     m, n, k = ins.mnk
-    imms = ["scale-d (predicate)"] + (["imm-scale-a", "imm-scale-b"] if ins.imm_scale else [])
+    imms = (["metadata (register)", "sparsity selector"] if ins.is_sparse else []) + ["scale-d (predicate)"]
+    imms += ["imm-scale-a", "imm-scale-b"] if ins.imm_scale else []
     imms += ["imm-trans-a (descriptor A only)", "imm-trans-b"] if ins.imm_trans else []
     lines = [
         ins.opcode,
         f"  warpgroup MMA (128 threads), family {ins.family}, shape m{m}n{n}k{k}, sm_90a only, PTX ISA {ins.min_ptx}",
         f"  D.{ins.dtype} = A.{ins.atype} x B.{ins.btype} + D (scale-d = 0: D = A x B)",
-        f"  A: {m}x{k}, from registers ({ins.registers('a')} word(s) per thread) or a shared-memory descriptor",
+        f"  A: {m}x{k}" + (f" logical, {m}x{k // 2} compressed" if ins.is_sparse else "")
+        + f", from registers ({ins.registers('a')} word(s) per thread) or a shared-memory descriptor",
         f"  B: {k}x{n}, from a shared-memory descriptor",
         f"  D: {m}x{n}, {ins.words('d')} word(s) per thread",
         f"  operands after the descriptors: {', '.join(imms)}",
@@ -262,11 +279,14 @@ def _describe_wgmma(ins: Instruction) -> str:
         lines.append("  .satfinite: results clamp to the s32 range instead of wrapping")
     if ins.bitop:
         lines.append(f"  bit product: popcount(a {ins.bitop.upper()} b)")
+    if ins.is_sparse:
+        lines.insert(2, f"  structured-sparse A ({'1:2' if ins.atype == 'tf32' else '2:4'}), metadata register and "
+                        f"sparsity selector in {list(ins.selectors)}; catalogued (ptxas-checked), not yet modelled")
     return "\n".join(lines)
 
 
-def _wg_opcode(shape, sat, d, a, b, bitop) -> str:
-    parts = ["wgmma", "mma_async", "sync", "aligned", shape] + (["satfinite"] if sat else []) + [d, a, b]
+def _wg_opcode(shape, sat, d, a, b, bitop, sparse=False) -> str:
+    parts = ["wgmma", "mma_async"] + (["sp"] if sparse else []) + ["sync", "aligned", shape] + (["satfinite"] if sat else []) + [d, a, b]
     return ".".join(parts + ([bitop, "popc"] if bitop else []))
 
 
@@ -275,10 +295,12 @@ def _expand_wgmma(rows) -> tuple[Instruction, ...]:
     for row in rows:
         for (d, c), (a, b), sat, bitop, n in itertools.product(row.dc, row.ab, row.satfinite, row.bitops, row.ns):
             shape = row.shape.replace("N", str(n))
+            sp = bool(row.selectors)
             out.append(Instruction(
-                opcode=_wg_opcode(shape, sat, d, a, b, bitop), family=row.family, shape=shape,
+                opcode=_wg_opcode(shape, sat, d, a, b, bitop, sp), family=row.family, shape=shape,
                 atype=a, btype=b, ctype=c, dtype=d, alayout="row", blayout="col",
-                satfinite=sat, bitop=bitop, sparse=None, selectors=(0,), min_sm=row.sm, min_ptx=row.ptx,
+                satfinite=sat, bitop=bitop, sparse="sp" if sp else None,
+                selectors=tuple(range(row.selectors)) if sp else (0,), min_sm=row.sm, min_ptx=row.ptx,
                 mnk=_parse_shape(shape), kind="wgmma", imm_scale=row.imm_scale, imm_trans=row.imm_trans))
     return tuple(out)
 
@@ -326,8 +348,10 @@ def _expand(rows) -> tuple[Instruction, ...]:
 CATALOG: tuple[Instruction, ...] = _expand(ROWS)
 #: Every warpgroup ``wgmma.mma_async`` opcode, in table order.
 WGMMA_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_ROWS)
-#: Lookup by opcode string (both classes).
-BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_CATALOG}
+#: Every sparse ``wgmma.mma_async.sp`` opcode (catalogued, not yet modelled).
+WGMMA_SP_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_SP_ROWS)
+#: Lookup by opcode string (every class).
+BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_CATALOG + WGMMA_SP_CATALOG}
 
 
 def entries():

@@ -129,8 +129,14 @@ def _raise(s, why, near):
 def _wgmma_error(s: str):
     """Explain why a ``wgmma`` opcode is not in the catalog (always raises ValueError)."""
     head = "wgmma.mma_async.sync.aligned."
-    if s.startswith("wgmma.mma_async.sp"):
-        raise ValueError(f"{s!r}: sparse wgmma (wgmma.mma_async.sp) is not modelled yet; dense forms: {head}m64nNk..")
+    if s.startswith("wgmma.mma_async.sp.sync.aligned."):
+        from .catalog import WGMMA_SP_CATALOG
+
+        near = [i.opcode for i in WGMMA_SP_CATALOG if i.opcode.split(".")[5] == s.split(".")[5:6][0]][:6] \
+            if len(s.split(".")) > 5 else []
+        raise ValueError(f"{s!r} is not a sparse wgmma opcode that ptxas accepts for sm_90a"
+                         + (f"; with this shape: {', '.join(near)}" if near else
+                            " (shapes: m64nNk32 f16/bf16, m64nNk16 tf32, m64nNk64 fp8 and s8/u8)"))
     if not s.startswith(head):
         raise ValueError(f"{s!r}: a warpgroup MMA opcode starts with '{head}' (fence, commit_group and wait_group "
                          "are statements of the register file, not opcodes)")
