@@ -160,9 +160,15 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
 def compute(ins, A, B, C, arch="sm_90a", params=None):
     """D element bits (G, 64, N) from decoded operands."""
     from .engine import wgmma as _eng
-    from .numerics import arch as _arch
 
-    kind, p = _arch.recipe(ins, arch)
+    if ins.elem("a").kind in ("int", "bits"):
+        from .numerics.integer import int_params
+
+        kind, p = "int", int_params(ins)
+    else:
+        from .numerics.recipes import recipe_params
+
+        kind, p = "tc", recipe_params(ins, arch)   # RECIPES["sm_90a"]: the wgmma rows
     if params is not None:
         p = params
     out = np.zeros(C.shape, dtype=np.uint64)

@@ -19,8 +19,6 @@ ARCHS: dict[str, dict[str, str]] = {
         "f64": "chain", "f16x4": "chain",
     },
 }
-#: sm_90a: sm_90 plus the warpgroup MMA (wgmma)
-ARCHS["sm_90a"] = dict(ARCHS["sm_90"])
 
 
 def check_arch(arch) -> None:
