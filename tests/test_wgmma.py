@@ -457,3 +457,25 @@ def test_wgmma_doc_examples_run():
         exec(compile(b, f"wgmma.md:block{i + 1}", "exec"), ns)
     got = np.stack([ns["g"].get(f"%f{i}")[0] for i in range(16)], axis=-1)
     assert (got == ns["d"]).all()
+
+
+def test_cli_ptx_warpgroup(capsys, tmp_path):
+    from warpsim._cli import main
+
+    A = np.ones((64, 16), np.float16)
+    B = np.full((16, 8), 2, np.float16)
+    da, db = S.encode_descriptor(0, 128, 256), S.encode_descriptor(2048, 128, 256)
+    sm = np.zeros(4096, np.uint8)
+    S.write_operand(sm, da, A.view(np.uint16), 16)
+    S.write_operand(sm, db, B.T.view(np.uint16), 16)
+    np.save(tmp_path / "sm.npy", sm)
+    prog = tmp_path / "k.ptx"
+    prog.write_text(f"mov.b64 %rd0, {da};\nmov.b64 %rd1, {db};\nwgmma.fence.sync.aligned;\n"
+                    f"{HEAD}m64n8k16.f32.f16.f16 {{%f0, %f1, %f2, %f3}}, %rd0, %rd1, 0, 1, 1, 0, 0;\n"
+                    "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n")
+    assert main(["ptx", str(prog), "--warpgroup", "--smem", str(tmp_path / "sm.npy"), "--print", "%f0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 129 and out[-1].split() == ["127", "42000000"]     # 32.0 in every thread
+    prog.write_text(prog.read_text().replace("wgmma.wait_group.sync.aligned 0;", "mov.b32 %r0, %f0;"))
+    assert main(["ptx", str(prog), "--warpgroup", "--smem", str(tmp_path / "sm.npy")]) == 2
+    assert "still in flight" in capsys.readouterr().err

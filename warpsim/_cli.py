@@ -318,7 +318,18 @@ def cmd_ptx(a):
                 text = f.read()
         except OSError as exc:
             raise UsageError(f"cannot read {a.file}: {exc}") from None
-    w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
+    if a.warpgroup:
+        from .ptx.warpgroup import Warpgroup
+
+        sm = _load(a.smem) if a.smem else None
+        if sm is not None and (sm.dtype != np.uint8 or sm.ndim not in (1, 2)):
+            raise UsageError(f"{a.smem}: shared memory must be uint8 of shape (bytes,) or (groups, bytes)")
+        w = Warpgroup(a.warps, smem_bytes=0 if sm is None else sm.shape[-1], undefined=a.undefined, seed=a.seed,
+                      arch="sm_90a" if a.arch == "sm_90" else a.arch)
+        if sm is not None:
+            w.smem[:] = sm
+    else:
+        w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
     for spec in a.set or []:
         name, _, path = spec.partition("=")
         if not path:
@@ -346,7 +357,7 @@ def cmd_ptx(a):
             wd = 16 if register_bits(n) == 64 else 8
             cols.append((n, wd, w.get(n)[warp]))
         print("lane  " + " ".join(n.rjust(wd) for n, wd, _ in cols))
-        for lane in range(32):
+        for lane in range(w.lanes):
             print(f"{lane:>4}  " + " ".join(f"{int(v[lane]):0{wd}x}" for _, wd, v in cols))
     return EXIT_OK
 
@@ -456,6 +467,10 @@ def build_parser():
     s.add_argument("--seed", type=int, default=0, help="seed for --undefined random")
     s.add_argument("--print", action="append", metavar="REG", help="print only these registers (repeatable)")
     s.add_argument("--arch", default="sm_90")
+    s.add_argument("--warpgroup", action="store_true",
+                   help="run as warpgroups of 128 threads with shared memory (wgmma.fence / mma_async / commit_group / "
+                        "wait_group, st.shared); --warps then counts warpgroups")
+    s.add_argument("--smem", metavar="SMEM.npy", help="--warpgroup: initial shared memory, uint8 (bytes,) or (groups, bytes)")
     s.set_defaults(fn=cmd_ptx)
 
     s = sub.add_parser("verify", help="replay a golden-vector corpus",
