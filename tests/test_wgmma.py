@@ -479,3 +479,34 @@ def test_cli_ptx_warpgroup(capsys, tmp_path):
     prog.write_text(prog.read_text().replace("wgmma.wait_group.sync.aligned 0;", "mov.b32 %r0, %f0;"))
     assert main(["ptx", str(prog), "--warpgroup", "--smem", str(tmp_path / "sm.npy")]) == 2
     assert "still in flight" in capsys.readouterr().err
+
+
+def test_wgmma_doc_catalog_table_is_generated():
+    from pathlib import Path
+
+    from warpsim import _docs
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "wgmma.md").read_text()
+    block = text.split(_docs.WG_BEGIN, 1)[1].split(_docs.WG_END, 1)[0]
+    assert block.strip() == _docs.wgmma_catalog_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
+
+
+@needs_ptxas
+def test_min_ptx_versions(tmp_path):
+    """Each wgmma row's PTX ISA version: ptxas accepts its opcodes there and refuses them one version earlier."""
+    from warpsim.isa.catalog import WGMMA_SP_CATALOG
+
+    earlier = {"8.0": "7.8", "8.2": "8.1", "8.4": "8.3"}
+    seen = set()
+    for ins in WGMMA_CATALOG + WGMMA_SP_CATALOG:
+        key = (ins.family, ins.is_sparse, ins.min_ptx)
+        if key in seen:
+            continue
+        seen.add(key)
+        imms = (["sel=0"] if ins.is_sparse else []) + immediates(Spec(ins, "desc"))
+        for version, ok in ((ins.min_ptx, True), (earlier[ins.min_ptx], False)):
+            src = tmp_path / "v.ptx"
+            src.write_text(ptx_source([(ins.opcode, "desc", imms)], version=version))
+            r = subprocess.run([PTXAS, "-arch=sm_90a", "-o", str(tmp_path / "v.o"), str(src)], capture_output=True, text=True)
+            assert (r.returncode == 0) == ok, (ins.opcode, version, r.stderr[-300:])
+    assert len(seen) == 13

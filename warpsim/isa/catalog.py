@@ -122,15 +122,15 @@ WGMMA_ROWS: tuple[Row, ...] = (
 
 #: Structured-sparse warpgroup MMA (``wgmma.mma_async.sp``; A 2:4 sparse, tf32 1:2): 528 opcodes,
 #: exactly what ptxas 13.0 accepts for sm_90a (both A forms); ``selectors``: the sparsity-selector
-#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0).  Catalogued; not yet modelled or
+#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0); PTX ISA 8.2 (mixed s8/u8: 8.4).  Catalogued; not yet modelled or
 #: captured (warpsim.wgmma refuses them).
 # fmt: off
 WGMMA_SP_ROWS: tuple[Row, ...] = (
-    Row("f16",  "m64nNk32",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
-    Row("bf16", "m64nNk32",  _same("bf16"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
-    Row("tf32", "m64nNk16",  _same("tf32"), (("f32", "f32"),),                90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=2),
-    Row("fp8",  "m64nNk64",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.0", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=1),
-    Row("int8", "m64nNk64",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.0", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
+    Row("f16",  "m64nNk32",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.2", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("bf16", "m64nNk32",  _same("bf16"), (("f32", "f32"),),                90, "8.2", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("tf32", "m64nNk16",  _same("tf32"), (("f32", "f32"),),                90, "8.2", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=2),
+    Row("fp8",  "m64nNk64",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.2", kind="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=1),
+    Row("int8", "m64nNk64",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.2", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
     Row("int8", "m64nNk64",  (("s8", "u8"), ("u8", "s8")), S32,               90, "8.4", kind="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
 )
 # fmt: on
