@@ -510,3 +510,14 @@ def test_min_ptx_versions(tmp_path):
             r = subprocess.run([PTXAS, "-arch=sm_90a", "-o", str(tmp_path / "v.o"), str(src)], capture_output=True, text=True)
             assert (r.returncode == 0) == ok, (ins.opcode, version, r.stderr[-300:])
     assert len(seen) == 13
+
+
+@pytest.mark.parametrize("sw", list(S.SWIZZLE_MODES))
+@pytest.mark.parametrize("major,bits", [("K", 16), ("MN", 16), ("K", 8), ("K", 32), ("K", 1)])
+def test_dense_layout_is_a_bijection(sw, major, bits):
+    rows, k = 64, 256 // bits
+    d, size = S.dense_layout(rows, bits, major, sw, start=1024)
+    addr, bit = S.operand_addresses(d, rows, k, bits, major)
+    key = addr * 8 + bit
+    assert len(np.unique(key)) == rows * k                     # no two elements share bits
+    assert addr.min() >= 1024 and addr.max() < 1024 + size      # inside the stated size

@@ -103,14 +103,10 @@ def _layout_smem(ins, a):
         if a.desc:
             desc = int(a.desc, 0)
         else:
-            sw = a.swizzle or "none"
-            w = S.SWIZZLE_BYTES[sw]
             rows = ins.m if a.operand == "a" else ins.n
-            if trans:
-                lbo, sbo = (2 * 8 * w, 8 * w) if w else (rows // 8 * 128, 128)
-            else:
-                lbo, sbo = (16, 8 * w) if w else (128, 256)
-            desc = S.encode_descriptor(0, lbo, sbo, sw)
+            if trans and not ins.imm_trans:
+                raise ValueError(f"{ins.opcode} reads K-major shared memory only")
+            desc, _ = S.dense_layout(rows, ins.elem(a.operand).bits, "MN" if trans else "K", a.swizzle or "none")
         if trans and not ins.imm_trans:
             raise ValueError(f"{ins.opcode} reads K-major shared memory only")
         if a.svg:

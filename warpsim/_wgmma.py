@@ -214,16 +214,9 @@ def canonical_smem(ins, A_bits, B_bits, swizzle="none"):
     (no swizzle: core matrices of one row group adjacent along K).
     """
     m, n, k = ins.mnk
-    w = _smem.SWIZZLE_BYTES[swizzle]
-
-    def desc(start, rows):
-        if w:
-            return _smem.encode_descriptor(start, 16, 8 * w, swizzle), rows // 8 * 8 * w
-        return _smem.encode_descriptor(start, 128, 256, swizzle), rows // 8 * 256
-
-    da, size_a = desc(0, m)
+    da, size_a = _smem.dense_layout(m, ins.elem("a").bits, "K", swizzle, 0)
     b0 = -(-size_a // 1024) * 1024
-    db, size_b = desc(b0, n)
+    db, size_b = _smem.dense_layout(n, ins.elem("b").bits, "K", swizzle, b0)
     G = A_bits.shape[0]
     sm = np.zeros((G, b0 + size_b), dtype=np.uint8)
     _smem.write_operand(sm, da, A_bits, ins.elem("a").bits)

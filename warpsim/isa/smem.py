@@ -208,3 +208,36 @@ def footprint(desc, rows: int, k: int, elem_bits: int, major: str = "K") -> int:
     """One past the highest shared-memory byte a descriptor reads."""
     addr, _ = operand_addresses(desc, rows, k, elem_bits, major)
     return int(addr.max()) + _gather_bytes(elem_bits)
+
+
+def dense_layout(rows: int, elem_bits: int, major: str = "K", swizzle: str = "none", start: int = 0):
+    """A descriptor and its byte size for a densely packed ``rows x K`` operand (K = 32 bytes per row).
+
+    K-major: no swizzle -- core matrices of one 8-row group adjacent along K (LBO 128, SBO 256);
+    swizzled -- rows of W bytes, 8-row atoms 8W apart (SBO 8W, LBO unused: 16).
+    MN-major (16-bit): no swizzle -- the rows' 16-byte groups adjacent (SBO 128), the two k groups
+    after all of them (LBO); swizzled -- two k atoms of 8 x W bytes per W-byte block of rows
+    (SBO 8W, LBO 16W).  ``start`` must be a multiple of 8W for a swizzled layout.
+    Returns (descriptor, bytes).
+    """
+    w = SWIZZLE_BYTES[swizzle] if swizzle in SWIZZLE_BYTES else None
+    if w is None:
+        raise ValueError(f"swizzle must be one of {list(SWIZZLE_MODES)}, not {swizzle!r}")
+    if major not in MAJORS:
+        raise ValueError(f"major must be 'K' or 'MN', not {major!r}")
+    if rows % 8:
+        raise ValueError(f"rows must be a multiple of 8, got {rows}")
+    if w and start % (8 * w):
+        raise ValueError(f"a {swizzle}-swizzled operand starts at a multiple of {8 * w} bytes, not {start}")
+    if major == "K":
+        lbo, sbo, size = (16, 8 * w, rows // 8 * 8 * w) if w else (128, 256, rows // 8 * 256)
+    else:
+        if elem_bits != 16:
+            raise ValueError("MN-major operands exist for 16-bit types only")
+        rb = rows * 2
+        if w:
+            nb = -(-rb // w)
+            lbo, sbo, size = 16 * w, 8 * w, nb * 16 * w
+        else:
+            lbo, sbo, size = rb // 16 * 128, 128, 2 * rb // 16 * 128
+    return encode_descriptor(start, lbo, sbo, swizzle), size
