@@ -278,5 +278,5 @@ def main(out):
 
 if __name__ == "__main__":
     main(sys.argv[1])
-    if len(sys.argv) > 2:   # compile: split the source into parts compiled in parallel, link into one cubin
-        pass
+    # then compile: split wgmma.cu at its "// spec " lines into part0..3.cu (spec i in part i % 4) and
+    # nvcc -gencode=arch=compute_90a,code=sm_90a -cubin each; tools/wgmma_device.py loads part*.cubin
