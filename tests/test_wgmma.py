@@ -205,18 +205,10 @@ NUMERICS, NUM_MANIFEST = _load("wgmma_sm90a_numerics.npz")
 
 
 def _call(z, e, spec):
-    op, a_src, sa, sb, ta, tb = spec.split("|")
-    smem, desc, base = z[f"{e}.smem"], z[f"{e}.desc"], z[f"{e}.base"]
-    # the capture kernel's buffer sat at shared address `base` (1024 on the H100: the first KB of the
-    # window is reserved) and it added base >> 4 to the descriptors' start fields: rebuild that window
-    off = int(base[0])
-    assert (base == off).all() and off % 1024 == 0
-    smem = np.concatenate([np.zeros((smem.shape[0], off), np.uint8), smem], axis=1)
-    desc = desc + np.uint64(off >> 4)
-    a = z[f"{e}.a"] if a_src == "reg" else desc[:, 0].copy()
-    kw = dict(smem=smem, scale_d=z[f"{e}.sd"].astype(np.int64), scale_a=int(sa), scale_b=int(sb),
-              trans_a=int(ta), trans_b=int(tb))
-    return op, z[f"{e}.d"], a, desc[:, 1].copy(), kw
+    from warpsim._wgmma import corpus_call
+
+    assert int(z[f"{e}.base"][0]) == 1024   # the H100 put dynamic shared memory at shared address 1024
+    return corpus_call(z, e, spec)
 
 
 def test_corpus_covers_every_opcode_and_both_a_forms():
@@ -521,3 +513,12 @@ def test_dense_layout_is_a_bijection(sw, major, bits):
     key = addr * 8 + bit
     assert len(np.unique(key)) == rows * k                     # no two elements share bits
     assert addr.min() >= 1024 and addr.max() < 1024 + size      # inside the stated size
+
+
+def test_verify_command_replays_a_wgmma_corpus(capsys):
+    from warpsim._cli import main
+
+    path = os.path.join(GOLDEN, "wgmma_sm90a_numerics.npz")
+    assert main(["verify", "--corpus", path, "--match", "m64n16k32.f32.e4m3", "--match", "|reg|", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "wg-fp8" in out and "bit-exact" in out

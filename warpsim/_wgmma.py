@@ -255,3 +255,23 @@ def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none"):
     D[:, tab[..., 1], tab[..., 2]] = words_to_elements(out, ins.elem("d").bits)
     vals = _bits_to_values(D, ins.elem("d"))
     return vals if batches or any(x.ndim == 3 for x in mats.values()) else vals[0]
+
+
+def corpus_call(z, e, spec):
+    """Arguments of :func:`wgmma` for entry ``e`` of a wgmma corpus (``tests/golden/wgmma_sm90a*.npz``).
+
+    The capture kernel's buffer sat at shared address ``base`` (1024 on the H100) and the kernel added
+    ``base >> 4`` to the stored descriptors: the shared window is rebuilt from address 0.
+    Returns (opcode, d, a, b, keyword arguments).
+    """
+    op, a_src, sa, sb, ta, tb = spec.split("|")
+    smem, desc, base = z[f"{e}.smem"], z[f"{e}.desc"], z[f"{e}.base"]
+    off = int(base[0])
+    if not (base == off).all() or off % 16:
+        raise ValueError(f"entry {e}: shared buffers at different or misaligned addresses {sorted(set(base.tolist()))}")
+    smem = np.concatenate([np.zeros((smem.shape[0], off), np.uint8), smem], axis=1)
+    desc = desc + np.uint64(off >> 4)
+    a = z[f"{e}.a"] if a_src == "reg" else desc[:, 0].copy()
+    kw = dict(smem=smem, scale_d=z[f"{e}.sd"].astype(np.int64), scale_a=int(sa), scale_b=int(sb),
+              trans_a=int(ta), trans_b=int(tb))
+    return op, z[f"{e}.d"], a, desc[:, 1].copy(), kw
