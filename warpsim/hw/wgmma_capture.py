@@ -34,9 +34,11 @@ class Spec:
     scale_b: int = 1
     trans_a: int = 0
     trans_b: int = 0
+    selector: int = 0       # sparse: the sparsity-selector immediate
 
     def key(self) -> str:
-        return f"{self.ins.opcode}|{self.a_src}|{self.scale_a}|{self.scale_b}|{self.trans_a}|{self.trans_b}"
+        base = f"{self.ins.opcode}|{self.a_src}|{self.scale_a}|{self.scale_b}|{self.trans_a}|{self.trans_b}"
+        return base + (f"|{self.selector}" if self.ins.is_sparse else "")
 
 
 def immediates(spec: Spec) -> list[str]:
@@ -85,13 +87,21 @@ def kernel_source(specs) -> str:
         ins_ops.append('"l"(db)')
         b_txt = f"%{pos}"
         pos += 1
+        sp_txt = ""
+        if ins.is_sparse:   # metadata register and selector immediate come before scale-d
+            if spec.selector not in ins.selectors:
+                raise ValueError(f"selector {spec.selector} not allowed for {ins.opcode}: {list(ins.selectors)}")
+            body.append("  unsigned e0 = E[(size_t)g*128+t];")
+            ins_ops.append('"r"(e0)')
+            sp_txt = f"%{pos}, {spec.selector}, "
+            pos += 1
         body.append("  int sd = SD[g];")
         ins_ops.append('"r"(sd)')
         p_pos = pos
         d_txt = "{" + ", ".join(f"%{i}" for i in range(wd)) + "}"
         imm = "".join(", " + x for x in immediates(spec))
         asm = ("{\\n .reg .pred p;\\n setp.ne.b32 p, %" + str(p_pos) + ", 0;\\n wgmma.fence.sync.aligned;\\n "
-               f"{ins.opcode} {d_txt}, {a_txt}, {b_txt}, p{imm};\\n"
+               f"{ins.opcode} {d_txt}, {a_txt}, {b_txt}, {sp_txt}p{imm};\\n"
                " wgmma.commit_group.sync.aligned;\\n wgmma.wait_group.sync.aligned 0;\\n}")
         body.append(f'  asm volatile("{asm}"\n      : {", ".join(ops)}\n      : {", ".join(ins_ops)} : "memory");')
         for i in range(wd):
@@ -101,7 +111,7 @@ def kernel_source(specs) -> str:
             f'extern "C" __global__ void __launch_bounds__(128) wg_{idx}(const unsigned char* __restrict__ S, int sbytes, '
             "const unsigned long long* __restrict__ DESC, const unsigned* __restrict__ A, "
             "const unsigned* __restrict__ DIN, const int* __restrict__ SD, unsigned* __restrict__ DOUT, "
-            "unsigned* __restrict__ BASE) {")
+            "unsigned* __restrict__ BASE" + (", const unsigned* __restrict__ E" if ins.is_sparse else "") + ") {")
         out.append("  extern __shared__ __align__(1024) unsigned char sm[];")
         out.append("  const int g = blockIdx.x, t = threadIdx.x;")
         out.append("  { const uint4* src = (const uint4*)(S + (size_t)g * sbytes); uint4* dst = (uint4*)sm;")
