@@ -157,9 +157,53 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
     return ins, single, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C)
 
 
+def _mma_twin(ins):
+    """The warp-level mma whose sm_90 recipe equals this wgmma's sm_90a recipe (f16, bf16, tf32: the HMMA
+    model of the same K), or None.  Such a wgmma is computed as 4 x N/8 m16n8 blocks by the mma engine
+    (with its fast paths): every output element is the same fused dot of the same k-ordered terms."""
+    from .isa.catalog import BY_OPCODE
+    from .numerics.recipes import find_recipe
+
+    op = f"mma.sync.aligned.m16n8k{ins.k}.row.col.{ins.dtype}.{ins.atype}.{ins.btype}.{ins.dtype}"
+    twin = BY_OPCODE.get(op)
+    if twin is None or ins.family not in ("f16", "bf16", "tf32"):
+        return None
+    return twin if find_recipe(twin, "sm_90") == find_recipe(ins, "sm_90a") else None
+
+
+def _compute_by_blocks(ins, twin, A, B, C):
+    from ._api import mma
+
+    G, M, K = A.shape
+    N = B.shape[1]
+    J = N // 8
+    ta, tb, tc = (layout(twin.opcode, r) for r in "abc")
+    Ab = A.reshape(G, 4, 16, K)
+    ea = Ab[:, :, ta[..., 1], ta[..., 2]]                                   # (G, 4, 32, ea)
+    Bb = B.reshape(G, J, 8, K)
+    eb = Bb[:, :, tb[..., 2], tb[..., 1]]                                   # (G, J, 32, eb)
+    Cb = C.reshape(G, 4, 16, J, 8).transpose(0, 1, 3, 2, 4)                 # (G, 4, J, 16, 8)
+    ec = Cb[..., tc[..., 1], tc[..., 2]]                                    # (G, 4, J, 32, ec)
+    W = G * 4 * J
+    aw = elements_to_words(np.broadcast_to(ea[:, :, None], (G, 4, J) + ea.shape[2:]), ins.elem("a").bits)
+    bw = elements_to_words(np.broadcast_to(eb[:, None], (G, 4, J) + eb.shape[2:]), ins.elem("b").bits)
+    cw = elements_to_words(ec, ins.elem("d").bits)
+    d = mma(twin.opcode, np.ascontiguousarray(aw.reshape(W, 32, -1)), np.ascontiguousarray(bw.reshape(W, 32, -1)),
+            np.ascontiguousarray(cw.reshape(W, 32, -1)), arch="sm_90")
+    ed = words_to_elements(d, ins.elem("d").bits).reshape(G, 4, J, 32, -1)
+    td = layout(twin.opcode, "d")
+    out = np.zeros((G, 4, J, 16, 8), dtype=np.uint64)
+    out[..., td[..., 1], td[..., 2]] = ed
+    return out.transpose(0, 1, 3, 2, 4).reshape(G, M, N)
+
+
 def compute(ins, A, B, C, arch="sm_90a", params=None):
     """D element bits (G, 64, N) from decoded operands."""
     from .engine import wgmma as _eng
+
+    twin = _mma_twin(ins) if params is None else None
+    if twin is not None:
+        return _compute_by_blocks(ins, twin, A, B, C)
 
     if ins.elem("a").kind in ("int", "bits"):
         from .numerics.integer import int_params
