@@ -53,6 +53,9 @@ def test_list_filters(capsys):
     assert "sm_89" in out
     assert run(capsys, "list", "--shape", "m1n1k1")[0] == 1
     rc, out, _ = run(capsys, "list")
+    from warpsim.isa.catalog import WGMMA_CATALOG
+    assert len(out.split()) == len(warpsim.CATALOG) + len(WGMMA_CATALOG)
+    rc, out, _ = run(capsys, "list", "--kind", "mma")
     assert len(out.split()) == len(warpsim.CATALOG)
 
 

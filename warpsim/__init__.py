@@ -6,15 +6,17 @@ out), :func:`parse` (an opcode's catalog entry), the fragment helpers
 """
 
 from ._api import mma
+from ._wgmma import wgmma
 from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
 from ._matmul import matmul
 from .ptx.regfile import PTXError, Warp
+from .ptx.warpgroup import Warpgroup
 from ._sparse_helpers import compress, expand
 from ._diagnose import explain
 
 __version__ = "0.1.0"
 
-__all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
-           "matmul", "Warp", "PTXError", "compress", "expand", "explain"]
+__all__ = ["mma", "wgmma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
+           "matmul", "Warp", "Warpgroup", "PTXError", "compress", "expand", "explain"]

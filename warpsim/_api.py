@@ -33,7 +33,12 @@ def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
 
 def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     """Check everything about a call; returns (instruction, single_warp, a, b, c, e) as (W, 32, ...) views."""
-    ins = parse(instruction, arch=check_arch(arch))
+    arch = check_arch(arch)
+    ins = parse(instruction)
+    if ins.is_wgmma:
+        raise ValueError(f"{ins.opcode} is a warpgroup MMA: use warpsim.wgmma (D words, A registers or descriptor, "
+                         "B descriptor, shared memory)")
+    ins = parse(instruction, arch=arch)
     single, a3 = _words("a", a, ins, ins.words("a"), None)
     _, b3 = _words("b", b, ins, ins.words("b"), single)
     _, c3 = _words("c", c, ins, ins.words("c"), single)

@@ -31,10 +31,12 @@ def _ins(opcode):
 # --- list / show --------------------------------------------------------------
 
 def cmd_list(a):
-    from .isa.catalog import CATALOG
+    from .isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
 
     n = 0
-    for ins in CATALOG:
+    pool = {"mma": CATALOG, "wgmma": WGMMA_CATALOG, "wgmma-sp": WGMMA_SP_CATALOG,
+            "all": CATALOG + WGMMA_CATALOG}[a.kind]
+    for ins in pool:
         if a.shape and ins.shape != a.shape:
             continue
         if a.type and a.type not in (ins.atype, ins.btype, ins.ctype, ins.dtype):
@@ -54,7 +56,9 @@ def cmd_list(a):
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         n += 1
-        if a.long:
+        if a.long and ins.is_wgmma:
+            print(f"{ins.opcode:<80} sm_90a  PTX {ins.min_ptx}  128 threads")
+        elif a.long:
             sel = f"  selectors {list(ins.selectors)}" if ins.is_sparse else ""
             where = "/".join(ins.targets) if ins.targets else f"sm_{ins.min_sm}"
             note = "  (ptxas-lenient)" if ins.lenient else ""
@@ -79,7 +83,12 @@ def cmd_show(a):
     print("  (* modelled from published measurements; unmarked: verified on hardware)")
     print()
     print("PTX:")
-    print("  " + example_statement(ins))
+    if ins.is_wgmma:
+        from .ptx.warpgroup import example_program
+
+        print("\n".join("  " + x for x in example_program(ins).splitlines()))
+    else:
+        print("  " + example_statement(ins))
     return EXIT_OK
 
 
@@ -100,6 +109,8 @@ def cmd_layout(a):
             raise UsageError(str(exc)) from None
         return EXIT_OK
     ins = _ins(a.opcode)
+    if ins.is_wgmma and a.operand in ("a", "b") and (a.operand == "b" or a.desc or a.swizzle or a.major):
+        return _layout_smem(ins, a)
     try:
         if a.svg:
             with open(a.svg, "w") as f:
@@ -108,6 +119,32 @@ def cmd_layout(a):
         if not a.svg or a.text:
             sys.stdout.write(text_grid(ins, a.operand, a.selector, width=a.width))
     except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+def _layout_smem(ins, a):
+    from ._svg import smem_svg, smem_text
+    from .isa import smem as S
+
+    trans = 1 if (a.major or "K") == "MN" else 0
+    try:
+        if a.desc:
+            desc = int(a.desc, 0)
+        else:
+            rows = ins.m if a.operand == "a" else ins.n
+            if trans and not ins.imm_trans:
+                raise ValueError(f"{ins.opcode} reads K-major shared memory only")
+            desc, _ = S.dense_layout(rows, ins.elem(a.operand).bits, "MN" if trans else "K", a.swizzle or "none")
+        if trans and not ins.imm_trans:
+            raise ValueError(f"{ins.opcode} reads K-major shared memory only")
+        if a.svg:
+            with open(a.svg, "w") as f:
+                f.write(smem_svg(ins, a.operand, desc, trans=trans))
+            print(f"wrote {a.svg}", file=sys.stderr)
+        if not a.svg or a.text:
+            sys.stdout.write(smem_text(ins, a.operand, desc, trans=trans))
+    except (ValueError, TypeError, NotImplementedError) as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
 
@@ -177,6 +214,8 @@ def cmd_run(a):
     from ._sparse_helpers import expand
 
     ins = _ins(a.opcode)
+    if ins.is_wgmma:
+        return _run_wgmma(ins, a)
     if a.selector not in ins.selectors:
         raise UsageError(f"selector {a.selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
     dist = a.dist or distributions(ins)[0]
@@ -251,6 +290,46 @@ def cmd_run(a):
             print(f"{lane:>4}  " + "  ".join(parts))
     if a.out:
         np.savez(a.out, **{r: words[r] for r in words})
+        print(f"wrote {a.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run_wgmma(ins, a):
+    from .hw.inputs import distributions, float_elements, int_elements
+    from .isa.layouts import _bits_to_values
+    from ._wgmma import matmul_wgmma
+
+    dist = a.dist or distributions(ins)[0]
+    if dist not in distributions(ins):
+        raise UsageError(f"distribution {dist!r} is not one of {', '.join(distributions(ins))} for {ins.opcode}")
+    rng = np.random.default_rng(a.seed)
+    mats = {}
+    for role, shape, mrole in (("a", (ins.m, ins.k), "a"), ("b", (ins.k, ins.n), "b"), ("c", (ins.m, ins.n), "d")):
+        path = getattr(a, role)
+        t = ins.elem(mrole)
+        if path:
+            mats[role] = _load(path)
+        else:
+            gen = float_elements if t.is_float else int_elements
+            mats[role] = _bits_to_values(gen(t, dist, role, rng, shape[0] * shape[1]).reshape(shape), t)
+    try:
+        d = matmul_wgmma(ins, mats["a"], mats["b"], mats["c"], swizzle=a.swizzle or "none")
+    except NotImplementedError as exc:
+        print(f"warpsim: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    print(ins.opcode + f"  (one warpgroup; A and B K-major in shared memory, swizzle {a.swizzle or 'none'})")
+    print()
+    if a.values:
+        cols = min(ins.n, 8)
+        blocks = [_matrix_lines(f"A ({ins.m}x{ins.k}) .{ins.atype}", mats["a"]),
+                  _matrix_lines(f"B ({ins.k}x{ins.n}, first {cols} columns) .{ins.btype}", mats["b"][:, :cols]),
+                  _matrix_lines(f"C ({ins.m}x{ins.n}, first {cols} columns)", mats["c"][:, :cols]),
+                  _matrix_lines(f"D ({ins.m}x{ins.n}, first {cols} columns) .{ins.dtype}", d[:, :cols])]
+        print(_side_by_side(blocks))
+    if a.out:
+        np.savez(a.out, a=mats["a"], b=mats["b"], c=mats["c"], d=d)
         print(f"wrote {a.out}", file=sys.stderr)
     return EXIT_OK
 
@@ -335,7 +414,18 @@ def cmd_ptx(a):
             raise UsageError(f"cannot read {a.file}: {exc}") from None
     if re.search(r"\.entry\s", text):
         return cmd_ptx_module(a, text)
-    w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
+    if a.warpgroup:
+        from .ptx.warpgroup import Warpgroup
+
+        sm = _load(a.smem) if a.smem else None
+        if sm is not None and (sm.dtype != np.uint8 or sm.ndim not in (1, 2)):
+            raise UsageError(f"{a.smem}: shared memory must be uint8 of shape (bytes,) or (groups, bytes)")
+        w = Warpgroup(a.warps, smem_bytes=0 if sm is None else sm.shape[-1], undefined=a.undefined, seed=a.seed,
+                      arch="sm_90a" if a.arch == "sm_90" else a.arch)
+        if sm is not None:
+            w.smem[:] = sm
+    else:
+        w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
     for spec in a.set or []:
         name, _, path = spec.partition("=")
         if not path:
@@ -364,7 +454,7 @@ def cmd_ptx(a):
             wd = {8: 16, 4: 8, 2: 4, 1: 1}[v.dtype.itemsize]
             cols.append((n, wd, v))
         print("lane  " + " ".join(n.rjust(wd) for n, wd, _ in cols))
-        for lane in range(32):
+        for lane in range(w.lanes):
             print(f"{lane:>4}  " + " ".join(f"{int(v[lane]):0{wd}x}" for _, wd, v in cols))
     return EXIT_OK
 
@@ -427,6 +517,9 @@ def build_parser():
     s.add_argument("--family", help="catalog family, e.g. f16, bf16, tf32, f64, fp8, int8, int4, b1, f16x4")
     s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
     s.add_argument("--arch", help="only opcodes of this target: sm_90 (or sm_80, ...); sm_120a adds the kind:: forms")
+    s.add_argument("--kind", choices=["mma", "wgmma", "wgmma-sp", "all"], default="all",
+                   help="instruction class: warp-level mma, warpgroup wgmma.mma_async, sparse wgmma (catalogued, "
+                        "not modelled), or every modelled opcode (default)")
     s.set_defaults(fn=cmd_list)
 
     s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")
@@ -442,6 +535,10 @@ def build_parser():
     s.add_argument("--selector", type=int, default=0, help="sparsity selector (sparse A: which metadata lanes)")
     s.add_argument("--color-by", choices=["lane", "group"], default="lane", help="SVG colours per lane or per group of 4 lanes")
     s.add_argument("--width", type=int, default=120, help="terminal width for the text grid (default 120)")
+    s.add_argument("--desc", metavar="0x...", help="wgmma A/B: draw the shared memory this 64-bit descriptor reads")
+    s.add_argument("--swizzle", choices=["none", "32B", "64B", "128B"],
+                   help="wgmma A/B without --desc: a dense layout with this swizzle (default none)")
+    s.add_argument("--major", choices=["K", "MN"], help="wgmma A/B: K-major (default) or MN-major (imm-trans = 1)")
     s.set_defaults(fn=cmd_layout)
 
     s = sub.add_parser("run", help="run one mma on example or given data",
@@ -457,10 +554,11 @@ def build_parser():
     s.add_argument("--dist", help="input distribution of the random data (default: the first for the type)")
     s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
     s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
-    s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] [s,] d)")
+    s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] d); wgmma: the matrices")
     s.add_argument("--arch", default=None, help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
                                                  "on hardware), sm_100, sm_120, sm_120a (modelled); default sm_90, or "
                                                  "sm_120a for the sm_120a-only kind:: forms")
+    s.add_argument("--swizzle", choices=["none", "32B", "64B", "128B"], help="wgmma: swizzle of the shared-memory operands")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("ptx", help="run a PTX snippet or a kernel's .ptx file",
@@ -483,6 +581,10 @@ def build_parser():
                    help="kernel argument, in .param order (repeatable): FILE.npy, zeros:N[:DTYPE] or a number")
     s.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes per CTA")
     s.add_argument("--save", metavar="DIR", help="write every array argument after the run to DIR/NAME.npy")
+    s.add_argument("--warpgroup", action="store_true",
+                   help="run as warpgroups of 128 threads with shared memory (wgmma.fence / mma_async / commit_group / "
+                        "wait_group, st.shared); --warps then counts warpgroups")
+    s.add_argument("--smem", metavar="SMEM.npy", help="--warpgroup: initial shared memory, uint8 (bytes,) or (groups, bytes)")
     s.set_defaults(fn=cmd_ptx)
 
     s = sub.add_parser("verify", help="replay a golden-vector corpus",

@@ -43,7 +43,7 @@ def cells(instruction, operand: str, selector: int = 0) -> dict:
     ins, op = _check(instruction, operand, selector)
     tab = layout(ins.opcode, op)
     out = {}
-    for lane in range(32):
+    for lane in range(tab.shape[0]):   # 32 lanes (mma) or 128 threads (wgmma)
         for j in range(tab.shape[1]):
             p, r, c = (int(x) for x in tab[lane, j])
             out[(p, r, c)] = (lane, j)
@@ -287,3 +287,89 @@ def wmma_text_grid(text: str, operand: str, *, width: int = 120) -> str:
            + ("; * = held twice, first holder shown" if dup else ""), ""]
     out += _grid_text(rows, cols, lambda r, c: _wmma_label(cmap[(r, c)], op, ""), width)
     return "\n".join(out).rstrip() + "\n"
+
+
+# --- wgmma shared-memory operands ------------------------------------------------
+
+def smem_chunks(instruction, operand: str, desc, *, trans: int = 0) -> dict:
+    """{16-byte chunk address: (label, colour key)} of a wgmma operand read through a descriptor.
+
+    K-major chunks hold 16 bytes of one matrix row (label ``r5 k8-15``); MN-major chunks hold
+    eight rows of one k (``k3 r8-15``).  Rows are A's rows (M) or B's columns (N).
+    """
+    from .isa import smem as S
+
+    ins = parse(instruction)
+    if not ins.is_wgmma or operand not in ("a", "b"):
+        raise ValueError("shared-memory pictures are for the A or B operand of a wgmma opcode")
+    rows = ins.m if operand == "a" else ins.n
+    bits = ins.elem(operand).bits
+    major = "MN" if trans else "K"
+    addr, _ = S.operand_addresses(desc, rows, ins.k, bits, major)
+    chunks: dict = {}
+    for r in range(rows):
+        for k in range(ins.k):
+            chunks.setdefault(int(addr[r, k]) // 16 * 16, []).append((r, k))
+    out = {}
+    for a, els in chunks.items():
+        rs = sorted({r for r, _ in els})
+        ks = sorted({k for _, k in els})
+        if major == "K":
+            out[a] = (f"r{rs[0]} k{_ranges(ks)}", rs[0] // 8)
+        else:
+            out[a] = (f"k{ks[0]} r{_ranges(rs)}", ks[0])
+    return out
+
+
+def _smem_grid(instruction, operand, desc, trans):
+    from .isa import smem as S
+
+    d = S.decode_descriptor(desc) if not isinstance(desc, S.Descriptor) else desc
+    ch = smem_chunks(instruction, operand, d, trans=trans)
+    lo = min(ch) // 128 * 128
+    hi = (max(ch) // 128 + 1) * 128
+    title = (f"operand {operand.upper()} through descriptor {d.encode():#018x}: start {d.start}, LBO {d.lbo}, "
+             f"SBO {d.sbo}, swizzle {d.swizzle}, {'MN' if trans else 'K'}-major")
+    return d, ch, lo, hi, title
+
+
+def smem_text(instruction, operand: str, desc, *, trans: int = 0) -> str:
+    """Shared memory as 128-byte lines of eight 16-byte chunks, each labelled with the elements it holds."""
+    d, ch, lo, hi, title = _smem_grid(instruction, operand, desc, trans)
+    cw = max(len(v[0]) for v in ch.values()) + 2
+    out = [title, "", "address " + "".join(f"+{c * 16}".rjust(cw) for c in range(8))]
+    for line in range(lo, hi, 128):
+        cells_ = [ch.get(line + 16 * c, ("-", None))[0] for c in range(8)]
+        if all(x == "-" for x in cells_):
+            continue
+        out.append(f"{line:#07x} " + "".join(x.rjust(cw) for x in cells_))
+    return "\n".join(out) + "\n"
+
+
+def smem_svg(instruction, operand: str, desc, *, trans: int = 0) -> str:
+    """An SVG of the same picture; chunks coloured by row group (K-major) or by k (MN-major)."""
+    d, ch, lo, hi, title = _smem_grid(instruction, operand, desc, trans)
+    W, H = 78, 20
+    lines = [ln for ln in range(lo, hi, 128) if any(ln + 16 * c in ch for c in range(8))]
+    out = []
+    y = 50
+    for c in range(8):
+        out.append(f'<text x="{70 + c * W + W / 2}" y="{y - 4}" class="h">+{c * 16}</text>')
+    for i, ln in enumerate(lines):
+        yy = y + i * H
+        out.append(f'<text x="64" y="{yy + H / 2 + 4}" class="hr">{ln:#06x}</text>')
+        for c in range(8):
+            v = ch.get(ln + 16 * c)
+            fill = lane_color(v[1] * 4, "group") if v else "#ffffff"
+            txt = v[0] if v else ""
+            out.append(f'<rect x="{70 + c * W}" y="{yy}" width="{W}" height="{H}" fill="{fill}"/>'
+                       f'<text x="{70 + c * W + W / 2}" y="{yy + H / 2 + 4}">{escape(txt)}</text>')
+    width = 70 + 8 * W + 20
+    height = y + len(lines) * H + 20
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+              f'font-family="monospace" font-size="10">')
+    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle} '
+             '.t{text-anchor:start;font-size:12px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+    cap = f'<text x="10" y="20" class="t">{escape(parse(instruction).opcode)}</text>' \
+          f'<text x="10" y="36" class="t">{escape(title)}</text>'
+    return "\n".join([header, style, cap] + out + ["</svg>", ""])

@@ -95,11 +95,47 @@ def corpus_arch(manifest: dict) -> str:
     return check_arch(cc or target or "sm_90")
 
 
+def replay_wgmma(path, *, match=(), progress=False):
+    """Replay a wgmma corpus (manifest entries with a ``spec``) through :func:`warpsim.wgmma`."""
+    import json
+
+    from ._wgmma import corpus_call, wgmma
+
+    z = np.load(path)
+    man = json.loads(bytes(z["manifest"]))
+    out = []
+    items = [(i, e) for i, e in enumerate(man["entries"]) if all(m in e["spec"] for m in match)]
+    for n, (i, ent) in enumerate(items):
+        op, d, a, b, kw = corpus_call(z, i, ent["spec"])
+        ins = BY_OPCODE[op]
+        res = EntryResult(ent["spec"], 0, f"wg-{ins.family}", False)
+        got = wgmma(op, d, a, b, **kw)
+        hw = z[f"{i}.dout"]
+        res.words, res.differ = int(hw.size), int(np.count_nonzero(got != hw))
+        for g, meta in enumerate(ent["meta"]):
+            k = meta.get("dist") or meta.get("probe", "probe").split(" part")[0]
+            res.by_distribution[k] = res.by_distribution.get(k, 0) + int(np.count_nonzero(got[g] != hw[g]))
+        out.append(res)
+        if progress:
+            print(f"\r[{n + 1}/{len(items)}] {op}".ljust(100)[:100], end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return out
+
+
 def replay(path=None, *, match=(), arch=None, progress=False):
     """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult.
-    ``arch`` (default: the architecture the corpus records) names the model to compare with."""
+    ``arch`` (default: the architecture the corpus records) names the model to compare with.
+    A wgmma corpus (``tests/golden/wgmma_sm90a*.npz``) is replayed through :func:`warpsim.wgmma`."""
     from .hw import Corpus
 
+    if path is not None:
+        with np.load(path) as z:
+            import json
+
+            first = json.loads(bytes(z["manifest"]))["entries"][:1] if "manifest" in z.files else []
+        if first and "spec" in first[0]:
+            return replay_wgmma(path, match=match, progress=progress)
     corpus = Corpus(path or default_corpus())
     if arch is None:
         arch = corpus_arch(corpus.manifest)

@@ -60,6 +60,10 @@ class Row:
     forms: tuple | None = None   # sparse rows: the sparse forms (None: both mma.sp and ::ordered_metadata)
     targets: tuple = ()          # arch-specific targets that have the row ("sm_120a", ...); () = sm >= row.sm
     lenient: bool = False        # accepted by ptxas 13.0 but not defined by the PTX ISA (see docs/numerics.md)
+    iclass: str = "mma"          # instruction class: "mma" (a warp, 32 threads) or "wgmma" (a warpgroup, 128)
+    ns: tuple = ()               # wgmma rows: the N values of shape "m64nNk.."
+    imm_scale: bool = False      # wgmma: takes imm-scale-a / imm-scale-b (+1 / -1)
+    imm_trans: bool = False      # wgmma: takes imm-trans-a / imm-trans-b (MN-major shared-memory operands)
 
 
 # fmt: off
@@ -131,6 +135,42 @@ ROWS: tuple[Row, ...] = (
 )
 # fmt: on
 
+#: N of ``wgmma`` m64nNk.. shapes: every multiple of 8 for floats; integers and b1 skip the odd multiples above 32.
+WG_N_FLOAT = tuple(range(8, 257, 8))
+WG_N_INT = (8, 16, 24) + tuple(range(32, 257, 16))
+
+#: Hopper warpgroup MMA (``wgmma.mma_async``; sm_90a only).  D is both the
+#: accumulator and the result (C type = D type).  A comes from registers or a
+#: shared-memory descriptor, B from a descriptor.  Checked with ptxas 13.0 for
+#: sm_90a: exactly these 546 opcodes are accepted, each with either A form (mixed
+#: s8/u8 needs PTX ISA 8.4, everything else 8.0).
+# fmt: off
+WGMMA_ROWS: tuple[Row, ...] = (
+    Row("f16",  "m64nNk16",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.0", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
+    Row("bf16", "m64nNk16",  _same("bf16"), (("f32", "f32"),),                90, "8.0", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True),
+    Row("tf32", "m64nNk8",   _same("tf32"), (("f32", "f32"),),                90, "8.0", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True),
+    Row("fp8",  "m64nNk32",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.0", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True),
+    Row("int8", "m64nNk32",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.0", iclass="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
+    Row("int8", "m64nNk32",  (("s8", "u8"), ("u8", "s8")), S32,               90, "8.4", iclass="wgmma", ns=WG_N_INT, satfinite=ANY_SAT),
+    Row("b1",   "m64nNk256", _same("b1"),   S32,                              90, "8.0", iclass="wgmma", ns=WG_N_INT, bitops=("and",)),
+)
+# fmt: on
+
+#: Structured-sparse warpgroup MMA (``wgmma.mma_async.sp``; A 2:4 sparse, tf32 1:2): 528 opcodes,
+#: exactly what ptxas 13.0 accepts for sm_90a (both A forms); ``selectors``: the sparsity-selector
+#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0); PTX ISA 8.2 (mixed s8/u8: 8.4).  Catalogued; not yet modelled or
+#: captured (warpsim.wgmma refuses them).
+# fmt: off
+WGMMA_SP_ROWS: tuple[Row, ...] = (
+    Row("f16",  "m64nNk32",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.2", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("bf16", "m64nNk32",  _same("bf16"), (("f32", "f32"),),                90, "8.2", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
+    Row("tf32", "m64nNk16",  _same("tf32"), (("f32", "f32"),),                90, "8.2", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=2),
+    Row("fp8",  "m64nNk64",  _mix(F8),      (("f16", "f16"), ("f32", "f32")), 90, "8.2", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, selectors=1),
+    Row("int8", "m64nNk64",  (("s8", "s8"), ("u8", "u8")), S32,               90, "8.2", iclass="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
+    Row("int8", "m64nNk64",  (("s8", "u8"), ("u8", "s8")), S32,               90, "8.4", iclass="wgmma", ns=WG_N_INT, satfinite=ANY_SAT, selectors=1),
+)
+# fmt: on
+
 #: PTX ISA version that introduced ``mma.sp::ordered_metadata``.
 ORDERED_METADATA_PTX = "8.5"
 
@@ -187,6 +227,19 @@ class Instruction:
         """Allowed immediates (byte-id, thread-id for A, thread-id for B), as ptxas 13.0 checks them."""
         return tuple(range(0, 4, self.nscale)), (0, 1), (0, 1, 2, 3)
 
+    iclass: str = "mma"          # instruction class: "mma" or "wgmma"
+    imm_scale: bool = False      # wgmma: imm-scale-a / imm-scale-b operands
+    imm_trans: bool = False      # wgmma: imm-trans-a / imm-trans-b operands
+
+    @property
+    def threads(self) -> int:
+        """Threads that execute the instruction together: 32 (a warp) or 128 (a warpgroup)."""
+        return 128 if self.iclass == "wgmma" else 32
+
+    @property
+    def is_wgmma(self) -> bool:
+        return self.iclass == "wgmma"
+
     @property
     def m(self) -> int:
         return self.mnk[0]
@@ -225,10 +278,14 @@ class Instruction:
 
     def elements_per_lane(self, operand: str) -> int:
         r, c = self.matrix_shape(operand)
-        return self.products * r * c // 32
+        return self.products * r * c // self.threads
 
     def words(self, operand: str) -> int:
-        """32-bit words one lane holds for an operand ('a', 'b', 'c', 'd' or 'e')."""
+        """32-bit words one lane holds for an operand ('a', 'b', 'c', 'd' or 'e').
+
+        wgmma: 'a' counts the register form of A; B always comes from shared memory (0 words)."""
+        if self.is_wgmma and operand == "b":
+            return 0
         if operand == "e":
             return 1 if self.is_sparse else 0
         return self.elements_per_lane(operand) * self.elem(operand).bits // 32
@@ -243,6 +300,8 @@ class Instruction:
         return tuple((self, s) for s in self.selectors)
 
     def describe(self) -> str:
+        if self.is_wgmma:
+            return _describe_wgmma(self)
         kind = f"sparse ({self.sparse})" if self.sparse else "dense"
         lines = [
             self.opcode,
@@ -275,6 +334,52 @@ class Instruction:
         if self.lenient:
             lines.append("  accepted by ptxas 13.0 but not defined by the PTX ISA (compiles to the kind::f8f6f4 QMMA)")
         return "\n".join(lines)
+
+
+def _describe_wgmma(ins: Instruction) -> str:
+    m, n, k = ins.mnk
+    imms = (["metadata (register)", "sparsity selector"] if ins.is_sparse else []) + ["scale-d (predicate)"]
+    imms += ["imm-scale-a", "imm-scale-b"] if ins.imm_scale else []
+    imms += ["imm-trans-a (descriptor A only)", "imm-trans-b"] if ins.imm_trans else []
+    lines = [
+        ins.opcode,
+        f"  warpgroup MMA (128 threads), family {ins.family}, shape m{m}n{n}k{k}, sm_90a only, PTX ISA {ins.min_ptx}",
+        f"  D.{ins.dtype} = A.{ins.atype} x B.{ins.btype} + D (scale-d = 0: D = A x B)",
+        f"  A: {m}x{k}" + (f" logical, {m}x{k // 2} compressed" if ins.is_sparse else "")
+        + f", from registers ({ins.registers('a')} word(s) per thread) or a shared-memory descriptor",
+        f"  B: {k}x{n}, from a shared-memory descriptor",
+        f"  D: {m}x{n}, {ins.words('d')} word(s) per thread",
+        f"  operands after the descriptors: {', '.join(imms)}",
+        "  shared-memory operands: K-major" + (" or MN-major (transposed)" if ins.imm_trans else " only"),
+    ]
+    if ins.satfinite:
+        lines.append("  .satfinite: results clamp to the s32 range instead of wrapping")
+    if ins.bitop:
+        lines.append(f"  bit product: popcount(a {ins.bitop.upper()} b)")
+    if ins.is_sparse:
+        lines.insert(2, f"  structured-sparse A ({'1:2' if ins.atype == 'tf32' else '2:4'}), metadata register and "
+                        f"sparsity selector in {list(ins.selectors)}; catalogued (ptxas-checked), not yet modelled")
+    return "\n".join(lines)
+
+
+def _wg_opcode(shape, sat, d, a, b, bitop, sparse=False) -> str:
+    parts = ["wgmma", "mma_async"] + (["sp"] if sparse else []) + ["sync", "aligned", shape] + (["satfinite"] if sat else []) + [d, a, b]
+    return ".".join(parts + ([bitop, "popc"] if bitop else []))
+
+
+def _expand_wgmma(rows) -> tuple[Instruction, ...]:
+    out = []
+    for row in rows:
+        for (d, c), (a, b), sat, bitop, n in itertools.product(row.dc, row.ab, row.satfinite, row.bitops, row.ns):
+            shape = row.shape.replace("N", str(n))
+            sp = bool(row.selectors)
+            out.append(Instruction(
+                opcode=_wg_opcode(shape, sat, d, a, b, bitop, sp), family=row.family, shape=shape,
+                atype=a, btype=b, ctype=c, dtype=d, alayout="row", blayout="col",
+                satfinite=sat, bitop=bitop, sparse="sp" if sp else None,
+                selectors=tuple(range(row.selectors)) if sp else (0,), min_sm=row.sm, min_ptx=row.ptx,
+                mnk=_parse_shape(shape), iclass="wgmma", imm_scale=row.imm_scale, imm_trans=row.imm_trans))
+    return tuple(out)
 
 
 def _opcode(row: Row, sparse, alay, blay, sat, d, a, b, c, bitop, scale=None) -> str:
@@ -331,10 +436,14 @@ def _expand(rows) -> tuple[Instruction, ...]:
     return tuple(out)
 
 
-#: Every opcode, in table order.
+#: Every warp-level ``mma`` opcode, in table order.
 CATALOG: tuple[Instruction, ...] = _expand(ROWS)
-#: Lookup by opcode string.
-BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG}
+#: Every warpgroup ``wgmma.mma_async`` opcode, in table order.
+WGMMA_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_ROWS)
+#: Every sparse ``wgmma.mma_async.sp`` opcode (catalogued, not yet modelled).
+WGMMA_SP_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_SP_ROWS)
+#: Lookup by opcode string (every class).
+BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_CATALOG + WGMMA_SP_CATALOG}
 
 
 def entries():

@@ -58,13 +58,33 @@ def _quad_pair(ins: Instruction, role: str, lane: int, i: int) -> tuple[int, int
     return q, (lane & 1) + (i & 2) + hi, (i & 4) + (lane & 2) + (i & 1)
 
 
+def _warpgroup(ins: Instruction, role: str, thread: int, j: int) -> tuple[int, int, int]:
+    """wgmma: warp ``w = thread // 32`` of the warpgroup owns rows 16w..16w+15 of A and D.
+
+    A (registers): the m16 A rule above with the warp's row offset.  D: element
+    ``j`` is element ``j % 4`` of the m16n8 C/D rule in the 8-column block ``j // 4``.
+    """
+    w, lane = divmod(thread, 32)
+    g, t = lane >> 2, lane & 3
+    if role == "a":
+        p = 32 // ins.elem("a").bits
+        r, e = divmod(j, p)
+        return 0, 16 * w + g + 8 * (r % 2), t * p + e + (r // 2) * 4 * p
+    if role in ("c", "d"):
+        blk, i = divmod(j, 4)
+        return 0, 16 * w + g + 8 * (i // 2), 8 * blk + t * 2 + i % 2
+    raise ValueError(f"{ins.opcode}: operand {role} of a wgmma is read from shared memory, not registers "
+                     "(see warpsim.isa.smem)")
+
+
 @lru_cache(maxsize=None)
 def layout(opcode: str, role: str) -> np.ndarray:
-    """(32, elements_per_lane, 3) int table of (product, row, col) for one operand."""
+    """(threads, elements_per_lane, 3) int table of (product, row, col) for one operand
+    (threads = 32 for ``mma``, 128 for ``wgmma``)."""
     ins = BY_OPCODE[opcode]
-    fn = _quad_pair if ins.products > 1 else _dense
+    fn = _warpgroup if ins.is_wgmma else (_quad_pair if ins.products > 1 else _dense)
     n = ins.elements_per_lane(role)
-    tab = np.array([[fn(ins, role, lane, j) for j in range(n)] for lane in range(32)], dtype=np.int64)
+    tab = np.array([[fn(ins, role, lane, j) for j in range(n)] for lane in range(ins.threads)], dtype=np.int64)
     tab.setflags(write=False)
     return tab
 
@@ -113,8 +133,10 @@ def unpack(instruction, operand: str, words) -> np.ndarray:
     if single:
         w = w[None]
     nw = ins.words(operand)
-    if w.ndim != 3 or w.shape[1:] != (32, nw):
-        raise ValueError(f"operand {operand} of {ins.opcode} needs words of shape (warps, 32, {nw}), got {np.asarray(words).shape}")
+    th = ins.threads
+    if w.ndim != 3 or w.shape[1:] != (th, nw):
+        unit = "groups" if ins.is_wgmma else "warps"
+        raise ValueError(f"operand {operand} of {ins.opcode} needs words of shape ({unit}, {th}, {nw}), got {np.asarray(words).shape}")
     t = ins.elem(operand)
     el = words_to_elements(w, t.bits)
     tab = layout(ins.opcode, operand)

@@ -80,6 +80,9 @@ class Warp:
     """
 
     memory = None
+    #: threads per unit (a warp); the warpgroup register file (warpsim.ptx.warpgroup) uses 128
+    lanes = 32
+    _unit = "warps"
 
     def __init__(self, warps: int = 1, *, undefined: str = "error", seed: int = 0, arch: str = "sm_90"):
         if isinstance(warps, bool) or not isinstance(warps, (int, np.integer)) or warps < 1:
@@ -153,9 +156,10 @@ class Warp:
         else:
             raise TypeError(f"cannot store {v.dtype} values in register {name}")
         try:
-            out = np.broadcast_to(v, (self.warps, 32))
+            out = np.broadcast_to(v, (self.warps, self.lanes))
         except ValueError:
-            raise ValueError(f"values for {name} must broadcast to (warps, 32) = ({self.warps}, 32), got shape {v.shape}") from None
+            raise ValueError(f"values for {name} must broadcast to ({self._unit}, {self.lanes}) = ({self.warps}, {self.lanes}), "
+                             f"got shape {v.shape}") from None
         self._regs[name] = np.array(out, dtype=udt)
 
     def get(self, name: str) -> np.ndarray:
@@ -176,7 +180,7 @@ class Warp:
                                line=line, statement=stmt, token=name)
             udt = _STORE[bits]
             if self.undefined == "zero":
-                self._regs[name] = np.zeros((self.warps, 32), dtype=udt)
+                self._regs[name] = np.zeros((self.warps, self.lanes), dtype=udt)
             else:
                 rng = np.random.default_rng(zlib.crc32(f"{self.seed}:{name}".encode()))
                 r = rng.integers(0, 1 << 64, size=(self.warps, 32), dtype=np.uint64)
