@@ -39,7 +39,8 @@ import re
 
 import numpy as np
 
-from .regfile import PTXError, Warp, _parse_int, _split_operands, _statements
+from .regfile import Warp
+from .syntax import PTXError, parse_int as _parse_int, split_operands as _split_operands, statements as _statements
 
 __all__ = ["Warpgroup"]
 
