@@ -10,6 +10,7 @@ from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
 from ._matmul import matmul
+from ._gemm import gemm
 from .ptx.regfile import PTXError, Warp
 from ._sparse_helpers import compress, expand
 from ._diagnose import explain
@@ -17,4 +18,4 @@ from ._diagnose import explain
 __version__ = "0.1.0"
 
 __all__ = ["mma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
-           "matmul", "Warp", "PTXError", "compress", "expand", "explain"]
+           "matmul", "gemm", "Warp", "PTXError", "compress", "expand", "explain"]
