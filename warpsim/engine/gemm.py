@@ -156,14 +156,11 @@ def exact_tasks(kind, p, g, A, RI, BT, C, D, ti, tj):
 @njit(cache=True, nogil=True, inline="always")
 def _set_acc(OV, rv, re, emino):
     """Accumulator values and alignment exponents (max(floor(log2|v|), emin); zero: _ZEXP) from OV."""
-    for j in range(PANEL):
+    for j in range(PANEL):          # branch-free: vectorises
         v = OV[j]
         rv[j] = v
-        if v == 0.0:
-            re[j] = _ZEXP
-        else:
-            ex = np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
-            re[j] = max(ex, emino)
+        ex = max(np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023), emino)
+        re[j] = ex if v != 0.0 else _ZEXP
 
 
 @njit(cache=True, nogil=True)
@@ -201,6 +198,28 @@ def _chain8(AV, AE, oa, RI, oi, BV, BE, s0, s1, ka, fracf, sep, rv, re, w, rpb, 
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _plain2(AV, AE, oa, RI, oi, BVa, BEa, BVb, BEb, S, ka, fracf, rva, rea, rvb, reb, wa, wb, rpb, emino):
+    """The plain fused chain (one block per instruction) of two panels of one row, interleaved step
+    by step: two independent dependency chains the CPU overlaps.  Returns (rare a, rare b)."""
+    VA, OA = wa[0], wa[1]
+    VB, OBv = wb[0], wb[1]
+    BA = wa[6].view(np.uint64)
+    BB = wb[6].view(np.uint64)
+    ra = False
+    rb = False
+    zero = np.int64(0)
+    for s in range(S):
+        lo = s * ka
+        _row8(AV, AE, oa, RI, oi, lo, lo + ka, BVa, BEa, rva, rea, zero, fracf, VA)
+        _row8(AV, AE, oa, RI, oi, lo, lo + ka, BVb, BEb, rvb, reb, zero, fracf, VB)
+        ra |= _round8_common(VA, BA, OA, rpb)
+        rb |= _round8_common(VB, BB, OBv, rpb)
+        _set_acc(OA, rva, rea, emino)
+        _set_acc(OBv, rvb, reb, emino)
+    return ra, rb
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _red8(MV, PV, w, rpr):
     """MV = round(MV + PV) in the reduction format (nearest even); True if rare."""
     VV, OV = w[0], w[1]
@@ -226,33 +245,75 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
     NP = BV.shape[0]
     Kc = AV.shape[1]
     sparse = RI.shape[0] > 1
-    for i in prange(r0, r1):
+    RIf = RI.ravel()
+    AVi = AV.ravel()
+    AEi = AE.ravel()
+    nblocks = (r1 - r0 + ROW_BLOCK - 1) // ROW_BLOCK
+    for blk in prange(nblocks):
+        b0 = r0 + blk * ROW_BLOCK
+        b1 = min(r1, b0 + ROW_BLOCK)
         if not fp_env_ok(q64, q32):
-            for jp in range(NP):
-                rare[i, jp] = True
+            for i in range(b0, b1):
+                for jp in range(NP):
+                    rare[i, jp] = True
             continue
-        if rowbad[i]:
-            for jp in range(NP):
+        _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa,
+                    rpr, rpd, emino, b0, b1, D, rare)
+
+
+#: rows per task of fast_rows: their A rows stay in cache while the B panels stream past
+ROW_BLOCK = 16
+
+
+@njit(cache=True, nogil=True)
+def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa, rpr,
+                rpd, emino, b0, b1, D, rare):
+    S, ka, q, P = g[G_STEPS], g[G_KA], g[G_SPLIT], g[G_PROMOTE]
+    serial = g[G_SERIAL] != 0
+    NP = BV.shape[0]
+    w = np.zeros((8, PANEL), np.float64)
+    w2 = np.zeros((8, PANEL), np.float64)
+    rv = np.empty(PANEL, np.float64)
+    re = np.empty(PANEL, np.float32)
+    rv2 = np.empty(PANEL, np.float64)
+    re2 = np.empty(PANEL, np.float32)
+    MV = np.empty(PANEL, np.float64)
+    SV = np.empty(PANEL, np.float64)
+    OB = w[6].view(np.uint64)
+    OB2 = w2[6].view(np.uint64)
+    plain2 = q == 1 and P == 0 and not sep
+    for jp in range(NP):
+        BVp = BV[jp].ravel()
+        BEp = BE[jp].ravel()
+        j0 = jp * PANEL
+        if plain2 and jp % 2 == 1:
+            continue            # done with the panel before
+        for i in range(b0, b1):
+            oa = np.int64(i * Kc)
+            oi = oa if sparse else np.int64(0)
+            if rowbad[i] or panelbad[jp] or cbad[i, jp]:
                 rare[i, jp] = True
-            continue
-        w = np.zeros((8, PANEL), np.float64)
-        rv = np.empty(PANEL, np.float64)
-        re = np.empty(PANEL, np.float32)
-        MV = np.empty(PANEL, np.float64)
-        SV = np.empty(PANEL, np.float64)
-        OB = w[6].view(np.uint64)
-        oa = np.int64(i * Kc)
-        oi = oa if sparse else np.int64(0)
-        RIf = RI.ravel()
-        AVi = AV.ravel()
-        AEi = AE.ravel()
-        for jp in range(NP):
-            if panelbad[jp] or cbad[i, jp]:
-                rare[i, jp] = True
+                if not (plain2 and jp + 1 < NP):
+                    continue
+            if plain2 and jp + 1 < NP:
+                for j in range(PANEL):
+                    rv[j] = CV[i, j0 + j]
+                    re[j] = CE[i, j0 + j]
+                    rv2[j] = CV[i, j0 + PANEL + j]
+                    re2[j] = CE[i, j0 + PANEL + j]
+                ra, rb = _plain2(AVi, AEi, oa, RIf, oi, BVp, BEp, BV[jp + 1].ravel(), BE[jp + 1].ravel(), S, ka, fracf,
+                                 rv, re, rv2, re2, w, w2, rpb, emino)
+                if ra or rowbad[i] or panelbad[jp] or cbad[i, jp]:
+                    rare[i, jp] = True
+                else:
+                    for j in range(PANEL):
+                        D[i, j0 + j] = OB[j]
+                if rb or rowbad[i] or panelbad[jp + 1] or cbad[i, jp + 1]:
+                    rare[i, jp + 1] = True
+                else:
+                    for j in range(PANEL):
+                        D[i, j0 + PANEL + j] = OB2[j]
                 continue
-            BVp = BV[jp].ravel()
-            BEp = BE[jp].ravel()
-            j0 = jp * PANEL
             r = False
             if q == 1 and P == 0:
                 for j in range(PANEL):
