@@ -90,7 +90,9 @@ def expected(case, arrays):
 
 def bits(D):
     D = np.asarray(D)
-    return D.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
+    if D.dtype.kind in "ub":
+        return D
+    return D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
 
 
 def modelled(case) -> bool:
