@@ -223,7 +223,7 @@ def _fmt(p, f):
 
 def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k_order=None):
     from .engine import gemm as eg
-    from .engine.kernel import DOT_CHAIN, DOT_KINDS, DOT_TC
+    from .engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
     from .numerics import arch as _arch
     from .numerics.fused import P_ACC, P_CMODE, P_FRAC, P_GROUP, P_NBLK, P_RND, P_OP, RND_RNE, CMODE_FUSED, \
         CMODE_SEPARATE_ADD, tc_fast_ok
@@ -290,6 +290,8 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             fast = "tc"
         elif nblk == 2 and p[P_CMODE] == CMODE_SEPARATE_ADD and ka % (2 * int(p[P_GROUP])) == 0:
             fast = "tc_sep"
+    elif kind == DOT_INT and not sparse:
+        fast = "int"
     elif (kind == DOT_CHAIN and ins.elem("a").name == "f64" and p[P_FIRST] == FIRST_FROM_C and p[P_KORDER] == 0
           and split_k == 1 and not promote_every):
         fast = "f64"
@@ -335,6 +337,17 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             eg.fast_rows(g, AV, AE, RIf, BVp, BEp, CV, CE, rowbad, panelbad, cbad, float(p[P_FRAC]),
                          fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32)
             prog(r1)
+    elif fast == "int":
+        Ai = _bits_to_values(Ab, ta).astype(np.int16)
+        BTi = np.ascontiguousarray(_bits_to_values(Bb, tb).astype(np.int16).T)
+        Ci = _bits_to_values(Cb, tc).astype(np.int64)
+        Di = np.zeros((Mp, Np), np.int64)
+        op = eg.INT_XOR if ins.bitop == "xor" else eg.INT_MUL
+        for r0, r1 in blocks:
+            eg.int_rows(Ai, BTi, Ci, Di, r0, r1, k, bool(ins.satfinite), op)
+            prog(r1)
+        D = (Di & 0xFFFFFFFF).astype(np.uint64)
+        rare[:] = False
     elif fast == "f64":
         Af = Ab.view(np.float64)
         Bf = np.ascontiguousarray(Bb.view(np.float64).reshape(Kp, NP, eg.PANEL).transpose(1, 0, 2))

@@ -395,3 +395,43 @@ def f64_rows(A, BV, C, D, r0, r1, rare, q64, q32):
                 D[i, jp * PANEL + j] = acc[j]
                 if (_f64_bits(acc[j]) & _EXP64) == _EXP64:
                     rare[i, jp] = True
+
+
+# --- integers and b1: exact sums on widened values ----------------------------------------------
+
+INT_MUL, INT_XOR = 0, 1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def int_rows(A, BT, C, D, r0, r1, ks, sat, op):
+    """D = C + A @ B as the integer recipes compute it (:func:`warpsim.numerics.integer.int_dot` per
+    instruction): A (M, K), BT (N, K) int16 values (b1: 0 / 1), C / D (M, N) int64 holding s32 values.
+    Each instruction's sum is exact; the accumulator wraps to s32, or with ``sat`` (.satfinite) is
+    clamped after every instruction.  op: INT_MUL (products; b1 .and.popc) or INT_XOR (b1 .xor.popc)."""
+    N = D.shape[1]
+    K = A.shape[1]
+    S = K // ks
+    nblocks = (r1 - r0 + ROW_BLOCK - 1) // ROW_BLOCK
+    for blk in prange(nblocks):
+        b0 = r0 + blk * ROW_BLOCK
+        b1 = min(r1, b0 + ROW_BLOCK)
+        for j in range(N):
+            b = BT[j]
+            for i in range(b0, b1):
+                a = A[i]
+                acc = C[i, j]
+                for s in range(S):
+                    av = a[s * ks:(s + 1) * ks]    # slices: provably in range, the loops vectorise
+                    bv = b[s * ks:(s + 1) * ks]
+                    part = np.int32(0)
+                    if op == INT_XOR:
+                        for t in range(ks):
+                            part = np.int32(part + np.int32(av[t] ^ bv[t]))
+                    else:
+                        for t in range(ks):
+                            part = np.int32(part + np.int32(av[t]) * np.int32(bv[t]))
+                    acc += np.int64(part)
+                    if sat:
+                        acc = min(max(acc, -2147483648), 2147483647)
+                acc = acc & 0xFFFFFFFF
+                D[i, j] = acc - (np.int64(1) << 32) if acc >= (np.int64(1) << 31) else acc
