@@ -169,6 +169,21 @@ def _fit(name, size, mult, what, pad):
                      "(what a kernel with masked, zero-filled loads computes)")
 
 
+_STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _raw(x, t):
+    """Raw element bits of a matrix: float types as their unsigned storage integers (no copy when x
+    already has the type), integer and b1 types as uint64 (range-checked)."""
+    if t.is_float:
+        return np.ascontiguousarray(np.asarray(x).astype(t.numpy_dtype, copy=False)).view(_STORE[t.bits])
+    return _values_to_bits(x, t)
+
+
+def _u64(x):
+    return np.ascontiguousarray(x, dtype=np.uint64)
+
+
 def _compress(ins, Abits, Avals):
     """Logical sparse A -> (compressed term bits (M, K/2), their logical k (M, K/2)), in the order
     the instruction's dot takes them: per group of four (tf32: pair) the kept positions ascending."""
@@ -217,6 +232,25 @@ def _exponents(v, emin):
     return E
 
 
+_TABLES: dict = {}
+
+
+def _decoder(t, emin):
+    """(table?, mask, TV, TE, TF) for engine.gemm.decode_*: 8 / 16-bit formats by lookup tables
+    (cached), 32-bit ones (tf32, f32) computed with the ignored low bits masked."""
+    key = (t.name, emin)
+    if key not in _TABLES:
+        if t.bits <= 16:
+            raw = np.arange(1 << t.bits, dtype=np.uint64)
+            v, fin = _values(raw, t)
+            _TABLES[key] = (True, 0, v, _exponents(v, emin), fin)
+        else:
+            z = np.zeros(1, np.float64)
+            _TABLES[key] = (False, (0xFFFFFFFF >> t.ignored_low_bits) << t.ignored_low_bits, z,
+                            z.astype(np.float32), np.zeros(1, np.bool_))
+    return _TABLES[key]
+
+
 def _fmt(p, f):
     return tuple(int(x) for x in p[f:f + 5])
 
@@ -250,9 +284,9 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     Kp = _fit("K", K, kmult, f"the k step{' x split_k' if split_k > 1 else ''}"
               f"{' x promote_every' if promote_every else ''} of {ins.opcode}", pad)
     ta, tb, tc, td = (ins.elem(r) for r in "abcd")
-    Ab = _values_to_bits(A, ta)
-    Bb = _values_to_bits(B, tb)
-    Cb = np.zeros((M, N), np.uint64) if C is None else _values_to_bits(C, tc)
+    Ab = _raw(A, ta)
+    Bb = _raw(B, tb)
+    Cb = _raw(np.zeros((M, N), tc.numpy_dtype) if C is None else C, tc)
     if (Mp, Np, Kp) != (M, N, K):
         Ab = np.pad(Ab, ((0, Mp - M), (0, Kp - K)))
         Bb = np.pad(Bb, ((0, Kp - K), (0, Np - N)))
@@ -276,7 +310,6 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         k, ka, S, split_k, (promote_every or 0) // k, 1 if reduce == "serial" else 0)
     g[[eg.G_RED, eg.G_REB, eg.G_RMB, eg.G_AEB, eg.G_AMB, eg.G_SPARSE, eg.G_RNAN, eg.G_RDNAN]] = (
         red, reb, rmb, ac.exp_bits if ac.is_float else 0, ac.man_bits if ac.is_float else 0, int(sparse), rnan, rdnan)
-    BT = np.ascontiguousarray(Bb.T)
     D = np.zeros((Mp, Np), np.uint64)
     NP = Np // eg.PANEL
     rare = np.ones((Mp, NP), np.bool_)          # panels still to compute exactly
@@ -306,26 +339,30 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             opt = next(t for t in TYPES.values() if t.is_float and (t.bits, t.exp_bits, t.man_bits) == op[:3])
         emin_a = 1 - (opt or ta).bias
         emin_b = 1 - (opt or tb).bias
-        AV, afin = _values(Ab, ta)
-        BV, bfin = _values(Bb, tb)
-        CV, cfin = _values(Cb, tc)
-        AE = _exponents(AV, emin_a)
+        Kc = Ab.shape[1]
+        AV, AE = np.empty((Mp, Kc), np.float64), np.empty((Mp, Kc), np.float32)
+        arow = np.empty(Mp, np.bool_)
+        eg.decode_rows(Ab, *_decoder(ta, emin_a), np.float32(emin_a), AV, AE, arow)
+        BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
+        bok = np.empty(NP, np.bool_)
+        eg.decode_panels(Bb, *_decoder(tb, emin_b), np.float32(emin_b), BVp, BEp, bok)
+        CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
+        crow = np.empty(Mp, np.bool_)
+        eg.decode_rows(Cb, *_decoder(tc, 1 - tc.bias), np.float32(1 - tc.bias), CV, CE, crow)
         if fast == "tc_sep":
             grp = int(p[P_GROUP])
             t = np.arange(ka)
             step_perm = np.argsort((t // grp) % 2, kind="stable")
             perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
             AV, AE = np.ascontiguousarray(AV[:, perm]), np.ascontiguousarray(AE[:, perm])
-            afin = afin[:, perm]
             RIf = np.ascontiguousarray(RI[:, perm]) if sparse else perm[None, :].astype(np.int64)
         else:
             RIf = RI if sparse else np.arange(Kp, dtype=np.int64)[None, :]
-        BVp = np.ascontiguousarray(BV.reshape(Kp, NP, eg.PANEL).transpose(1, 0, 2))
-        BEp = _exponents(BVp, emin_b)
-        CE = _exponents(CV, 1 - tc.bias)
-        rowbad = ~afin.all(axis=1)
-        panelbad = ~bfin.reshape(Kp, NP, eg.PANEL).all(axis=(0, 2))
-        cbad = ~cfin.reshape(Mp, NP, eg.PANEL).all(axis=2)
+        rowbad = ~arow
+        panelbad = ~bok
+        cbad = np.zeros((Mp, NP), np.bool_)
+        if not crow.all():
+            cbad = ~_values(Cb, tc)[1].reshape(Mp, NP, eg.PANEL).all(axis=2)
         accf = _fmt(p, P_ACC)
         rpb = round_params(accf, p[P_RND] == RND_RNE)
         rpa = round_params(accf, True)
@@ -358,6 +395,8 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             prog(r1)
     ti, tp = np.nonzero(rare)
     if ti.size:
+        BT = _u64(Bb.T)
+        Ab, Cb = _u64(Ab), _u64(Cb)
         tj = tp * eg.PANEL
         if fast is None and progress:
             for r0, r1 in blocks:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..numerics.fused import _f64_bits
+from ..numerics.fused import _bits_f32, _f64_bits
 from ..numerics.softfloat import add_bits, convert_bits
 from .hostfpu import fma_native, fp_env_ok
 from .kernel import _dot
@@ -435,3 +435,52 @@ def int_rows(A, BT, C, D, r0, r1, ks, sat, op):
                         acc = min(max(acc, -2147483648), 2147483647)
                 acc = acc & 0xFFFFFFFF
                 D[i, j] = acc - (np.int64(1) << 32) if acc >= (np.int64(1) << 31) else acc
+
+
+# --- decoding matrices into the fast path's float64 values and alignment exponents -------------
+
+@njit(cache=True, nogil=True, inline="always")
+def _dec(x, table, mask, TV, TE, TF, emin):
+    """(value, exponent, finite) of raw element bits x: by table (8 / 16-bit formats), or as f32
+    bits with ``mask`` clearing the ignored low bits (tf32, f32)."""
+    if table:
+        return TV[x], TE[x], TF[x]
+    u = np.uint32(np.uint64(x) & np.uint64(mask))
+    v = np.float64(_bits_f32(u))
+    mag = np.uint32(u & np.uint32(0x7FFFFFFF))
+    if mag >= np.uint32(0x7F800000):
+        return 0.0, _ZEXP, False
+    if mag == 0:
+        return v, _ZEXP, True
+    ex = np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
+    return v, max(ex, emin), True
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def decode_rows(bits, table, mask, TV, TE, TF, emin, V, E, ok):
+    """V, E (M, K) from raw bits (M, K); ok[i] = every element of row i finite."""
+    M, K = bits.shape
+    for i in prange(M):
+        good = True
+        for k in range(K):
+            v, e, f = _dec(bits[i, k], table, mask, TV, TE, TF, emin)
+            V[i, k] = v
+            E[i, k] = e
+            good &= f
+        ok[i] = good
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def decode_panels(bits, table, mask, TV, TE, TF, emin, V, E, ok):
+    """V, E (N/8, K, 8) from raw bits (K, N): B in panels of 8 columns; ok[jp] = panel finite."""
+    K, N = bits.shape
+    NP = N // PANEL
+    for jp in prange(NP):
+        good = True
+        for k in range(K):
+            for j in range(PANEL):
+                v, e, f = _dec(bits[k, jp * PANEL + j], table, mask, TV, TE, TF, emin)
+                V[jp, k, j] = v
+                E[jp, k, j] = e
+                good &= f
+        ok[jp] = good
