@@ -316,8 +316,12 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     prog = _Progress(progress, Mp, f"gemm {ins.shape} {ins.atype}->{ins.dtype}")
     blocks = [(r, min(Mp, r + _PROGRESS_ROWS)) for r in range(0, Mp, _PROGRESS_ROWS)] if progress else [(0, Mp)]
 
+    from .engine.kernel import FORCE_GENERIC
+
     fast = None
-    if kind == DOT_TC and tc_fast_ok(p, 8, ka):
+    if FORCE_GENERIC:
+        pass                                    # WARPSIM_GENERIC=1: the exact kernel everywhere
+    elif kind == DOT_TC and tc_fast_ok(p, 8, ka):
         nblk = int(p[P_NBLK])
         if nblk == 1 and p[P_CMODE] == CMODE_FUSED:
             fast = "tc"

@@ -10,85 +10,6 @@ the sign of the residual.  ``warpsim gemm`` prints the table; :func:`report` ret
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-
-from .engine.hostfpu import fma_native
-
-_NPART = 256
-
-
-@njit(cache=True, nogil=True)
-def _grow(p, n, x):
-    """Add x to the non-overlapping expansion p[0:n] (increasing magnitude); returns the new length."""
-    j = 0
-    for i in range(n):
-        y = p[i]
-        if abs(x) < abs(y):
-            x, y = y, x
-        hi = x + y
-        lo = y - (hi - x)
-        if lo != 0.0:
-            p[j] = lo
-            j += 1
-        x = hi
-    if x != 0.0 or j == 0:
-        p[j] = x
-        j += 1
-    return j
-
-
-@njit(cache=True, nogil=True)
-def _round_expansion(p, n):
-    """The expansion's sum rounded to nearest-even float64 (Python's math.fsum finish)."""
-    if n == 0:
-        return 0.0
-    n -= 1
-    hi = p[n]
-    lo = 0.0
-    while n > 0:
-        x = hi
-        n -= 1
-        y = p[n]
-        hi = x + y
-        yr = hi - x
-        lo = y - yr
-        if lo != 0.0:
-            break
-    if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
-        y = lo * 2.0
-        x = hi + y
-        yr = x - hi
-        if y == yr:
-            hi = x
-    return hi
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def exact_products(A, BT, C, X, R):
-    """X[i, j]: S rounded to float64; R[i, j]: the sign of S - X[i, j] (-1, 0, 1).  A, BT (B
-    transposed), C: float64 values, finite."""
-    M, N = X.shape
-    K = A.shape[1]
-    for i in prange(M):
-        p = np.empty(_NPART, np.float64)
-        q = np.empty(_NPART, np.float64)
-        for j in range(N):
-            n = 0
-            for k in range(K):
-                x = A[i, k] * BT[j, k]
-                e = fma_native(A[i, k], BT[j, k], -x)
-                n = _grow(p, n, x)
-                if e != 0.0:
-                    n = _grow(p, n, e)
-            n = _grow(p, n, C[i, j])
-            h = _round_expansion(p, n)
-            X[i, j] = h
-            for t in range(n):
-                q[t] = p[t]
-            m = _grow(q, n, -h)
-            top = q[m - 1]
-            R[i, j] = 1 if top > 0.0 else (-1 if top < 0.0 else 0)
-
 
 def _to_format(x, r, dt):
     """Round float64 x (with the sign r of the exact value's residual) once into numpy float dtype dt."""
@@ -133,6 +54,8 @@ def report(A, B, C, D, ins):
     a0, b0, c0 = np.where(np.isfinite(a), a, 0), np.where(np.isfinite(b), b, 0), np.where(np.isfinite(c), c, 0)
     X = np.empty(D.shape, np.float64)
     R = np.empty(D.shape, np.int8)
+    from .engine.gemm import exact_products
+
     exact_products(np.ascontiguousarray(a0), np.ascontiguousarray(b0.T), np.ascontiguousarray(c0), X, R)
     dt = np.dtype(td.numpy_dtype)
     ref = _to_format(X, R, dt)

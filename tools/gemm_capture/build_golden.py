@@ -1,10 +1,10 @@
-"""Build tests/golden/gemm_sm90.npz from the capture payload and the H100 results."""
+"""Build tests/golden/gemm_sm90_{mma,triton}.npz from the capture payload (cap/) and the H100 results
+(gemm_results.npz in the working directory): python3 build_golden.py tests/golden"""
 import json, os, sys
 import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from warpsim.isa.catalog import BY_OPCODE
-from warpsim.isa.layouts import layout
-from warpsim.isa.bits import words_to_elements
+from warpsim.hw.gemm import unpack_tiles
 
 pay = np.load("cap/payload.npz"); meta = json.loads(str(pay["meta"]))
 res = np.load("gemm_results.npz"); info = json.loads(str(res["info"]))
@@ -16,16 +16,11 @@ cases = []
 for r, run in enumerate(meta["runs"]):
     ins = BY_OPCODE[run["opcode"]]
     m, n, k = ins.mnk
-    Tm, Tn = run["Tm"], run["Tn"]
-    el = words_to_elements(res[f"m{r}.d"], ins.elem("d").bits)      # (G, 32, elems)
-    tab = layout(ins.opcode, "d")
-    T = np.zeros((Tm * Tn, m, n), np.uint64)
-    T[:, tab[..., 1], tab[..., 2]] = el
-    D = T.reshape(Tm, Tn, m, n).transpose(0, 2, 1, 3).reshape(Tm * m, Tn * n)
+    D = unpack_tiles(ins.opcode, res[f"m{r}.d"], run["Tm"], run["Tn"])
     dt = {16: np.uint16, 32: np.uint32, 64: np.uint64}[ins.elem("d").bits]
     key = f"case{len(cases)}"
     arrays[key + ".D"] = D.astype(dt)
-    cases.append(dict(key=key, source="mma_kernel", kernel="warpsim.hw.capture.gemm_kernel_source (one warp per m x n tile, K in order)",
+    cases.append(dict(key=key, source="mma_kernel", kernel="warpsim.hw.gemm.gemm_kernel_source (one warp per m x n tile, K in order)",
                       instruction=ins.opcode, selector=run["selector"],
                       promote_every=run["promote"] * k if run["promote"] else None, set=run["set"],
                       ctype=ins.ctype))

@@ -6,6 +6,7 @@ import warpsim
 from warpsim.isa.types import TYPES
 from warpsim.hw.inputs import float_elements, int_elements, float_specials, _pack_raw
 from warpsim.isa.catalog import BY_OPCODE
+from warpsim.hw.gemm import gemm_kernel_source, pack_tiles
 import ml_dtypes
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
@@ -108,101 +109,8 @@ def as_values(bits, t):
 
 
 def pack_case(op, sname, sel):
-    ins = BY_OPCODE[op]
     s = SETS[sname]
-    m, n, k = ins.mnk
-    M, N, K = s["M"], s["N"], s["K"]
-    Tm, Tn, S = M // m, N // n, K // k
-    A = s["A"].reshape(Tm, m, S, k).transpose(0, 2, 1, 3).reshape(Tm * S, m, k)
-    B = s["B"].reshape(S, k, Tn, n).transpose(2, 0, 1, 3).reshape(Tn * S, k, n)
-    C = s["C_" + ins.ctype].reshape(Tm, m, Tn, n).transpose(0, 2, 1, 3).reshape(Tm * Tn, m, n)
-    if ins.is_sparse:
-        aw, e = warpsim.compress(ins.opcode, as_values(A, ins.atype), sel)
-    else:
-        aw = _pack_raw(ins, "a", A[:, None])
-        e = np.zeros((1, 32), np.uint32)
-    bw = _pack_raw(ins, "b", B[:, None])
-    cw = _pack_raw(ins, "c", C[:, None])
-    return dict(a=aw, b=bw, c=cw, e=e, Tm=Tm, Tn=Tn, S=S)
-
-
-def _operands(ins, role):
-    if ins.elem(role).bits == 64:
-        return [f"{role}{i}" for i in range(ins.registers(role))], "d"
-    return [f"{role}{i}" for i in range(ins.registers(role))], "r"
-
-
-def gemm_kernel_source(cases):
-    """One kernel per case: a warp per m x n output tile walks K in order, D of each mma the next C.
-    promote > 0 (f32 accumulators only): every `promote` steps the partial (chained from zero) is added
-    into the main accumulator (started from C) with one __fadd_rn per element."""
-    out = ["// generated: tiled mma GEMM capture kernels", ""]
-    for idx, (op, sel, promote) in enumerate(cases):
-        ins = BY_OPCODE[op]
-        w = {r: ins.words(r) for r in "abcd"}
-        body = ["  int t = blockIdx.x * blockDim.x + threadIdx.x;", "  int g = t >> 5, lane = t & 31;",
-                "  if (g >= Tm * Tn) return;", "  int tm = g / Tn, tn = g % Tn;"]
-        cn, ck = _operands(ins, "c")
-        dn, dk = _operands(ins, "d")
-        ctype = "double" if ck == "d" else "unsigned"
-        for i, nm in enumerate(cn):
-            if ck == "d":
-                body.append(f"  double {nm} = __hiloint2double((int)C[(g*32+lane)*{w['c']}+{2*i+1}], (int)C[(g*32+lane)*{w['c']}+{2*i}]);")
-            else:
-                body.append(f"  unsigned {nm} = C[(g*32+lane)*{w['c']}+{i}];")
-        if promote:
-            assert ins.dtype == "f32"
-            for i, nm in enumerate(cn):
-                body.append(f"  float f{i} = __uint_as_float({nm}); {nm} = 0u;")
-        body.append("  for (int s = 0; s < S; ++s) {")
-        for role, base in (("a", "(tm*S+s)"), ("b", "(tn*S+s)")):
-            names, kind = _operands(ins, role)
-            src = role.upper()
-            for i, nm in enumerate(names):
-                if kind == "d":
-                    body.append(f"    double {nm} = __hiloint2double((int){src}[({base}*32+lane)*{w[role]}+{2*i+1}], (int){src}[({base}*32+lane)*{w[role]}+{2*i}]);")
-                else:
-                    body.append(f"    unsigned {nm} = {src}[({base}*32+lane)*{w[role]}+{i}];")
-        body.append(f"    {ctype} " + ", ".join(dn) + ";")
-        groups, ops, ins_ops, pos = [], [], [], 0
-        for role in "dabc":
-            names, kind = _operands(ins, role)
-            groups.append("{" + ", ".join(f"%{pos + i}" for i in range(len(names))) + "}")
-            pos += len(names)
-            if role == "d":
-                ops += [f'"={kind}"({x})' for x in names]
-            else:
-                ins_ops += [f'"{kind}"({x})' for x in names]
-        tail = ""
-        if ins.is_sparse:
-            body.append("    unsigned e0 = E[(tm*S+s)*32+lane];")
-            ins_ops.append('"r"(e0)')
-            tail = f", %{pos}, {sel}"
-        asm = f"{ins.opcode} {', '.join(groups)}{tail};"
-        body.append(f'    asm volatile("{asm}"\n        : {", ".join(ops)}\n        : {", ".join(ins_ops)});')
-        for c_, d_ in zip(cn, dn):
-            body.append(f"    {c_} = {d_};")
-        if promote:
-            body.append(f"    if ((s + 1) % {promote} == 0) {{")
-            for i, nm in enumerate(cn):
-                body.append(f"      f{i} = __fadd_rn(f{i}, __uint_as_float({nm})); {nm} = 0u;")
-            body.append("    }")
-        body.append("  }")
-        if promote:
-            for i, nm in enumerate(cn):
-                body.append(f"  {nm} = __float_as_uint(f{i});")
-        for i, nm in enumerate(cn):
-            if ck == "d":
-                body.append(f"  D[(g*32+lane)*{w['d']}+{2*i}] = (unsigned)__double2loint({nm}); D[(g*32+lane)*{w['d']}+{2*i+1}] = (unsigned)__double2hiint({nm});")
-            else:
-                body.append(f"  D[(g*32+lane)*{w['d']}+{i}] = {nm};")
-        out.append(f"// case {idx}: {op} selector {sel} promote {promote}")
-        out.append(f'extern "C" __global__ void warpsim_gemm_{idx}(const unsigned* __restrict__ A, const unsigned* __restrict__ B, '
-                   "const unsigned* __restrict__ C, const unsigned* __restrict__ E, unsigned* __restrict__ D, int Tm, int Tn, int S) {")
-        out += body
-        out.append("}")
-        out.append("")
-    return "\n".join(out)
+    return pack_tiles(op, s["A"], s["B"], s["C_" + BY_OPCODE[op].ctype], sel)
 
 
 if __name__ == "__main__":

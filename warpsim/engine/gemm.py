@@ -15,6 +15,9 @@ The register layout does not change a whole-matrix result, so these kernels work
   one rounding of each block).  Any output panel with a NaN / inf input, or a block result that is
   zero, subnormal or overflowing (``_round8_common`` flags them), or a host FPU not in its default
   state, is left to :func:`exact_tasks`.
+* :func:`int_rows` -- integers and b1: exact per-instruction sums on widened values.
+* :func:`exact_products` -- not a tensor-core model: the exact sum of a GEMM output (an expansion of
+  float64 values), for the numerics report of ``warpsim gemm``.
 * :func:`f64_rows` -- the DMMA chain (f64): ``llvm.fma`` in k order from C; a non-finite result is
   left to :func:`exact_tasks` (the hardware's NaN payload rules).
 
@@ -484,3 +487,81 @@ def decode_panels(bits, table, mask, TV, TE, TF, emin, V, E, ok):
                 E[jp, k, j] = e
                 good &= f
         ok[jp] = good
+
+
+# --- the exactly rounded reference of warpsim gemm's report -------------------------------------
+
+_NPART = 256
+
+
+@njit(cache=True, nogil=True)
+def _grow(p, n, x):
+    """Add x to the non-overlapping expansion p[0:n] (increasing magnitude); returns the new length."""
+    j = 0
+    for i in range(n):
+        y = p[i]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            p[j] = lo
+            j += 1
+        x = hi
+    if x != 0.0 or j == 0:
+        p[j] = x
+        j += 1
+    return j
+
+
+@njit(cache=True, nogil=True)
+def _round_expansion(p, n):
+    """The expansion's sum rounded to nearest-even float64 (Python's math.fsum finish)."""
+    if n == 0:
+        return 0.0
+    n -= 1
+    hi = p[n]
+    lo = 0.0
+    while n > 0:
+        x = hi
+        n -= 1
+        y = p[n]
+        hi = x + y
+        yr = hi - x
+        lo = y - yr
+        if lo != 0.0:
+            break
+    if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+        y = lo * 2.0
+        x = hi + y
+        yr = x - hi
+        if y == yr:
+            hi = x
+    return hi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def exact_products(A, BT, C, X, R):
+    """X[i, j]: S rounded to float64; R[i, j]: the sign of S - X[i, j] (-1, 0, 1).  A, BT (B
+    transposed), C: float64 values, finite."""
+    M, N = X.shape
+    K = A.shape[1]
+    for i in prange(M):
+        p = np.empty(_NPART, np.float64)
+        q = np.empty(_NPART, np.float64)
+        for j in range(N):
+            n = 0
+            for k in range(K):
+                x = A[i, k] * BT[j, k]
+                e = fma_native(A[i, k], BT[j, k], -x)
+                n = _grow(p, n, x)
+                if e != 0.0:
+                    n = _grow(p, n, e)
+            n = _grow(p, n, C[i, j])
+            h = _round_expansion(p, n)
+            X[i, j] = h
+            for t in range(n):
+                q[t] = p[t]
+            m = _grow(q, n, -h)
+            top = q[m - 1]
+            R[i, j] = 1 if top > 0.0 else (-1 if top < 0.0 else 0)
