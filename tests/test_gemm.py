@@ -249,3 +249,84 @@ def test_dask_argument_checks():
         warpsim.gemm(da.from_array(A), da.from_array(B[:, :12]), instruction=F16)
     with pytest.raises(ValueError, match="pad=True is not supported for dask"):
         warpsim.gemm(da.from_array(A), B, instruction=F16, pad=True)
+
+
+# --- the capture kernel generator and the command line ----------------------------------------------
+
+def test_tiled_capture_kernel_is_the_chain():
+    """warpsim.hw.gemm packs tiles exactly as its kernel walks them: chaining warpsim.mma over the
+    packed words (what the generated kernel does on the GPU) gives warpsim.gemm's words."""
+    from warpsim.hw.gemm import gemm_kernel_source, pack_tiles, unpack_tiles
+    from warpsim.isa.layouts import _values_to_bits
+
+    op = "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"
+    ins = warpsim.parse(op)
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((32, 64)).astype(ins.elem("a").numpy_dtype)
+    B = rng.standard_normal((64, 16)).astype(ins.elem("b").numpy_dtype)
+    C = rng.standard_normal((32, 16)).astype(np.float32)
+    pk = pack_tiles(op, *(_values_to_bits(x, ins.elem(r)) for x, r in ((A, "a"), (B, "b"), (C, "c"))))
+    Tm, Tn, S = pk["Tm"], pk["Tn"], pk["S"]
+    a, b = pk["a"].reshape(Tm, S, 32, -1), pk["b"].reshape(Tn, S, 32, -1)
+    t = np.arange(Tm * Tn)
+    d = pk["c"]
+    for s in range(S):
+        d = warpsim.mma(op, np.ascontiguousarray(a[t // Tn, s]), np.ascontiguousarray(b[t % Tn, s]), d)
+    D = unpack_tiles(op, d, Tm, Tn)
+    assert np.array_equal(D.astype(np.uint32), warpsim.gemm(A, B, C, instruction=op).view(np.uint32))
+    src = gemm_kernel_source([(op, 0, 0), (F16, 0, 4)])
+    assert src.count("__global__") == 2 and f'asm volatile("{op} ' in src and "__fadd_rn" in src
+
+
+def test_cli_gemm_report(tmp_path, capsys):
+    from warpsim._cli import main
+
+    svg = tmp_path / "h.svg"
+    out = tmp_path / "d.npy"
+    assert main(["gemm", F16, "--m", "32", "--n", "16", "--k", "256", "--dist", "mixed", "--split-k", "2",
+                 "--svg", str(svg), "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    for text in ("32x16x256", "split_k 2 (serial)", "ulp distance", "relative error", "p99.9",
+                 "equal to the exactly rounded result", "bits lost", "of 24 significant bits"):
+        assert text in cap.out, text
+    assert "100.0%" in cap.err                              # progress on stderr
+    assert svg.read_text().startswith("<svg") and "ulp distance" in svg.read_text()
+    assert np.load(out).shape == (32, 16)
+    np.save(tmp_path / "a.npy", np.ones((16, 32), np.float16))
+    np.save(tmp_path / "b.npy", np.ones((32, 8), np.float16))
+    assert main(["gemm", F16, "--a", str(tmp_path / "a.npy"), "--b", str(tmp_path / "b.npy"), "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert "equal to the exactly rounded result: 100.00% of 128" in cap.out and cap.err == ""
+    assert main(["gemm", F16, "--m", "30", "--no-progress"]) == 2
+    assert "pad=True" in capsys.readouterr().err
+    assert main(["gemm", "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", "--no-progress"]) in (1, 2)
+
+
+def test_report_exact_reference_ties():
+    """The exactly rounded reference resolves ties of D's format with the residual's sign."""
+    from warpsim._gemm_report import report
+
+    ins = warpsim.parse(F16)
+    A = np.zeros((16, 16), np.float16)
+    B = np.zeros((16, 8), np.float16)
+    A[:, 0], B[0, :] = 1.0, 1.0                         # 1
+    A[:, 1], B[1, :] = 2.0 ** -12, 2.0 ** -12           # + 2^-24: exactly half an f32 ulp of 1
+    A[:, 2], B[2, :] = 2.0 ** -14, 2.0 ** -14           # + 2^-28: breaks the tie upwards
+    C = np.zeros((16, 8), np.float32)
+    D = np.full((16, 8), np.float32(1 + 2.0 ** -23))
+    st = report(A, B, C, D, ins)
+    assert st["equal"] == 1.0 and st["ulp"].max() == 0
+    A[:, 2] = 0
+    st = report(A, B, C, D, ins)                        # now an exact tie: rounds to even, 1.0
+    assert st["equal"] == 0.0 and st["ulp"].max() == 1
+
+
+@pytest.mark.parametrize("key", ["case0", "case5", "case17", "case23", "case28", "case31", "case35", "case74"])
+def test_exact_kernel_replays_captures(key, monkeypatch):
+    """The exact reference kernel alone (WARPSIM_GENERIC=1: no fast path) gives the captured words too."""
+    from warpsim.engine import kernel
+
+    monkeypatch.setattr(kernel, "FORCE_GENERIC", True)
+    c = next(c for c in CASES if c["key"] == key)
+    A, B, C, kw = gr.gemm_args(c, ARRAYS)
+    assert np.array_equal(gr.bits(warpsim.gemm(A, B, C, **kw)), gr.expected(c, ARRAYS))
