@@ -82,7 +82,8 @@ def test_metadata_errors():
 
 def test_unmodelled_arch_and_bad_opcode():
     r = regs(S8, 1)
-    with pytest.raises(ValueError, match="not modelled; modelled architectures: \\['sm_90'\\]"):
-        warpsim.mma(S8, r["a"], r["b"], r["c"], arch="sm_80")
+    with pytest.raises(ValueError, match="not modelled; modelled architectures: sm_70, sm_75, sm_80, sm_86, sm_89, "
+                                         "sm_90, sm_100, sm_120"):
+        warpsim.mma(S8, r["a"], r["b"], r["c"], arch="sm_87")
     with pytest.raises(ValueError, match="unknown shape"):
         warpsim.mma(S8.replace("k32", "k33"), r["a"], r["b"], r["c"])

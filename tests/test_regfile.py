@@ -212,10 +212,10 @@ def test_error_register_width():
 
 
 def test_error_syntax():
-    assert "unsupported instruction 'add.s32'" in str(_err("add.s32 %r1, %r2, %r3;"))
+    assert "unsupported instruction 'tex.1d.v4.s32.s32'" in str(_err("tex.1d.v4.s32.s32 {%r1,%r2,%r3,%r4}, [t, {%r1}];"))
     assert "terminating ';'" in str(_err("mov.b32 %r1, 1"))
     assert "unterminated /*" in str(_err("/* oops"))
-    assert "predicated" in str(_err("@%p1 mov.b32 %r1, 1;"))
+    assert "predicate" in str(_err("@%r1 mov.b32 %r1, 1;"))            # a guard must be a predicate register
     assert "not a register or an immediate" in str(_err("mov.b32 %r1, banana;"))
     assert "does not fit" in str(_err("mov.b32 %r1, 0x100000000;"))
     assert "unsupported mov form" in str(_err("mov.f16 %r1, 1;"))

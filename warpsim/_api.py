@@ -33,8 +33,7 @@ def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
 
 def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     """Check everything about a call; returns (instruction, single_warp, a, b, c, e) as (W, 32, ...) views."""
-    ins = parse(instruction)
-    check_arch(arch)
+    ins = parse(instruction, arch=check_arch(arch))
     single, a3 = _words("a", a, ins, ins.words("a"), None)
     _, b3 = _words("b", b, ins, ins.words("b"), single)
     _, c3 = _words("c", c, ins, ins.words("c"), single)
@@ -65,14 +64,17 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90"):
     a, b, c: numpy.uint32 arrays, shape (warps, 32, words) or (32, words): each lane's register
     words for the operand in PTX operand order (a .f64 register is two words, low first; element 0
     in the least significant bits).  e: sparse metadata, shape (warps, 32) or (32,).
-    selector: the sparsity-selector immediate.  arch: recipe table to use.
+    selector: the sparsity-selector immediate.  arch: the target ("sm_70", "sm_75", "sm_80", "sm_86",
+    "sm_89", "sm_90" (also "sm_90a"), "sm_100", "sm_120"); an opcode the target lacks raises
+    ValueError naming the lowest target that has it.  Only sm_90 is verified on hardware; the
+    others are modelled from published measurements (``warpsim.explain`` says which rules).
     Returns D's register words, uint32, shape (warps, 32, words_d) or (32, words_d).
     Inputs are never modified.
     """
     from .engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
-    pl = _engine.plan(ins.opcode, int(selector), arch)
+    pl = _engine.plan(ins.opcode, int(selector), check_arch(arch))
     args = [np.ascontiguousarray(x) for x in (a3, b3, c3)]
     e3 = None if e3 is None else np.ascontiguousarray(e3)
     d = _engine.run(pl, *args, e3)

@@ -7,6 +7,7 @@ modelled), 2 usage error (bad arguments, unknown opcode, malformed input).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import numpy as np
@@ -57,8 +58,15 @@ def cmd_list(a):
 def cmd_show(a):
     from .ptx.regfile import example_statement
 
+    from .isa.archs import TARGETS, available
+    from .numerics.arch import STATUS
+
     ins = _ins(a.opcode)
     print(ins.describe())
+    have = [t for t in TARGETS if available(ins, t)]
+    print("  targets (ptxas-checked): " + ", ".join(
+        f"{t}{'' if STATUS[t].startswith('verified') else '*'}" for t in have))
+    print("  (* modelled from published measurements; unmarked: verified on hardware)")
     print()
     print("PTX:")
     print("  " + example_statement(ins))
@@ -68,8 +76,19 @@ def cmd_show(a):
 # --- layout --------------------------------------------------------------------
 
 def cmd_layout(a):
-    from ._svg import svg, text_grid
+    from ._svg import svg, text_grid, wmma_svg, wmma_text_grid
 
+    if a.opcode.startswith("wmma"):
+        try:
+            if a.svg:
+                with open(a.svg, "w") as f:
+                    f.write(wmma_svg(a.opcode, a.operand, color_by=a.color_by))
+                print(f"wrote {a.svg}", file=sys.stderr)
+            if not a.svg or a.text:
+                sys.stdout.write(wmma_text_grid(a.opcode, a.operand, width=a.width))
+        except (ValueError, TypeError) as exc:
+            raise UsageError(str(exc)) from None
+        return EXIT_OK
     ins = _ins(a.opcode)
     try:
         if a.svg:
@@ -224,8 +243,73 @@ def cmd_run(a):
 
 # --- ptx -----------------------------------------------------------------------
 
+def _kernel_arg(spec):
+    """--arg: FILE.npy, zeros:N[:dtype], or a number."""
+    if spec.endswith(".npy"):
+        return _load(spec)
+    if spec.startswith("zeros:"):
+        parts = spec.split(":")
+        try:
+            n = int(parts[1])
+            dt = np.dtype(parts[2]) if len(parts) > 2 else np.dtype(np.uint32)
+        except (ValueError, TypeError, IndexError):
+            raise UsageError(f"--arg {spec}: expected zeros:N or zeros:N:DTYPE (e.g. zeros:1024:float32)") from None
+        return np.zeros(n, dtype=dt)
+    try:
+        return int(spec, 0)
+    except ValueError:
+        pass
+    try:
+        return float(spec)
+    except ValueError:
+        raise UsageError(f"--arg {spec}: expected FILE.npy, zeros:N[:DTYPE] or a number") from None
+
+
+def _dims_arg(text, what):
+    try:
+        v = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"--{what} expects N or X,Y[,Z], got {text!r}") from None
+    return v if len(v) > 1 else v[0]
+
+
+def cmd_ptx_module(a, text):
+    from . import ptx
+
+    try:
+        mod = ptx.load(text)
+    except ptx.PTXError as exc:
+        raise UsageError(str(exc)) from None
+    entry = a.entry
+    if entry is None:
+        if len(mod.entries) != 1:
+            raise UsageError(f"{a.file} has entries {mod.entries}: pick one with --entry")
+        entry = mod.entries[0]
+    if a.grid is None or a.block is None:
+        raise UsageError("running a kernel needs --grid and --block (e.g. --grid 4,2 --block 128)")
+    args = [_kernel_arg(s) for s in (a.arg or [])]
+    try:
+        mod.launch(entry, _dims_arg(a.grid, "grid"), _dims_arg(a.block, "block"), args, shared_bytes=a.shared,
+                   arch=a.arch)
+    except (ptx.PTXError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    params = mod.params(entry)
+    for i, ((name, typ), v) in enumerate(zip(params, args)):
+        if not isinstance(v, np.ndarray):
+            continue
+        head = " ".join(str(x) for x in v.reshape(-1)[:8]) + (" ..." if v.size > 8 else "")
+        print(f"{name} ({v.dtype}[{v.size}]): {head}")
+        if a.save:
+            import os
+            os.makedirs(a.save, exist_ok=True)
+            path = os.path.join(a.save, f"{name}.npy")
+            np.save(path, v)
+            print(f"  wrote {path}")
+    return EXIT_OK
+
+
 def cmd_ptx(a):
-    from .ptx.regfile import PTXError, Warp, register_bits
+    from .ptx.regfile import PTXError, Warp
 
     if a.file == "-":
         text = sys.stdin.read()
@@ -235,6 +319,8 @@ def cmd_ptx(a):
                 text = f.read()
         except OSError as exc:
             raise UsageError(f"cannot read {a.file}: {exc}") from None
+    if re.search(r"\.entry\s", text):
+        return cmd_ptx_module(a, text)
     w = Warp(a.warps, undefined=a.undefined, seed=a.seed, arch=a.arch)
     for spec in a.set or []:
         name, _, path = spec.partition("=")
@@ -260,8 +346,9 @@ def cmd_ptx(a):
             print(f"warp {warp}")
         cols = []
         for n in names:
-            wd = 16 if register_bits(n) == 64 else 8
-            cols.append((n, wd, w.get(n)[warp]))
+            v = w.get(n)[warp]
+            wd = {8: 16, 4: 8, 2: 4, 1: 1}[v.dtype.itemsize]
+            cols.append((n, wd, v))
         print("lane  " + " ".join(n.rjust(wd) for n, wd, _ in cols))
         for lane in range(32):
             print(f"{lane:>4}  " + " ".join(f"{int(v[lane]):0{wd}x}" for _, wd, v in cols))
@@ -271,14 +358,18 @@ def cmd_ptx(a):
 # --- verify / bench ------------------------------------------------------------------
 
 def cmd_verify(a):
-    from ._verify import replay, summary_table
+    from ._verify import corpus_arch, default_corpus, replay, summary_table
+    from .hw import Corpus
+    from .numerics.arch import check_arch, status
 
     try:
-        results = replay(a.corpus, match=tuple(a.match or ()), arch=a.arch, progress=not a.quiet)
+        arch = check_arch(a.arch) if a.arch else corpus_arch(Corpus(a.corpus or default_corpus()).manifest)
+        results = replay(a.corpus, match=tuple(a.match or ()), arch=arch, progress=not a.quiet)
     except (OSError, KeyError, ValueError) as exc:
         raise UsageError(f"cannot replay {a.corpus or 'the default corpus'}: {exc}") from None
     if not results:
         raise UsageError(f"no corpus entry matches {a.match}")
+    print(f"model: {arch} ({status(arch)})")
     print(summary_table(results))
     differ = [r for r in results if r.differ]
     errors = [r for r in results if r.error]
@@ -373,7 +464,7 @@ def build_parser():
 
     s = sub.add_parser("layout", help="draw an operand's fragment layout",
                        description="Print an operand's fragment layout as a grid (T<lane>:<element>); optionally write an SVG.")
-    s.add_argument("opcode")
+    s.add_argument("opcode", help="an mma opcode, or a wmma form such as wmma.m16n16k16.f16 (any wmma.load/.store opcode)")
     s.add_argument("operand", type=str.lower, choices=["a", "b", "c", "d"])
     s.add_argument("--svg", metavar="FILE", help="write an SVG picture to FILE (the text grid is then not printed unless --text)")
     s.add_argument("--text", action="store_true", help="print the text grid even with --svg")
@@ -396,11 +487,14 @@ def build_parser():
     s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
     s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
     s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] d)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120 (modelled)")
     s.set_defaults(fn=cmd_run)
 
-    s = sub.add_parser("ptx", help="run a PTX snippet through the register file",
-                       description="Execute mma/mma.sp/mov statements; print the registers (hex, per lane).")
+    s = sub.add_parser("ptx", help="run a PTX snippet or a kernel's .ptx file",
+                       description="A snippet (statements): run it through the register file and print the registers "
+                                   "(hex, per lane).  A module (.entry): launch an entry over --grid CTAs of --block "
+                                   "threads with --arg kernel arguments in .param order; print (and --save) the arrays.")
     s.add_argument("file", help="PTX file, or - for standard input")
     s.add_argument("--warps", type=int, default=1)
     s.add_argument("--set", action="append", metavar="NAME=FILE.npy", help="initialise a register from a .npy (repeatable)")
@@ -408,14 +502,23 @@ def build_parser():
                    help="what reading a never-written register does (default: error)")
     s.add_argument("--seed", type=int, default=0, help="seed for --undefined random")
     s.add_argument("--print", action="append", metavar="REG", help="print only these registers (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120 (modelled)")
+    s.add_argument("--entry", help="kernel entry to launch (default: the module's only entry)")
+    s.add_argument("--grid", help="grid of CTAs: N or X,Y[,Z]")
+    s.add_argument("--block", help="threads per CTA: N or X,Y[,Z]")
+    s.add_argument("--arg", action="append", metavar="ARG",
+                   help="kernel argument, in .param order (repeatable): FILE.npy, zeros:N[:DTYPE] or a number")
+    s.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes per CTA")
+    s.add_argument("--save", metavar="DIR", help="write every array argument after the run to DIR/NAME.npy")
     s.set_defaults(fn=cmd_ptx)
 
     s = sub.add_parser("verify", help="replay a golden-vector corpus",
                        description="Replay a captured corpus through warpsim and compare every word; exit 1 if any differs.")
     s.add_argument("--corpus", metavar="PATH", help="corpus .npz (default: the H100 corpus in tests/golden)")
     s.add_argument("--match", action="append", metavar="TEXT", help="only opcodes containing TEXT (repeatable)")
-    s.add_argument("--arch", default="sm_90")
+    s.add_argument("--arch", default=None, help="model to compare with (default: the architecture the corpus was "
+                                                "captured on; sm_70 ... sm_120)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     s.set_defaults(fn=cmd_verify)
 

@@ -79,6 +79,8 @@ class Explanation:
     model_bits: int
     rounded_once: float      # exact result rounded once to nearest in D's format
     ulps: float | None       # (model - exact) / ulp(exact) in D's format
+    arch: str = "sm_90"
+    status: str = ""         # the model's status on arch: sources, and the rules nobody measured
 
     def __str__(self):
         ex = float(self.exact) if isinstance(self.exact, Fraction) else self.exact
@@ -91,6 +93,8 @@ class Explanation:
         ]
         if self.ulps is not None:
             lines.append(f"  model - exact         {self.ulps:+.6g} ulp")
+        if self.status:
+            lines.append("  model status on " + self.status.replace("\n", "\n  "))
         return "\n".join(lines)
 
 
@@ -144,4 +148,7 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     ulps = None
     if isinstance(exact, Fraction) and math.isfinite(model):
         ulps = float((Fraction(model) - exact) / ulp(exact, td))
-    return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps)
+    from .numerics.arch import check_arch, describe
+
+    return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps,
+                       check_arch(arch), describe(ins, arch))

@@ -17,7 +17,7 @@ import numpy as np
 from .isa.layouts import OPERANDS, layout
 from .isa.parse import parse
 
-__all__ = ["svg", "text_grid", "cells", "label", "lane_color"]
+__all__ = ["svg", "text_grid", "cells", "label", "lane_color", "wmma_svg", "wmma_text_grid", "wmma_form"]
 
 
 def label(lane: int, operand: str, element: int, sep: str = " ") -> str:
@@ -211,4 +211,79 @@ def text_grid(instruction, operand: str, selector: int = 0, *, width: int = 120)
                 "e of lane T at bits [hi:lo]", ""]
         out += _grid_text(rows, cols, lambda r, c: "T{0}[{2}:{1}]".format(meta[(r, c)][0], meta[(r, c)][1],
                                                                           meta[(r, c)][1] + meta[(r, c)][2] - 1), width)
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --- wmma fragments (captured layouts, warpsim.ptx.wmma) ------------------------------------
+
+def wmma_form(text: str, operand: str):
+    """(fragment, shape, type) from a wmma opcode or a short form: ``wmma.m16n16k16.f16`` or any
+    ``wmma.load/.store`` opcode, and the operand a/b/c/d (D is drawn with C's layout)."""
+    import re
+
+    from .ptx import wmma
+
+    toks = text.split(".")
+    shape = next((t for t in toks if re.fullmatch(r"m\d+n\d+k\d+", t)), None)
+    typ = toks[-1]
+    op = str(operand).lower()
+    if not text.startswith("wmma") or shape not in wmma.SHAPES or op not in OPERANDS:
+        raise ValueError(f"a wmma layout needs a shape ({', '.join(wmma.SHAPES)}), an element type and an operand "
+                         f"a/b/c/d, e.g. 'wmma.m16n16k16.f16 a'; got {text!r} {operand!r}")
+    wmma.fragment(op, shape, typ)     # raises for a form that does not exist
+    return op, shape, typ
+
+
+def _wmma_cells(op, shape, typ):
+    from .ptx import wmma
+
+    tab = wmma.fragment(op, shape, typ)
+    out = {}
+    for lane in range(32):
+        for j in range(tab.shape[1]):
+            out.setdefault((int(tab[lane, j, 0]), int(tab[lane, j, 1])), []).append((lane, j))
+    return out
+
+
+def _wmma_label(holders, op, sep):
+    lane, j = holders[0]
+    return label(lane, op, j, sep) + ("*" if len(holders) > 1 else "")
+
+
+def wmma_svg(text: str, operand: str, *, color_by: str = "lane") -> str:
+    """SVG of a wmma fragment layout (``*``: the element is held twice, the first holder shown)."""
+    from .ptx import wmma
+
+    op, shape, typ = wmma_form(text, operand)
+    lane_color(0, color_by)
+    cmap = _wmma_cells(op, shape, typ)
+    rows, cols = wmma._dims(op, shape)
+    out = []
+    dup = any(len(v) > 1 for v in cmap.values())
+    title = f"{op.upper()}: {rows}x{cols}, .{typ}" + (" (* = held twice; first holder shown)" if dup else "")
+
+    def content(r, c):
+        h = cmap[(r, c)]
+        return lane_color(h[0][0], color_by), _wmma_label(h, op, " ")
+
+    w, h = _grid_svg(out, 10, 40, rows, cols, content, title)
+    name = f"wmma {shape} .{typ} fragment {op.upper()} (captured on an H100; .row and .col hold the same elements)"
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w + 40:.0f}" height="{40 + h + 10:.0f}" '
+              f'font-family="monospace" font-size="10">')
+    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
+             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+    caption = f'<text x="10" y="20" class="t">{escape(name)}</text>'
+    return "\n".join([header, style, f"<title>{escape(name)}</title>", caption] + out + ["</svg>", ""])
+
+
+def wmma_text_grid(text: str, operand: str, *, width: int = 120) -> str:
+    from .ptx import wmma
+
+    op, shape, typ = wmma_form(text, operand)
+    cmap = _wmma_cells(op, shape, typ)
+    rows, cols = wmma._dims(op, shape)
+    dup = any(len(v) > 1 for v in cmap.values())
+    out = [f"wmma {shape} .{typ}: fragment {op.upper()}, {rows}x{cols} (captured on an H100)"
+           + ("; * = held twice, first holder shown" if dup else ""), ""]
+    out += _grid_text(rows, cols, lambda r, c: _wmma_label(cmap[(r, c)], op, ""), width)
     return "\n".join(out).rstrip() + "\n"

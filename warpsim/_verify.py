@@ -45,8 +45,13 @@ def skipped_distributions(ins) -> tuple[str, ...]:
 
 
 def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
+    from .isa.archs import available
+
     ins = BY_OPCODE[entry["opcode"]]
     res = EntryResult(ins.opcode, entry["selector"], ins.family, ins.is_sparse)
+    if not available(ins, arch):
+        res.error = f"not an opcode of {arch}"
+        return res
     skip = skipped_distributions(ins)
     for name, start, count in entry["distributions"]:
         if name in skip:
@@ -65,11 +70,23 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
     return res
 
 
-def replay(path=None, *, match=(), arch="sm_90", progress=False):
-    """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult."""
+def corpus_arch(manifest: dict) -> str:
+    """The modelled target a corpus was captured on: the GPU's compute capability (the hardware
+    wrote the words, whatever the build target), else its build target, else ``"sm_90"``;
+    ValueError if that is not a modelled target (then pass ``arch`` explicitly)."""
+    from .numerics.arch import check_arch
+
+    return check_arch(manifest.get("compute_capability") or manifest.get("target") or "sm_90")
+
+
+def replay(path=None, *, match=(), arch=None, progress=False):
+    """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult.
+    ``arch`` (default: the architecture the corpus records) names the model to compare with."""
     from .hw import Corpus
 
     corpus = Corpus(path or default_corpus())
+    if arch is None:
+        arch = corpus_arch(corpus.manifest)
     out = []
     items = [(i, e) for i, e in enumerate(corpus.manifest["entries"]) if all(m in e["opcode"] for m in match)]
     for n, (i, _) in enumerate(items):

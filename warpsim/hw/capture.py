@@ -125,7 +125,8 @@ def gpu_info(cp) -> dict:
     }
 
 
-def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True, edge=False):
+def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = None, progress=True, edge=False,
+            arch: str = "sm_90a", nvcc: str = "nvcc"):
     """Run every entry on the GPU over generated inputs.
 
     Returns (arrays, manifest) ready for :func:`save_corpus`.  With ``edge`` the
@@ -135,7 +136,7 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
 
     entries = list(entries)
     if cubin is None:
-        cubin = compile_cubin(kernel_source(entries))
+        cubin = compile_cubin(kernel_source(entries), arch, nvcc)
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(cubin)
     module = cp.RawModule(path=f.name)
@@ -167,7 +168,7 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
             print(f"\r[{idx + 1}/{len(entries)}] {ins.opcode} sel {sel}".ljust(100), end="", file=sys.stderr, flush=True)
     if progress:
         print(f"\ncaptured {len(entries)} entries in {time.time() - t0:.1f}s", file=sys.stderr)
-    manifest = {"format": 1, "seed": seed, "warps_per_distribution": warps, "entries": items}
+    manifest = {"format": 1, "seed": seed, "warps_per_distribution": warps, "entries": items, "target": arch}
     manifest.update(gpu_info(cp))
     return arrays, manifest
 
@@ -200,12 +201,25 @@ class Corpus:
             yield self.entry(i)
 
 
-def select_entries(patterns=(), families=()):
-    """Catalog entries whose opcode contains every given substring (and in one of the families, if any)."""
+def select_entries(patterns=(), families=(), arch=None):
+    """Catalog entries whose opcode contains every given substring (and in one of the families, if
+    any; and that the target ``arch`` has, if given)."""
+    from ..isa.archs import available
+
     return [
         (ins, s) for ins, s in _catalog.entries()
         if all(p in ins.opcode for p in patterns) and (not families or ins.family in families)
+        and (arch is None or available(ins, arch))
     ]
+
+
+def _gpu_target():
+    """The compile target for this machine's GPU (sm_90 -> sm_90a, as the committed corpus was built)."""
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    t = f"sm_{props['major']}{props['minor']}"
+    return "sm_90a" if t == "sm_90" else t
 
 
 def main(argv=None):
@@ -225,10 +239,21 @@ def main(argv=None):
     c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
         q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
+        q.add_argument("--arch", help="target to build for and take opcodes of, e.g. sm_80, sm_86, sm_89, sm_120 "
+                                      "(default: source sm_90a; capture: this machine's GPU)")
+    c.add_argument("--nvcc", default="nvcc", help="nvcc to build with (sm_70 needs a CUDA 12 nvcc)")
     a = p.parse_args(argv)
-    entries = select_entries(a.match, a.family)
+    if a.arch is None:
+        a.arch = "sm_90a" if a.cmd == "source" or a.cubin else _gpu_target()
+    from ..isa.archs import canonical
+
+    try:
+        canonical(a.arch)
+    except ValueError as exc:
+        p.error(str(exc))
+    entries = select_entries(a.match, a.family, a.arch)
     if not entries:
-        p.error(f"no catalog entry matches {a.match}")
+        p.error(f"no catalog entry of {a.arch} matches {a.match}")
     if a.cmd == "source":
         with open(a.out, "w") as f:
             f.write(kernel_source(entries))
@@ -236,7 +261,8 @@ def main(argv=None):
     cubin = open(a.cubin, "rb").read() if a.cubin else None
     if a.edge:
         entries = [(i, s) for i, s in entries if _inputs.edge_distributions(i)]
-    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge)
+    arrays, manifest = capture(entries, warps=a.warps, seed=a.seed, cubin=cubin, edge=a.edge, arch=a.arch,
+                               nvcc=a.nvcc)
     save_corpus(a.out, arrays, manifest)
     print(f"wrote {a.out}: {len(entries)} entries on {manifest['gpu']}", file=sys.stderr)
     return 0

@@ -83,12 +83,21 @@ def _split(s: str) -> dict:
                 dtype=d, atype=a, btype=b, ctype=c, bitop=bitop)
 
 
-def parse(instruction) -> Instruction:
+def parse(instruction, arch=None) -> Instruction:
     """The catalog entry of an opcode written as in PTX, operands left out.
+
+    With ``arch`` (e.g. ``"sm_80"``; ``"sm_90a"`` means sm_90) the opcode must also
+    exist on that target: otherwise a ValueError names the lowest target that has it.
 
     >>> parse("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").k
     16
     """
+    if arch is not None:
+        from .archs import require
+
+        ins = parse(instruction)
+        require(ins, arch)
+        return ins
     if isinstance(instruction, Instruction):
         return instruction
     if not isinstance(instruction, str):

@@ -65,6 +65,8 @@ class Recipe:
     c_entry: str = "fused"           # "fused" (C in the first block) or "add_rne" (separate RNE add)
     overflow: str = "inf"            # "inf" or "ieee"
     zero: str = "positive"           # zero results: "positive" (always +0) or "ieee"
+    source: str = ""                 # where the rule comes from (paper, code, capture)
+    unmeasured: str = ""             # what no source measured for this row, and what was chosen
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
@@ -117,16 +119,16 @@ def _keys(ins: Instruction):
 def find_recipe(ins: Instruction, arch: str = "sm_90") -> Recipe:
     if isinstance(ins, str):
         ins = BY_OPCODE[ins]
-    if ins.family in _CHAIN_FAMILIES:
-        raise NotImplementedError(
-            f"{ins.opcode}: family {ins.family!r} is not a tensor-core dot product recipe; "
-            "see warpsim.numerics.chain.chain_params / chain_dot")
     table = RECIPES.get(arch)
     if table is None:
         raise NotImplementedError(f"no float tensor-core recipes for {arch!r} (have: {sorted(RECIPES)})")
     for k in _keys(ins):
         if k in table:
             return table[k]
+    if ins.family in _CHAIN_FAMILIES:
+        raise NotImplementedError(
+            f"{ins.opcode}: family {ins.family!r} is not a tensor-core dot product recipe on {arch}; "
+            "see warpsim.numerics.chain.chain_params / chain_dot")
     raise NotImplementedError(f"{ins.opcode}: no {arch} recipe for family {ins.family!r}"
                               f"{' (sparse)' if ins.is_sparse else ''} with D.{ins.dtype}")
 
@@ -154,7 +156,7 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_GROUP] = r.group
     p[ar.P_FRAC] = r.frac
     p[ar.P_RND] = {"rz": ar.RND_RZ, "rne": ar.RND_RNE}[r.rounding]
-    p[ar.P_ACC:ar.P_ACC + 5] = _fmt(TYPES[r.acc_type or ins.dtype])
+    p[ar.P_ACC:ar.P_ACC + 5] = _fmt(ACC_TYPES.get(r.acc_type) or TYPES[r.acc_type or ins.dtype])
     p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
     p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
@@ -187,3 +189,160 @@ CHAIN_RECIPES: dict[str, dict[tuple[str, str, str], dict]] = {
                                     d_nan="keep"),
     },
 }
+
+
+# --- the other architectures (issue 15): modelled from published measurements ------------------
+#
+# Nothing below was captured on the architecture it describes (only sm_90 was).  Each row names
+# its source; where no source measured a case, the row says what was chosen instead (field
+# ``unmeasured``).  Sources:
+#
+# * MMA-SIM: Xie, Wang, Yang, Yang, "MMA-Sim: Bit-Accurate Reference Model of Tensor Cores and
+#   Matrix Cores", arXiv 2511.10909 (2025), and its reference code (microsoft/MMA-Sim,
+#   mmasim/simulator/nv_ptx.py and arithmetic.py).  Per architecture: the fractional bits kept
+#   below the largest exponent (Volta 23, Turing 24, Ampere 24, Ada 24, Hopper 25, Blackwell 25,
+#   RTX Blackwell 25); every product exact, C a term of the same fused sum, each term truncated
+#   toward zero; f32 results truncated (RZ) to 23 bits, f16 results rounded to nearest even;
+#   NaN results are the canonical 0x7fffffff / 0x7fff; on Ampere and Ada exactly these mma are
+#   two chained passes over the first and second half of k, the first pass's result rounded to D's
+#   format and used as the second's C: f16/bf16 m16n8k16, tf32 m16n8k8, fp8 m16n8k32; on Ada
+#   fp8 keeps 13 fractional bits and an f32 result keeps 13 mantissa bits (RZ).  MMA-Sim covers
+#   dense mma only (no mma.sp), and per architecture only the shapes it lists: Volta m8n8k4;
+#   Turing m16n8k8 and m8n8k4; Ampere m16n8k8/k16 f16/bf16, tf32 k4/k8, f64 m8n8k4; Ada also fp8
+#   k16/k32; Hopper also f64 m16n8k*; Blackwell (sm_100) the Ampere/Turing shapes; RTX Blackwell
+#   (sm_120) the Ada/Ampere/Turing shapes.
+# * SASS: what ptxas 13.0 emits for each target (``tools/ptxas_archs.py --sass``): the same
+#   emulation as on sm_90 where sm_90's recipe was fitted on H100 captures (fp8 on sm_100,
+#   m8n8k4 f16 on sm_80 and later), native instructions elsewhere (QMMA fp8 on sm_89 and sm_120,
+#   HMMA.884 m8n8k4 on sm_75).
+# * Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 7:e330
+#   (2021) (V100, T4, A100) and Khattak, Mikaitis, "Accurate Models of NVIDIA Tensor Cores",
+#   arXiv 2512.07004 (V100, A100, H100, B200): their abstracts name the same features (exact
+#   products, truncation, normalisation only at the end, accumulator width); no row below takes a
+#   number from them that MMA-Sim does not also give (see docs/numerics.md).
+
+#: Accumulator formats that are not PTX element types: Ada's fp8 f32 result with 13 mantissa bits
+#: (an f32 word whose 10 low bits are always zero; its NaN is still the f32 canonical 0x7fffffff).
+ACC_TYPES: dict[str, ElemType] = {
+    "f32e8m13": ElemType("f32e8m13", 32, "float", True, 8, 13, 10, True, np.dtype(np.float32)),
+}
+
+_MMASIM = "MMA-Sim (arXiv 2511.10909; microsoft/MMA-Sim nv_ptx.py)"
+_SPARSE_CHOICE = ("mma.sp: no source measured sparse MMAs on this architecture; chosen: the dense rule of "
+                  "the same architecture applied to the k/2 kept products")
+_SPLIT_SPARSE_CHOICE = ("mma.sp: no source measured sparse MMAs; chosen: the dense rule, with the kept products "
+                        "split into two chained halves exactly when their number equals a dense shape that "
+                        "MMA-Sim measured as two halves (16 f16/bf16, 8 tf32, 32 fp8 products); the "
+                        "alternative (split by logical k) was not tested")
+
+
+def _fused(frac, dtype, *, source, unmeasured="", blocks=1, group=1, acc_type=None):
+    """One or two chained native tensor-core passes; f32 results RZ, f16 results RNE."""
+    return Recipe(frac=frac, rounding="rz" if dtype == "f32" else "rne", blocks=blocks, group=group,
+                  acc_type=acc_type, zero="positive", source=source, unmeasured=unmeasured)
+
+
+def _ampere_like(frac, src):
+    """Ampere / Ada HMMA rows (f16, bf16, tf32): the MMA-Sim split list, sparse by the chosen rule."""
+    rows = {}
+    for dt in ("f32", "f16"):
+        rows[("f16", "m16n8k8", False, dt)] = _fused(frac, dt, source=src)
+        rows[("f16", "m16n8k16", False, dt)] = _fused(frac, dt, blocks=2, group=8, source=src + "; two halves of k")
+        rows[("f16", "m16n8k16", True, dt)] = _fused(frac, dt, source=src, unmeasured=_SPLIT_SPARSE_CHOICE)
+        rows[("f16", "m16n8k32", True, dt)] = _fused(frac, dt, blocks=2, group=8, source=src,
+                                                     unmeasured=_SPLIT_SPARSE_CHOICE)
+    rows[("bf16", "m16n8k8", False, "f32")] = _fused(frac, "f32", source=src)
+    rows[("bf16", "m16n8k16", False, "f32")] = _fused(frac, "f32", blocks=2, group=8, source=src + "; two halves of k")
+    rows[("bf16", "m16n8k16", True, "f32")] = _fused(frac, "f32", source=src, unmeasured=_SPLIT_SPARSE_CHOICE)
+    rows[("bf16", "m16n8k32", True, "f32")] = _fused(frac, "f32", blocks=2, group=8, source=src,
+                                                     unmeasured=_SPLIT_SPARSE_CHOICE)
+    rows[("tf32", "m16n8k4", False, "f32")] = _fused(frac, "f32", source=src)
+    rows[("tf32", "m16n8k8", False, "f32")] = _fused(frac, "f32", blocks=2, group=4, source=src + "; two halves of k")
+    rows[("tf32", "m16n8k8", True, "f32")] = _fused(frac, "f32", source=src, unmeasured=_SPLIT_SPARSE_CHOICE)
+    rows[("tf32", "m16n8k16", True, "f32")] = _fused(frac, "f32", blocks=2, group=4, source=src,
+                                                     unmeasured=_SPLIT_SPARSE_CHOICE)
+    return rows
+
+
+def _single_pass(frac, src, families=("f16", "bf16", "tf32")):
+    """Hopper / Blackwell HMMA rows: one fused pass for every shape, dense and sparse."""
+    rows = {}
+    for fam in families:
+        for dt in (("f32", "f16") if fam in ("f16", "fp8") else ("f32",)):
+            rows[(fam, False, dt)] = _fused(frac, dt, source=src)
+            rows[(fam, True, dt)] = _fused(frac, dt, source=src, unmeasured=_SPARSE_CHOICE)
+    return rows
+
+
+def _emulated_fp8(dtype, src):
+    """The sm_90 fp8 emulation (F2FP unpack, two f16 HMMAs from zero, FADD/HADD2 with C)."""
+    r = _fp8(dtype)
+    return Recipe(**{**r.__dict__, "source": src})
+
+
+_ADA_FP8 = _MMASIM + ": Ada fp8, 13 fractional bits, f32 result keeps 13 mantissa bits (RZ)"
+_ADA_FP8_ROWS = {
+    ("fp8", "m16n8k16", False, "f32"): _fused(13, "f32", acc_type="f32e8m13", source=_ADA_FP8),
+    ("fp8", "m16n8k16", False, "f16"): _fused(13, "f16", source=_ADA_FP8),
+    ("fp8", "m16n8k32", False, "f32"): _fused(13, "f32", blocks=2, group=16, acc_type="f32e8m13",
+                                              source=_ADA_FP8 + "; two halves of k"),
+    ("fp8", "m16n8k32", False, "f16"): _fused(13, "f16", blocks=2, group=16, source=_ADA_FP8 + "; two halves of k"),
+    ("fp8", "m16n8k64", True, "f32"): _fused(13, "f32", blocks=2, group=16, acc_type="f32e8m13",
+                                             source=_ADA_FP8, unmeasured=_SPLIT_SPARSE_CHOICE),
+}
+
+_VOLTA = _MMASIM + ": Volta m8n8k4 (HMMA.884), one fused pass, 23 fractional bits"
+_TURING = _MMASIM + ": Turing, one fused pass, 24 fractional bits (m8n8k4 native HMMA.884 on sm_75 per SASS)"
+_AMPERE = _MMASIM + ": Ampere, 24 fractional bits"
+_ADA = _MMASIM + ": Ada Lovelace, 24 fractional bits"
+_BLACKWELL = _MMASIM + ": Blackwell (sm_100), one fused pass, 25 fractional bits"
+_RTX_BLACKWELL = _MMASIM + ": RTX Blackwell (sm_120), one fused pass, 25 fractional bits"
+_SM86 = ("sm_86: MMA-Sim models one 'Ampere'; that sm_86 (GA10x) computes as sm_80 (GA100) does is assumed, "
+         "not measured by any source read")
+_SM100_FP8 = ("SASS: ptxas emits the same fp8 emulation for sm_100 as for sm_90 (F2FP unpack, HMMA.1688/16816 "
+              "x2, FADD/HADD2), with Blackwell's HMMA = 25 fractional bits as Hopper's (MMA-Sim)")
+_SM120_FP8 = _MMASIM + ": RTX Blackwell fp8 (native QMMA per SASS), one fused pass, 25 fractional bits, f32 RZ"
+
+
+def _with(rows, unmeasured):
+    return {k: Recipe(**{**r.__dict__, "unmeasured": "; ".join(x for x in (r.unmeasured, unmeasured) if x)})
+            for k, r in rows.items()}
+
+
+RECIPES.update({
+    "sm_70": {
+        ("f16x4", False, "f32"): _fused(23, "f32", source=_VOLTA),
+        ("f16x4", False, "f16"): _fused(23, "f16", source=_VOLTA),
+    },
+    "sm_75": {
+        ("f16x4", False, "f32"): _fused(24, "f32", source=_TURING),
+        ("f16x4", False, "f16"): _fused(24, "f16", source=_TURING),
+        ("f16", False, "f32"): _fused(24, "f32", source=_TURING),
+        ("f16", False, "f16"): _fused(24, "f16", source=_TURING),
+    },
+    "sm_80": _ampere_like(24, _AMPERE),
+    "sm_86": _with(_ampere_like(24, _AMPERE), _SM86),
+    "sm_89": {**_ampere_like(24, _ADA), **_ADA_FP8_ROWS},
+    "sm_100": {
+        **_single_pass(25, _BLACKWELL),
+        ("fp8", False, "f32"): _emulated_fp8("f32", _SM100_FP8),
+        ("fp8", False, "f16"): _emulated_fp8("f16", _SM100_FP8),
+        ("fp8", True, "f32"): Recipe(**{**_emulated_fp8("f32", _SM100_FP8).__dict__,
+                                        "unmeasured": "mma.sp fp8: the sm_90 emulation (HMMA.SP) as on sm_90; "
+                                                      "sm_100's sparse HMMA itself is unmeasured"}),
+    },
+    "sm_120": _single_pass(25, _RTX_BLACKWELL) | _single_pass(25, _SM120_FP8, families=("fp8",)),
+})
+
+_DMMA = ("MMA-Sim: f64 mma is a chain of IEEE f64 FMAs in k order starting from C (Ampere m8n8k4, Hopper "
+         "m16n8k*); NaN payload rule measured on sm_90 only (H100 captures), chosen for this target")
+_F16X4_EMULATED = ("SASS: ptxas emits the same FFMA/FMUL/FADD/HADD2/F2FP instruction counts for m8n8k4 f16 on this "
+                   "target as on sm_90 (compiler emulation of IEEE operations; the sm_90 recipe was fitted on H100 "
+                   "captures); the dataflow order is assumed equal, not re-derived")
+#: f16x4 (m8n8k4) is native HMMA.884 on sm_70/sm_75 (tensor-core rows above), emulated from sm_80 on;
+#: f64 runs on DMMA from sm_80 on (sm_100/sm_120: m16n8k* as chains of DMMA.8x8x4).
+for _arch in ("sm_80", "sm_86", "sm_89", "sm_100", "sm_120"):
+    CHAIN_RECIPES[_arch] = {
+        key: {**row, "source": _F16X4_EMULATED if key[0] == "f16x4" else _DMMA}
+        for key, row in CHAIN_RECIPES["sm_90"].items()
+    }

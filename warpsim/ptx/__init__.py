@@ -1,5 +1,14 @@
-"""PTX as a kernel writes it: statement parsing and register files that execute it."""
+"""PTX as a kernel writes it: statement parsing, register files that execute it, and whole modules.
+
+* :class:`Warp` -- a 32-lane register file per warp that runs straight-line PTX snippets.
+* :func:`load` -- a ``.ptx`` module as nvcc writes it; ``mod.launch(entry, grid, block, args)``
+  runs an entry over a grid of CTAs with shared and global memory.
+* :mod:`warpsim.ptx.instructions` -- the instruction table; :mod:`warpsim.ptx.convert` -- exact
+  ``cvt`` numerics; :mod:`warpsim.ptx.wmma` -- ``wmma`` fragment layouts (captured) and statements.
+"""
 
 from .regfile import PTXError, Warp
+from . import wmma as _wmma  # noqa: F401  (registers the wmma rows of the instruction table)
+from .module import Module, load
 
-__all__ = ["PTXError", "Warp"]
+__all__ = ["PTXError", "Warp", "load", "Module"]

@@ -17,9 +17,15 @@ Registers are named as in PTX (``%r0``, ``%f3``, ``%rd1``, ``%fd2``: any ``%[a-z
 ``%rd*`` and ``%fd*`` are 64-bit and hold uint64 values; every other register holds 32-bit words.
 Values are per lane: :meth:`Warp.get` returns shape (warps, 32).
 
-Supported statements: ``mma``/``mma.sp`` (every opcode of the catalog), ``mov`` with types
-b32/u32/s32/f32/b64/u64/s64/f64 (immediate, register or ``%laneid`` source), ``.reg``
-declarations (ignored), ``//`` and ``/* */`` comments and blank lines.
+Registers are named as in PTX; without a ``.reg`` declaration ``%rd*``/``%fd*`` are 64-bit,
+``%p*`` predicates, ``%rs*``/``%h*`` 16-bit and every other name 32-bit (a ``.reg`` declaration,
+``.reg .b16 %x<4>;``, gives the width explicitly).
+
+Supported statements: ``mma``/``mma.sp`` (every opcode of the catalog) and every instruction of
+:mod:`warpsim.ptx.instructions` that needs no memory (``mov`` with vector pack/unpack, ``cvt``,
+integer and logic ALU, ``setp``/``selp``, ``movmatrix``, ...), ``@p``/``@!p`` guards, ``.reg``
+declarations, ``//`` and ``/* */`` comments.  Memory, branches and barriers across warps need a
+kernel: :func:`warpsim.ptx.load`.
 """
 
 from __future__ import annotations
@@ -29,188 +35,51 @@ import zlib
 
 import numpy as np
 
-__all__ = ["Warp", "PTXError", "example_statement"]
+from .context import Context
+from .instructions import TYPES, known_bases, lookup
+from .syntax import PTXError, make_statement, parse_int, statements
+
+__all__ = ["Warp", "PTXError", "example_statement", "register_bits"]
 
 _REG = re.compile(r"%[a-z]+[0-9]*\Z")
 _WIDE_PREFIXES = ("rd", "fd")
-_MOV_TYPES = {"b32": 32, "u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64}
-_SPECIAL = {"%laneid"}
+_PRED_PREFIXES = ("p",)
+_HALF_PREFIXES = ("rs", "h")
+_STORE = {1: np.bool_, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_SPECIAL = re.compile(r"%(laneid|warpid|nwarpid|tid|ntid|ctaid|nctaid|lanemask_(?:eq|lt|le|gt|ge))(?:\.([xyz]))?\Z")
 
 
-class PTXError(ValueError):
-    """A PTX snippet that cannot be executed; ``line``, ``statement`` and ``token`` say where."""
-
-    def __init__(self, message, *, line=None, statement=None, token=None):
-        self.reason = message
-        self.line = line
-        self.statement = statement
-        self.token = token
-        where = []
-        if line is not None:
-            where.append(f"line {line}")
-        if token is not None:
-            where.append(f"at {token!r}")
-        head = f"PTX {', '.join(where)}: " if where else ""
-        text = f"{head}{message}"
-        if statement is not None:
-            text += f"\n  in: {statement}"
-            m = re.search(re.escape(token) + r"(?![0-9A-Za-z_])", statement) if token is not None else None
-            if m:
-                text += "\n      " + " " * m.start() + "^" * len(token)
-        super().__init__(text)
 
 
 def register_bits(name: str) -> int:
-    """64 for ``%rd*``/``%fd*``, 32 for every other register name."""
+    """Width of an undeclared register from its name: 64 for ``%rd*``/``%fd*``, 1 (predicate) for
+    ``%p*``, 16 for ``%rs*``/``%h*``, 32 for every other name."""
     if not isinstance(name, str) or not _REG.match(name):
         raise PTXError(f"{name!r} is not a register name: registers look like %r0, %f3, %rd1, %fd2 (%[a-z]+[0-9]*)")
     prefix = name[1:].rstrip("0123456789")
-    return 64 if prefix in _WIDE_PREFIXES else 32
+    if prefix in _WIDE_PREFIXES:
+        return 64
+    if prefix in _PRED_PREFIXES:
+        return 1
+    if prefix in _HALF_PREFIXES:
+        return 16
+    return 32
 
 
-def _strip_comments(text: str) -> str:
-    """Replace comments by blanks, keeping newlines so line numbers stay right."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0:
-                line = text.count("\n", 0, i) + 1
-                raise PTXError("unterminated /* comment", line=line)
-            chunk = text[i:j + 2]
-            out.append("".join(c if c == "\n" else " " for c in chunk))
-            i = j + 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
-
-def _statements(text: str):
-    """Yield (line, statement text) for every ';'-terminated statement."""
-    clean = _strip_comments(text)
-    pos = 0
-    for part in clean.split(";")[:-1]:
-        stripped = part.strip()
-        if stripped:
-            lead = len(part) - len(part.lstrip())
-            line = clean.count("\n", 0, pos + lead) + 1
-            yield line, " ".join(stripped.split())
-        pos += len(part) + 1
-    tail = clean.split(";")[-1].strip()
-    if tail:
-        lead = len(clean.split(";")[-1]) - len(clean.split(";")[-1].lstrip())
-        line = clean.count("\n", 0, pos + lead) + 1
-        raise PTXError("statement is missing its terminating ';'", line=line, statement=" ".join(tail.split()))
-
-
-def _split_operands(s: str, line: int, stmt: str):
-    """Top-level comma split; '{a, b}' groups become lists."""
-    ops, depth, cur = [], 0, []
-    for ch in s:
-        if ch == "{":
-            depth += 1
-            if depth > 1:
-                raise PTXError("nested '{'", line=line, statement=stmt, token="{")
-        elif ch == "}":
-            depth -= 1
-            if depth < 0:
-                raise PTXError("unbalanced '}'", line=line, statement=stmt, token="}")
-        if ch == "," and depth == 0:
-            ops.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if depth:
-        raise PTXError("unbalanced '{'", line=line, statement=stmt, token="{")
-    last = "".join(cur).strip()
-    if last or ops:
-        ops.append(last)
-    out = []
-    for op in ops:
-        if not op:
-            raise PTXError("empty operand", line=line, statement=stmt, token=",")
-        if op.startswith("{"):
-            inner = op[1:-1].strip()
-            regs = [r.strip() for r in inner.split(",")] if inner else []
-            if any(not r for r in regs):
-                raise PTXError("empty register in vector operand", line=line, statement=stmt, token=op)
-            out.append(regs)
-        else:
-            out.append(op)
-    return out
-
-
-def _parse_int(tok: str) -> int | None:
-    t = tok.strip()
-    neg = t.startswith("-")
-    if neg:
-        t = t[1:]
-    if t.endswith("U"):
-        t = t[:-1]
-    try:
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
-            v = int(t, 16)
-        elif re.fullmatch(r"0[bB][01]+", t):
-            v = int(t[2:], 2)
-        elif re.fullmatch(r"0[0-7]+", t):
-            v = int(t, 8)
-        elif re.fullmatch(r"[0-9]+", t):
-            v = int(t, 10)
-        else:
-            return None
-    except ValueError:
-        return None
-    return -v if neg else v
-
-
-def _immediate_bits(tok: str, typ: str, bits: int) -> int | None:
-    """The bit pattern of an immediate for a mov of type ``typ``, or None if it is not one."""
-    t = tok.strip()
-    m = re.fullmatch(r"(-?)0([fFdD])([0-9a-fA-F]+)", t)
-    if m:
-        sign, kind, digits = m.groups()
-        want = 8 if kind in "fF" else 16
-        if len(digits) != want:
-            return None
-        v = int(digits, 16)
-        if kind in "fF":
-            v = int(np.array(v, dtype=np.uint32).view(np.float32).astype(np.float64).view(np.uint64)) if bits == 64 else v
-        elif bits == 32:
-            v = int(np.array(v, dtype=np.uint64).view(np.float64).astype(np.float32).view(np.uint32))
-        if sign:
-            v ^= 1 << (bits - 1)
-        return v
-    v = _parse_int(t)
-    if v is not None:
-        if typ.startswith("f"):   # an integer literal for a float mov means that value
-            v = None
-        else:
-            if not -(1 << (bits - 1)) <= v < (1 << bits):
-                raise ValueError(f"immediate {tok} does not fit in {bits} bits")
-            return v & ((1 << bits) - 1)
-    if typ.startswith("f"):
-        try:
-            x = float(t)
-        except ValueError:
-            return None
-        fdt, udt = (np.float32, np.uint32) if bits == 32 else (np.float64, np.uint64)
-        return int(np.array(x, dtype=fdt).view(udt))
-    return None
+_DECL = re.compile(r"\.reg\s+(?:\.v[248]\s+)?\.(\w+)\s+(.+)\Z")
 
 
 class Warp:
-    """Per-lane PTX registers for ``warps`` independent warps, and a tiny PTX interpreter.
+    """Per-lane PTX registers for ``warps`` independent warps, and a PTX interpreter.
 
     undefined: what reading a register that was never written does -- ``"error"`` (default,
     raises :class:`PTXError`), ``"zero"``, or ``"random"`` (seeded by ``seed`` and the name).
     arch: passed to :func:`warpsim.mma`.
+
+    Each warp is its own 32-thread CTA: ``%tid.x`` is the lane, ``%ctaid.x`` the warp's index.
     """
+
+    memory = None
 
     def __init__(self, warps: int = 1, *, undefined: str = "error", seed: int = 0, arch: str = "sm_90"):
         if isinstance(warps, bool) or not isinstance(warps, (int, np.integer)) or warps < 1:
@@ -222,6 +91,9 @@ class Warp:
         self.seed = seed
         self.arch = arch
         self._regs: dict[str, np.ndarray] = {}
+        self._declared: dict[str, int] = {}       # exact name -> bits
+        self._declared_ranges: dict[str, tuple[int, int]] = {}   # prefix -> (count, bits) for %r<N>
+        self._symbols: dict[str, int] = {}
 
     # --- register access ----------------------------------------------------
 
@@ -240,18 +112,34 @@ class Warp:
             return (p, int(num) if num else -1)
         return sorted(self._regs, key=key)
 
+    def _bits(self, name):
+        if name in self._declared:
+            return self._declared[name]
+        p = name.rstrip("0123456789")
+        if p in self._declared_ranges and p != name:
+            count, bits = self._declared_ranges[p]
+            return bits
+        return register_bits(name)
+
     def set(self, name: str, values) -> None:
         """Write a register in every lane.
 
         values broadcast to (warps, 32): a scalar, 32 lane values or (warps, 32).  Integers must
         fit the register (negative values are stored two's complement); float32 arrays (32-bit
-        registers) and float64 arrays (64-bit registers) are stored as their bit patterns.
+        registers), float64 arrays (64-bit registers) and float16 arrays (16-bit registers) are
+        stored as their bit patterns; predicates take booleans or 0/1.
         """
-        bits = register_bits(name)
-        udt = np.uint32 if bits == 32 else np.uint64
+        if not isinstance(name, str) or not (_REG.match(name) or name in self._declared):
+            raise PTXError(f"{name!r} is not a register name: registers look like %r0, %f3, %rd1, %fd2 (%[a-z]+[0-9]*)")
+        bits = self._bits(name)
+        udt = _STORE[bits]
         v = np.asarray(values)
-        if v.dtype.kind == "f":
-            want = np.float32 if bits == 32 else np.float64
+        if bits == 1:
+            if v.dtype.kind not in "biu" or (v.size and not np.isin(v, (0, 1)).all()):
+                raise ValueError(f"{name} is a predicate: values must be booleans or 0/1")
+            v = v.astype(bool)
+        elif v.dtype.kind == "f":
+            want = {16: np.float16, 32: np.float32, 64: np.float64}[bits]
             if v.dtype != want:
                 raise TypeError(f"{name} is a {bits}-bit register: float values must be {np.dtype(want).name}, "
                                 f"got {v.dtype} (convert them first, or pass the bit patterns as integers)")
@@ -271,24 +159,137 @@ class Warp:
         self._regs[name] = np.array(out, dtype=udt)
 
     def get(self, name: str) -> np.ndarray:
-        """A copy of a register in every lane: uint32 (or uint64 for %rd/%fd) of shape (warps, 32)."""
+        """A copy of a register in every lane: uint32 (uint64 for 64-bit, uint16 for 16-bit
+        registers, bool for predicates) of shape (warps, 32)."""
+        sp = self.special(name, None)
+        if sp is not None:
+            return np.array(sp)
+        if not isinstance(name, str) or not (_REG.match(name) or name in self._declared):
+            raise PTXError(f"{name!r} is not a register name: registers look like %r0, %f3, %rd1, %fd2 (%[a-z]+[0-9]*)")
         return self._read(name).copy()
 
     def _read(self, name, line=None, stmt=None):
-        if name == "%laneid":
-            return np.broadcast_to(np.arange(32, dtype=np.uint32), (self.warps, 32))
-        bits = register_bits(name)
+        bits = self._bits(name)
         if name not in self._regs:
             if self.undefined == "error":
                 raise PTXError(f"register {name} is used before it is defined (set it with Warp.set or a mov)",
                                line=line, statement=stmt, token=name)
-            udt = np.uint32 if bits == 32 else np.uint64
+            udt = _STORE[bits]
             if self.undefined == "zero":
                 self._regs[name] = np.zeros((self.warps, 32), dtype=udt)
             else:
                 rng = np.random.default_rng(zlib.crc32(f"{self.seed}:{name}".encode()))
-                self._regs[name] = rng.integers(0, 1 << 64, size=(self.warps, 32), dtype=np.uint64).astype(udt)
+                r = rng.integers(0, 1 << 64, size=(self.warps, 32), dtype=np.uint64)
+                self._regs[name] = (r & np.uint64(1)).astype(bool) if bits == 1 else r.astype(udt)
         return self._regs[name]
+
+    # --- the interface the instruction plumbing (Context) uses ----------------------------
+
+    def register_width(self, name, ctx):
+        return self._bits(name)
+
+    def is_register(self, name):
+        if not isinstance(name, str):
+            return False
+        if name in self._declared:
+            return True
+        return bool(_REG.match(name)) and _SPECIAL.match(name) is None
+
+    def _geometry(self):
+        """(tid (W,32,3), ntid (3,), ctaid (W,3), nctaid (3,), warp-in-CTA (W,), warps per CTA)."""
+        lane = np.arange(32)
+        tid = np.zeros((self.warps, 32, 3), dtype=np.uint32)
+        tid[..., 0] = lane
+        ctaid = np.zeros((self.warps, 3), dtype=np.uint32)
+        ctaid[:, 0] = np.arange(self.warps)
+        return tid, np.array([32, 1, 1], np.uint32), ctaid, np.array([self.warps, 1, 1], np.uint32), \
+            np.zeros(self.warps, np.uint32), 1
+
+    def special(self, name, ctx):
+        """A special register's values, (g, 32) uint32, or None if ``name`` is not one."""
+        if not isinstance(name, str):
+            return None
+        m = _SPECIAL.match(name)
+        if not m:
+            return None
+        kind, axis = m.groups()
+        rows = None if ctx is None else ctx.rows
+        g = self.warps if rows is None else len(rows)
+        sel = slice(None) if rows is None else rows
+        dims = ("tid", "ntid", "ctaid", "nctaid")
+        if (kind in dims) != (axis is not None):
+            raise PTXError(f"special register {name}: %tid, %ntid, %ctaid and %nctaid take .x, .y or .z; "
+                           f"%{kind} takes none", line=getattr(getattr(ctx, 'stmt', None), 'line', None),
+                           token=name)
+        tid, ntid, ctaid, nctaid, wic, nw = self._geometry()
+        lane = np.broadcast_to(np.arange(32, dtype=np.uint32), (g, 32))
+        ax = "xyz".index(axis) if axis else 0
+        if kind == "laneid":
+            return lane
+        if kind == "tid":
+            return tid[sel, :, ax]
+        if kind == "ntid":
+            return np.full((g, 32), ntid[ax], np.uint32)
+        if kind == "ctaid":
+            return np.broadcast_to(ctaid[sel, ax][:, None], (g, 32))
+        if kind == "nctaid":
+            return np.full((g, 32), nctaid[ax], np.uint32)
+        if kind == "warpid":
+            return np.broadcast_to(wic[sel][:, None], (g, 32))
+        if kind == "nwarpid":
+            return np.full((g, 32), nw, np.uint32)
+        op = kind.split("_")[1]
+        one = np.uint32(1) << np.arange(32, dtype=np.uint32)
+        val = {"eq": one, "lt": one - np.uint32(1), "le": (one - np.uint32(1)) | one,
+               "gt": ~((one - np.uint32(1)) | one), "ge": ~(one - np.uint32(1))}[op]
+        return np.broadcast_to(val, (g, 32))
+
+    def read_register(self, name, ctx):
+        v = self._read(name, ctx.stmt.line, ctx.stmt.text)
+        return v if ctx.rows is None else v[ctx.rows]
+
+    def write_register(self, name, new, ctx):
+        bits = self._bits(name)
+        if name not in self._regs:
+            self._regs[name] = np.zeros((self.warps, 32), dtype=_STORE[bits])
+        cur = self._regs[name]
+        if ctx.rows is None:
+            if ctx.mask is None:
+                self._regs[name] = np.array(new, dtype=cur.dtype)
+            else:
+                self._regs[name] = np.where(ctx.mask, new, cur).astype(cur.dtype)
+        else:
+            if ctx.mask is None:
+                cur[ctx.rows] = new
+            else:
+                cur[ctx.rows] = np.where(ctx.mask, new, cur[ctx.rows])
+
+    def symbol(self, name):
+        return self._symbols.get(name)
+
+    def param_bytes(self, op, nbytes, ctx):
+        ctx.fail("ld.param needs a kernel: load the module with warpsim.ptx.load and launch it")
+
+    def barrier(self, ctx):
+        pass     # each warp of a Warp is a CTA of its own
+
+    def declare(self, line, text):
+        """A ``.reg`` declaration: ``.reg .b32 %r<8>;`` or ``.reg .f32 %f1, %f2;``."""
+        m = _DECL.match(text)
+        if not m:
+            raise PTXError("malformed .reg declaration (expected e.g. '.reg .b32 %r<4>;')", line=line, statement=text)
+        typ, names = m.groups()
+        if typ not in TYPES:
+            raise PTXError(f"unknown register type .{typ}", line=line, statement=text, token="." + typ)
+        bits = TYPES[typ][0]
+        if bits == 8:
+            bits = 16          # .b8 registers are held in 16-bit registers
+        for nm in [x.strip() for x in names.split(",")]:
+            r = re.fullmatch(r"(%?[A-Za-z_$][\w$]*?)<(\d+)>", nm)
+            if r:
+                self._declared_ranges[r.group(1)] = (int(r.group(2)), bits)
+            else:
+                self._declared[nm] = bits
 
     # --- execution ----------------------------------------------------------
 
@@ -296,71 +297,96 @@ class Warp:
         """Execute PTX statements in order; returns the register file (for chaining)."""
         if not isinstance(text, str):
             raise TypeError(f"PTX text must be a str, not {type(text).__name__}")
-        for line, stmt in _statements(text):
-            self._statement(line, stmt)
+        for kind, line, item in statements(text):
+            if kind == "label":
+                raise PTXError(f"label {item!r}: labels and branches need a kernel (warpsim.ptx.load); a Warp runs "
+                               "straight-line statements", line=line, token=item)
+            self._statement(line, item)
         return self
 
     def _statement(self, line, stmt):
-        if stmt.startswith("@"):
-            raise PTXError("predicated statements are not supported", line=line, statement=stmt, token=stmt.split()[0])
-        if stmt.startswith(".reg"):
-            return
-        parts = stmt.split(None, 1)
-        op = parts[0]
-        rest = parts[1] if len(parts) > 1 else ""
-        operands = _split_operands(rest, line, stmt)
-        if op.startswith("mma"):
-            return self._mma(line, stmt, op, operands)
-        if op.startswith("mov"):
-            return self._mov(line, stmt, op, operands)
-        raise PTXError(f"unsupported instruction '{op}': the register file executes mma, mma.sp and mov "
-                       "(plus .reg declarations)", line=line, statement=stmt, token=op)
+        st = make_statement(line, stmt)
+        if st.opcode == ".reg":
+            return self.declare(line, st.text)
+        if st.opcode.startswith("."):
+            raise PTXError(f"directive {st.opcode} is not allowed in a Warp snippet (.reg is)", line=line,
+                           statement=st.text, token=st.opcode)
+        if st.opcode in ("bra", "bra.uni", "ret", "exit", "call") or st.opcode.startswith(("bra.", "call.")):
+            raise PTXError(f"'{st.opcode}' needs a kernel: load the module with warpsim.ptx.load and launch it",
+                           line=line, statement=st.text, token=st.opcode)
+        self.execute(st, None, None)
 
-    def _mov(self, line, stmt, op, operands):
-        toks = op.split(".")
-        if len(toks) != 2 or toks[1] not in _MOV_TYPES:
-            raise PTXError(f"unsupported mov form '{op}'; supported: " + ", ".join(f"mov.{t}" for t in _MOV_TYPES),
-                           line=line, statement=stmt, token=op)
-        typ = toks[1]
-        bits = _MOV_TYPES[typ]
-        if len(operands) != 2 or any(isinstance(o, list) for o in operands):
-            raise PTXError(f"{op} takes 2 operands (destination register, source), got {len(operands)}",
-                           line=line, statement=stmt, token=op)
-        dst, src = operands
-        self._check_reg(dst, bits, line, stmt, f"destination of {op}")
-        if src.startswith("%"):
-            if src != "%laneid":
-                self._check_reg(src, bits, line, stmt, f"source of {op}")
-            v = self._read(src, line, stmt)
-            self._regs[dst] = np.array(v, dtype=np.uint32 if bits == 32 else np.uint64)
-            return
-        try:
-            val = _immediate_bits(src, typ, bits)
-        except ValueError as exc:
-            raise PTXError(str(exc), line=line, statement=stmt, token=src) from None
-        if val is None:
-            raise PTXError(f"'{src}' is not a register or an immediate of type .{typ} "
-                           "(integers: 42, -1, 0x2A, 0b101; floats: 1.5, 0f3F800000, 0d3FF0000000000000)",
-                           line=line, statement=stmt, token=src)
-        udt = np.uint32 if bits == 32 else np.uint64
-        self._regs[dst] = np.full((self.warps, 32), val, dtype=udt)
+    def guard_mask(self, st, rows):
+        """The lanes a guarded statement executes in: (g, 32) bool, or None without a guard."""
+        if st.guard is None:
+            return None
+        neg, pred = st.guard
+        ctx = Context(self, st, rows, None)
+        v = ctx.read(pred, "pred", what="guard predicate")
+        return ~v if neg else v
 
-    def _check_reg(self, name, bits, line, stmt, what):
-        if isinstance(name, list):
-            raise PTXError(f"{what} must be a single register, not a vector", line=line, statement=stmt,
-                           token="{" + ",".join(name) + "}" if "{" in stmt else None)
-        if not _REG.match(name):
-            raise PTXError(f"{what}: {name!r} is not a register name (%[a-z]+[0-9]*)", line=line, statement=stmt, token=name)
-        have = register_bits(name)
-        if have != bits:
-            hint = "use a %rd/%fd register" if bits == 64 else "use a 32-bit register such as %r or %f"
-            raise PTXError(f"{what} must be a {bits}-bit register but {name} is {have}-bit ({hint})",
-                           line=line, statement=stmt, token=name)
+    def execute(self, st, rows, mask):
+        """Run one statement on warps ``rows`` (None: all) in lanes ``mask`` (None: all)."""
+        if st.guard is not None and mask is None:
+            mask = self.guard_mask(st, rows)
+            if not mask.any():
+                return
+            if mask.all():
+                mask = None
+            else:       # warps whose lanes are all off do not execute the statement at all
+                on = mask.any(axis=1)
+                if not on.all():
+                    idx = np.arange(self.warps) if rows is None else np.asarray(rows)
+                    rows, mask = idx[on], mask[on]
+        ctx = Context(self, st, rows, mask)
+        if st.opcode.startswith("mma"):
+            return self._mma(ctx)
+        if st.handler is None:
+            found = lookup(st.opcode)
+            if found is None:
+                base = st.opcode.split(".")[0]
+                if base in known_bases():
+                    raise PTXError(f"unsupported {base} form '{st.opcode}' (warpsim.ptx.instructions lists the "
+                                   f"{base} forms it executes)", line=st.line, statement=st.text, token=st.opcode)
+                raise PTXError(f"unsupported instruction '{st.opcode}': see warpsim.ptx.instructions for the "
+                               "instructions warpsim executes", line=st.line, statement=st.text, token=st.opcode)
+            st.handler = found
+        kind, fn, nsrc, m = st.handler
+        if kind == "ctx":
+            with np.errstate(all="ignore"):     # wrap-around, NaN casts: PTX defines every result
+                return fn(ctx, m)
+        # an ALU row: d = f(sources) with types from the pattern's groups
+        if len(st.operands) != nsrc + 1:
+            ctx.fail(f"{st.opcode} takes {nsrc + 1} operands (a destination and {nsrc} source(s)), got {len(st.operands)}")
+        gd = m.groupdict()
+        t = gd.get("t")
+        st_ = gd.get("st") or t
+        dt = gd.get("dt") or t
+        if dt is None:      # mul.wide: destination twice the source width
+            bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
+            dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
+            if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
+                dt = "u32"
+        srcs = []
+        for i, op in enumerate(st.operands[1:]):
+            typ = st_
+            if st.opcode.startswith(("shl", "shr")) and i == 1:
+                typ = "u32"
+            if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
+                typ = "u32"
+            if st.opcode.startswith("mad.wide") and i == 2:
+                typ = dt
+            srcs.append(ctx.read(op, typ, what=f"source {i + 1} of {st.opcode}"))
+        with np.errstate(all="ignore"):
+            out = fn(m, *srcs)
+        ctx.write(st.operands[0], out, dt, what=f"destination of {st.opcode}")
 
-    def _mma(self, line, stmt, op, operands):
+    def _mma(self, ctx):
         from .._api import mma
         from ..isa.parse import parse
 
+        line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands
+        ctx.require_converged()
         try:
             ins = parse(op)
         except ValueError as exc:
@@ -384,15 +410,20 @@ class Warp:
                 raise PTXError(f"operand {role.upper()} of {ins.opcode} needs {n} register(s), got {len(regs)} "
                                f"(registers per vector operand: {counts})", line=line, statement=stmt,
                                token=_find_token(stmt, regs, shown))
-            bits = 64 if ins.elem(role).bits == 64 else 32
-            for r in regs:
-                self._check_reg(r, bits, line, stmt, f"operand {role.upper()} (.{ins.elem(role).name})")
             vecs[role] = regs
         words = {}
-        for role in "abc":
+        for role in "dabc":
+            typ = "b64" if ins.elem(role).bits == 64 else "b32"
+            what = f"operand {role.upper()} (.{ins.elem(role).name})"
+            for r in vecs[role]:      # width check of every register, destination included
+                if not self.is_register(r):
+                    ctx.fail(f"{what}: {r!r} is not a register name (%[a-z]+[0-9]*)", token=r)
+                ctx._check_width(r, typ, what, role == "d")
+            if role == "d":
+                continue
             cols = []
             for r in vecs[role]:
-                v = self._read(r, line, stmt)
+                v = ctx.read(r, typ, what=what)
                 if v.dtype == np.uint64:
                     cols += [(v & np.uint64(0xFFFFFFFF)).astype(np.uint32), (v >> np.uint64(32)).astype(np.uint32)]
                 else:
@@ -401,12 +432,11 @@ class Warp:
         e, sel = None, 0
         if ins.is_sparse:
             meta, seltok = operands[4], operands[5]
-            self._check_reg(meta, 32, line, stmt, "sparse metadata operand")
-            e = np.ascontiguousarray(self._read(meta, line, stmt))
-            if isinstance(seltok, list) or _parse_int(seltok) is None:
+            e = np.ascontiguousarray(ctx.read(meta, "b32", what="sparse metadata operand"))
+            if isinstance(seltok, list) or parse_int(seltok) is None:
                 raise PTXError(f"the sparsity selector must be an integer immediate (allowed: {list(ins.selectors)})",
                                line=line, statement=stmt, token=seltok if isinstance(seltok, str) else None)
-            sel = _parse_int(seltok)
+            sel = parse_int(seltok)
             if sel not in ins.selectors:
                 raise PTXError(f"sparsity selector {seltok} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}",
                                line=line, statement=stmt, token=seltok)
@@ -417,10 +447,12 @@ class Warp:
         if ins.elem("d").bits == 64:
             d64 = d.astype(np.uint64)
             vals = [d64[..., 2 * i] | (d64[..., 2 * i + 1] << np.uint64(32)) for i in range(len(vecs["d"]))]
+            typ = "b64"
         else:
             vals = [d[..., i] for i in range(len(vecs["d"]))]
+            typ = "b32"
         for r, v in zip(vecs["d"], vals):
-            self._regs[r] = np.ascontiguousarray(v)
+            ctx.write(r, np.ascontiguousarray(v), typ)
 
 
 def _find_token(stmt, regs, shown):

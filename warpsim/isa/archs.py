@@ -1,0 +1,84 @@
+"""Which catalog opcodes each target architecture has, derived from the one catalog.
+
+An opcode is available on a target when the catalog's lowest-sm column
+(:attr:`Instruction.min_sm`) is at most the target's sm number, unless the
+target is listed in :data:`EXCEPTIONS` for that opcode (a form removed or
+restricted on a later target).  Nothing here lists opcodes per architecture by
+hand.
+
+Cross-checked against ptxas for every target (``tools/ptxas_archs.py`` writes
+``tests/golden/ptxas_archs.json``; ``tests/test_archs.py`` compares it with this
+derivation, and with a live ptxas where one is installed): ptxas 13.0 for sm_75
+to sm_120 (with and without the ``a`` suffix), the CUDA 12.9 ptxas for sm_70
+(ptxas 13 no longer targets it).  Every ``mma``/``mma.sp`` opcode of the catalog
+is accepted by every target at or above its lowest sm, and rejected below it;
+no target needs the ``a`` suffix for any of them, so :data:`EXCEPTIONS` is empty.
+"""
+
+from __future__ import annotations
+
+from .catalog import CATALOG, Instruction
+
+#: The modelled targets, oldest first, with the GPUs people know them by.
+TARGETS: dict[str, str] = {
+    "sm_70": "Volta (V100)",
+    "sm_75": "Turing (T4, RTX 20xx)",
+    "sm_80": "Ampere (A100, A30)",
+    "sm_86": "Ampere (RTX 30xx, A10, A40)",
+    "sm_89": "Ada Lovelace (L4, L40, RTX 40xx)",
+    "sm_90": "Hopper (H100, H200)",
+    "sm_100": "Blackwell (B200)",
+    "sm_120": "Blackwell (RTX 50xx, RTX PRO)",
+}
+
+#: Spellings accepted as another target: the architecture-specific ``a`` targets run
+#: the same ``mma``/``mma.sp`` opcodes (ptxas accepts exactly the same set).
+ALIASES: dict[str, str] = {"sm_90a": "sm_90", "sm_100a": "sm_100", "sm_120a": "sm_120"}
+
+#: opcode -> targets (at or above its lowest sm) that nevertheless do not have it.
+#: Empty: ptxas 13.0 / 12.9 accept every catalog opcode on every target from its lowest sm up.
+EXCEPTIONS: dict[str, frozenset] = {}
+
+
+def sm_number(arch: str) -> int:
+    return int(arch[3:].rstrip("a"))
+
+
+def canonical(arch) -> str:
+    """The modelled target an ``arch`` string names (``"sm_90a"`` -> ``"sm_90"``); ValueError otherwise."""
+    if isinstance(arch, str):
+        a = arch.strip().lower()
+        a = ALIASES.get(a, a)
+        if a in TARGETS:
+            return a
+    raise ValueError(f"arch {arch!r} is not a modelled target; targets: {', '.join(TARGETS)} "
+                     f"(also {', '.join(ALIASES)})")
+
+
+def available(ins: Instruction, arch: str) -> bool:
+    """Whether ptxas accepts this opcode for the target."""
+    arch = canonical(arch)
+    return ins.min_sm <= sm_number(arch) and arch not in EXCEPTIONS.get(ins.opcode, ())
+
+
+def lowest_target(ins: Instruction) -> str | None:
+    """The oldest modelled target that has the opcode."""
+    for t in TARGETS:
+        if available(ins, t):
+            return t
+    return None
+
+
+def catalog_for(arch: str) -> tuple[Instruction, ...]:
+    """Every catalog opcode the target has, in catalog order."""
+    return tuple(ins for ins in CATALOG if available(ins, arch))
+
+
+def require(ins: Instruction, arch: str) -> str:
+    """The canonical target name; ValueError naming the lowest target that has ``ins`` if ``arch`` lacks it."""
+    a = canonical(arch)
+    if not available(ins, a):
+        low = lowest_target(ins)
+        raise ValueError(f"{ins.opcode} is not available on {a} ({TARGETS[a]}): ptxas rejects it there; "
+                         f"the lowest target that has it is {low} ({TARGETS[low]})")
+    return a

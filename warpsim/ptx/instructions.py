@@ -1,0 +1,777 @@
+"""The instruction table: opcode patterns -> semantics.
+
+Every row is a regular expression over the whole opcode (``add.s32``, ``ld.global.nc.v2.u32``,
+``cvt.rn.satfinite.e4m3x2.f32``) and a handler.  Handlers hold the semantics only: operand
+reading and writing (types, register widths, immediates, special registers, predicate
+guards), memory access and error reporting are the generic plumbing in :class:`Context`.
+
+``@alu(pattern, n)`` rows are pure functions of ``n`` typed source arrays (numpy, one value
+per lane) returning the destination array; ``@instr(pattern)`` rows get the context.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import convert as cv
+
+
+# PTX type -> (bits, numpy dtype of its values)
+TYPES = {
+    "pred": (1, np.bool_),
+    "b8": (8, np.uint8), "u8": (8, np.uint8), "s8": (8, np.int8),
+    "b16": (16, np.uint16), "u16": (16, np.uint16), "s16": (16, np.int16),
+    "f16": (16, np.uint16), "bf16": (16, np.uint16), "e4m3x2": (16, np.uint16), "e5m2x2": (16, np.uint16),
+    "b32": (32, np.uint32), "u32": (32, np.uint32), "s32": (32, np.int32), "f32": (32, np.float32),
+    "f16x2": (32, np.uint32), "bf16x2": (32, np.uint32), "tf32": (32, np.uint32),
+    "b64": (64, np.uint64), "u64": (64, np.uint64), "s64": (64, np.int64), "f64": (64, np.float64),
+}
+UINT = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+TABLE: list = []      # (compiled pattern, kind, handler, nsrc)
+
+
+def instr(pattern):
+    """A row whose handler gets the :class:`Context` (memory, vectors, several destinations)."""
+    def deco(fn):
+        TABLE.append((re.compile(pattern + r"\Z"), "ctx", fn, None))
+        return fn
+    return deco
+
+
+def alu(pattern, nsrc):
+    """A row ``d = f(a, b, ...)``: all operands of the type named by the pattern's group ``t``
+    (group ``dt`` for the destination and ``st`` for sources when they differ)."""
+    def deco(fn):
+        TABLE.append((re.compile(pattern + r"\Z"), "alu", fn, nsrc))
+        return fn
+    return deco
+
+
+def _bases(pattern):
+    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z|]+)\)", pattern)
+    return m.group(1).split("|") if m else [re.match(r"[a-z]+", pattern).group(0)]
+
+
+def known_bases():
+    """First opcode tokens the table knows (``add``, ``ld``, ``cvt``, ...)."""
+    return {b for pat, *_ in TABLE for b in _bases(pat.pattern)}
+
+
+def lookup(opcode):
+    for pat, kind, fn, nsrc in TABLE:
+        m = pat.match(opcode)
+        if m:
+            return kind, fn, nsrc, m
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# integer and logic ALU
+
+_I = r"(?P<t>[us](?:16|32|64))"
+_B = r"(?P<t>b(?:16|32|64)|[us](?:16|32|64))"
+
+
+def _wide(t):
+    bits = TYPES[t][0]
+    return (SINT if t[0] == "s" else UINT)[bits * 2] if bits < 64 else None
+
+
+@alu(r"add(?:\.cc)?\." + _I, 2)
+def _add(m, a, b):
+    return a + b
+
+
+@alu(r"sub(?:\.cc)?\." + _I, 2)
+def _sub(m, a, b):
+    return a - b
+
+
+@alu(r"add\.sat\.(?P<t>s32)", 2)
+def _add_sat(m, a, b):
+    return np.clip(a.astype(np.int64) + b, -2**31, 2**31 - 1).astype(np.int32)
+
+
+@alu(r"sub\.sat\.(?P<t>s32)", 2)
+def _sub_sat(m, a, b):
+    return np.clip(a.astype(np.int64) - b, -2**31, 2**31 - 1).astype(np.int32)
+
+
+@alu(r"mul\.lo\." + _I, 2)
+def _mul_lo(m, a, b):
+    return a * b
+
+
+def _mulhi(a, b, t):
+    bits = TYPES[t][0]
+    if bits < 64:
+        w = _wide(t)
+        return ((a.astype(w) * b.astype(w)) >> bits).astype(a.dtype)
+    # 64x64 -> high 64 bits with 32-bit limbs (unsigned; signed corrected after)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    m32 = np.uint64(0xFFFFFFFF)
+    al, ah, bl, bh = ua & m32, ua >> np.uint64(32), ub & m32, ub >> np.uint64(32)
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> np.uint64(32)) + (lh & m32) + (hl & m32)
+    hi = hh + (lh >> np.uint64(32)) + (hl >> np.uint64(32)) + (mid >> np.uint64(32))
+    if t[0] == "s":
+        hi = hi - np.where(a < 0, ub, 0).astype(np.uint64) - np.where(b < 0, ua, 0).astype(np.uint64)
+    return hi.view(a.dtype)
+
+
+@alu(r"mul\.hi\." + _I, 2)
+def _mul_hi(m, a, b):
+    return _mulhi(a, b, m["t"])
+
+
+@alu(r"mul\.wide\.(?P<st>[us](?:16|32))", 2)
+def _mul_wide(m, a, b):
+    w = _wide(m["st"])
+    return a.astype(w) * b.astype(w)
+
+
+@alu(r"mad\.lo\." + _I, 3)
+def _mad_lo(m, a, b, c):
+    return a * b + c
+
+
+@alu(r"mad\.hi\." + _I, 3)
+def _mad_hi(m, a, b, c):
+    return _mulhi(a, b, m["t"]) + c
+
+
+@alu(r"mad\.wide\.(?P<st>[us](?:16|32))", 3)
+def _mad_wide(m, a, b, c):
+    w = _wide(m["st"])
+    return a.astype(w) * b.astype(w) + c
+
+
+@alu(r"(?P<op>min|max)\." + _I, 2)
+def _minmax(m, a, b):
+    return np.minimum(a, b) if m["op"] == "min" else np.maximum(a, b)
+
+
+@alu(r"abs\.(?P<t>s(?:16|32|64))", 1)
+def _abs(m, a):
+    return np.where(a < 0, -a, a).astype(a.dtype)
+
+
+@alu(r"neg\.(?P<t>s(?:16|32|64))", 1)
+def _neg(m, a):
+    return (-a).astype(a.dtype)
+
+
+@alu(r"(?P<op>and|or|xor)\." + _B, 2)
+def _logic(m, a, b):
+    return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[m["op"]](a, b)
+
+
+@alu(r"(?P<op>and|or|xor)\.(?P<t>pred)", 2)
+def _logic_pred(m, a, b):
+    return {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["op"]](a, b)
+
+
+@alu(r"not\." + _B, 1)
+def _not(m, a):
+    return ~a
+
+
+@alu(r"not\.(?P<t>pred)", 1)
+def _not_pred(m, a):
+    return ~a
+
+
+@alu(r"cnot\." + _B, 1)
+def _cnot(m, a):
+    return (a == 0).astype(a.dtype)
+
+
+def _shift_amount(b, bits):
+    return np.minimum(b.astype(np.uint64), np.uint64(bits))
+
+
+@alu(r"shl\.(?P<t>b(?:16|32|64))", 2)
+def _shl(m, a, b):
+    bits = TYPES[m["t"]][0]
+    s = _shift_amount(b, bits)
+    w = a.astype(np.uint64) if bits < 64 else a
+    out = np.where(s >= bits, np.uint64(0), w << np.minimum(s, np.uint64(bits - 1)))
+    return out.astype(a.dtype)
+
+
+@alu(r"shr\.(?P<t>[bus](?:16|32|64))", 2)
+def _shr(m, a, b):
+    bits = TYPES[m["t"]][0]
+    s = _shift_amount(b, bits).astype(np.int64)
+    if m["t"][0] == "s":
+        return (a.astype(np.int64) >> np.minimum(s, 63)).astype(a.dtype) if bits < 64 else a >> np.minimum(s, 63)
+    w = a.astype(np.uint64)
+    out = np.where(s >= bits, np.uint64(0), w >> np.minimum(s, bits - 1).astype(np.uint64))
+    return out.astype(a.dtype)
+
+
+@alu(r"popc\.(?P<st>b(?:32|64))", 1)
+def _popc(m, a):
+    return np.bitwise_count(a).astype(np.uint32)
+
+
+@alu(r"clz\.(?P<st>b(?:32|64))", 1)
+def _clz(m, a):
+    bits = a.dtype.itemsize * 8
+    x = a.astype(np.uint64)
+    n = np.zeros(x.shape, dtype=np.int64)
+    for s in (32, 16, 8, 4, 2, 1):
+        if s >= bits:
+            continue
+        top = x >> np.uint64(bits - s)
+        z = top == 0
+        n += np.where(z, s, 0)
+        x = np.where(z, x << np.uint64(s), x) & np.uint64((1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF)
+    n += (x >> np.uint64(bits - 1)) == 0
+    return n.astype(np.uint32)
+
+
+@alu(r"brev\.(?P<t>b(?:32|64))", 1)
+def _brev(m, a):
+    bits = a.dtype.itemsize * 8
+    x = a.astype(np.uint64)
+    out = np.zeros(x.shape, dtype=np.uint64)
+    for i in range(bits):
+        out |= ((x >> np.uint64(i)) & np.uint64(1)) << np.uint64(bits - 1 - i)
+    return out.astype(a.dtype)
+
+
+@alu(r"bfe\.(?P<t>[us](?:32|64))", 3)
+def _bfe(m, a, b, c):
+    # bit i of d: a[pos + i] for i < len and pos + i within a; otherwise the sign bit
+    # a[min(pos + len - 1, msb)] (signed, len > 0) or 0
+    bits = TYPES[m["t"]][0]
+    pos = b.astype(np.int64) & 0xFF
+    ln = c.astype(np.int64) & 0xFF
+    x = a.view(UINT[bits]).astype(np.uint64)
+    eff = np.clip(np.minimum(ln, bits - pos), 0, bits)
+    field = np.where(pos >= bits, np.uint64(0), x >> np.minimum(pos, bits - 1).astype(np.uint64))
+    mask = np.where(eff >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << eff.astype(np.uint64)) - np.uint64(1))
+    v = field & mask
+    if m["t"][0] == "s":
+        sbit = (x >> np.clip(pos + ln - 1, 0, bits - 1).astype(np.uint64)) & np.uint64(1)
+        sbit = np.where(ln == 0, np.uint64(0), sbit)
+        v = np.where(sbit == 1, v | ~mask, v)
+    return (v & np.uint64((1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF)).astype(UINT[bits]).view(a.dtype)
+
+
+@alu(r"bfi\.(?P<t>b(?:32|64))", 4)
+def _bfi(m, a, b, c, d):
+    bits = TYPES[m["t"]][0]
+    pos = np.minimum(c.astype(np.int64) & 0xFF, bits)
+    ln = np.minimum(d.astype(np.int64) & 0xFF, bits)
+    mask = np.where(ln >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << ln.astype(np.uint64)) - np.uint64(1))
+    mask = np.where(pos >= bits, np.uint64(0), mask << np.minimum(pos, bits - 1).astype(np.uint64))
+    mask &= np.uint64((1 << bits) - 1 if bits < 64 else 0xFFFFFFFFFFFFFFFF)
+    ins = (a.astype(np.uint64) << np.minimum(pos, bits - 1).astype(np.uint64)) & mask
+    return ((b.astype(np.uint64) & ~mask) | ins).astype(a.dtype)
+
+
+@alu(r"prmt\.(?P<t>b32)", 3)
+def _prmt(m, a, b, c):
+    src = a.astype(np.uint64) | (b.astype(np.uint64) << np.uint64(32))
+    out = np.zeros(a.shape, dtype=np.uint64)
+    for i in range(4):
+        sel = (c.astype(np.uint64) >> np.uint64(4 * i)) & np.uint64(0xF)
+        byte = (src >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+        byte = np.where(sel & np.uint64(8), np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
+        out |= byte << np.uint64(8 * i)
+    return out.astype(np.uint32)
+
+
+# ----------------------------------------------------------------------------------------------
+# comparisons and selection
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+_FCMP_UNORDERED = {"equ": "eq", "neu": "ne", "ltu": "lt", "leu": "le", "gtu": "gt", "geu": "ge"}
+
+
+def _compare(cmp, a, b):
+    if cmp in _CMP:
+        r = _CMP[cmp](a, b)
+        if cmp == "ne" and a.dtype.kind == "f":
+            r = r & ~np.isnan(a) & ~np.isnan(b)
+        return r
+    if cmp in _FCMP_UNORDERED:
+        return _CMP[_FCMP_UNORDERED[cmp]](a, b) | np.isnan(a) | np.isnan(b)
+    if cmp == "num":
+        return ~np.isnan(a) & ~np.isnan(b)
+    if cmp == "nan":
+        return np.isnan(a) | np.isnan(b)
+    raise KeyError(cmp)
+
+
+_CMPS = r"(?P<cmp>eq|ne|lt|le|gt|ge|lo|ls|hi|hs|equ|neu|ltu|leu|gtu|geu|num|nan)"
+_ST = r"(?P<st>[bus](?:16|32|64)|f32|f64)"
+
+
+@instr(r"setp\." + _CMPS + r"(?:\.(?P<bop>and|or|xor))?(?:\.ftz)?\." + _ST)
+def _setp(ctx, m):
+    ops = ctx.operands
+    if len(ops) not in (3, 4):
+        ctx.fail(f"{ctx.opcode} takes a predicate destination (optionally p|q), two sources and, with "
+                 f".{m['bop'] or 'and/or/xor'}, a predicate source")
+    dst = ops[0]
+    q = None
+    if isinstance(dst, str) and "|" in dst:
+        dst, q = [x.strip() for x in dst.split("|")]
+    a = ctx.read(ops[1], m["st"])
+    b = ctx.read(ops[2], m["st"])
+    r = _compare(m["cmp"], a, b)
+    rq = ~r
+    if m["bop"]:
+        if len(ops) != 4:
+            ctx.fail(f"{ctx.opcode} needs a fourth operand: the predicate it combines with")
+        c = ctx.read(ops[3], "pred")
+        f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]]
+        r, rq = f(r, c), f(rq, c)
+    ctx.write(dst, r, "pred")
+    if q is not None:
+        ctx.write(q, rq, "pred")
+
+
+@instr(r"selp\.(?P<t>[bus](?:16|32|64)|f32|f64)")
+def _selp(ctx, m):
+    d, a, b, c = ctx.need(4)
+    t = m["t"]
+    ctx.write(d, np.where(ctx.read(c, "pred"), ctx.read(a, t), ctx.read(b, t)), t)
+
+
+# ----------------------------------------------------------------------------------------------
+# floating point (f32 / f64; exact: numpy's IEEE operations round to nearest even, fma exactly)
+
+_NAN32 = np.uint32(0x7FFFFFFF)
+
+
+def _canon32(x):
+    return np.where(np.isnan(x), _NAN32.view(np.float32), x).astype(np.float32)
+
+
+@alu(r"(?P<op>add|sub|mul)(?:\.rn)?\.(?P<t>f32)", 2)
+def _f32_arith(m, a, b):
+    with np.errstate(all="ignore"):
+        r = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[m["op"]](a, b)
+    return _canon32(r)
+
+
+@alu(r"(?:fma|mad)\.rn\.(?P<t>f32)", 3)
+def _fma32(m, a, b, c):
+    shape = a.shape
+    a, b, c = (np.ascontiguousarray(x).view(np.uint32).reshape(-1) for x in (a, b, c))
+    out = np.empty(a.size, dtype=np.uint32)
+    _fma32_kernel()(a, b, c, out)
+    return out.view(np.float32).reshape(shape)
+
+
+_FMA32 = []
+
+
+def _fma32_kernel():
+    """The exact soft-float FFMA of warpsim.numerics over arrays (numba, compiled on first use)."""
+    if not _FMA32:
+        from numba import njit
+
+        from ..numerics.softfloat import fma_f32
+
+        @njit(cache=True, nogil=True)
+        def fma_arrays(a, b, c, out):
+            for i in range(a.size):
+                out[i] = fma_f32(a[i], b[i], c[i])
+
+        _FMA32.append(fma_arrays)
+    return _FMA32[0]
+
+
+@alu(r"(?P<op>min|max)\.(?P<t>f32)", 2)
+def _fminmax(m, a, b):
+    f = np.fmin if m["op"] == "min" else np.fmax
+    r = f(a, b)
+    # -0 < +0 for min/max
+    both0 = (a == 0) & (b == 0)
+    neg = np.signbit(a) | np.signbit(b) if m["op"] == "min" else np.signbit(a) & np.signbit(b)
+    r = np.where(both0, np.where(neg, np.float32(-0.0), np.float32(0.0)), r)
+    return _canon32(r)
+
+
+@alu(r"neg\.(?P<t>f32)", 1)
+def _fneg(m, a):
+    return _canon32(-a)           # captured: a NaN operand gives the canonical NaN, not a sign flip
+
+
+@alu(r"abs\.(?P<t>f32)", 1)
+def _fabs(m, a):
+    return _canon32(np.abs(a))
+
+
+# ----------------------------------------------------------------------------------------------
+# moves
+
+_MOVT = r"(?P<t>[bus](?:16|32|64)|f32|f64|pred)"
+
+
+@instr(r"mov\." + _MOVT)
+def _mov(ctx, m):
+    t = m["t"]
+    dst, src = ctx.need(2)
+    bits = TYPES[t][0]
+    if isinstance(dst, list) or isinstance(src, list):
+        # vector pack / unpack: {lo, hi} <-> wide register (mov.b32 {%rs0,%rs1}, %r1 / mov.b64 %rd1, {%r1,%r2})
+        if t[0] != "b":
+            ctx.fail(f"vector pack/unpack needs a .b type (mov.b32, mov.b64), not .{t}")
+        if isinstance(dst, list) and isinstance(src, list):
+            ctx.fail("mov packs a vector into a register or unpacks one; both operands are vectors")
+        vec = dst if isinstance(dst, list) else src
+        if bits % len(vec):
+            ctx.fail(f"{len(vec)} parts do not divide a {bits}-bit value")
+        part = bits // len(vec)
+        pt = f"b{part}"
+        if isinstance(src, list):
+            acc = np.zeros(ctx.shape, dtype=np.uint64)
+            for i, r in enumerate(src):
+                acc |= ctx.read(r, pt, what=f"part {i} of the source of {ctx.opcode}").astype(np.uint64) << np.uint64(part * i)
+            ctx.write(dst, acc.astype(UINT[bits]), t, what=f"destination of {ctx.opcode}")
+        else:
+            v = ctx.read(src, t, what=f"source of {ctx.opcode}").astype(np.uint64)
+            for i, r in enumerate(dst):
+                if r == "_":
+                    continue
+                ctx.write(r, ((v >> np.uint64(part * i)) & np.uint64((1 << part) - 1)).astype(UINT[part]), pt,
+                          what=f"part {i} of the destination of {ctx.opcode}")
+        return
+    ctx.write(dst, ctx.read(src, t, what=f"source of {ctx.opcode}"), t, what=f"destination of {ctx.opcode}")
+
+
+@instr(r"cvta(?P<to>\.to)?\.(?P<space>global|shared|local|const|param)\.(?P<t>u32|u64)")
+def _cvta(ctx, m):
+    d, a = ctx.need(2)
+    v = ctx.read(a, m["t"]).astype(np.uint64)
+    ctx.write(d, ctx.memory.cvta(v, m["space"], bool(m["to"]), ctx).astype(TYPES[m["t"]][1]), m["t"])
+
+
+# ----------------------------------------------------------------------------------------------
+# conversions
+
+_RND = ("rn", "rz", "rm", "rp", "rna")
+_IRND = ("rni", "rzi", "rmi", "rpi")
+_CVT_FLOAT = ("f64", "f32", "tf32", "f16", "bf16")
+_CVT_T = r"(?:[bus](?:8|16|32|64)|f16|bf16|f32|f64|tf32|f16x2|bf16x2|e4m3x2|e5m2x2)"
+
+
+@instr(r"cvt(?P<mods>(?:\.(?:rn|rz|rm|rp|rna|rni|rzi|rmi|rpi|ftz|sat|satfinite|relu))*)\.(?P<dt>" + _CVT_T +
+       r")\.(?P<st>" + _CVT_T + r")")
+def _cvt(ctx, m):
+    mods = [x for x in m["mods"].split(".") if x]
+    dt, st = m["dt"], m["st"]
+    mode = next((x for x in mods if x in _RND), None)
+    imode = next((x for x in mods if x in _IRND), None)
+    kw = dict(satfinite="satfinite" in mods, relu="relu" in mods)
+    ctx.relaxed = True
+    ops = ctx.operands
+    if dt in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2") and st == "f32":
+        if len(ops) != 3:
+            ctx.fail(f"{ctx.opcode} takes a destination and two f32 sources (the first goes to the upper half)")
+        if mode is None:
+            ctx.fail(f"{ctx.opcode} needs a rounding modifier (.rn or .rz)")
+        base, sh = dt[:-2], (16 if dt in ("f16x2", "bf16x2") else 8)
+        hi = cv.float_to_float(ctx.read(ops[1], "f32").view(np.uint32), "f32", base, mode, **kw).astype(np.uint64)
+        lo = cv.float_to_float(ctx.read(ops[2], "f32").view(np.uint32), "f32", base, mode, **kw).astype(np.uint64)
+        ctx.write(ops[0], ((hi << np.uint64(sh)) | lo).astype(UINT[2 * sh]), f"b{2 * sh}")
+        return
+    d, a = ctx.need(2)
+    if dt.endswith("x2") and st.endswith("x2"):
+        sb, db = st[:-2], dt[:-2]
+        ssh = 16 if sb in ("f16", "bf16") else 8
+        dsh = 16 if db in ("f16", "bf16") else 8
+        w = ctx.read(a, f"b{2 * ssh}").astype(np.uint64)
+        parts = [cv.float_to_float(x, sb, db, mode, **kw).astype(np.uint64)
+                 for x in (w & np.uint64((1 << ssh) - 1), w >> np.uint64(ssh))]
+        ctx.write(d, (parts[0] | (parts[1] << np.uint64(dsh))).astype(UINT[2 * dsh]), f"b{2 * dsh}")
+        return
+    sbits = TYPES[st][0]
+    a_bits = ctx.read(a, f"b{sbits}" if st not in ("pred",) else st)
+    dbits = TYPES[dt][0]
+    if st in _CVT_FLOAT and dt in _CVT_FLOAT:
+        if imode:
+            if dt != st:
+                ctx.fail(f".{imode} rounds to an integral value in the same float type; {ctx.opcode} changes type")
+            out = cv.round_to_integral(a_bits, st, imode, ftz="ftz" in mods)
+        elif dt == st and not mods:
+            out = a_bits
+        else:
+            narrowing = cv.FORMATS[dt][1] < cv.FORMATS[st][1] or cv.FORMATS[dt][0] < cv.FORMATS[st][0]
+            if narrowing and mode is None:
+                ctx.fail(f"{ctx.opcode} narrows .{st} to .{dt}: it needs a rounding modifier "
+                         f"({'.rna' if dt == 'tf32' else '.rn, .rz, .rm or .rp'})")
+            out = cv.float_to_float(a_bits, st, dt, mode, ftz="ftz" in mods, **kw)
+    elif st in _CVT_FLOAT and dt in cv.INTS:
+        if imode is None:
+            ctx.fail(f"{ctx.opcode} converts a float to an integer: it needs .rni, .rzi, .rmi or .rpi")
+        out = cv.float_to_int(a_bits, st, dt, imode)
+    elif st in cv.INTS and dt in _CVT_FLOAT:
+        out = cv.int_to_float(a_bits, st, dt, mode or "rn")
+    elif st in cv.INTS and dt in cv.INTS:
+        out = cv.int_to_int(a_bits, st, dt, "sat" in mods)
+        if dbits < 64:
+            out = out & np.uint64((1 << dbits) - 1)
+        if dt[0] == "s" and dbits < 32:
+            # a sub-word signed result sign-extends into a wider destination register
+            ctx.write(d, out.astype(UINT[dbits]).view(SINT[dbits]), dt)
+            return
+    else:
+        ctx.fail(f"conversion from .{st} to .{dt} is not supported")
+    ctx.write(d, np.asarray(out).astype(np.uint64).astype(UINT[dbits]), f"b{dbits}")
+
+
+# ----------------------------------------------------------------------------------------------
+# memory
+
+_SPACE = r"(?:\.(?P<space>global|shared(?:::cta)?|param|local|const))?"
+_CACHE = r"(?:\.(?:nc|ca|cg|cs|lu|cv|wb|wt|weak|relaxed\.(?:cta|gpu|sys)|volatile|L1::\w+|L2::\w+))*"
+_VEC = r"(?:\.v(?P<vec>2|4|8))?"
+_LDT = r"(?P<t>[bus](?:8|16|32|64)|f16|f16x2|bf16|bf16x2|f32|f64)"
+
+
+def _ldst_parts(ctx, m, reg_operand):
+    n = int(m["vec"] or 1)
+    regs = reg_operand if isinstance(reg_operand, list) else [reg_operand]
+    if len(regs) != n:
+        ctx.fail(f"{ctx.opcode} moves {n} value(s); the register operand lists {len(regs)}")
+    return regs
+
+
+@instr(r"ld" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
+def _ld(ctx, m):
+    d, src = ctx.need(2)
+    t = m["t"]
+    bits = TYPES[t][0]
+    regs = _ldst_parts(ctx, m, d)
+    space = (m["space"] or "generic").replace("::cta", "")
+    ctx.relaxed = True
+    if space == "param":
+        data = ctx.param_bytes(src, len(regs) * bits // 8)
+    else:
+        addr = ctx.address(src)
+        data = ctx.memory.load(space, addr, len(regs) * bits // 8, bits // 8, ctx)
+    for i, r in enumerate(regs):
+        chunk = data[..., i * bits // 8:(i + 1) * bits // 8]
+        v = _bytes_to(chunk, bits)
+        if r == "_":
+            continue
+        ctx.write(r, v.view(TYPES[t][1]) if t[0] == "s" else v, t)
+
+
+@instr(r"st" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
+def _st(ctx, m):
+    dst, s = ctx.need(2)
+    t = m["t"]
+    bits = TYPES[t][0]
+    regs = _ldst_parts(ctx, m, s)
+    space = (m["space"] or "generic").replace("::cta", "")
+    ctx.relaxed = True
+    addr = ctx.address(dst)
+    parts = [_to_bytes(ctx.read(r, f"b{bits}" if bits >= 8 else t), bits) for r in regs]
+    ctx.memory.store(space, addr, np.concatenate(parts, axis=-1), bits // 8, ctx)
+
+
+def _bytes_to(chunk, bits):
+    c = np.ascontiguousarray(chunk)
+    return c.view(UINT[bits]).reshape(c.shape[:-1])
+
+
+def _to_bytes(v, bits):
+    v = np.ascontiguousarray(np.asarray(v).astype(UINT[bits]))
+    return v.view(np.uint8).reshape(v.shape + (bits // 8,))
+
+
+# ----------------------------------------------------------------------------------------------
+# ldmatrix / stmatrix / movmatrix (8x8 matrices of b16; each lane owns one 32-bit word per matrix)
+
+def _frag_from_matrix(mat, trans):
+    """(g, 8, 8) uint16 matrices -> (g, 32) words, lane l: row l//4, columns 2(l%4), 2(l%4)+1."""
+    if trans:
+        mat = np.swapaxes(mat, -1, -2)
+    lane = np.arange(32)
+    lo = mat[:, lane // 4, 2 * (lane % 4)].astype(np.uint32)
+    hi = mat[:, lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)
+    return lo | (hi << np.uint32(16))
+
+
+def _matrix_from_frag(words, trans):
+    w = words.astype(np.uint32)
+    mat = np.empty(words.shape[:-1] + (8, 8), dtype=np.uint16)
+    lane = np.arange(32)
+    mat[:, lane // 4, 2 * (lane % 4)] = (w & np.uint32(0xFFFF)).astype(np.uint16)
+    mat[:, lane // 4, 2 * (lane % 4) + 1] = (w >> np.uint32(16)).astype(np.uint16)
+    return np.swapaxes(mat, -1, -2) if trans else mat
+
+
+_MATRIX = r"\.sync\.aligned\.m8n8\.x(?P<n>1|2|4)(?P<trans>\.trans)?" + r"(?:\.(?P<space>shared(?:::cta)?))?\.b16"
+
+
+@instr(r"ldmatrix" + _MATRIX)
+def _ldmatrix(ctx, m):
+    d, src = ctx.need(2)
+    n = int(m["n"])
+    regs = d if isinstance(d, list) else [d]
+    if len(regs) != n:
+        ctx.fail(f"{ctx.opcode} loads {n} matrices: its destination lists {n} 32-bit register(s), got {len(regs)}")
+    ctx.require_converged()
+    addr = ctx.address(src)
+    space = "shared" if m["space"] else "generic"
+    for i, r in enumerate(regs):
+        rows = addr[:, 8 * i:8 * i + 8]
+        ctx.check_aligned(rows, 16, f"ldmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
+        data = ctx.memory.load(space, rows, 16, 16, ctx, lanes=slice(8 * i, 8 * i + 8))
+        mat = np.ascontiguousarray(data).view(np.uint16).reshape(rows.shape[0], 8, 8)
+        ctx.write(r, _frag_from_matrix(mat, bool(m["trans"])), "b32")
+
+
+@instr(r"stmatrix" + _MATRIX)
+def _stmatrix(ctx, m):
+    dst, s = ctx.need(2)
+    n = int(m["n"])
+    regs = s if isinstance(s, list) else [s]
+    if len(regs) != n:
+        ctx.fail(f"{ctx.opcode} stores {n} matrices: its source lists {n} 32-bit register(s), got {len(regs)}")
+    ctx.require_converged()
+    addr = ctx.address(dst)
+    space = "shared" if m["space"] else "generic"
+    for i, r in enumerate(regs):
+        rows = addr[:, 8 * i:8 * i + 8]
+        ctx.check_aligned(rows, 16, f"stmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
+        mat = _matrix_from_frag(ctx.read(r, "b32"), bool(m["trans"]))
+        ctx.memory.store(space, rows, np.ascontiguousarray(mat).view(np.uint8).reshape(rows.shape[0], 8, 16), 16, ctx,
+                         lanes=slice(8 * i, 8 * i + 8))
+
+
+@instr(r"movmatrix\.sync\.aligned\.m8n8\.trans\.b16")
+def _movmatrix(ctx, m):
+    d, a = ctx.need(2)
+    ctx.require_converged()
+    ctx.write(d, _frag_from_matrix(_matrix_from_frag(ctx.read(a, "b32"), False), True), "b32")
+
+
+# ----------------------------------------------------------------------------------------------
+# control: barriers and no-ops (branches, ret and exit are the executor's, it owns the program counter)
+
+@instr(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive|red\.\w+)(?:\.aligned)?")
+def _bar(ctx, m):
+    ctx.barrier()
+
+
+@instr(r"bar\.warp\.sync")
+def _bar_warp(ctx, m):
+    ctx.need(1)
+
+
+@instr(r"(?:membar|fence)(?:\.[\w:]+)*")
+def _fence(ctx, m):
+    pass
+
+
+# ----------------------------------------------------------------------------------------------
+# warp-wide exchange: shfl, vote, activemask (all 32 lanes execute: warpsim refuses divergence)
+
+@instr(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
+def _shfl(ctx, m):
+    ops = ctx.operands
+    if len(ops) != 5:
+        ctx.fail(f"{ctx.opcode} takes d[|p], a, b, c, membermask")
+    dst, p = ops[0], None
+    if isinstance(dst, str) and "|" in dst:
+        dst, p = [x.strip() for x in dst.split("|")]
+    ctx.require_converged()
+    a = ctx.read(ops[1], "b32")
+    b = ctx.read(ops[2], "u32").astype(np.int64) & 31
+    c = ctx.read(ops[3], "u32").astype(np.int64)
+    ctx.read(ops[4], "b32")
+    lane = np.arange(32)[None, :]
+    cval, seg = c & 31, (c >> 8) & 31
+    min_lane = lane & seg
+    max_lane = min_lane | (cval & ~seg)
+    mode = m["mode"]
+    if mode == "up":
+        j = lane - b
+        ok = j >= max_lane
+    elif mode == "down":
+        j = lane + b
+        ok = j <= max_lane
+    elif mode == "bfly":
+        j = lane ^ b
+        ok = j <= max_lane
+    else:
+        j = min_lane | (b & ~seg)
+        ok = j <= max_lane
+    j = np.where(ok, j, lane)
+    ctx.write(dst, np.take_along_axis(a, j, axis=1), "b32")
+    if p is not None:
+        ctx.write(p, ok, "pred")
+
+
+@instr(r"vote\.sync\.(?P<mode>all|any|uni)\.pred")
+def _vote(ctx, m):
+    d, p, mask = ctx.need(3)
+    ctx.require_converged()
+    v = ctx.read(p, "pred")
+    ctx.read(mask, "b32")
+    r = {"all": v.all(axis=1), "any": v.any(axis=1), "uni": v.all(axis=1) | ~v.any(axis=1)}[m["mode"]]
+    ctx.write(d, np.broadcast_to(r[:, None], ctx.shape), "pred")
+
+
+@instr(r"vote\.sync\.ballot\.b32")
+def _ballot(ctx, m):
+    d, p, mask = ctx.need(3)
+    ctx.require_converged()
+    v = ctx.read(p, "pred").astype(np.uint64)
+    ctx.read(mask, "b32")
+    bits = (v << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+    ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
+
+
+@instr(r"activemask\.b32")
+def _activemask(ctx, m):
+    (d,) = ctx.need(1)
+    lanes = np.ones(ctx.shape, dtype=np.uint64) if ctx.mask is None else ctx.mask.astype(np.uint64)
+    bits = (lanes << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+    ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
+
+
+# ----------------------------------------------------------------------------------------------
+# cp.async: global -> shared copies.  warpsim completes the copy at once (reading the destination
+# before cp.async.wait_group/wait_all is undefined in PTX, so no program can tell the difference).
+
+@instr(r"cp\.async\.(?:ca|cg)\.shared(?:::cta)?\.global(?:\.L2::cache_hint)?(?:\.L2::(?:64|128|256)B)?")
+def _cp_async(ctx, m):
+    ops = ctx.operands
+    if len(ops) < 3:
+        ctx.fail(f"{ctx.opcode} takes [dst], [src], cp-size[, src-size][, cache-policy] or [dst], [src], cp-size, ignore-src")
+    size = ctx.read(ops[2], "u32")
+    if not (size == size.flat[0]).all() or int(size.flat[0]) not in (4, 8, 16):
+        ctx.fail("cp-size must be the immediate 4, 8 or 16", token=ops[2] if isinstance(ops[2], str) else None)
+    n = int(size.flat[0])
+    src_size = np.full(ctx.shape, n, dtype=np.int64)
+    if len(ops) >= 4 and isinstance(ops[3], str):
+        if ctx.machine.is_register(ops[3]) and ctx.machine.register_width(ops[3], ctx) == 1:
+            src_size = np.where(ctx.read(ops[3], "pred"), 0, src_size)       # ignore-src predicate
+        elif not ctx.opcode.endswith("cache_hint") or len(ops) == 5:
+            src_size = ctx.read(ops[3], "u32").astype(np.int64)
+    dst = ctx.address(ops[0])
+    src = ctx.address(ops[1])
+    data = ctx.memory.load("global", src, n, n, ctx)
+    keep = np.arange(n)[None, None, :] < np.minimum(src_size, n)[..., None]
+    ctx.memory.store("shared", dst, np.where(keep, data, 0).astype(np.uint8), n, ctx)
+
+
+@instr(r"cp\.async\.(?:commit_group|wait_group|wait_all)")
+def _cp_async_sync(ctx, m):
+    pass
