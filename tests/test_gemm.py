@@ -136,6 +136,14 @@ def test_one_step_is_matmul(op):
     assert np.array_equal(gr.bits(got), gr.bits(want))
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
+def test_other_architectures_chain_their_recipes(arch):
+    """arch selects the per-instruction recipes (modelled targets): two steps = two chained matmuls."""
+    A, B, C = _f16_inputs(M=16, N=8, K=32)
+    want = warpsim.matmul(F16, A[:, 16:], B[16:], warpsim.matmul(F16, A[:, :16], B[:16], C, arch=arch), arch=arch)
+    assert np.array_equal(warpsim.gemm(A, B, C, instruction=F16, arch=arch).view(np.uint32), want.view(np.uint32))
+
+
 def test_batch_and_progress():
     A, B, C = _f16_inputs()
     calls = []

@@ -89,7 +89,8 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     instruction: a float or integer ``mma`` opcode of the catalog; its m, n, k are the tile and the
     k step.  Sparse (``mma.sp``) forms take the logical A, 2:4 sparse (tf32 1:2), as
     :func:`warpsim.compress` (in every group the nonzero positions, padded with the lowest unused).
-    arch: recipe table (default "sm_90").
+    arch: the target whose recipes compute each instruction (default "sm_90", the one verified on
+    hardware; see warpsim.mma for the modelled ones).
 
     split_k: S > 1 splits K into S contiguous equal slices, each chained from +0, reduced in slice
     order with ``split_k_reduce``: "serial" D = ((C + P0) + P1) + ... (CUTLASS serial split-K),
@@ -111,8 +112,9 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     """
     from .numerics.arch import check_arch
 
+    arch = check_arch("sm_90" if arch is None else arch)
     try:
-        ins = parse(instruction)
+        ins = parse(instruction, arch=arch)
     except ValueError:
         if isinstance(instruction, str) and instruction.strip().startswith("wgmma"):
             raise NotImplementedError(
@@ -121,8 +123,6 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
                 "has none. For f16 / bf16 / tf32 the wgmma instruction computes what the mma opcode of equal k "
                 "computes (m16n8k16 for f16 / bf16, m16n8k8 for tf32): pass that opcode") from None
         raise
-    arch = "sm_90" if arch is None else arch
-    check_arch(arch)
     split_k = _check_int("split_k", split_k)
     if promote_every is not None:
         promote_every = _check_int("promote_every", promote_every)
