@@ -92,6 +92,21 @@ def test_split_k_parallel_reduction():
     assert not np.array_equal(serial.view(np.uint32), D.view(np.uint32))   # the order is visible
 
 
+def test_split_k_f64_and_saturating_s32():
+    """f64: the reduction is f64 additions; .satfinite s32: every reduction addition clamps."""
+    rng = np.random.default_rng(2)
+    A, B, C = rng.standard_normal((16, 64)), rng.standard_normal((64, 8)), rng.standard_normal((16, 8))
+    op = "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"
+    P = [warpsim.gemm(A[:, s:s + 32], B[s:s + 32], instruction=op) for s in (0, 32)]
+    assert np.array_equal(warpsim.gemm(A, B, C, instruction=op, split_k=2), (C + P[0]) + P[1])
+    op = "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"
+    A, B = rng.integers(-128, 128, (16, 64)), rng.integers(-128, 128, (64, 8))
+    C = np.full((16, 8), 2**31 - 5)
+    P = [warpsim.gemm(A[:, s:s + 32], B[s:s + 32], instruction=op).astype(np.int64) for s in (0, 32)]
+    want = np.clip(np.clip(C + P[0], -2**31, 2**31 - 1) + P[1], -2**31, 2**31 - 1)
+    assert np.array_equal(warpsim.gemm(A, B, C, instruction=op, split_k=2), want)
+
+
 def test_f16_accumulator_split_k_reduces_in_f32():
     A, B, _ = _f16_inputs()
     C = np.zeros((32, 16), np.float16)
