@@ -28,8 +28,8 @@ def _params():
         marks = ()
         if not gr.modelled(c):
             marks = pytest.mark.xfail(strict=True, raises=NotImplementedError, reason=(
-                "native wgmma fp8 (Triton's wgmma path for e4m3/e5m2) has no per-instruction model yet: the "
-                "catalog has no wgmma rows and the f32-accumulate wgmma fp8 arithmetic is not fitted"))
+                "native wgmma fp8 (Triton's wgmma path for e4m3/e5m2) needs the catalog's wgmma rows and their "
+                "fp8 recipe, not in this build"))
         out.append(pytest.param(c, id=_case_id(c), marks=marks))
     return out
 

@@ -116,13 +116,18 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     try:
         ins = parse(instruction, arch=arch)
     except ValueError:
-        if isinstance(instruction, str) and instruction.strip().startswith("wgmma"):
+        op = instruction.strip() if isinstance(instruction, str) else ""
+        if not op.startswith("wgmma"):
+            raise
+        from .isa.catalog import CATALOG
+
+        if not any(getattr(i, "is_wgmma", False) for i in CATALOG):
             raise NotImplementedError(
-                f"{instruction.strip()}: warpsim.gemm takes wgmma opcodes once the catalog has wgmma rows "
-                "with their recipes (the tile is then 64 x n, the k step the wgmma's k); this build's catalog "
-                "has none. For f16 / bf16 / tf32 the wgmma instruction computes what the mma opcode of equal k "
-                "computes (m16n8k16 for f16 / bf16, m16n8k8 for tf32): pass that opcode") from None
-        raise
+                f"{op}: warpsim.gemm takes wgmma opcodes once the catalog has wgmma rows with their "
+                "recipes (the tile is then 64 x n, the k step the wgmma's k); this build's catalog has none. "
+                "For f16 / bf16 / tf32 the wgmma instruction computes what the mma opcode of equal k computes "
+                "(m16n8k16 for f16 / bf16, m16n8k8 for tf32): pass that opcode") from None
+        ins = parse(op)                 # warpgroup MMA: its own (sm_90a) catalog rows
     split_k = _check_int("split_k", split_k)
     if promote_every is not None:
         promote_every = _check_int("promote_every", promote_every)
@@ -251,6 +256,23 @@ def _decoder(t, emin):
     return _TABLES[key]
 
 
+def _recipe(ins, arch):
+    """(dot kind, parameter vector) of one instruction on arch; a wgmma opcode takes the recipe of
+    the warpgroup rows (sm_90a) when the architecture registry has none for it."""
+    from .numerics import arch as _arch
+
+    try:
+        return _arch.recipe(ins, arch)
+    except NotImplementedError:
+        if not getattr(ins, "is_wgmma", False):
+            raise
+        from .numerics import recipes
+
+        if "sm_90a" not in recipes.RECIPES:
+            raise
+        return "tc", recipes.recipe_params(ins, "sm_90a")
+
+
 def _fmt(p, f):
     return tuple(int(x) for x in p[f:f + 5])
 
@@ -291,7 +313,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         Ab = np.pad(Ab, ((0, Mp - M), (0, Kp - K)))
         Bb = np.pad(Bb, ((0, Kp - K), (0, Np - N)))
         Cb = np.pad(Cb, ((0, Mp - M), (0, Np - N)))
-    kind_name, p = _arch.recipe(ins, arch)
+    kind_name, p = _recipe(ins, arch)
     kind = DOT_KINDS[kind_name]
     p = np.ascontiguousarray(p, dtype=np.int64)
     sparse = ins.is_sparse
