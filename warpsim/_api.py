@@ -57,7 +57,40 @@ def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     return ins, single, a3, b3, c3, e3
 
 
-def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90"):
+def _int_sel(name, v, allowed):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer immediate, not {type(v).__name__}")
+    if int(v) not in allowed:
+        raise ValueError(f"{name} {v} is out of range; allowed: {list(allowed)}")
+    return int(v)
+
+
+def validate_scales(ins: Instruction, single, warps, scale_a, scale_b, sel):
+    """Check the block-scale operands; returns (SFA, SFB) row / column scale bits, or None."""
+    given = scale_a is not None or scale_b is not None or any(v != 0 for v in sel)
+    if not ins.block_scaled:
+        if given:
+            raise ValueError(f"{ins.opcode} is not block-scaled: it takes no scale_a / scale_b / byte_id / thread_id")
+        return None
+    if scale_a is None or scale_b is None:
+        raise ValueError(f"{ins.opcode} is block-scaled: pass scale_a and scale_b, each one uint32 register per "
+                         f"lane (shape (warps, 32) or (32,)) holding .{ins.stype} scale factors")
+    _, sa3 = _words("scale_a", scale_a, ins, 0, single)
+    _, sb3 = _words("scale_b", scale_b, ins, 0, single)
+    if sa3.shape[0] != warps or sb3.shape[0] != warps:
+        raise ValueError(f"scale_a / scale_b have {sa3.shape[0]} / {sb3.shape[0]} warps, the operands {warps}")
+    bytes_ok, ta, tb = ins.scale_selectors()
+    bida = _int_sel("byte_id_a", sel[0], bytes_ok)
+    tida = _int_sel("thread_id_a", sel[1], ta)
+    bidb = _int_sel("byte_id_b", sel[2], bytes_ok)
+    tidb = _int_sel("thread_id_b", sel[3], tb)
+    from .engine.kernel import scale_factors
+
+    return scale_factors(ins, sa3, sb3, (bida, tida), (bidb, tidb))
+
+
+def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None, scale_b=None,
+        byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0):
     """Execute one warp-level PTX ``mma``/``mma.sp`` on raw register words, bit-exact to the GPU.
 
     instruction: the opcode as written in PTX, e.g. ``"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"``.
@@ -65,17 +98,25 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90"):
     words for the operand in PTX operand order (a .f64 register is two words, low first; element 0
     in the least significant bits).  e: sparse metadata, shape (warps, 32) or (32,).
     selector: the sparsity-selector immediate.  arch: the target ("sm_70", "sm_75", "sm_80", "sm_86",
-    "sm_89", "sm_90" (also "sm_90a"), "sm_100", "sm_120"); an opcode the target lacks raises
+    "sm_89", "sm_90" (also "sm_90a"), "sm_100", "sm_120", and "sm_120a": sm_120 plus the RTX
+    Blackwell ``.kind::`` forms, which exist only there); an opcode the target lacks raises
     ValueError naming the lowest target that has it.  Only sm_90 is verified on hardware; the
     others are modelled from published measurements (``warpsim.explain`` says which rules).
+    Block-scaled forms (``.block_scale``) take the PTX operands ``scale-a-data, {byte-id-a,
+    thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}`` as keyword arguments: ``scale_a`` and
+    ``scale_b`` (uint32, one register per lane: shape (warps, 32) or (32,)) and the four immediates.
+    Row m of A takes its scale factors from bytes byte_id_a.. of lane 4*(m%8) + 2*thread_id_a + m//8,
+    column n of B from bytes byte_id_b.. of lane 4*n + thread_id_b (modelled, not hardware-verified).
     Returns D's register words, uint32, shape (warps, 32, words_d) or (32, words_d).
-    Inputs are never modified.
+    Inputs are never modified.  sm_120a numerics are modelled from published measurements (MMA-Sim).
     """
     from .engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
+    scales = validate_scales(ins, single, a3.shape[0], scale_a, scale_b,
+                             (byte_id_a, thread_id_a, byte_id_b, thread_id_b))
     pl = _engine.plan(ins.opcode, int(selector), check_arch(arch))
     args = [np.ascontiguousarray(x) for x in (a3, b3, c3)]
     e3 = None if e3 is None else np.ascontiguousarray(e3)
-    d = _engine.run(pl, *args, e3)
+    d = _engine.run(pl, *args, e3, scales=scales)
     return d[0] if single else d

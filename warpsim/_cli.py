@@ -45,10 +45,20 @@ def cmd_list(a):
             continue
         if a.family and ins.family != a.family:
             continue
+        if a.arch:
+            from .isa.archs import available
+
+            try:
+                if not available(ins, a.arch):
+                    continue
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         n += 1
         if a.long:
             sel = f"  selectors {list(ins.selectors)}" if ins.is_sparse else ""
-            print(f"{ins.opcode:<80} sm_{ins.min_sm}  PTX {ins.min_ptx}{sel}")
+            where = "/".join(ins.targets) if ins.targets else f"sm_{ins.min_sm}"
+            note = "  (ptxas-lenient)" if ins.lenient else ""
+            print(f"{ins.opcode:<80} {where}  PTX {ins.min_ptx}{sel}{note}")
         else:
             print(ins.opcode)
     print(f"{n} opcode(s)", file=sys.stderr)
@@ -191,8 +201,12 @@ def cmd_run(a):
             elif role == "a" and ins.is_sparse and not a.e:
                 raise UsageError(f"{path}: sparse A given as register words or a compressed matrix needs --e E.npy "
                                  f"(metadata words); or give the logical {ins.m}x{ins.k} matrix")
+    arch = a.arch or (ins.targets[0] if ins.targets else "sm_90")
+    kw = {}
+    if ins.block_scaled:   # scale registers from the generator (selectors 0); word 0 scale-a, word 1 scale-b
+        kw = dict(scale_a=np.ascontiguousarray(words["s"][..., 0]), scale_b=np.ascontiguousarray(words["s"][..., 1]))
     try:
-        d = mma(ins.opcode, words["a"], words["b"], words["c"], words.get("e"), selector=a.selector, arch=a.arch)
+        d = mma(ins.opcode, words["a"], words["b"], words["c"], words.get("e"), selector=a.selector, arch=arch, **kw)
     except NotImplementedError as exc:
         print(f"warpsim: {exc}", file=sys.stderr)
         return EXIT_FAIL
@@ -224,7 +238,7 @@ def cmd_run(a):
             print(_side_by_side(blocks))
             print()
     if a.words:
-        roles = ["a", "b", "c"] + (["e"] if ins.is_sparse else []) + ["d"]
+        roles = ["a", "b", "c"] + (["e"] if ins.is_sparse else []) + (["s"] if ins.block_scaled else []) + ["d"]
         head = "lane  " + "  ".join(
             (r.upper() + " words").ljust(9 * (1 if r == "e" else words[r].shape[-1]) - 1) for r in roles)
         print("register words (hex, per lane, in PTX operand order)")
@@ -456,6 +470,7 @@ def build_parser():
     s.add_argument("--sm", type=int, help="only opcodes available on this sm (e.g. 80)")
     s.add_argument("--family", help="catalog family, e.g. f16, bf16, tf32, f64, fp8, int8, int4, b1, f16x4")
     s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
+    s.add_argument("--arch", help="only opcodes of this target: sm_90 (or sm_80, ...); sm_120a adds the kind:: forms")
     s.set_defaults(fn=cmd_list)
 
     s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")
@@ -486,9 +501,10 @@ def build_parser():
     s.add_argument("--dist", help="input distribution of the random data (default: the first for the type)")
     s.add_argument("--no-values", dest="values", action="store_false", help="do not print the matrices")
     s.add_argument("--no-words", dest="words", action="store_false", help="do not print the register words")
-    s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] d)")
-    s.add_argument("--arch", default="sm_90", help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
-                                                 "on hardware), sm_100, sm_120 (modelled)")
+    s.add_argument("--out", metavar="FILE.npz", help="save the register words (a, b, c, [e,] [s,] d)")
+    s.add_argument("--arch", default=None, help="target model: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 (verified "
+                                                 "on hardware), sm_100, sm_120, sm_120a (modelled); default sm_90, or "
+                                                 "sm_120a for the sm_120a-only kind:: forms")
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("ptx", help="run a PTX snippet or a kernel's .ptx file",

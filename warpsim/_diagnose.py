@@ -29,7 +29,11 @@ def _value(raw: int, t: ElemType):
         return Fraction(v)
     if t.ignored_low_bits:
         raw &= ~((1 << t.ignored_low_bits) - 1)
-    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    if t.width < t.bits or t.width < 8:   # e2m1 / e2m3 / e3m2: the encoding in the low bits
+        raw &= (1 << t.width) - 1
+    if t.name == "ue4m3":                  # unsigned: bit 7 is not part of the value
+        raw &= 0x7F
     x = float(np.array([raw], dtype=store).view(t.numpy_dtype)[0])
     return x if not math.isfinite(x) else Fraction(x)
 
@@ -81,6 +85,7 @@ class Explanation:
     ulps: float | None       # (model - exact) / ulp(exact) in D's format
     arch: str = "sm_90"
     status: str = ""         # the model's status on arch: sources, and the rules nobody measured
+    scales: tuple = ()       # block-scaled: (scale of A's row, scale of B's column) per k block
 
     def __str__(self):
         ex = float(self.exact) if isinstance(self.exact, Fraction) else self.exact
@@ -93,14 +98,23 @@ class Explanation:
         ]
         if self.ulps is not None:
             lines.append(f"  model - exact         {self.ulps:+.6g} ulp")
+        if self.scales:
+            lines.append("  block scales (A row, B column) per k block: "
+                         + ", ".join(f"({float(x)!r}, {float(y)!r})" for x, y in self.scales))
         if self.status:
             lines.append("  model status on " + self.status.replace("\n", "\n  "))
         return "\n".join(lines)
 
 
-def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90") -> Explanation:
-    """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment)."""
+def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
+            scale_a=None, scale_b=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0) -> Explanation:
+    """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment).
+    Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`."""
+    from ._api import validate_scales
+
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
+    sel4 = (byte_id_a, thread_id_a, byte_id_b, thread_id_b)
+    sfs = validate_scales(ins, single, a3.shape[0], scale_a, scale_b, sel4)
     if not ins.elem("d").is_float:
         raise ValueError(f"explain() studies floating-point rounding; {ins.opcode} is an integer MMA (exact)")
     tabd = layout(ins.opcode, "d")
@@ -108,7 +122,13 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
         raise ValueError(f"lane must be in 0..31 and element in 0..{tabd.shape[1] - 1} for D of {ins.opcode}")
     p, i, j = (int(x) for x in tabd[lane, element])
     sl = slice(warp, warp + 1)
-    d = mma(ins.opcode, a3[sl], b3[sl], c3[sl], None if e3 is None else e3[sl], selector=selector, arch=arch)
+    kw = {}
+    if sfs is not None:
+        sa_w = (scale_a[None] if single else scale_a)[sl]
+        sb_w = (scale_b[None] if single else scale_b)[sl]
+        kw = dict(scale_a=sa_w, scale_b=sb_w, byte_id_a=byte_id_a, thread_id_a=thread_id_a,
+                  byte_id_b=byte_id_b, thread_id_b=thread_id_b)
+    d = mma(ins.opcode, a3[sl], b3[sl], c3[sl], None if e3 is None else e3[sl], selector=selector, arch=arch, **kw)
     from .isa.bits import words_to_elements
     from .isa.sparse import logical_columns
 
@@ -136,6 +156,15 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     else:
         terms = [(_value(A[p, i, k], ta), _value(B[p, k, j], tb)) for k in range(ins.k)]
     cv = _value(C[p, i, j], tc)
+    scales = ()
+    if sfs is not None:
+        st = ins.scale_elem()
+        scales = tuple((_value(int(sfs[0][warp, i, s]), st), _value(int(sfs[1][warp, j, s]), st))
+                       for s in range(ins.nscale))
+        per = len(terms) // ins.nscale   # terms (kept terms when sparse) per scale block
+        terms = [(x * scales[t // per][0], y * scales[t // per][1]) if all(isinstance(v, Fraction) for v in (x, y) + scales[t // per])
+                 else (float(x) * float(scales[t // per][0]), float(y) * float(scales[t // per][1]))
+                 for t, (x, y) in enumerate(terms)]
     vals = [x for t in terms for x in t] + [cv]
     if all(isinstance(v, Fraction) for v in vals):
         exact = sum((x * y for x, y in terms), Fraction(0)) + cv
@@ -151,4 +180,4 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     from .numerics.arch import check_arch, describe
 
     return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps,
-                       check_arch(arch), describe(ins, arch))
+                       check_arch(arch), describe(ins, arch), scales)

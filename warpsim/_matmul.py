@@ -16,7 +16,8 @@ from ._sparse_helpers import compress
 __all__ = ["matmul"]
 
 
-def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch: str = "sm_90"):
+def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch: str = "sm_90",
+           scale_a=None, scale_b=None):
     """D = A x B + C as the GPU computes it with ``instruction``.
 
     A, B, C: matrices of shape ([batch,] [products,] rows, cols) -- ``products`` only for the
@@ -25,6 +26,10 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     0/1).  C=None means zeros.  For ``mma.sp``: A is the full logical m x k matrix, 2:4 sparse
     (tf32 1:2), and the metadata is computed for ``selector``; or pass ``metadata`` (uint32 words,
     shape ([batch,] 32)) and A as the compressed m x k/2 matrix.
+    Block-scaled sm_120a forms (``.block_scale``, pass ``arch="sm_120a"``): ``scale_a`` of shape
+    ([batch,] m, nscale) and ``scale_b`` of shape ([batch,] nscale, n), one factor per block of k
+    (32 elements; 16 for scale_vec::4X), as values of the scale type (ue8m0: powers of two) or raw
+    uint8 bits; they are placed in the scale registers with byte-id = thread-id = 0.
     Returns D in its element type, shape ([batch,] [products,] m, n).
     """
     from ._api import mma
@@ -54,16 +59,32 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
             raise ValueError(f"{ins.opcode} is dense: it takes no metadata")
         aw = pack(ins, "a", A)
     bw, cw = pack(ins, "b", B), pack(ins, "c", C)
+    sc = {}
+    if ins.block_scaled:
+        if scale_a is None or scale_b is None:
+            raise ValueError(f"{ins.opcode} is block-scaled: pass scale_a (m x {ins.nscale}) and scale_b ({ins.nscale} x n)")
+        from .isa.layouts import pack_scales
+
+        sa, sb = pack_scales(ins, scale_a, scale_b)
+        sc = dict(scale_a=sa, scale_b=sb)
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError(f"{ins.opcode} is not block-scaled: it takes no scale_a / scale_b")
     parts = [aw, bw, cw] + ([e] if e is not None else [])
     base_nd = [2, 2, 2, 1][:len(parts)]
+    if sc:
+        parts += [sc["scale_a"], sc["scale_b"]]
+        base_nd += [1, 1]
     batches = {p.shape[0] for p, nd in zip(parts, base_nd) if p.ndim == nd + 1}
     if len(batches) > 1:
         raise ValueError(f"batch sizes differ: {sorted(batches)}")
     if not batches:
-        d = mma(ins.opcode, aw, bw, cw, e, selector=selector, arch=arch)
+        d = mma(ins.opcode, aw, bw, cw, e, selector=selector, arch=arch, **sc)
         return unpack(ins, "d", d)
     n = batches.pop()
     full = [np.ascontiguousarray(np.broadcast_to(p, (n,) + p.shape[-nd:])) if p.ndim == nd else p
             for p, nd in zip(parts, base_nd)]
-    d = mma(ins.opcode, *full[:3], full[3] if e is not None else None, selector=selector, arch=arch)
+    ne = 4 if e is not None else 3
+    if sc:
+        sc = dict(scale_a=full[ne], scale_b=full[ne + 1])
+    d = mma(ins.opcode, *full[:3], full[3] if e is not None else None, selector=selector, arch=arch, **sc)
     return unpack(ins, "d", d)

@@ -58,8 +58,17 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
             continue
         sl = slice(start, start + count)
         e = entry["e"][sl] if "e" in entry else None
+        kw = {}
+        if "s" in entry:   # block-scale registers, captured with the capture kernels' selectors
+            from .hw.capture import SCALE_SELECTORS
+
+            s = entry["s"][sl]
+            kw = dict(scale_a=np.ascontiguousarray(s[..., 0]), scale_b=np.ascontiguousarray(s[..., 1]),
+                      byte_id_a=SCALE_SELECTORS[0], thread_id_a=SCALE_SELECTORS[1],
+                      byte_id_b=SCALE_SELECTORS[2], thread_id_b=SCALE_SELECTORS[3])
         try:
-            d = mma(ins.opcode, entry["a"][sl], entry["b"][sl], entry["c"][sl], e, selector=entry["selector"], arch=arch)
+            d = mma(ins.opcode, entry["a"][sl], entry["b"][sl], entry["c"][sl], e, selector=entry["selector"],
+                    arch=arch, **kw)
         except NotImplementedError as exc:
             res.error = str(exc)
             return res
@@ -76,7 +85,14 @@ def corpus_arch(manifest: dict) -> str:
     ValueError if that is not a modelled target (then pass ``arch`` explicitly)."""
     from .numerics.arch import check_arch
 
-    return check_arch(manifest.get("compute_capability") or manifest.get("target") or "sm_90")
+    cc, target = manifest.get("compute_capability"), manifest.get("target")
+    if cc and target:
+        # an arch-specific build (sm_120a) on its own GPU (compute capability 12.0): the a-target,
+        # whose catalog is the GPU's plus the arch-specific forms
+        t = check_arch(target)
+        if t.startswith(check_arch(cc)):
+            return t
+    return check_arch(cc or target or "sm_90")
 
 
 def replay(path=None, *, match=(), arch=None, progress=False):

@@ -162,16 +162,17 @@ def _load(words, w, flat, word, shift, bits, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot(kind, a, b, n, c, p):
+def _dot(kind, a, b, n, c, p, xa, xb):
     if kind == DOT_INT:
         return int_dot(a, b, n, c, p)
     if kind == DOT_TC:
-        return tc_dot(a, b, n, c, p)
+        return tc_dot(a, b, n, c, p, xa, xb)
     return chain_dot(a, b, n, c, p)
 
 
 def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
-            fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse, tf32meta, chunk):
+            fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse, tf32meta, chunk,
+            SFA, SFB, scaled):
     W = a.shape[0]
     nterms = Ka
     nchunks = (W + chunk - 1) // chunk
@@ -219,11 +220,15 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
                                     hi = (B[j * K + 2 * t + (h1 >> 1)] >> np.uint64(16 * (h1 & 1))) & np.uint64(0xFFFF)
                                     BS[j * Ka + t] = lo | (hi << np.uint64(16))
                         for j in range(N):
-                            D[i * N + j] = _dot(kind, av, BS[j * Ka:(j + 1) * Ka], nterms, C[i * N + j], params)
+                            xa = SFA[w, i] if scaled else SFA[0, 0]
+                            xb = SFB[w, j] if scaled else SFB[0, 0]
+                            D[i * N + j] = _dot(kind, av, BS[j * Ka:(j + 1) * Ka], nterms, C[i * N + j], params, xa, xb)
                     else:
                         for j in range(N):
                             bv = B[(p * N + j) * K:(p * N + j + 1) * K]
-                            D[(p * M + i) * N + j] = _dot(kind, av, bv, nterms, C[(p * M + i) * N + j], params)
+                            xa = SFA[w, i] if scaled else SFA[0, 0]
+                            xb = SFB[w, j] if scaled else SFB[0, 0]
+                            D[(p * M + i) * N + j] = _dot(kind, av, bv, nterms, C[(p * M + i) * N + j], params, xa, xb)
             # repack D
             if bd == 64:
                 for lane in range(32):
@@ -390,9 +395,37 @@ _int_serial = njit(cache=True, nogil=True)(_named(_int_kernel, "_int_kernel_seri
 _int_parallel = njit(cache=True, nogil=True, parallel=True)(_named(_int_kernel, "_int_kernel_parallel"))
 
 
-def run(pl: Plan, a, b, c, e) -> np.ndarray:
-    """Execute a plan on validated uint32 arrays of shape (W, 32, words); returns D words."""
+def scale_factors(ins: Instruction, scale_a, scale_b, sel_a, sel_b):
+    """Each row's / column's scale-factor bits, gathered from the scale registers (vectorised over warps).
+
+    scale_a, scale_b: uint32 (W, 32); sel_a, sel_b: (byte-id, thread-id).  Returns uint64 arrays
+    (W, M, nscale) and (W, N, nscale).  Row m of A reads byte ``byte-id + s`` (s = 0..nscale-1) of lane
+    ``4*(m % 8) + 2*thread-id-a + m // 8``; column n of B reads the same bytes of lane
+    ``4*n + thread-id-b`` (see docs/numerics.md: a third-party hardware probe of the 1X form, and
+    PTX ISA's consecutive-byte rule for 2X / 4X; not verified here).
+    """
+    m, n, _ = ins.mnk
+    rows = np.arange(m)
+    la = 4 * (rows % 8) + 2 * int(sel_a[1]) + rows // 8
+    lb = 4 * np.arange(n) + int(sel_b[1])
+    byt = (int(sel_a[0]) + np.arange(ins.nscale)).astype(np.uint32) * np.uint32(8)
+    bytb = (int(sel_b[0]) + np.arange(ins.nscale)).astype(np.uint32) * np.uint32(8)
+    xa = (scale_a[:, la, None] >> byt[None, None, :]) & np.uint32(0xFF)
+    xb = (scale_b[:, lb, None] >> bytb[None, None, :]) & np.uint32(0xFF)
+    return np.ascontiguousarray(xa, dtype=np.uint64), np.ascontiguousarray(xb, dtype=np.uint64)
+
+
+_NO_SCALES = np.zeros((1, 1, 1), np.uint64)
+
+
+def run(pl: Plan, a, b, c, e, scales=None) -> np.ndarray:
+    """Execute a plan on validated uint32 arrays of shape (W, 32, words); returns D words.
+    scales: block-scaled plans, (SFA, SFB) from :func:`scale_factors`."""
     ins = pl.ins
+    if ins.block_scaled:
+        if e is None:
+            e = np.zeros((1, 32), np.uint32)
+        return _generic(pl, a, b, c, e, scales=scales)
     W = a.shape[0]
     if e is None:
         e = np.zeros((1, 32), np.uint32)
@@ -422,7 +455,7 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
     return _generic(pl, a, b, c, e, d)
 
 
-def _generic(pl: Plan, a, b, c, e, d=None) -> np.ndarray:
+def _generic(pl: Plan, a, b, c, e, d=None, scales=None) -> np.ndarray:
     """The generic kernel on every warp of a, b, c (e: metadata, or a dummy for dense plans)."""
     ins = pl.ins
     W = a.shape[0]
@@ -435,5 +468,6 @@ def _generic(pl: Plan, a, b, c, e, d=None) -> np.ndarray:
     fn = _parallel if parallel else _serial
     fn(pl.kind, pl.params, a, b, c, e, d, ins.products, m, n, k, ka,
        fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd,
-       pl.sparse_tab, ins.is_sparse, ins.atype == "tf32", CHUNK)
+       pl.sparse_tab, ins.is_sparse, ins.atype == "tf32", CHUNK,
+       *(scales if scales is not None else (_NO_SCALES, _NO_SCALES)), scales is not None)
     return d

@@ -60,7 +60,9 @@ def _decode_params(fmt):
     magnitude) and 2^(127 - bias) of a format, for _decode."""
     width, eb, mb, ign, hinf = fmt
     mm = (1 << (width - ign - 1)) - 1
-    lim = ((1 << eb) - 1) << mb if hinf else mm
+    # the smallest magnitude that is inf / NaN: IEEE formats (1) the all-ones exponent, e4m3 (0) the
+    # all-ones pattern; the finite-only e2m1 / e2m3 / e3m2 (2) have none (past every magnitude)
+    lim = ((1 << eb) - 1) << mb if hinf == 1 else (mm if hinf == 0 else mm + 1)
     return [ign, mm, width - 1, 23 - mb, lim], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
 
 

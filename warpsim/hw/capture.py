@@ -27,6 +27,8 @@ from ..isa import catalog as _catalog
 from . import inputs as _inputs
 
 WARPS_PER_BLOCK = 4
+#: (byte-id-a, thread-id-a, byte-id-b, thread-id-b) of the block-scaled capture kernels
+SCALE_SELECTORS = (0, 0, 0, 0)
 
 
 def kernel_name(index: int) -> str:
@@ -73,6 +75,11 @@ def kernel_source(entries) -> str:
             body.append("  unsigned e0 = E[t];")
             ins_ops.append('"r"(e0)')
             tail = f", %{pos}, {sel}"
+            pos += 1
+        if ins.block_scaled:   # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+            body.append("  unsigned s0 = S[t*2], s1 = S[t*2+1];")
+            ins_ops += ['"r"(s0)', '"r"(s1)']
+            tail += f", %{pos}, {{{SCALE_SELECTORS[0]}, {SCALE_SELECTORS[1]}}}, %{pos + 1}, {{{SCALE_SELECTORS[2]}, {SCALE_SELECTORS[3]}}}"
         asm = f"{ins.opcode} {', '.join(groups)}{tail};"
         body.append(f'  asm volatile("{asm}"\n      : {", ".join(ops)}\n      : {", ".join(ins_ops)});')
         w = strides["d"]
@@ -85,7 +92,7 @@ def kernel_source(entries) -> str:
         out.append(
             f'extern "C" __global__ void {kernel_name(idx)}(const unsigned* __restrict__ A, '
             "const unsigned* __restrict__ B, const unsigned* __restrict__ C, "
-            "const unsigned* __restrict__ E, unsigned* __restrict__ D, int warps) {"
+            "const unsigned* __restrict__ E, const unsigned* __restrict__ S, unsigned* __restrict__ D, int warps) {"
         )
         out.append("  int t = blockIdx.x * blockDim.x + threadIdx.x;")
         out.append("  if ((t >> 5) >= warps) return;  // whole warps only")
@@ -151,10 +158,11 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
         total = warps * len(dists)
         dev = {r: cp.asarray(np.ascontiguousarray(v, dtype=np.uint32)) for r, v in regs.items()}
         e = dev.get("e", cp.zeros((total, 32), dtype=cp.uint32))
+        s = dev.get("s", cp.zeros((total, 32, 2), dtype=cp.uint32))
         d = cp.full((total, 32, ins.words("d")), 0xDEADBEEF, dtype=cp.uint32)
         fn = module.get_function(kernel_name(idx))
         blocks = (total + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
-        fn((blocks,), (32 * WARPS_PER_BLOCK,), (dev["a"], dev["b"], dev["c"], e, d, np.int32(total)))
+        fn((blocks,), (32 * WARPS_PER_BLOCK,), (dev["a"], dev["b"], dev["c"], e, s, d, np.int32(total)))
         cp.cuda.runtime.deviceSynchronize()
         slot = len(items)   # corpus index (entries without distributions are left out)
         for r, v in regs.items():
@@ -190,7 +198,7 @@ class Corpus:
 
     def entry(self, idx: int) -> dict:
         item = dict(self.manifest["entries"][idx])
-        for r in "abcde":
+        for r in "abcdes":
             key = f"{idx}.{r}"
             if key in self._npz.files:
                 item[r] = self._npz[key]
@@ -239,7 +247,8 @@ def main(argv=None):
     c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
         q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
-        q.add_argument("--arch", help="target to build for and take opcodes of, e.g. sm_80, sm_86, sm_89, sm_120 "
+        q.add_argument("--arch", help="target to build for and take opcodes of, e.g. sm_80, sm_86, sm_89, sm_120, sm_120a (sm_120 + the kind:: forms; "
+                                      "block-scaled kernels read scale words S, selectors 0) "
                                       "(default: source sm_90a; capture: this machine's GPU)")
     c.add_argument("--nvcc", default="nvcc", help="nvcc to build with (sm_70 needs a CUDA 12 nvcc)")
     a = p.parse_args(argv)

@@ -32,7 +32,7 @@ EDGE_DISTS = ("zeros", "cancel")
 # --- floats -----------------------------------------------------------------
 
 def _frac_bits(t: ElemType) -> int:
-    return t.bits - 1 - t.exp_bits
+    return t.width - 1 - t.exp_bits
 
 
 def _exp_max(t: ElemType) -> int:
@@ -41,7 +41,7 @@ def _exp_max(t: ElemType) -> int:
 
 def _compose(t, sign, exp, frac):
     f = _frac_bits(t)
-    return (sign.astype(np.uint64) << np.uint64(t.bits - 1)) | (exp.astype(np.uint64) << np.uint64(f)) | frac.astype(np.uint64)
+    return (sign.astype(np.uint64) << np.uint64(t.width - 1)) | (exp.astype(np.uint64) << np.uint64(f)) | frac.astype(np.uint64)
 
 
 def _is_nonfinite(t: ElemType, p: np.ndarray) -> np.ndarray:
@@ -50,6 +50,8 @@ def _is_nonfinite(t: ElemType, p: np.ndarray) -> np.ndarray:
     frac = p & np.uint64((1 << f) - 1)
     if t.has_inf:
         return exp == _exp_max(t)
+    if not t.has_nan:                                      # e2m1 / e2m3 / e3m2: every pattern is finite
+        return np.zeros(p.shape, dtype=bool)
     return (exp == _exp_max(t)) & (frac == (1 << f) - 1)   # e4m3: only S.1111.111 is NaN
 
 
@@ -68,16 +70,16 @@ def float_specials(t: ElemType) -> np.ndarray:
         fmask,                                   # largest subnormal
         1 << f,                                  # smallest normal
         t.bias << f,                             # one
-        (max_finite_exp_field(t) << f) | (fmask if t.has_inf else fmask - 1),  # largest finite
+        (max_finite_exp_field(t) << f) | (fmask if t.has_inf or not t.has_nan else fmask - 1),  # largest finite
     ]
     if t.has_inf:
         pos += [top << f,                        # inf
                 (top << f) | (1 << (f - 1)),     # canonical quiet NaN
                 (top << f) | 1,                  # signalling NaN, payload 1
                 (top << f) | fmask]              # all-ones NaN
-    else:
+    elif t.has_nan:
         pos += [(top << f) | fmask]              # the only NaN
-    sign = 1 << (t.bits - 1)
+    sign = 1 << (t.width - 1)
     return np.array(pos + [p | sign for p in pos], dtype=np.uint64)
 
 
@@ -94,13 +96,13 @@ def _ordinary(t, rng, n, lo, hi):
 
 
 def _finite(t, rng, n):
-    p = rng.integers(0, 1 << t.bits, size=n, dtype=np.uint64) if t.bits < 64 else rng.integers(
+    p = rng.integers(0, 1 << t.width, size=n, dtype=np.uint64) if t.bits < 64 else rng.integers(
         0, 1 << 63, size=n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, size=n, dtype=np.uint64)
     while True:
         bad = _is_nonfinite(t, p)
         if not bad.any():
             return p
-        p[bad] = _finite(t, rng, int(bad.sum())) if bad.sum() < n else p[bad] ^ np.uint64(1 << (t.bits - 2))
+        p[bad] = _finite(t, rng, int(bad.sum())) if bad.sum() < n else p[bad] ^ np.uint64(1 << (t.width - 2))
 
 
 def _tiny(t, rng, n):
@@ -272,4 +274,31 @@ def generate(ins: Instruction, selector: int, dist: str, warps: int, base_seed: 
         out[role] = elements_to_words(p.reshape(warps, 32, -1), t.bits)
     if ins.is_sparse:
         out["e"] = metadata_words(ins, rng, (warps, 32), valid=dist != RANDOM_METADATA)
+    if ins.block_scaled:
+        out["s"] = scale_words(ins, elem_dist, rng, warps)
     return out
+
+
+def scale_words(ins: Instruction, dist: str, rng, warps: int) -> np.ndarray:
+    """Block-scale registers (warps, 32, 2): word 0 is scale-a-data, word 1 scale-b-data of each lane.
+
+    Every byte of every lane is filled (the selectors pick which ones are read): scale exponents
+    within 2^+-8 for "normal"/"mixed", the whole range for "finite"/"spread", plus NaN and the
+    extremes for "special", the smallest scales for "tiny".  ue4m3 bytes get a random bit 7
+    (which the model ignores: a capture tells whether the hardware does too).
+    """
+    t = ins.scale_elem()
+    shape = (warps, 32, 2, 4)
+    if t.man_bits == 0:   # ue8m0: a biased exponent
+        lo, hi = {"finite": (0, 254), "spread": (0, 254), "tiny": (0, 16)}.get(dist, (119, 135))
+        b = rng.integers(lo, hi + 1, size=shape, dtype=np.uint64)
+        if dist == "special":
+            b = np.where(rng.random(shape) < 0.1, rng.choice(np.array([0, 1, 254, 255], np.uint64), size=shape), b)
+    else:                 # ue4m3: exponent field 1..15 (or 0: subnormal / zero), 3 mantissa bits
+        lo, hi = {"finite": (0, 15), "spread": (0, 15), "tiny": (0, 2)}.get(dist, (3, 11))
+        b = (rng.integers(lo, hi + 1, size=shape, dtype=np.uint64) << np.uint64(3)) | rng.integers(0, 8, size=shape, dtype=np.uint64)
+        b = np.where(b == 0x7F, np.uint64(0x7E), b) if dist != "special" else b
+        b |= rng.integers(0, 2, size=shape, dtype=np.uint64) << np.uint64(7)
+        if dist == "special":
+            b = np.where(rng.random(shape) < 0.1, rng.choice(np.array([0, 1, 0x7E, 0x7F, 0x80], np.uint64), size=shape), b)
+    return (b[..., 0] | (b[..., 1] << np.uint64(8)) | (b[..., 2] << np.uint64(16)) | (b[..., 3] << np.uint64(24))).astype(np.uint32)

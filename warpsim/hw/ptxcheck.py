@@ -34,6 +34,8 @@ def _entry(ins, name: str, selector: int = 0) -> list[str]:
             off += 8
     body.append(f"  ld.global.b32 %e, [%p+{off}];")
     tail = f", %e, {selector}" if ins.is_sparse else ""
+    if ins.block_scaled:   # scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+        tail += ", %e, {0, 0}, %e, {0, 0}"
     body.append(f"  {ins.opcode} {', '.join(groups)}{tail};")
     for nm, (role, t) in regs.items():
         if role == "d":

@@ -29,11 +29,15 @@ TARGETS: dict[str, str] = {
     "sm_90": "Hopper (H100, H200)",
     "sm_100": "Blackwell (B200)",
     "sm_120": "Blackwell (RTX 50xx, RTX PRO)",
+    # the arch-specific target: sm_120 plus the kind:: forms (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4) that
+    # ptxas 13.0 accepts only for sm_120a / sm_121a (catalog rows with ``targets``)
+    "sm_120a": "Blackwell (RTX 50xx, RTX PRO), arch-specific: + kind:: fp4/fp6/fp8 and block-scaled mma",
 }
 
-#: Spellings accepted as another target: the architecture-specific ``a`` targets run
-#: the same ``mma``/``mma.sp`` opcodes (ptxas accepts exactly the same set).
-ALIASES: dict[str, str] = {"sm_90a": "sm_90", "sm_100a": "sm_100", "sm_120a": "sm_120"}
+#: Spellings accepted as another target: sm_90a and sm_100a run the same ``mma``/``mma.sp``
+#: opcodes as sm_90 / sm_100 (ptxas accepts exactly the same set of catalog opcodes); sm_121a
+#: (GB10) accepts exactly sm_120a's set.  sm_120a itself is a target of its own (the kind:: forms).
+ALIASES: dict[str, str] = {"sm_90a": "sm_90", "sm_100a": "sm_100", "sm_121a": "sm_120a"}
 
 #: opcode -> targets (at or above its lowest sm) that nevertheless do not have it.
 #: Empty: ptxas 13.0 / 12.9 accept every catalog opcode on every target from its lowest sm up.
@@ -41,7 +45,7 @@ EXCEPTIONS: dict[str, frozenset] = {}
 
 
 def sm_number(arch: str) -> int:
-    return int(arch[3:].rstrip("a"))
+    return int(arch[3:].rstrip("af"))
 
 
 def canonical(arch) -> str:
@@ -58,7 +62,22 @@ def canonical(arch) -> str:
 def available(ins: Instruction, arch: str) -> bool:
     """Whether ptxas accepts this opcode for the target."""
     arch = canonical(arch)
+    if ins.targets:   # arch-specific forms (sm_120a kind::): only on the targets the row names
+        return arch in ins.targets
     return ins.min_sm <= sm_number(arch) and arch not in EXCEPTIONS.get(ins.opcode, ())
+
+
+def ptxas_also_accepts(ins: Instruction, arch: str) -> bool:
+    """Opcodes ptxas 13.0 assembles for a target that warpsim nevertheless refuses there.
+
+    sm_100a (not sm_100) accepts the sm_120a kind:: spellings on e4m3/e5m2 operands without
+    ``.block_scale`` (except sparse f16 accumulate): ptxas ignores the ``.kind`` and emits the
+    target's legacy fp8 ``mma``.  The PTX ISA defines ``.kind`` for sm_120a only, so warpsim
+    models these spellings on sm_120a / sm_121a alone (tests/golden/ptxas_archs.json records it).
+    """
+    canonical(arch)   # a known target name
+    return (arch.strip().lower() == "sm_100a" and bool(ins.targets) and not ins.block_scaled
+            and {ins.atype, ins.btype} <= {"e4m3", "e5m2"} and not (ins.is_sparse and ins.dtype == "f16"))
 
 
 def lowest_target(ins: Instruction) -> str | None:

@@ -20,6 +20,7 @@ from functools import cached_property
 from .types import TYPES, ElemType
 
 F8 = ("e4m3", "e5m2")
+F8F6F4 = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
 I8 = ("s8", "u8")
 I4 = ("s4", "u4")
 ROW_COL = (("row", "col"),)
@@ -27,6 +28,10 @@ ANY_LAYOUT = tuple(itertools.product(("row", "col"), repeat=2))
 S32 = (("s32", "s32"),)
 NO_SAT, ANY_SAT = (False,), (False, True)
 SPARSE_FORMS = ("sp", "sp::ordered_metadata")
+ORDERED = ("sp::ordered_metadata",)
+F16_F32 = (("f16", "f16"), ("f32", "f32"))
+#: rows that exist only on the arch-specific RTX Blackwell targets (ptxas 13.0 also accepts sm_121a)
+SM120A = dict(targets=("sm_120a", "sm_121a"))
 
 
 def _mix(types):
@@ -49,6 +54,12 @@ class Row:
     satfinite: tuple = NO_SAT
     bitops: tuple = (None,)
     selectors: int = 0           # sparse rows: how many sparsity-selector values (0 = dense)
+    kind: str | None = None      # sm_120a ``.kind::`` qualifier (f8f6f4, mxf8f6f4, mxf4, mxf4nvf4)
+    scales: tuple = ()           # block-scaled rows: (scale_vec as spelled or None, scales per row, .stype)
+    container: int = 0           # bits each A/B element occupies in its register (kind::f8f6f4: 8); 0 = its own
+    forms: tuple | None = None   # sparse rows: the sparse forms (None: both mma.sp and ::ordered_metadata)
+    targets: tuple = ()          # arch-specific targets that have the row ("sm_120a", ...); () = sm >= row.sm
+    lenient: bool = False        # accepted by ptxas 13.0 but not defined by the PTX ISA (see docs/numerics.md)
 
 
 # fmt: off
@@ -92,6 +103,31 @@ ROWS: tuple[Row, ...] = (
     Row("int8",   "m16n8k64",  _mix(I8),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=1),
     Row("int4",   "m16n8k64",  _mix(I4),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=2),
     Row("int4",   "m16n8k128", _mix(I4),          S32,                                    80, "7.1", satfinite=ANY_SAT, selectors=1),
+    # --- sm_120a (RTX Blackwell): kind:: forms, found with ptxas 13.0 (tests/test_blackwell.py keeps the fixtures)
+    Row("f8f6f4", "m16n8k32",  _mix(F8F6F4),      F16_F32,                               120, "8.7", **SM120A, kind="f8f6f4", container=8),
+    Row("mxf8f6f4", "m16n8k32", _mix(F8F6F4),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf8f6f4", container=8,
+        scales=((None, 1, "ue8m0"), ("1X", 1, "ue8m0"))),
+    Row("mxf4",   "m16n8k64",  _same("e2m1"),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf4",
+        scales=((None, 2, "ue8m0"), ("2X", 2, "ue8m0"))),
+    Row("mxf4",   "m16n8k64",  _same("e2m1"),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf4nvf4",
+        scales=(("2X", 2, "ue8m0"), ("4X", 4, "ue4m3"))),
+    Row("f8f6f4", "m16n8k64",  _mix(F8F6F4),      F16_F32,                               120, "8.7", **SM120A, kind="f8f6f4", container=8,
+        selectors=1, forms=ORDERED),
+    Row("mxf8f6f4", "m16n8k64", _mix(F8F6F4),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf8f6f4", container=8,
+        selectors=1, forms=ORDERED, scales=((None, 1, "ue8m0"), ("1X", 1, "ue8m0"))),
+    Row("mxf4",   "m16n8k128", _same("e2m1"),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf4",
+        selectors=1, forms=ORDERED, scales=((None, 2, "ue8m0"), ("2X", 2, "ue8m0"))),
+    Row("mxf4",   "m16n8k128", _same("e2m1"),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf4nvf4",
+        selectors=1, forms=ORDERED, scales=(("2X", 2, "ue8m0"), ("4X", 4, "ue4m3"))),
+    # ptxas 13.0 also accepts these, which the PTX ISA does not define: a kind qualifier without
+    # .block_scale on e4m3/e5m2 operands.  nvdisasm shows the same QMMA as kind::f8f6f4 (k16: QMMA.16816).
+    *(Row("f8f6f4", "m16n8k16", _mix(F8), F16_F32, 120, "8.7", **SM120A, kind=kd, container=8, lenient=True)
+      for kd in ("f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4")),
+    *(Row("f8f6f4", "m16n8k32", _mix(F8), F16_F32, 120, "8.7", **SM120A, kind=kd, container=8, lenient=True)
+      for kd in ("mxf8f6f4", "mxf4", "mxf4nvf4")),
+    *(Row("f8f6f4", "m16n8k64", _mix(F8), F16_F32, 120, "8.7", **SM120A, kind=kd, container=8, lenient=True,
+          selectors=1, forms=ORDERED)
+      for kd in ("mxf8f6f4", "mxf4", "mxf4nvf4")),
 )
 # fmt: on
 
@@ -125,6 +161,31 @@ class Instruction:
     min_sm: int
     min_ptx: str
     mnk: tuple[int, int, int] = field(repr=False)
+    kind: str | None = None       # ``.kind::`` qualifier, or None
+    scale_vec: str | None = None  # ``.scale_vec::`` as spelled ("1X", "2X", "4X"), or None (default / unscaled)
+    nscale: int = 0               # block-scaled: scale factors per row of A (column of B); 0 = not scaled
+    stype: str | None = None      # block-scaled: ``.ue8m0`` or ``.ue4m3``
+    container: int = 0            # register bits per A/B element when wider than the type (kind::f8f6f4: 8)
+    targets: tuple = ()           # arch-specific targets that have it; () = every sm >= min_sm
+    lenient: bool = False         # ptxas accepts it, the PTX ISA does not define it
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.nscale > 0
+
+    @property
+    def scale_block(self) -> int:
+        """Logical k elements that share one scale factor."""
+        return self.k // self.nscale if self.nscale else 0
+
+    def scale_elem(self) -> ElemType:
+        from .types import SCALE_TYPES
+
+        return SCALE_TYPES[self.stype]
+
+    def scale_selectors(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Allowed immediates (byte-id, thread-id for A, thread-id for B), as ptxas 13.0 checks them."""
+        return tuple(range(0, 4, self.nscale)), (0, 1), (0, 1, 2, 3)
 
     @property
     def m(self) -> int:
@@ -148,7 +209,10 @@ class Instruction:
         return 4 if self.family == "f16x4" else 1
 
     def elem(self, operand: str) -> ElemType:
-        return TYPES[{"a": self.atype, "b": self.btype, "c": self.ctype, "d": self.dtype}[operand]]
+        t = TYPES[{"a": self.atype, "b": self.btype, "c": self.ctype, "d": self.dtype}[operand]]
+        if self.container and operand in "ab":
+            return t.in_container(self.container)
+        return t
 
     def matrix_shape(self, operand: str) -> tuple[int, int]:
         """(rows, cols) of one product's matrix; sparse A is the compressed matrix."""
@@ -198,15 +262,35 @@ class Instruction:
             lines.append("  .satfinite: results clamp to the s32 range instead of wrapping")
         if self.bitop:
             lines.append(f"  bit product: popcount(a {self.bitop.upper()} b)")
+        if self.container:
+            lines.append(f"  A/B elements sit in {self.container}-bit containers (encoding in the low bits)")
+        if self.block_scaled:
+            sv = self.scale_vec or f"default = {self.nscale}X"
+            lines.append(f"  block scale: {self.nscale} .{self.stype} factor(s) per row of A and column of B "
+                         f"(one per {self.scale_block} k; scale_vec {sv}); operands scale_a/scale_b with "
+                         f"byte-id in {list(self.scale_selectors()[0])}, thread-id-a in [0, 1], thread-id-b in [0..3]")
+        if self.targets:
+            lines.append(f"  only on {', '.join(self.targets)}; numerics modelled from published measurements "
+                         "(MMA-Sim), not verified on hardware")
+        if self.lenient:
+            lines.append("  accepted by ptxas 13.0 but not defined by the PTX ISA (compiles to the kind::f8f6f4 QMMA)")
         return "\n".join(lines)
 
 
-def _opcode(row: Row, sparse, alay, blay, sat, d, a, b, c, bitop) -> str:
+def _opcode(row: Row, sparse, alay, blay, sat, d, a, b, c, bitop, scale=None) -> str:
     head = "mma" if sparse is None else f"mma.{sparse}"
     parts = [head, "sync", "aligned", row.shape, alay, blay]
+    if row.kind:
+        parts.append(f"kind::{row.kind}")
+    if scale is not None:
+        parts.append("block_scale")
+        if scale[0]:
+            parts.append(f"scale_vec::{scale[0]}")
     if sat:
         parts.append("satfinite")
     parts += [d, a, b, c]
+    if scale is not None:
+        parts.append(scale[2])
     if bitop:
         parts += [bitop, "popc"]
     return ".".join(parts)
@@ -219,14 +303,14 @@ def _max_version(a: str, b: str) -> str:
 def _expand(rows) -> tuple[Instruction, ...]:
     out = []
     for row in rows:
-        forms = SPARSE_FORMS if row.selectors else (None,)
-        for sparse, (alay, blay), sat, (d, c), (a, b), bitop in itertools.product(
-            forms, row.layouts, row.satfinite, row.dc, row.ab, row.bitops
+        forms = (row.forms or SPARSE_FORMS) if row.selectors else (None,)
+        for sparse, scale, (alay, blay), sat, (d, c), (a, b), bitop in itertools.product(
+            forms, row.scales or (None,), row.layouts, row.satfinite, row.dc, row.ab, row.bitops
         ):
             ptx = row.ptx if sparse != "sp::ordered_metadata" else _max_version(row.ptx, ORDERED_METADATA_PTX)
             out.append(
                 Instruction(
-                    opcode=_opcode(row, sparse, alay, blay, sat, d, a, b, c, bitop),
+                    opcode=_opcode(row, sparse, alay, blay, sat, d, a, b, c, bitop, scale),
                     family=row.family,
                     shape=row.shape,
                     atype=a, btype=b, ctype=c, dtype=d,
@@ -235,6 +319,13 @@ def _expand(rows) -> tuple[Instruction, ...]:
                     selectors=tuple(range(row.selectors)) if row.selectors else (0,),
                     min_sm=row.sm, min_ptx=ptx,
                     mnk=_parse_shape(row.shape),
+                    kind=row.kind,
+                    scale_vec=scale[0] if scale else None,
+                    nscale=scale[1] if scale else 0,
+                    stype=scale[2] if scale else None,
+                    container=row.container,
+                    targets=row.targets,
+                    lenient=row.lenient,
                 )
             )
     return tuple(out)

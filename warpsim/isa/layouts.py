@@ -166,7 +166,9 @@ def _bits_to_values(raw: np.ndarray, t) -> np.ndarray:
         if t.signed:
             v = np.where(v >= (1 << (t.bits - 1)), v - (1 << t.bits), v)
         return v.astype(t.numpy_dtype)
-    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    if t.width < 8:   # e2m1 / e2m3 / e3m2: the encoding in the low bits of a byte (container bits ignored)
+        raw = raw & np.uint64((1 << t.width) - 1)
     return raw.astype(store).view(t.numpy_dtype)
 
 
@@ -184,5 +186,65 @@ def _values_to_bits(m: np.ndarray, t) -> np.ndarray:
         if v.min(initial=0) < t.min_int or v.max(initial=0) > t.max_int:
             raise ValueError(f"{t.name} values must lie in [{t.min_int}, {t.max_int}]")
         return (v & ((1 << t.bits) - 1)).astype(np.uint64)
-    store = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
-    return m.astype(t.numpy_dtype).view(store).astype(np.uint64)
+    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+    bits = m.astype(t.numpy_dtype).view(store).astype(np.uint64)
+    return bits & np.uint64((1 << t.width) - 1) if t.width < 8 else bits
+
+
+# --- block-scale factors (sm_120a .block_scale) ----------------------------------------------
+
+def scale_lanes(instruction, operand: str, thread_id: int = 0) -> np.ndarray:
+    """Lane holding each row's (operand 'a') or column's ('b') scale factors, for a thread-id selector.
+
+    Row m of A: lane ``4*(m % 8) + 2*thread_id + m // 8``; column n of B: lane ``4*n + thread_id``;
+    the ``nscale`` factors of a row / column are consecutive bytes from ``byte-id`` on.  The 1X rule
+    is a third-party hardware probe of an RTX Blackwell card; 2X / 4X extend it byte by byte
+    (not verified by warpsim, see docs/numerics.md).
+    """
+    ins = _instruction(instruction)
+    if not ins.block_scaled:
+        raise ValueError(f"{ins.opcode} is not block-scaled: it has no scale factors")
+    if operand == "a":
+        rows = np.arange(ins.m)
+        return 4 * (rows % 8) + 2 * thread_id + rows // 8
+    if operand == "b":
+        return 4 * np.arange(ins.n) + thread_id
+    raise ValueError(f"scale operand must be 'a' or 'b', not {operand!r}")
+
+
+def _scale_bits(ins, name, x, shape):
+    x = np.asarray(x)
+    if x.shape[-2:] != shape or x.ndim not in (2, 3):
+        raise ValueError(f"{name} of {ins.opcode} must have shape ([batch,] {shape[0]}, {shape[1]}) "
+                         f"(one .{ins.stype} factor per {ins.scale_block} k), got {x.shape}")
+    if x.dtype == np.uint8:
+        return x.astype(np.uint32)
+    t = ins.scale_elem()
+    v = x.astype(t.numpy_dtype)
+    if t.name == "ue4m3" and (np.asarray(v, dtype=np.float64) < 0).any():
+        raise ValueError(f"{name}: ue4m3 scale factors are unsigned; got a negative value")
+    return v.view(np.uint8).astype(np.uint32)
+
+
+def pack_scales(instruction, scale_a, scale_b):
+    """Scale-factor matrices -> (scale_a, scale_b) register words (uint32, ([batch,] 32)), selectors 0.
+
+    scale_a: ([batch,] m, nscale) -- the factors of row m for each k block; scale_b: ([batch,]
+    nscale, n).  Values are cast to the instruction's scale type (ml_dtypes float8_e8m0fnu for
+    ue8m0: powers of two; float8_e4m3fn for ue4m3), or given as raw uint8 bits.
+    """
+    ins = _instruction(instruction)
+    if not ins.block_scaled:
+        raise ValueError(f"{ins.opcode} is not block-scaled: it takes no scale factors")
+    sa = _scale_bits(ins, "scale_a", scale_a, (ins.m, ins.nscale))
+    sb = _scale_bits(ins, "scale_b", scale_b, (ins.nscale, ins.n))
+    single = sa.ndim == 2 and sb.ndim == 2
+    sa = sa[None] if sa.ndim == 2 else sa
+    sb = sb[None] if sb.ndim == 2 else sb
+    w = max(sa.shape[0], sb.shape[0])
+    out_a = np.zeros((w, 32), np.uint32)
+    out_b = np.zeros((w, 32), np.uint32)
+    sh = np.arange(ins.nscale, dtype=np.uint32) * np.uint32(8)
+    out_a[:, scale_lanes(ins, "a")] = np.bitwise_or.reduce(np.broadcast_to(sa, (w,) + sa.shape[1:]) << sh, axis=-1)
+    out_b[:, scale_lanes(ins, "b")] = np.bitwise_or.reduce(np.broadcast_to(sb, (w,) + sb.shape[1:]).swapaxes(1, 2) << sh, axis=-1)
+    return (out_a[0], out_b[0]) if single else (out_a, out_b)

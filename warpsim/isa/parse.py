@@ -9,11 +9,13 @@ part that is wrong and list what the catalog allows in its place.
 from __future__ import annotations
 
 from .catalog import BY_OPCODE, CATALOG, Instruction
-from .types import TYPES
+from .types import SCALE_TYPES, TYPES
 
 # in the order a mismatch is blamed on: the shape last, since another part usually explains better
-FIELDS = ("satfinite", "bitop", "layouts", "dtype", "ctype", "atype", "btype", "sparse", "shape")
+FIELDS = ("satfinite", "bitop", "scale", "kind", "layouts", "dtype", "ctype", "atype", "btype", "sparse", "shape")
+_KINDS = sorted({i.kind for i in CATALOG if i.kind})
 _LABEL = {
+    "kind": "this MMA", "scale": "this MMA",
     "sparse": "form", "shape": "shape", "layouts": "layouts",
     "satfinite": "this MMA", "dtype": "D type", "atype": "A type", "btype": "B type",
     "ctype": "C type", "bitop": "bit operation",
@@ -29,11 +31,20 @@ def _show(field, value):
         return ".{}.{}".format(*value)
     if field == "bitop":
         return "none" if value is None else f".{value}.popc"
+    if field == "kind":
+        return "without .kind" if value is None else f".kind::{value}"
+    if field == "scale":
+        if value is None:
+            return "without .block_scale"
+        return ".block_scale" + (f".scale_vec::{value[0]}" if value[0] else "") + f" with .{value[1]}"
     return f".{value}"
 
 
 def _fields(ins: Instruction) -> dict:
-    return {f: (ins.alayout, ins.blayout) if f == "layouts" else getattr(ins, f) for f in FIELDS}
+    out = {f: getattr(ins, f) for f in FIELDS if f not in ("layouts", "scale")}
+    out["layouts"] = (ins.alayout, ins.blayout)
+    out["scale"] = (ins.scale_vec, ins.stype) if ins.block_scaled else None
+    return out
 
 
 def _split(s: str) -> dict:
@@ -61,6 +72,22 @@ def _split(s: str) -> dict:
     if len(lay) < 2 or any(x not in ("row", "col") for x in lay):
         raise ValueError(f"{s!r}: expected the A and B layouts ('.row'/'.col') after the shape, got {'.'.join(lay) or 'nothing'}")
     i += 2
+    kind = None
+    if i < len(toks) and toks[i].startswith("kind"):
+        kind = toks[i][len("kind::"):] if toks[i].startswith("kind::") else toks[i]
+        if kind not in _KINDS:
+            raise ValueError(f"{s!r}: unknown '.{toks[i]}'; kinds: {', '.join('.kind::' + k for k in _KINDS)}")
+        i += 1
+    block = False
+    vec = None
+    if i < len(toks) and toks[i] == "block_scale":
+        block, i = True, i + 1
+    if i < len(toks) and toks[i].startswith("scale_vec"):
+        vec = toks[i].split("::", 1)[-1]
+        if not block or vec not in ("1X", "2X", "4X"):
+            raise ValueError(f"{s!r}: '.{toks[i]}' must follow '.block_scale' and be one of "
+                             "'.scale_vec::1X', '.scale_vec::2X', '.scale_vec::4X'")
+        i += 1
     sat = False
     if i < len(toks) and toks[i] == "satfinite":
         sat, i = True, i + 1
@@ -71,6 +98,14 @@ def _split(s: str) -> dict:
         if t not in TYPES:
             raise ValueError(f"{s!r}: unknown type '.{t}'; types: {', '.join('.' + x for x in TYPES)}")
     i += 4
+    stype = None
+    if i < len(toks) and toks[i] in SCALE_TYPES:
+        stype, i = toks[i], i + 1
+    if block and stype is None:
+        raise ValueError(f"{s!r}: a '.block_scale' MMA ends with its scale type: "
+                         f"{', '.join('.' + t for t in SCALE_TYPES)}")
+    if stype is not None and not block:
+        raise ValueError(f"{s!r}: scale type '.{stype}' given without '.block_scale'")
     rest = toks[i:]
     bitop = None
     if rest:
@@ -80,7 +115,8 @@ def _split(s: str) -> dict:
             raise ValueError(f"{s!r}: unexpected trailing '.{'.'.join(rest)}'; only '.xor.popc' or '.and.popc' (b1) may follow the types")
     d, a, b, c = types
     return dict(sparse=sparse, shape=shape, layouts=tuple(lay), satfinite=sat,
-                dtype=d, atype=a, btype=b, ctype=c, bitop=bitop)
+                dtype=d, atype=a, btype=b, ctype=c, bitop=bitop, kind=kind,
+                scale=(vec, stype) if block else None)
 
 
 def parse(instruction, arch=None) -> Instruction:
@@ -124,7 +160,8 @@ def parse(instruction, arch=None) -> Instruction:
             allowed = sorted({_show(field, _fields(c)[field]) for _, c in near})
             return _raise(s, f"{_LABEL[field]} {_show(field, want[field])} is not allowed with the rest of this opcode; "
                              f"allowed here: {', '.join(allowed)}", [c for _, c in near])
-    return _raise(s, "no sm_90 mma has this combination of shape, layouts and types", [c for _, c in near])
+    return _raise(s, "no mma that ptxas 13.0 accepts (sm_90, or sm_120a for .kind::) has this combination "
+                     "of shape, layouts and types", [c for _, c in near])
 
 
 def _raise(s, why, near):

@@ -31,6 +31,10 @@ ARCHS: dict[str, dict[str, str]] = {
     "sm_89": {**_HMMA, **_INT, "fp8": "tc", "f64": "chain", "f16x4": "chain"},
     "sm_100": {**_HMMA, **_INT, "fp8": "tc", "f64": "chain", "f16x4": "chain"},
     "sm_120": {**_HMMA, **_INT, "fp8": "tc", "f64": "chain", "f16x4": "chain"},
+    # sm_120a: sm_120 plus the RTX Blackwell kind:: families (modelled from MMA-Sim's published model,
+    # see warpsim.numerics.recipes); sm_121a names the same target (ptxas accepts the same forms)
+    "sm_120a": {**_HMMA, **_INT, "fp8": "tc", "f64": "chain", "f16x4": "chain",
+                "f8f6f4": "tc", "mxf8f6f4": "tc", "mxf4": "tc"},
 }
 
 #: How far each architecture's model is checked.
@@ -64,7 +68,7 @@ def check_arch(arch) -> str:
         a = None
     if a not in ARCHS:
         raise ValueError(f"arch {arch!r} is not modelled; modelled architectures: {', '.join(t for t in TARGETS if t in ARCHS)} "
-                         f"(\"sm_90a\", \"sm_100a\", \"sm_120a\" name the same targets)")
+                         f"(\"sm_90a\", \"sm_100a\" name the same targets; \"sm_121a\" is sm_120a)")
     return a
 
 

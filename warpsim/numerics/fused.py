@@ -9,7 +9,11 @@ by five integers (never by a type name), in this order::
     man_bits   stored mantissa bits that take part in arithmetic
     ignored    low register bits the hardware ignores (tf32: 13)
     has_inf    1 if the all-ones exponent encodes inf/NaN (IEEE style);
-               0 for e4m3, whose only NaN is S.1111.111
+               0 for e4m3, whose only NaN is S.1111.111;
+               2 for the finite-only formats (e2m1, e2m3, e3m2: no inf, no NaN)
+
+A format with no mantissa bits (ue8m0) has neither zero nor subnormals: exponent field 0 is
+2**-bias; it is given ``width = bits + 1`` (a sign bit that is always 0) since it has no sign.
 
 A decoded value is ``(cls, sign, exp, sig)`` with value
 ``(-1)**sign * sig * 2**(exp - man_bits)``: ``exp`` is the unbiased exponent of
@@ -62,7 +66,16 @@ P_ACC = 30        # format of the block result / chained accumulator (5 ints)
 P_CMODE = 35      # CMODE_FUSED: C is a term of the first block; CMODE_SEPARATE_ADD: blocks start at +0, then D = RNE(acc + C)
 P_OVF = 36        # block-result overflow rule (OVF_INF / OVF_IEEE)
 P_ZERO = 37       # block-result zeros: ZERO_IEEE (all terms -0 -> -0, underflow keeps the sign) / ZERO_POSITIVE (always +0)
-P_LEN = 38
+# block scaling (sm_120a kind::mxf8f6f4 / mxf4 / mxf4nvf4); see block_scaled_dot
+P_SCALE = 38      # SCALE_NONE / SCALE_PRODUCT (each product times its two scales) / SCALE_GROUP (groups of
+                  # P_SGROUP exact products, then scaled)
+P_SF = 39         # format of the scale factors (5 ints)
+P_STERMS = 44     # terms (in the order the engine passes them) that share one scale factor
+P_SGROUP = 45     # SCALE_GROUP: products summed exactly before scaling
+P_ZEXP_ON = 46    # 1: a zero term (zero product / all-zero group / zero scale / zero C) takes part in emax
+P_ZEXP = 47       #    with this exponent (MMA-Sim's e_zero)
+P_LEN = 48
+SCALE_NONE, SCALE_PRODUCT, SCALE_GROUP = 0, 1, 2
 KIND_TC_DOT = 1
 
 #: fractional bits (below the larger exponent) used by the separately rounded
@@ -92,12 +105,14 @@ def decode(bits, width, eb, mb, ign, has_inf):
     m = np.int64(x & np.uint64(mmask))
     bias = (1 << (eb - 1)) - 1
     if e == emask:
-        if has_inf != 0:
+        if has_inf == 1:
             if m == 0:
                 return CLS_INF, sign, np.int64(0), np.int64(0)
             return CLS_NAN, sign, np.int64(0), np.int64(0)
-        if m == mmask:
+        if has_inf == 0 and m == mmask:
             return CLS_NAN, sign, np.int64(0), np.int64(0)
+    if mb == 0:   # no mantissa (ue8m0): no zero, no subnormals
+        return CLS_FINITE, sign, e - bias, np.int64(1)
     if e == 0:
         if m == 0:
             return CLS_ZERO, sign, np.int64(1 - bias), np.int64(0)
@@ -129,7 +144,7 @@ def encode(sign, mag, e0, width, eb, mb, ign, has_inf, rnd, ovf, zero):
     sticky bit) into the format and return its raw bits."""
     bias = (1 << (eb - 1)) - 1
     emin = 1 - bias
-    if has_inf != 0:
+    if has_inf == 1:
         emaxf = (1 << eb) - 2 - bias
     else:
         emaxf = (1 << eb) - 1 - bias
@@ -352,9 +367,150 @@ def add_rne(x, y, p, f):
 
 
 @njit(cache=True, nogil=True)
-def tc_dot(a, b, n, c, p):
+def _scale(bits, p):
+    """A scale factor -> (is NaN, exponent, significand); significand 0 for a zero ue4m3."""
+    cls, s, e, m = decode(bits, p[P_SF], p[P_SF + 1], p[P_SF + 2], p[P_SF + 3], p[P_SF + 4])
+    if cls == CLS_NAN:
+        return True, np.int64(0), np.int64(0)
+    if cls == CLS_ZERO:
+        return False, np.int64(0), np.int64(0)
+    return False, e, m
+
+
+@njit(cache=True, nogil=True)
+def block_scaled_dot(a, b, n, c, p, sa, sb):
+    """One block-scaled tensor-core pass (MMA-Sim's ST-FDPA / GST-FDPA, arXiv 2511.10909):
+
+    * SCALE_PRODUCT (kind::mxf8f6f4): term i is the exact product a_i*b_i*SA*SB of its two elements
+      and the two scale factors of its k block; its alignment exponent is exp(a)+exp(b)+exp(SA)+exp(SB);
+    * SCALE_GROUP (kind::mxf4 / mxf4nvf4): P_SGROUP consecutive products are summed exactly, the
+      sum times the significands of SA and SB is one term, and its alignment exponent is
+      exp(SA)+exp(SB) alone (the group sum's own magnitude does not enter);
+    * C is a term too; a zero term (zero product, all-zero group, zero scale, zero C) has the
+      exponent P_ZEXP when P_ZEXP_ON; the largest exponent emax is found, every term truncated to
+      P_FRAC fractional bits below 2**emax, the integers summed, and the sum rounded once (P_RND) to D.
+
+    sa, sb: uint64 scale-factor bits of this row of A / column of B, one per P_STERMS terms.
+    NaN anywhere (an element, a scale factor that is used, C) gives the canonical NaN; inf follows
+    the rules of fused_block.
+    """
+    outf = P_D
+    wo, ebo, mbo, igo, hio = p[outf], p[outf + 1], p[outf + 2], p[outf + 3], p[outf + 4]
+    frac = p[P_FRAC]
+    st = p[P_STERMS]
+    zon = p[P_ZEXP_ON] != 0
+    zexp = p[P_ZEXP]
+    fa = p[P_A + 2]
+    fb = p[P_B + 2]
+    fs = p[P_SF + 2]
+    group = p[P_SCALE] == SCALE_GROUP
+    G = p[P_SGROUP] if group else 1
+    any_nan = False
+    pos_inf = False
+    neg_inf = False
+    have_max = False
+    emax = np.int64(0)
+    nterms = n // G
+    # pass 1: specials and the largest exponent
+    for g in range(nterms):
+        nan_a, esa, msa = _scale(sa[(g * G) // st], p)
+        nan_b, esb, msb = _scale(sb[(g * G) // st], p)
+        if nan_a or nan_b:
+            any_nan = True
+        zero_scale = msa == 0 or msb == 0
+        all_zero = True
+        for i in range(g * G, g * G + G):
+            ca, s_a, ea, ma = decode(a[i], p[P_A], p[P_A + 1], p[P_A + 2], p[P_A + 3], p[P_A + 4])
+            cb, s_b, eb_, mb_ = decode(b[i], p[P_B], p[P_B + 1], p[P_B + 2], p[P_B + 3], p[P_B + 4])
+            if ca == CLS_NAN or cb == CLS_NAN:
+                any_nan = True
+            elif ca == CLS_INF or cb == CLS_INF:
+                if ca == CLS_ZERO or cb == CLS_ZERO or zero_scale:
+                    any_nan = True
+                elif (s_a ^ s_b) == 1:
+                    neg_inf = True
+                else:
+                    pos_inf = True
+            elif ca == CLS_FINITE and cb == CLS_FINITE:
+                all_zero = False
+                if not group and not zero_scale:
+                    e = ea + eb_ + esa + esb
+                    if not have_max or e > emax:
+                        emax, have_max = e, True
+            if not group and (ca == CLS_ZERO or cb == CLS_ZERO or zero_scale) and zon:
+                if not have_max or zexp > emax:
+                    emax, have_max = zexp, True
+        if group:
+            e = zexp if (all_zero or zero_scale) else esa + esb
+            if (all_zero or zero_scale) and not zon:
+                continue
+            if not have_max or e > emax:
+                emax, have_max = e, True
+    cc, sc, ec, mc = decode(c, p[P_C], p[P_C + 1], p[P_C + 2], p[P_C + 3], p[P_C + 4])
+    if cc == CLS_NAN:
+        any_nan = True
+    elif cc == CLS_INF:
+        if sc == 1:
+            neg_inf = True
+        else:
+            pos_inf = True
+    elif cc == CLS_FINITE or zon:
+        e = ec if cc == CLS_FINITE else zexp
+        if not have_max or e > emax:
+            emax, have_max = e, True
+    if any_nan or (pos_inf and neg_inf):
+        return nan_bits(wo, ebo, mbo, igo)
+    if pos_inf:
+        return inf_bits(0, wo, ebo, mbo, igo)
+    if neg_inf:
+        return inf_bits(1, wo, ebo, mbo, igo)
+    if not have_max:
+        return zero_bits(0, wo, igo)
+    # pass 2: align, truncate, sum
+    total = np.int64(0)
+    bias_a = (1 << (p[P_A + 1] - 1)) - 1
+    bias_b = (1 << (p[P_B + 1] - 1)) - 1
+    emin2 = 2 - bias_a - bias_b          # the smallest raw exponent of a product
+    for g in range(nterms):
+        _, esa, msa = _scale(sa[(g * G) // st], p)
+        _, esb, msb = _scale(sb[(g * G) // st], p)
+        if msa == 0 or msb == 0:
+            continue
+        gsum = np.int64(0)
+        for i in range(g * G, g * G + G):
+            ca, s_a, ea, ma = decode(a[i], p[P_A], p[P_A + 1], p[P_A + 2], p[P_A + 3], p[P_A + 4])
+            cb, s_b, eb_, mb_ = decode(b[i], p[P_B], p[P_B + 1], p[P_B + 2], p[P_B + 3], p[P_B + 4])
+            if ca != CLS_FINITE or cb != CLS_FINITE:
+                continue
+            if group:   # exact: every product on the grid of the smallest product exponent
+                v = (ma * mb_) << (ea + eb_ - emin2)
+                gsum += -v if (s_a ^ s_b) == 1 else v
+            else:
+                v = _align(ma * mb_ * msa * msb, ea + eb_ + esa + esb - fa - fb - 2 * fs - emax + frac, False)
+                total += -v if (s_a ^ s_b) == 1 else v
+        if group and gsum != 0:
+            sg = 1 if gsum < 0 else 0
+            v = _align((-gsum if sg else gsum) * msa * msb, emin2 - fa - fb - 2 * fs + esa + esb - emax + frac, False)
+            total += -v if sg else v
+    if cc == CLS_FINITE:
+        v = _align(mc, ec - p[P_C + 2] - emax + frac, False)
+        total += -v if sc == 1 else v
+    if total == 0:
+        return zero_bits(0, wo, igo)
+    sgn = 0
+    if total < 0:
+        sgn = 1
+        total = -total
+    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, p[P_RND], p[P_OVF], p[P_ZERO])
+
+
+@njit(cache=True, nogil=True)
+def tc_dot(a, b, n, c, p, sa, sb):
     """a, b: uint64 arrays of raw element bits (the A row and B column, in k order; length >= n);
-    c: uint64 raw bits of the C element; p: int64 recipe parameter vector. Returns uint64 raw bits of D."""
+    c: uint64 raw bits of the C element; p: int64 recipe parameter vector; sa, sb: uint64 scale-factor
+    bits of the row / column (read only by block-scaled recipes). Returns uint64 raw bits of D."""
+    if p[P_SCALE] != SCALE_NONE:
+        return block_scaled_dot(a, b, n, c, p, sa, sb)
     nblk = p[P_NBLK]
     group = p[P_GROUP]
     if p[P_CMODE] == CMODE_FUSED:
@@ -373,10 +529,14 @@ def tc_dot(a, b, n, c, p):
 
 
 @njit(cache=True, nogil=True)
-def tc_dot_rows(A, B, C, n, p, out):
-    """Batch form: out[i] = tc_dot(A[i], B[i], n, C[i], p) for every row i."""
+def tc_dot_rows(A, B, C, n, p, out, SA=None, SB=None):
+    """Batch form: out[i] = tc_dot(A[i], B[i], n, C[i], p, SA[i], SB[i]) for every row i."""
+    dummy = np.zeros(1, np.uint64)
     for i in range(A.shape[0]):
-        out[i] = tc_dot(A[i], B[i], n, C[i], p)
+        if SA is None:
+            out[i] = tc_dot(A[i], B[i], n, C[i], p, dummy, dummy)
+        else:
+            out[i] = tc_dot(A[i], B[i], n, C[i], p, SA[i], SB[i])
 
 
 # --- fast path: every operand finite --------------------------------------------------------
@@ -486,6 +646,8 @@ def tc_fast_ok(p, N, Ka):
     if N != _NB:
         return False
     if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
+        return False
+    if p[P_SCALE] != SCALE_NONE:
         return False
     if p[P_FRAC] < 0 or p[P_FRAC] > 30 or Ka > (1 << 20):
         return False

@@ -67,6 +67,9 @@ class Recipe:
     zero: str = "positive"           # zero results: "positive" (always +0) or "ieee"
     source: str = ""                 # where the rule comes from (paper, code, capture)
     unmeasured: str = ""             # what no source measured for this row, and what was chosen
+    scale: str = "none"              # block scaling: "none", "product" (ST-FDPA) or "group" (GST-FDPA)
+    scale_group: int = 1             # "group": products summed exactly before scaling
+    zero_exp: int | None = None      # exponent a zero term takes in emax (None: zeros never set emax)
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
@@ -134,7 +137,9 @@ def find_recipe(ins: Instruction, arch: str = "sm_90") -> Recipe:
 
 
 def _fmt(t: ElemType) -> list[int]:
-    return [t.bits, t.exp_bits, t.man_bits, t.ignored_low_bits, 1 if t.has_inf else 0]
+    special = 1 if t.has_inf else (2 if t.finite_only else 0)
+    width = t.width if t.signed else t.width + 1   # unsigned formats: a sign bit that is always 0
+    return [width, t.exp_bits, t.man_bits, t.ignored_low_bits, special]
 
 
 def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
@@ -160,6 +165,16 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     p[ar.P_CMODE] = {"fused": ar.CMODE_FUSED, "add_rne": ar.CMODE_SEPARATE_ADD}[r.c_entry]
     p[ar.P_OVF] = {"inf": ar.OVF_INF, "ieee": ar.OVF_IEEE}[r.overflow]
     p[ar.P_ZERO] = {"ieee": ar.ZERO_IEEE, "positive": ar.ZERO_POSITIVE}[r.zero]
+    p[ar.P_SCALE] = {"none": ar.SCALE_NONE, "product": ar.SCALE_PRODUCT, "group": ar.SCALE_GROUP}[r.scale]
+    if r.scale != "none":
+        if not ins.block_scaled:
+            raise NotImplementedError(f"{ins.opcode}: a block-scale recipe needs a block-scaled instruction")
+        p[ar.P_SF:ar.P_SF + 5] = _fmt(ins.scale_elem())
+        p[ar.P_STERMS] = ins.scale_block // (2 if ins.is_sparse else 1)
+        p[ar.P_SGROUP] = r.scale_group
+    if r.zero_exp is not None:
+        p[ar.P_ZEXP_ON] = 1
+        p[ar.P_ZEXP] = r.zero_exp
     return p
 
 
@@ -334,6 +349,48 @@ RECIPES.update({
     "sm_120": _single_pass(25, _RTX_BLACKWELL) | _single_pass(25, _SM120_FP8, families=("fp8",)),
 })
 
+# --- sm_120a (RTX Blackwell) -------------------------------------------------------------------
+# No RTX Blackwell was available: every rule below is MMA-Sim's published model (Xie et al.,
+# arXiv 2511.10909, and its code, github.com/microsoft/MMA-Sim), not a warpsim capture.
+_KIND_SRC = _MMASIM + ": RTX Blackwell (sm_120a) kind:: / block-scaled mma; not verified on hardware by warpsim"
+#: kind::f8f6f4 (and the lenient e4m3/e5m2 kind forms): MMA-Sim's T-FDPA for "RTX Blackwell" with
+#: F = 25 fractional bits, L_max = 32 bytes / element size = 32 terms (k32 and sparse k64 in one
+#: pass), result RZ to f32 or RNE to f16, C in the same fused sum.  That is the H100 HMMA recipe.
+_QMMA_F32 = Recipe(frac=25, rounding="rz", zero="positive", source=_KIND_SRC + "; T-FDPA F=25, RZ-FP32")
+_QMMA_F16 = Recipe(frac=25, rounding="rne", zero="positive", source=_KIND_SRC + "; T-FDPA F=25, RNE-FP16")
+#: kind::mxf8f6f4: ST-FDPA, F = 25, RZ-FP32; every product carries the exponents of its two ue8m0
+#: scales; zero terms take exponent -133 (e_zero of a later MMA-Sim revision's block-scale MXFP8 path).
+_MXF8 = Recipe(frac=25, rounding="rz", zero="positive", scale="product", zero_exp=-133,
+               source=_KIND_SRC + "; ST-FDPA F=25, RZ-FP32, e_zero=-133")
+#: kind::mxf4 / mxf4nvf4: GST-FDPA, groups of G = 16 exact products, F = 35, RZ-FP32; a group's
+#: exponent is that of its scales only; e_zero = -139 (a later MMA-Sim revision's nvfp4 case).
+_MXF4 = Recipe(frac=35, rounding="rz", zero="positive", scale="group", scale_group=16, zero_exp=-139,
+               source=_KIND_SRC + "; GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139")
+
+_SPARSE_KIND = ("sparse kind:: forms: no source models them; chosen: the dense rule on the kept products (one pass; "
+                "mxf4: groups of 16 kept products), metadata as the sm_90 8-bit / 4-bit sparse forms")
+_SUBBYTE = ("e2m1/e2m3/e3m2: MMA-Sim lists e3m2/e2m3 as TODO; chosen: the same rule (raw exponents, subnormals at "
+            "the format's minimum exponent); the container's high bits are ignored (unverified)")
+_ZERO_SIGN = "zero results are +0 (H100-measured rule; MMA-Sim's torch arithmetic could give -0 when every term is -0)"
+_UE4M3 = "ue4m3: bit 7 ignored (MMA-Sim clears it); scale-factor lanes / bytes for 2X and 4X inferred, not measured"
+
+
+def _note(r, *notes):
+    return Recipe(**{**r.__dict__, "unmeasured": "; ".join(n for n in notes if n)})
+
+
+RECIPES["sm_120a"] = {
+    **RECIPES["sm_120"],
+    ("f8f6f4", False, "f32"): _note(_QMMA_F32, _SUBBYTE, _ZERO_SIGN),
+    ("f8f6f4", False, "f16"): _note(_QMMA_F16, _SUBBYTE, _ZERO_SIGN),
+    ("f8f6f4", True, "f32"): _note(_QMMA_F32, _SUBBYTE, _ZERO_SIGN, _SPARSE_KIND),
+    ("f8f6f4", True, "f16"): _note(_QMMA_F16, _SUBBYTE, _ZERO_SIGN, _SPARSE_KIND),
+    ("mxf8f6f4", False, "f32"): _note(_MXF8, _SUBBYTE, _ZERO_SIGN),
+    ("mxf8f6f4", True, "f32"): _note(_MXF8, _SUBBYTE, _ZERO_SIGN, _SPARSE_KIND),
+    ("mxf4", False, "f32"): _note(_MXF4, _ZERO_SIGN, _UE4M3),
+    ("mxf4", True, "f32"): _note(_MXF4, _ZERO_SIGN, _UE4M3, _SPARSE_KIND),
+}
+
 _DMMA = ("MMA-Sim: f64 mma is a chain of IEEE f64 FMAs in k order starting from C (Ampere m8n8k4, Hopper "
          "m16n8k*); NaN payload rule measured on sm_90 only (H100 captures), chosen for this target")
 _F16X4_EMULATED = ("SASS: ptxas emits the same FFMA/FMUL/FADD/HADD2/F2FP instruction counts for m8n8k4 f16 on this "
@@ -341,7 +398,7 @@ _F16X4_EMULATED = ("SASS: ptxas emits the same FFMA/FMUL/FADD/HADD2/F2FP instruc
                    "captures); the dataflow order is assumed equal, not re-derived")
 #: f16x4 (m8n8k4) is native HMMA.884 on sm_70/sm_75 (tensor-core rows above), emulated from sm_80 on;
 #: f64 runs on DMMA from sm_80 on (sm_100/sm_120: m16n8k* as chains of DMMA.8x8x4).
-for _arch in ("sm_80", "sm_86", "sm_89", "sm_100", "sm_120"):
+for _arch in ("sm_80", "sm_86", "sm_89", "sm_100", "sm_120", "sm_120a"):
     CHAIN_RECIPES[_arch] = {
         key: {**row, "source": _F16X4_EMULATED if key[0] == "f16x4" else _DMMA}
         for key, row in CHAIN_RECIPES["sm_90"].items()

@@ -397,6 +397,10 @@ class Warp:
         else:
             want = "4 operands: {d}, {a}, {b}, {c}"
         need = 6 if ins.is_sparse else 4
+        if ins.block_scaled:
+            want += ", scale-a register, {byte-id-a, thread-id-a}, scale-b register, {byte-id-b, thread-id-b}"
+            want = want.replace("6 operands", "10 operands").replace("4 operands", "8 operands")
+            need += 4
         counts = ", ".join(f"{r.upper()} {ins.registers(r)}" for r in roles)
         if len(operands) != need:
             raise PTXError(f"{ins.opcode} takes {want}; got {len(operands)} "
@@ -440,8 +444,24 @@ class Warp:
             if sel not in ins.selectors:
                 raise PTXError(f"sparsity selector {seltok} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}",
                                line=line, statement=stmt, token=seltok)
+        kw = {}
+        if ins.block_scaled:
+            base = 6 if ins.is_sparse else 4
+            sel4 = []
+            for reg, pair, who in ((operands[base], operands[base + 1], "a"), (operands[base + 2], operands[base + 3], "b")):
+                what = f"scale-{who} operand (.{ins.stype} factors)"
+                if not isinstance(reg, str) or not self.is_register(reg):
+                    ctx.fail(f"{what}: {reg!r} is not a register name (%[a-z]+[0-9]*)", token=reg if isinstance(reg, str) else None)
+                ctx._check_width(reg, "b32", what, False)
+                kw[f"scale_{who}"] = np.ascontiguousarray(ctx.read(reg, "b32", what=what))
+                vals = [parse_int(x) for x in pair] if isinstance(pair, list) and len(pair) == 2 else None
+                if vals is None or None in vals:
+                    raise PTXError(f"scale selectors of {who.upper()} must be {{byte-id-{who}, thread-id-{who}}}, two integer "
+                                   "immediates", line=line, statement=stmt)
+                sel4 += vals
+            kw.update(byte_id_a=sel4[0], thread_id_a=sel4[1], byte_id_b=sel4[2], thread_id_b=sel4[3])
         try:
-            d = mma(ins.opcode, words["a"], words["b"], words["c"], e, selector=sel, arch=self.arch)
+            d = mma(ins.opcode, words["a"], words["b"], words["c"], e, selector=sel, arch=self.arch, **kw)
         except (ValueError, TypeError) as exc:
             raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
         if ins.elem("d").bits == 64:
@@ -486,5 +506,9 @@ def example_statement(instruction, selector: int = 0) -> str:
     tail = ""
     if ins.is_sparse:
         i = counters.get("r", 0)
+        counters["r"] = i + 1
         tail = f", %r{i}, {selector:#x}"
+    if ins.block_scaled:
+        i = counters.get("r", 0)
+        tail += f", %r{i}, {{0, 0}}, %r{i + 1}, {{0, 0}}"
     return f"{ins.opcode} {d}, {a}, {b}, {c}{tail};"
