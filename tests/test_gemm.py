@@ -159,6 +159,20 @@ def test_other_architectures_chain_their_recipes(arch):
     assert np.array_equal(warpsim.gemm(A, B, C, instruction=F16, arch=arch).view(np.uint32), want.view(np.uint32))
 
 
+def test_unscaled_sm120a_kind_form_and_block_scaled_refused():
+    op = "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e2m1.e2m1.f32"
+    ins = warpsim.parse(op, arch="sm_120a")
+    rng = np.random.default_rng(3)
+    A = (rng.integers(-4, 5, (16, 64)) / 2).astype(ins.elem("a").numpy_dtype)
+    B = (rng.integers(-4, 5, (64, 8)) / 2).astype(ins.elem("b").numpy_dtype)
+    want = warpsim.matmul(op, A[:, 32:], B[32:], warpsim.matmul(op, A[:, :32], B[:32], arch="sm_120a"), arch="sm_120a")
+    assert np.array_equal(warpsim.gemm(A, B, instruction=op, arch="sm_120a").view(np.uint32), want.view(np.uint32))
+    from warpsim.isa.catalog import CATALOG
+    scaled = next(i for i in CATALOG if getattr(i, "block_scaled", False))
+    with pytest.raises(NotImplementedError, match="block-scaled forms need per-block scale operands"):
+        warpsim.gemm(np.zeros((16, 64)), np.zeros((64, 8)), instruction=scaled.opcode, arch="sm_120a")
+
+
 def test_batch_and_progress():
     A, B, C = _f16_inputs()
     calls = []

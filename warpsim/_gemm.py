@@ -128,6 +128,9 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
                 "For f16 / bf16 / tf32 the wgmma instruction computes what the mma opcode of equal k computes "
                 "(m16n8k16 for f16 / bf16, m16n8k8 for tf32): pass that opcode") from None
         ins = parse(op)                 # warpgroup MMA: its own (sm_90a) catalog rows
+    if getattr(ins, "block_scaled", False):
+        raise NotImplementedError(f"{ins.opcode}: block-scaled forms need per-block scale operands, which "
+                                  "warpsim.gemm does not take (yet); the unscaled kind:: forms work")
     split_k = _check_int("split_k", split_k)
     if promote_every is not None:
         promote_every = _check_int("promote_every", promote_every)
@@ -174,7 +177,7 @@ def _fit(name, size, mult, what, pad):
                      "(what a kernel with masked, zero-filled loads computes)")
 
 
-_STORE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_STORE = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def _raw(x, t):
