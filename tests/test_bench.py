@@ -20,5 +20,10 @@ def test_bench_quick_json(tmp_path):
         else:
             assert row["reason"]
     assert {"import_s", "first_mma_cold_cache_s", "first_mma_warm_cache_s"} <= set(report["startup"])
+    gemms = report["gemms"]
+    assert [g["opcode"] for g in gemms] == list(dict.fromkeys(op for _, op, _, _ in _bench.GEMMS))
+    for g in gemms:
+        assert g["available"], g
+        assert g["n"] == 128 and g["warpsim_s"] > 0 and g["numpy_f64_s"] > 0 and g["ratio"] > 0
     mem = report["memory"]
     assert mem["peak_rss_bytes"] > 0 and mem["warps"] > 0

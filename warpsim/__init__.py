@@ -11,6 +11,7 @@ from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
 from ._matmul import matmul
+from ._gemm import gemm
 from .ptx.regfile import PTXError, Warp
 from .ptx.warpgroup import Warpgroup
 from ._sparse_helpers import compress, expand
@@ -19,4 +20,4 @@ from ._diagnose import explain
 __version__ = "0.1.0"
 
 __all__ = ["mma", "wgmma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
-           "matmul", "Warp", "Warpgroup", "PTXError", "compress", "expand", "explain"]
+           "matmul", "gemm", "Warp", "Warpgroup", "PTXError", "compress", "expand", "explain"]

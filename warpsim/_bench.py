@@ -44,6 +44,20 @@ FAMILIES = (
     ("sp s8 m16n8k64", "mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
 )
 
+#: whole GEMMs (warpsim.gemm, all cores): (row name, opcode, size n of an n x n x n product, target ratio
+#: warpsim / numpy float64 ``A @ B`` on the same matrices, measured in the same run)
+GEMMS = (
+    ("gemm f16->f32 1024^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1024, 10.0),
+    ("gemm f16->f32 2048^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2048, 10.0),
+    ("gemm f16->f16 1024^3", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 1024, 20.0),
+    ("gemm bf16 1024^3", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 1024, 20.0),
+    ("gemm tf32 1024^3", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 1024, 20.0),
+    ("gemm fp8 1024^3", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 1024, 20.0),
+    ("gemm f64 1024^3", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", 1024, 20.0),
+    ("gemm s8 1024^3", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32", 1024, 20.0),
+    ("gemm sp f16 1024^3", "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 1024, 20.0),
+)
+
 #: targets (one thread): warpsim time / numpy float64 matmul time
 TARGET_RATIO_INT, TARGET_RATIO_FLOAT = 1.5, 3.0
 TARGET_SCALING = 1.7            # all cores vs one thread, on 2 cores
@@ -161,7 +175,37 @@ def targets_summary(report: dict) -> dict:
     }
     if report.get("memory"):
         out["memory_ok"] = report["memory"]["meets_target"]
+    if report.get("gemms") is not None:
+        out["gemm_ratio"] = [r["gemm"] for r in report["gemms"] if r.get("available") and not r["meets_ratio"]]
     return out
+
+
+def _gemm_inputs(ins, n, seed=0):
+    from ._gemm_report import inputs
+
+    return inputs(ins, n, n, n, "normal" if ins.elem("a").is_float else "uniform", seed)
+
+
+def bench_gemm(name, opcode, n, target, repeat):
+    """warpsim.gemm (all cores) and numpy float64 A @ B on the same n x n matrices, alternating, medians."""
+    import warpsim
+
+    ins = warpsim.parse(opcode)
+    A, B, C = _gemm_inputs(ins, n)
+    a64, b64 = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    warpsim.gemm(A[:64], np.ascontiguousarray(B[:, :64]), C[:64, :64], instruction=opcode)    # compile / load
+    tw, tn = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        warpsim.gemm(A, B, C, instruction=opcode)
+        tw.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        a64 @ b64
+        tn.append(time.perf_counter() - t0)
+    w, np_ = statistics.median(tw), statistics.median(tn)
+    return {"gemm": name, "opcode": opcode, "n": n, "available": True, "warpsim_s": w, "numpy_f64_s": np_,
+            "ratio": w / np_, "target_ratio": target, "meets_ratio": w / np_ <= target,
+            "macs_per_s": n ** 3 / w}
 
 
 # --- subprocess measurements -------------------------------------------------
@@ -325,6 +369,19 @@ def format_table(report: dict) -> str:
                      f"{mem['peak_rss_bytes'] / 2**20:.0f} MiB (operands+result {mem['operand_and_result_bytes'] / 2**20:.0f} MiB, "
                      f"before operands {mem['rss_before_operands_bytes'] / 2**20:.0f} MiB)"
                      + (" [stand-in: f16 not available]" if mem["stand_in"] else ""))
+    if report.get("gemms"):
+        lines.append("")
+        hdr = f"{'whole GEMM (all cores)':<22} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s"
+        lines.append(hdr)
+        lines.append("-" * len(hdr))
+        for r in report["gemms"]:
+            if not r["available"]:
+                lines.append(f"{r['gemm']:<22} not available: {r['reason']}")
+                continue
+            lines.append(f"{r['gemm']:<22} {r['warpsim_s']:>8.2f}s {r['numpy_f64_s']:>9.3f}s {r['ratio']:>7.1f} "
+                         f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
+                         f"{_fmt_rate(r['macs_per_s'])}")
+        lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
     t = report.get("targets_missed")
     if t:
         def _say(names):
@@ -333,6 +390,8 @@ def format_table(report: dict) -> str:
                      f"ratio <= {TARGET_RATIO_FLOAT:g} (float): {_say(t['ratio_float'])}; "
                      f"all cores >= {TARGET_SCALING:g}x one thread: {_say(t['scaling'])}"
                      + (f"; peak <= 2 GiB: {'holds' if t['memory_ok'] else 'missed'}" if "memory_ok" in t else ""))
+        if "gemm_ratio" in t:
+            lines.append(f"whole-GEMM targets (ratio per row): {_say(t['gemm_ratio'])}")
         if t["not_available"]:
             lines.append("not available in this build: " + ", ".join(t["not_available"]))
     return "\n".join(lines)
@@ -348,6 +407,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-startup", action="store_true", help="skip the import / first-call measurements")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     ap.add_argument("--memory-warps", type=int, default=None, help="warps for the memory run (default 1,000,000)")
+    ap.add_argument("--no-gemm", action="store_true", help="skip the whole-GEMM rows")
+    ap.add_argument("--gemm-size", type=int, default=None,
+                    help="n of every n x n x n GEMM row instead of the table's (--quick: 128)")
     args = ap.parse_args(argv)
     warps = args.warps or (256 if args.quick else 16384)
     repeat = args.repeat or (2 if args.quick else 7)
@@ -372,6 +434,23 @@ def main(argv=None) -> int:
         except Exception as exc:  # report, never abort the whole run
             row = {"family": name, "opcode": opcode, "available": False, "reason": f"error: {exc!r}"}
         report["families"].append(row)
+    if not args.no_gemm:
+        report["gemms"] = []
+        gsize = args.gemm_size or (128 if args.quick else None)
+        grepeat = 2 if args.quick else 3
+        rows = [g for g in GEMMS if not args.family or any(s in g[0] for s in args.family)]
+        seen = set()
+        for i, (name, opcode, n, target) in enumerate(rows):
+            n = gsize or n
+            if (opcode, n) in seen:
+                continue
+            seen.add((opcode, n))
+            _log(f"[gemm {i + 1}/{len(rows)}] {name} (n = {n})")
+            try:
+                row = bench_gemm(name if not gsize else f"{name.rsplit(' ', 1)[0]} {n}^3", opcode, n, target, grepeat)
+            except Exception as exc:  # report, never abort the whole run
+                row = {"gemm": name, "opcode": opcode, "n": n, "available": False, "reason": f"error: {exc!r}"}
+            report["gemms"].append(row)
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:

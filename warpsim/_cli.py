@@ -486,6 +486,50 @@ def cmd_verify(a):
     return EXIT_FAIL if differ or errors else EXIT_OK
 
 
+def cmd_gemm(a):
+    import time
+
+    from . import _gemm_report as gr
+    from ._gemm import gemm
+
+    ins = _ins(a.opcode)
+    try:
+        if a.a or a.b:
+            if not (a.a and a.b):
+                raise UsageError("give both --a and --b (.npy matrices), or neither (generated inputs)")
+            A, B = _load(a.a), _load(a.b)
+            C = _load(a.c) if a.c else np.zeros((A.shape[0], B.shape[1]), ins.elem("c").numpy_dtype)
+            what = f"{a.a} x {a.b}" + (f" + {a.c}" if a.c else "")
+        else:
+            A, B, C = gr.inputs(ins, a.m, a.n, a.k, a.dist or ("normal" if ins.elem("a").is_float else "uniform"), a.seed)
+            what = f"generated '{a.dist or ('normal' if ins.elem('a').is_float else 'uniform')}' inputs, seed {a.seed}"
+        t0 = time.perf_counter()
+        D = gemm(A, B, C, instruction=ins.opcode, arch=a.arch, split_k=a.split_k, promote_every=a.promote_every,
+                 split_k_reduce=a.split_k_reduce, pad=a.pad, progress=a.progress)
+        t1 = time.perf_counter()
+        if a.progress:
+            print("exact reference ...", file=sys.stderr, flush=True)
+        st = gr.report(np.asarray(A), np.asarray(B), np.asarray(C), D, ins)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    except NotImplementedError as exc:
+        print(f"warpsim gemm: not modelled: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    M, K = np.shape(A)
+    N = np.shape(B)[1]
+    opts = "".join([f", split_k {a.split_k} ({a.split_k_reduce})" if a.split_k > 1 else "",
+                    f", promote_every {a.promote_every}" if a.promote_every else ""])
+    print(f"{ins.opcode}\n{M}x{N}x{K} ({what}){opts}; D in {ins.dtype}; emulated in {t1 - t0:.2f} s")
+    print(gr.table(st))
+    if a.svg:
+        with open(a.svg, "w") as f:
+            f.write(gr.histogram_svg(st, f"{ins.shape} {ins.atype}->{ins.dtype}, {M}x{N}x{K}"))
+        print(f"histogram: {a.svg}")
+    if a.out:
+        np.save(a.out, D)
+    return EXIT_OK
+
+
 def cmd_bench(argv):
     try:
         from . import _bench
@@ -595,6 +639,29 @@ def build_parser():
                                                 "captured on; sm_70 ... sm_120)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     s.set_defaults(fn=cmd_verify)
+
+    s = sub.add_parser("gemm", help="numerics report of a whole GEMM",
+                       description="Emulate A @ B + C as a kernel's main loop computes it with one instruction "
+                                   "(warpsim.gemm) and report how far it is from the exactly rounded product: ulp "
+                                   "distance and relative error percentiles, bits lost, an SVG histogram.")
+    s.add_argument("opcode")
+    s.add_argument("--m", type=int, default=256, help="rows of A (default 256)")
+    s.add_argument("--n", type=int, default=256, help="columns of B (default 256)")
+    s.add_argument("--k", type=int, default=1024, help="inner dimension (default 1024)")
+    s.add_argument("--dist", help="input distribution as in the corpus (float: normal, finite, special, mixed, "
+                                  "spread, tiny; int: uniform, extreme, near_limit); default normal / uniform")
+    s.add_argument("--seed", type=int, default=0)
+    for r in "abc":
+        s.add_argument(f"--{r}", metavar=f"{r.upper()}.npy", help=f"matrix {r.upper()} instead of generated inputs")
+    s.add_argument("--split-k", type=int, default=1)
+    s.add_argument("--split-k-reduce", choices=["serial", "parallel"], default="serial")
+    s.add_argument("--promote-every", type=int, default=None, help="promotion interval in k elements (f32 accumulators)")
+    s.add_argument("--pad", action="store_true", help="zero-pad M, N, K to the tile")
+    s.add_argument("--svg", metavar="FILE", help="write the ulp histogram as SVG")
+    s.add_argument("--out", metavar="D.npy", help="save D")
+    s.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line on stderr")
+    s.add_argument("--arch", default="sm_90")
+    s.set_defaults(fn=cmd_gemm)
 
     sub.add_parser("bench", help="benchmarks (arguments are passed on; see `warpsim bench --help`)", add_help=False)
     return p

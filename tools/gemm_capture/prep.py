@@ -1,0 +1,141 @@
+"""Prepare the gemm capture payload: input sets (raw bits), packed mma-kernel cases, CUDA source."""
+import json, sys, os
+import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import warpsim
+from warpsim.isa.types import TYPES
+from warpsim.hw.inputs import float_elements, int_elements, float_specials, _pack_raw
+from warpsim.isa.catalog import BY_OPCODE
+from warpsim.hw.gemm import gemm_kernel_source, pack_tiles
+import ml_dtypes
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
+SETS = {}
+
+
+def fl(t, dist, role, rng, n, K):
+    t = TYPES[t]
+    if dist == "special":       # ordinary values with a few specials and subnormals sprinkled in
+        p = float_elements(t, "normal", role, rng, n)
+        sp = float_specials(t)
+        pick = rng.random(n) < 1.0 / (4 * K)
+        p[pick] = sp[rng.integers(0, len(sp), size=int(pick.sum()))]
+        tiny = float_elements(t, "tiny", role, rng, n)
+        pick = rng.random(n) < 0.05
+        p[pick] = tiny[pick]
+        return p
+    return float_elements(t, dist, role, rng, n)
+
+
+def fset(name, ta, tb, dist, M, N, K, seed, ctypes=("f32",), sparse=False):
+    rng = np.random.default_rng(seed)
+    A = fl(ta, dist, "a", rng, M * K, K).reshape(M, K)
+    B = fl(tb, dist, "b", rng, K * N, K).reshape(K, N)
+    if sparse:   # 2:4: keep 2 (sometimes 1 or 0) random positions of every group of 4
+        g = A.reshape(M, K // 4, 4)
+        keep = np.argsort(rng.random((M, K // 4, 4)), axis=-1)[..., :2]
+        mask = np.zeros(g.shape, bool)
+        np.put_along_axis(mask, keep, True, axis=-1)
+        mask &= rng.random(g.shape) < 0.9
+        g[~mask] = 0
+        A = g.reshape(M, K)
+    s = dict(A=A, B=B, atype=ta, btype=tb, dist=dist, M=M, N=N, K=K, seed=seed)
+    for ct in ctypes:
+        s["C_" + ct] = fl(ct, dist, "c", rng, M * N, K).reshape(M, N)
+    SETS[name] = s
+
+
+def iset(name, ta, tb, dist, M, N, K, seed, cdist=None):
+    rng = np.random.default_rng(seed)
+    A = int_elements(TYPES[ta], dist, "a", rng, M * K).reshape(M, K)
+    B = int_elements(TYPES[tb], dist, "b", rng, K * N).reshape(K, N)
+    C = int_elements(TYPES["s32"], cdist or dist, "c", rng, M * N).reshape(M, N)
+    SETS[name] = dict(A=A, B=B, C_s32=C, atype=ta, btype=tb, dist=dist, M=M, N=N, K=K, seed=seed)
+
+
+seed = 1000
+for t, sets in {"f16": [("normal", 1024), ("mixed", 256), ("spread", 256), ("special", 256)],
+                "bf16": [("normal", 1024), ("mixed", 256), ("spread", 256), ("special", 256)],
+                "tf32": [("normal", 512), ("mixed", 256), ("spread", 256), ("special", 256)],
+                "e4m3": [("normal", 1024), ("spread", 256), ("special", 256)],
+                "e5m2": [("normal", 1024), ("spread", 256), ("special", 256)]}.items():
+    for dist, K in sets:
+        seed += 1
+        fset(f"{t}_{dist}_k{K}", t, t, dist, 64, 64, K, seed, ctypes=("f32", "f16"))
+fset("f16_normal_k4096", "f16", "f16", "normal", 64, 16, 4096, 2001, ctypes=("f32", "f16"))
+fset("e4m3_normal_k4096", "e4m3", "e4m3", "normal", 64, 16, 4096, 2002, ctypes=("f32", "f16"))
+fset("f16sp_normal_k256", "f16", "f16", "normal", 64, 64, 256, 2003, ctypes=("f32",), sparse=True)
+fset("e4m3sp_normal_k256", "e4m3", "e4m3", "normal", 64, 64, 256, 2004, ctypes=("f32",), sparse=True)
+fset("f64_normal_k256", "f64", "f64", "normal", 64, 64, 256, 2005, ctypes=("f64",))
+fset("f64_special_k256", "f64", "f64", "special", 64, 64, 256, 2006, ctypes=("f64",))
+iset("s8_uniform_k1024", "s8", "s8", "uniform", 64, 64, 1024, 2007, cdist="near_limit")
+iset("s8_extreme_k1024", "s8", "s8", "extreme", 64, 64, 1024, 2008, cdist="near_limit")
+iset("u4s4_uniform_k1024", "u4", "s4", "uniform", 64, 64, 1024, 2009, cdist="near_limit")
+iset("b1_uniform_k1024", "b1", "b1", "uniform", 64, 64, 1024, 2010)
+
+# --- (a) the tiled mma.sync kernel: cases ---
+F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+MMA_CASES = [
+    (F32, ["f16_normal_k1024", "f16_mixed_k256", "f16_spread_k256", "f16_special_k256", "f16_normal_k4096"], 0, 0),
+    ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", ["f16_normal_k1024", "f16_spread_k256", "f16_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", ["f16_normal_k1024", "f16_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ["bf16_normal_k1024", "bf16_spread_k256", "bf16_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", ["tf32_normal_k512", "tf32_spread_k256", "tf32_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32", ["tf32_normal_k512"], 0, 0),
+    ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", ["e4m3_normal_k1024", "e4m3_spread_k256", "e4m3_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k16.row.col.f16.e4m3.e4m3.f16", ["e4m3_normal_k1024", "e4m3_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", ["e5m2_normal_k1024"], 0, 0),
+    ("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32", ["s8_uniform_k1024", "s8_extreme_k1024"], 0, 0),
+    ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", ["s8_extreme_k1024"], 0, 0),
+    ("mma.sync.aligned.m16n8k64.row.col.satfinite.s32.u4.s4.s32", ["u4s4_uniform_k1024"], 0, 0),
+    ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc", ["b1_uniform_k1024"], 0, 0),
+    ("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", ["f64_normal_k256", "f64_special_k256"], 0, 0),
+    ("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64", ["f64_normal_k256"], 0, 0),
+    ("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", ["f16sp_normal_k256"], 0, 0),
+    ("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", ["f16sp_normal_k256"], 1, 0),
+    ("mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", ["f16sp_normal_k256"], 2, 0),
+    ("mma.sp::ordered_metadata.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32", ["e4m3sp_normal_k256"], 0, 0),
+    # promote_every (= split_k serial) variant: partial chains from zero, f32 __fadd_rn into the main accumulator
+    (F32, ["f16_normal_k1024", "f16_special_k256"], 0, 4),
+    ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", ["e4m3_normal_k1024"], 0, 2),
+]
+
+
+def as_values(bits, t):
+    dt = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
+          "f32": np.float32, "tf32": np.float32, "f64": np.float64}[t]
+    raw = {2: np.uint16, 1: np.uint8, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+    return bits.astype(raw).view(dt)
+
+
+def pack_case(op, sname, sel):
+    s = SETS[sname]
+    return pack_tiles(op, s["A"], s["B"], s["C_" + BY_OPCODE[op].ctype], sel)
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    kcases = []
+    arrays = {}
+    runs = []
+    for op, snames, sel, promote in MMA_CASES:
+        kidx = len(kcases)
+        kcases.append((op, sel, promote))
+        for sn in snames:
+            pc = pack_case(op, sn, sel)
+            r = len(runs)
+            for x in "abce":
+                arrays[f"m{r}.{x}"] = np.ascontiguousarray(pc[x], dtype=np.uint32)
+            runs.append(dict(kernel=kidx, opcode=op, selector=sel, promote=promote, set=sn, Tm=pc["Tm"], Tn=pc["Tn"], S=pc["S"],
+                             dwords=BY_OPCODE[op].words("d")))
+    src = gemm_kernel_source(kcases)
+    open(os.path.join(OUT, "gemm_mma.cu"), "w").write(src)
+    for name, s in SETS.items():
+        for key in s:
+            if key == "A" or key == "B" or key.startswith("C_"):
+                t = TYPES[s["atype"] if key == "A" else s["btype"] if key == "B" else key[2:]]
+                dt = {1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+                arrays[f"s.{name}.{key}"] = s[key].astype(dt)
+    meta = {"runs": runs, "sets": {n: {k: v for k, v in s.items() if not (k in "AB" or k.startswith("C_"))} for n, s in SETS.items()}}
+    np.savez_compressed(os.path.join(OUT, "payload.npz"), meta=np.array(json.dumps(meta)), **arrays)
+    print(len(runs), "mma runs,", len(SETS), "sets")
