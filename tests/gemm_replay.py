@@ -93,17 +93,3 @@ def bits(D):
     if D.dtype.kind in "ub":
         return D
     return D.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[D.dtype.itemsize])
-
-
-def modelled(case) -> bool:
-    """False for the captures whose per-instruction model this build lacks: native wgmma fp8 (Triton's
-    wgmma path for e4m3 / e5m2) needs the catalog's wgmma rows and their fp8 recipe."""
-    if not (case["source"] == "triton" and case["path"] == "wgmma" and case["elem"] in ("e4m3", "e5m2")):
-        return True
-    import warpsim
-
-    try:
-        warpsim.parse(_WGMMA_FP8.format(n=case["BLOCK_N"], acc=case["acc"], a=case["elem"], b=case["elem"]))
-    except ValueError:
-        return False
-    return True

@@ -57,6 +57,9 @@ from .tensorcore import _ZEXP, _round8_common, _row8
 G_LEN = 14
 RED_WRAP, RED_SAT, RED_FLOAT = 0, 1, 2
 
+#: block scales of the per-instruction dot: gemm takes no block-scaled forms (refused in warpsim._gemm)
+_NOSCALE = np.zeros(1, np.uint64)
+
 #: output columns per task of every kernel (every tile width n is a multiple of 8)
 PANEL = 8
 
@@ -71,9 +74,9 @@ def _steps(kind, p, arow, BT, j, ri, sparse, s0, s1, ks, ka, acc, bs):
         if sparse:
             for t in range(ka):
                 bs[t] = BT[j, ri[s * ka + t]]
-            acc = _dot(kind, a, bs, ka, acc, p)
+            acc = _dot(kind, a, bs, ka, acc, p, _NOSCALE, _NOSCALE)
         else:
-            acc = _dot(kind, a, BT[j, s * ks:(s + 1) * ks], ka, acc, p)
+            acc = _dot(kind, a, BT[j, s * ks:(s + 1) * ks], ka, acc, p, _NOSCALE, _NOSCALE)
     return acc
 
 
