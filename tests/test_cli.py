@@ -53,8 +53,8 @@ def test_list_filters(capsys):
     assert "sm_89" in out
     assert run(capsys, "list", "--shape", "m1n1k1")[0] == 1
     rc, out, _ = run(capsys, "list")
-    from warpsim.isa.catalog import WGMMA_CATALOG
-    assert len(out.split()) == len(warpsim.CATALOG) + len(WGMMA_CATALOG)
+    from warpsim.isa.catalog import WGMMA_CATALOG, WGMMA_SP_CATALOG
+    assert len(out.split()) == len(warpsim.CATALOG) + len(WGMMA_CATALOG) + len(WGMMA_SP_CATALOG)
     rc, out, _ = run(capsys, "list", "--kind", "mma")
     assert len(out.split()) == len(warpsim.CATALOG)
 

@@ -48,7 +48,10 @@ def child(plan_dir, out_dir, start):
             sd = cp.asarray(z[f"{i}.sd"])
             dout = cp.zeros_like(din)
             base = cp.zeros(G, dtype=cp.uint32)
-            fn((G,), (128,), (smem, np.int32(sb), desc, a, din, sd, dout, base), shared_mem=sb)
+            args = (smem, np.int32(sb), desc, a, din, sd, dout, base)
+            if f"{i}.e" in z.files:   # sparse kernels: every thread's metadata word
+                args += (cp.asarray(z[f"{i}.e"]),)
+            fn((G,), (128,), args, shared_mem=sb)
             cp.cuda.Device().synchronize()
             res[f"{i}.d"] = cp.asnumpy(dout)
             res[f"{i}.base"] = cp.asnumpy(base)

@@ -55,7 +55,7 @@ def main(paths):
     data = rows(paths)
     tot = {}
     for (a, b), (A, B, C, H) in data.items():
-        p = recipe_params(warpsim.parse(f"wgmma.mma_async.sync.aligned.m64n16k32.f32.{a}.{b}"), "sm_90a")
+        p = recipe_params(warpsim.parse(f"wgmma.mma_async.sync.aligned.m64n16k32.f32.{a}.{b}"), "sm_90")
         for frac in (13, 14, 25):
             for rnd in ("rz", "rne"):
                 for keep in (13, 14, 0):

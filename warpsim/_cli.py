@@ -35,7 +35,7 @@ def cmd_list(a):
 
     n = 0
     pool = {"mma": CATALOG, "wgmma": WGMMA_CATALOG, "wgmma-sp": WGMMA_SP_CATALOG,
-            "all": CATALOG + WGMMA_CATALOG}[a.kind]
+            "all": CATALOG + WGMMA_CATALOG + WGMMA_SP_CATALOG}[a.kind]
     for ins in pool:
         if a.shape and ins.shape != a.shape:
             continue
@@ -311,9 +311,18 @@ def _run_wgmma(ins, a):
             mats[role] = _load(path)
         else:
             gen = float_elements if t.is_float else int_elements
-            mats[role] = _bits_to_values(gen(t, dist, role, rng, shape[0] * shape[1]).reshape(shape), t)
+            bits = gen(t, dist, role, rng, shape[0] * shape[1]).reshape(shape)
+            if role == "a" and ins.is_sparse:   # a random 2:4 (tf32 1:2) pattern: zero the dropped positions
+                per, keep = (2, 1) if ins.atype == "tf32" else (4, 2)
+                drop = np.argsort(rng.random((shape[0], shape[1] // per, per)), axis=-1)[..., keep:]
+                g = bits.reshape(shape[0], shape[1] // per, per)
+                np.put_along_axis(g, drop, 0, axis=-1)
+            mats[role] = _bits_to_values(bits, t)
+    if ins.is_sparse and a.selector not in ins.selectors:
+        raise UsageError(f"selector {a.selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
     try:
-        d = matmul_wgmma(ins, mats["a"], mats["b"], mats["c"], swizzle=a.swizzle or "none")
+        d = matmul_wgmma(ins, mats["a"], mats["b"], mats["c"], swizzle=a.swizzle or "none",
+                         selector=a.selector if ins.is_sparse else 0)
     except NotImplementedError as exc:
         print(f"warpsim: {exc}", file=sys.stderr)
         return EXIT_FAIL
@@ -562,8 +571,8 @@ def build_parser():
     s.add_argument("-l", "--long", action="store_true", help="also print lowest sm, PTX ISA version and selectors")
     s.add_argument("--arch", help="only opcodes of this target: sm_90 (or sm_80, ...); sm_120a adds the kind:: forms")
     s.add_argument("--kind", choices=["mma", "wgmma", "wgmma-sp", "all"], default="all",
-                   help="instruction class: warp-level mma, warpgroup wgmma.mma_async, sparse wgmma (catalogued, "
-                        "not modelled), or every modelled opcode (default)")
+                   help="instruction class: warp-level mma, warpgroup wgmma.mma_async, sparse wgmma.mma_async.sp, "
+                        "or all of them (default)")
     s.set_defaults(fn=cmd_list)
 
     s = sub.add_parser("show", help="describe one opcode", description="Describe an opcode: types, shapes, registers, an example PTX statement.")

@@ -273,7 +273,7 @@ def _recipe(ins, arch):
 
         if "sm_90a" not in recipes.RECIPES:
             raise
-        return "tc", recipes.recipe_params(ins, "sm_90a")
+        return "tc", recipes.recipe_params(ins, "sm_90")   # wgmma rows live in the sm_90 table (sm_90a spells sm_90)
 
 
 def _fmt(p, f):

@@ -38,9 +38,8 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     if ins.is_wgmma:   # warpgroup MMA: A 64xK, B KxN, C 64xN through a canonical shared-memory layout
         from ._wgmma import matmul_wgmma
 
-        if metadata is not None or selector:
-            raise ValueError(f"{ins.opcode} is dense: it takes no metadata or selector")
-        return matmul_wgmma(ins, A, B, C, arch="sm_90a" if arch == "sm_90" else arch)
+        return matmul_wgmma(ins, A, B, C, arch="sm_90a" if arch == "sm_90" else arch, metadata=metadata,
+                            selector=selector)
     base = 2 if ins.products == 1 else 3
     A, B = np.asarray(A), np.asarray(B)
     if C is None:

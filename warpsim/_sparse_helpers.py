@@ -22,7 +22,7 @@ TF32_NIBBLES = (0b0100, 0b1110)   # keep the first / the second tf32 element of 
 def _sparse_ins(instruction):
     ins = parse(instruction)
     if not ins.is_sparse:
-        raise ValueError(f"{ins.opcode} is dense: compress/expand apply to mma.sp opcodes only")
+        raise ValueError(f"{ins.opcode} is dense: compress/expand apply to mma.sp and wgmma.mma_async.sp opcodes only")
     return ins
 
 
@@ -114,7 +114,7 @@ def compress(instruction, A, selector: int = 0):
     wi = np.arange(W)[:, None, None]
     comp[wi, rows[None], ccols[None]] = a[wi, rows[None], lcol]
     words = pack(ins, "a", comp)
-    e = np.zeros((W, 32), dtype=np.uint32)
+    e = np.zeros((W, ins.threads), dtype=np.uint32)
     mlane, bit = meta[..., 0].ravel(), meta[..., 1].ravel().astype(np.uint32)
     f = field.reshape(W, -1)
     mask = np.uint32((1 << width) - 1)
@@ -143,8 +143,8 @@ def expand(instruction, a_words, metadata, selector: int = 0):
     single = aw.ndim == 2
     aw3 = aw[None] if single else aw
     e2 = e[None] if e.ndim == 1 else e
-    if e2.shape != (aw3.shape[0], 32):
-        raise ValueError(f"metadata must have shape ([batch,] 32) matching the A words' batch, got {e.shape}")
+    if e2.shape != (aw3.shape[0], ins.threads):
+        raise ValueError(f"metadata must have shape ([batch,] {ins.threads}) matching the A words' batch, got {e.shape}")
     comp = unpack(ins, "a", aw3)                                  # (W, m, k/2)
     cols = logical_columns(ins, sel, e2)                          # (W, 32, n)
     tab = layout(ins.opcode, "a")

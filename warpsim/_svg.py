@@ -58,7 +58,7 @@ def _metadata_cells(ins, selector):
     meta = metadata_table(ins.opcode, selector)
     width = 4 if ins.atype == "tf32" else 2
     out = {}
-    for lane in range(32):
+    for lane in range(tab.shape[0]):   # 32 lanes (mma.sp) or 128 threads (wgmma.mma_async.sp)
         for j in range(tab.shape[1]):
             _, r, c = (int(x) for x in tab[lane, j])
             out[(r, c)] = (int(meta[lane, j, 0]), int(meta[lane, j, 1]), width)

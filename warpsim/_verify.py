@@ -108,7 +108,7 @@ def replay_wgmma(path, *, match=(), progress=False):
     for n, (i, ent) in enumerate(items):
         op, d, a, b, kw = corpus_call(z, i, ent["spec"])
         ins = BY_OPCODE[op]
-        res = EntryResult(ent["spec"], 0, f"wg-{ins.family}", False)
+        res = EntryResult(ent["spec"], 0, f"wg-{ins.family}", ins.is_sparse)
         got = wgmma(op, d, a, b, **kw)
         hw = z[f"{i}.dout"]
         res.words, res.differ = int(hw.size), int(np.count_nonzero(got != hw))

@@ -16,6 +16,7 @@ from .isa.bits import elements_to_words, words_to_elements
 from .isa.catalog import Instruction
 from .isa.layouts import layout
 from .isa.parse import parse
+from .isa.sparse import gather_b
 from .numerics.arch import check_arch
 
 ARCHS = ("sm_90a",)
@@ -84,16 +85,25 @@ def _gather_smem(smem, descs, G, rows, k, bits, major, name):
 
 def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, trans_a=0, trans_b=0,
              e=None, selector=0, arch="sm_90a"):
-    """Validate a call and decode it: (ins, single, A (G,64,K), B^T (G,N,K), C (G,64,N)) raw element bits."""
+    """Validate a call and decode it: (ins, single, A (G,64,K), B^T (G,N,K), C (G,64,N)) raw element bits.
+
+    Sparse opcodes: A is the compressed (G, 64, K/2) matrix and the fourth item is B gathered at the
+    logical columns the metadata names, (G, 64, N, K/2)."""
     ins = _instruction(instruction)
     if arch not in ARCHS:
         raise ValueError(f"wgmma exists on sm_90a only; arch {arch!r} is not allowed (allowed: {list(ARCHS)})")
+    if not ins.is_sparse and (e is not None or (not isinstance(selector, (int, np.integer)) or selector != 0)):
+        raise ValueError(f"{ins.opcode} is dense: it takes no metadata (e) or sparsity selector "
+                         "(wgmma.mma_async.sp opcodes do)")
     if ins.is_sparse:
-        raise NotImplementedError(f"{ins.opcode}: sparse wgmma is catalogued (ptxas-checked) but not modelled yet "
-                                  "(no H100 captures of it)")
-    if e is not None or selector != 0:
-        raise ValueError(f"{ins.opcode} is dense: it takes no metadata or selector (e=None, selector=0)")
+        if isinstance(selector, (bool, np.bool_)) or not isinstance(selector, (int, np.integer)):
+            raise TypeError(f"selector must be an integer, not {type(selector).__name__}")
+        if int(selector) not in ins.selectors:
+            raise ValueError(f"sparsity selector {selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
+        if e is None:
+            raise ValueError(f"{ins.opcode} is sparse: pass its metadata words e, uint32 (groups, 128) or (128,)")
     m, n, k = ins.mnk
+    ka = k // 2 if ins.is_sparse else k
     single, d3 = _group_words("d", d, ins, ins.words("d"))
     G = d3.shape[0]
     sa = _imm("scale_a", scale_a, (1, -1))
@@ -130,14 +140,14 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
             raise ValueError("trans_a applies to descriptor A only; A from registers has no imm-trans-a")
         el = words_to_elements(a3, at.bits)
         tab = layout(ins.opcode, "a")
-        A = np.zeros((G, m, k), dtype=np.uint64)
+        A = np.zeros((G, m, ka), dtype=np.uint64)
         A[:, tab[..., 1], tab[..., 2]] = el
     else:
         s_a, da = _descs("a", a)
         if not s_a and da.shape[0] != G:
             raise ValueError(f"A has {da.shape[0]} descriptors but D has {G} group(s)")
         da = np.broadcast_to(da, (G,)) if s_a else da
-        A = _gather_smem(sm, da, G, m, k, at.bits, "MN" if ta else "K", "A descriptor")
+        A = _gather_smem(sm, da, G, m, ka, at.bits, "MN" if ta else "K", "A descriptor")
     s_b, db = _descs("b", b)
     if not s_b and db.shape[0] != G:
         raise ValueError(f"B has {db.shape[0]} descriptors but D has {G} group(s)")
@@ -155,6 +165,17 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
     sdv = np.broadcast_to(sd, (G,))
     if not sdv.all():
         C = np.where(sdv[:, None, None] == 1, C, np.uint64(0))
+    if ins.is_sparse:
+        if not isinstance(e, np.ndarray) or e.dtype != np.uint32:
+            raise TypeError(f"metadata e must be a numpy.uint32 array, not {getattr(e, 'dtype', type(e).__name__)}")
+        if e.shape == (128,) and single:
+            e2 = e[None]
+        elif e.shape == (G, 128) and not single:
+            e2 = e
+        else:
+            raise ValueError(f"metadata e of {ins.opcode} must have shape {'(128,)' if single else f'({G}, 128)'} "
+                             f"(one word per thread, like d), got {e.shape}")
+        B = gather_b(ins, int(selector), e2, B)
     return ins, single, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C)
 
 
@@ -199,10 +220,10 @@ def _compute_by_blocks(ins, twin, A, B, C):
 
 
 def compute(ins, A, B, C, arch="sm_90a", params=None):
-    """D element bits (G, 64, N) from decoded operands."""
+    """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2))."""
     from .engine import wgmma as _eng
 
-    twin = _mma_twin(ins) if params is None else None
+    twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
     if twin is not None:
         return _compute_by_blocks(ins, twin, A, B, C)
 
@@ -217,6 +238,12 @@ def compute(ins, A, B, C, arch="sm_90a", params=None):
     if params is not None:
         p = params
     out = np.zeros(C.shape, dtype=np.uint64)
+    if ins.is_sparse:
+        fn = {"int": _eng.int_matrix_sp, "tc": _eng.tc_matrix_sp}.get(kind)
+        if fn is None:
+            raise NotImplementedError(f"{ins.opcode}: dot kind {kind!r} has no sparse wgmma kernel")
+        fn(A, B, C, np.asarray(p, dtype=np.int64), out)
+        return out
     if kind == "int":
         _eng.int_matrix(A, B, C, np.asarray(p, dtype=np.int64), out)
     elif kind == "tc":
@@ -252,7 +279,8 @@ def wgmma(instruction, d, a, b, *, smem, e=None, selector=0, scale_d=1, scale_a=
 
 
 def canonical_smem(ins, A_bits, B_bits, swizzle="none"):
-    """Place A (G, 64, K) and B (G, K, N) element bits K-major in shared memory.
+    """Place A (G, 64, K) and B (G, K, N) element bits K-major in shared memory (sparse: A is the
+    compressed (G, 64, K/2) matrix).
 
     Returns (smem (G, bytes) uint8, A descriptor, B descriptor).  ``swizzle``:
     any mode of :data:`warpsim.isa.smem.SWIZZLE_MODES`; LBO/SBO of the usual dense layout
@@ -261,7 +289,7 @@ def canonical_smem(ins, A_bits, B_bits, swizzle="none"):
     m, n, k = ins.mnk
     da, size_a = _smem.dense_layout(m, ins.elem("a").bits, "K", swizzle, 0)
     b0 = -(-size_a // 1024) * 1024
-    db, size_b = _smem.dense_layout(n, ins.elem("b").bits, "K", swizzle, b0)
+    db, size_b = _smem.dense_layout(n, ins.elem("b").bits, "K", swizzle, b0, kbytes=k * ins.elem("b").bits // 8)
     G = A_bits.shape[0]
     sm = np.zeros((G, b0 + size_b), dtype=np.uint8)
     _smem.write_operand(sm, da, A_bits, ins.elem("a").bits)
@@ -269,8 +297,12 @@ def canonical_smem(ins, A_bits, B_bits, swizzle="none"):
     return sm, da, db
 
 
-def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none"):
-    """D = A x B + C for a wgmma opcode on matrices: A (64, K), B (K, N), C (64, N), optional batch axis."""
+def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none", metadata=None, selector=0):
+    """D = A x B + C for a wgmma opcode on matrices: A (64, K), B (K, N), C (64, N), optional batch axis.
+
+    Sparse opcodes: A is the logical 64 x K matrix, 2:4 sparse (tf32 1:2), compressed here for
+    ``selector``; or A is the compressed 64 x K/2 matrix and ``metadata`` its words ([batch,] 128).
+    """
     from .isa.layouts import _bits_to_values, _values_to_bits, pack
 
     m, n, k = ins.mnk
@@ -278,6 +310,10 @@ def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none"):
     if C is None:
         C = np.zeros((m, n), dtype=ins.elem("d").numpy_dtype)
     C = np.asarray(C)
+    if ins.is_sparse:
+        return _matmul_sparse(ins, A, B, C, arch, swizzle, metadata, selector)
+    if metadata is not None or selector:
+        raise ValueError(f"{ins.opcode} is dense: it takes no metadata or selector")
     mats = {}
     for name, x, shp, role in (("A", A, (m, k), "a"), ("B", B, (k, n), "b"), ("C", C, (m, n), "d")):
         if x.shape[-2:] != shp or x.ndim not in (2, 3):
@@ -302,14 +338,53 @@ def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none"):
     return vals if batches or any(x.ndim == 3 for x in mats.values()) else vals[0]
 
 
+def _matmul_sparse(ins, A, B, C, arch, swizzle, metadata, selector):
+    """matmul for wgmma.mma_async.sp: A in registers (compressed), B through a canonical layout."""
+    from ._sparse_helpers import compress
+    from .isa.layouts import _bits_to_values, _values_to_bits, pack
+
+    m, n, k = ins.mnk
+    if metadata is None:
+        aw, e = compress(ins, A, selector)
+    else:
+        e = np.asarray(metadata)
+        if e.dtype != np.uint32:
+            raise TypeError(f"metadata must be numpy.uint32 words, got {e.dtype}")
+        if A.shape[-2:] != (m, k // 2):
+            raise ValueError(f"with metadata, A of {ins.opcode} is the compressed {m}x{k // 2} matrix, got {A.shape}")
+        aw = pack(ins, "a", A)
+    for name, x, shp in (("B", B, (k, n)), ("C", C, (m, n))):
+        if x.shape[-2:] != shp or x.ndim not in (2, 3):
+            raise ValueError(f"{name} of {ins.opcode} must have shape ([batch,] {shp[0]}, {shp[1]}), got {x.shape}")
+    parts = {"a": aw, "e": e, "B": B, "C": C}
+    nd = {"a": 2, "e": 1, "B": 2, "C": 2}
+    batches = {x.shape[0] for key, x in parts.items() if x.ndim == nd[key] + 1}
+    if len(batches) > 1:
+        raise ValueError(f"batch sizes differ: {sorted(batches)}")
+    G = batches.pop() if batches else 1
+    full = {key: np.ascontiguousarray(np.broadcast_to(x if x.ndim == nd[key] + 1 else x[None], (G,) + x.shape[-nd[key]:]))
+            for key, x in parts.items()}
+    bb = _values_to_bits(full["B"], ins.elem("b"))
+    cb = _values_to_bits(full["C"], ins.elem("d"))
+    sm, _, db = canonical_smem(ins, np.zeros((G, m, k // 2), np.uint64), bb, swizzle)
+    out = wgmma(ins.opcode, pack_d(ins, cb), full["a"], np.full(G, db, np.uint64), smem=sm, e=full["e"],
+                selector=selector, arch=arch)
+    tab = layout(ins.opcode, "d")
+    D = np.zeros((G, m, n), dtype=np.uint64)
+    D[:, tab[..., 1], tab[..., 2]] = words_to_elements(out, ins.elem("d").bits)
+    vals = _bits_to_values(D, ins.elem("d"))
+    return vals if (aw.ndim == 3 or B.ndim == 3 or C.ndim == 3) else vals[0]
+
+
 def corpus_call(z, e, spec):
-    """Arguments of :func:`wgmma` for entry ``e`` of a wgmma corpus (``tests/golden/wgmma_sm90a*.npz``).
+    """Arguments of :func:`wgmma` for entry ``e`` of a wgmma corpus (``tests/golden/wgmma_sm90a*.npz``,
+    ``wgmma_sp_sm90a*.npz``: sparse entries add the metadata words and the selector).
 
     The capture kernel's buffer sat at shared address ``base`` (1024 on the H100) and the kernel added
     ``base >> 4`` to the stored descriptors: the shared window is rebuilt from address 0.
     Returns (opcode, d, a, b, keyword arguments).
     """
-    op, a_src, sa, sb, ta, tb = spec.split("|")
+    op, a_src, sa, sb, ta, tb, *sel = spec.split("|")   # sparse specs end with the sparsity selector
     smem, desc, base = z[f"{e}.smem"], z[f"{e}.desc"], z[f"{e}.base"]
     off = int(base[0])
     if not (base == off).all() or off % 16:
@@ -319,4 +394,6 @@ def corpus_call(z, e, spec):
     a = z[f"{e}.a"] if a_src == "reg" else desc[:, 0].copy()
     kw = dict(smem=smem, scale_d=z[f"{e}.sd"].astype(np.int64), scale_a=int(sa), scale_b=int(sb),
               trans_a=int(ta), trans_b=int(tb))
+    if sel:
+        kw.update(e=z[f"{e}.e"], selector=int(sel[0]))
     return op, z[f"{e}.d"], a, desc[:, 1].copy(), kw

@@ -43,3 +43,29 @@ def _int_matrix(A, B, C, p, out):
 # distinct cache slots per version of the inlined arithmetic (see warpsim.engine.kernel._named)
 tc_matrix = njit(cache=True, parallel=True)(_named(_tc_matrix, "_wgmma_tc_matrix"))
 int_matrix = njit(cache=True, parallel=True)(_named(_int_matrix, "_wgmma_int_matrix"))
+
+
+def _tc_matrix_sp(A, BS, C, p, out):
+    """Sparse A: out[g, i, j] = tc_dot(A[g, i], BS[g, i, j], K/2, C[g, i, j], p), BS = B at the kept columns."""
+    G, M, K = A.shape
+    N = BS.shape[2]
+    for gi in prange(G * M):
+        g = gi // M
+        i = gi % M
+        for j in range(N):
+            out[g, i, j] = tc_dot(A[g, i], BS[g, i, j], K, C[g, i, j], p)
+
+
+def _int_matrix_sp(A, BS, C, p, out):
+    """Sparse A, integer: out[g, i, j] = int_dot(A[g, i], BS[g, i, j], K/2, C[g, i, j], p)."""
+    G, M, K = A.shape
+    N = BS.shape[2]
+    for gi in prange(G * M):
+        g = gi // M
+        i = gi % M
+        for j in range(N):
+            out[g, i, j] = int_dot(A[g, i], BS[g, i, j], K, C[g, i, j], p)
+
+
+tc_matrix_sp = njit(cache=True, parallel=True)(_named(_tc_matrix_sp, "_wgmma_tc_matrix_sp"))
+int_matrix_sp = njit(cache=True, parallel=True)(_named(_int_matrix_sp, "_wgmma_int_matrix_sp"))

@@ -11,7 +11,9 @@ warpgroup each).  A group's inputs:
 * ``desc``: (A descriptor, B descriptor) with start addresses relative to that
   buffer (the kernel adds the buffer's shared address);
 * ``a``: A register words (128, words) for the register form;
-* ``d``: the accumulator's words before the instruction; ``scale_d``: 0 or 1.
+* ``d``: the accumulator's words before the instruction; ``scale_d``: 0 or 1;
+* sparse (``wgmma.mma_async.sp``) kernels only: ``E``, each thread's metadata word
+  (an extra last kernel parameter); the sparsity selector is part of the spec.
 
 The kernel fills shared memory, fences the generic->async proxy, issues
 ``wgmma.fence``, the ``wgmma.mma_async``, ``wgmma.commit_group`` and
@@ -131,7 +133,8 @@ def ptx_source(forms, version: str = "8.4") -> str:
 
     ``forms``: iterable of (opcode string, "desc"/"reg", list of immediate strings after scale-d);
     the opcode need not be in the catalog (rejected-form fixtures).  D registers follow the
-    opcode's D type and N.
+    opcode's D type and N; a ``wgmma.mma_async.sp`` form gets a metadata register and its selector
+    (a leading ``"sel=S"`` in the list, else 0) before scale-d.
     """
     out = [f".version {version}", ".target sm_90a", ".address_size 64", ""]
     for idx, (op, a_src, imms) in enumerate(forms):
@@ -159,9 +162,13 @@ def ptx_source(forms, version: str = "8.4") -> str:
 
 def catalog_forms(sparse: bool = False):
     """Every catalog wgmma opcode (dense, or sparse with ``sparse=True``) in both A forms with the
-    immediates ptxas expects (scale +1, no transpose; sparse: selector 0, given as ``"sel=0"`` first)."""
+    immediates ptxas expects (scale +1, no transpose; sparse: every selector, given as ``"sel=S"`` first)."""
     from ..isa.catalog import WGMMA_CATALOG, WGMMA_SP_CATALOG
 
     for ins in (WGMMA_SP_CATALOG if sparse else WGMMA_CATALOG):
         for a_src in ("desc", "reg"):
-            yield ins.opcode, a_src, (["sel=0"] if sparse else []) + immediates(Spec(ins, a_src))
+            if sparse:   # every sparsity selector the catalog allows
+                for sel in ins.selectors:
+                    yield ins.opcode, a_src, [f"sel={sel}"] + immediates(Spec(ins, a_src, selector=sel))
+            else:
+                yield ins.opcode, a_src, immediates(Spec(ins, a_src))

@@ -158,8 +158,8 @@ WGMMA_ROWS: tuple[Row, ...] = (
 
 #: Structured-sparse warpgroup MMA (``wgmma.mma_async.sp``; A 2:4 sparse, tf32 1:2): 528 opcodes,
 #: exactly what ptxas 13.0 accepts for sm_90a (both A forms); ``selectors``: the sparsity-selector
-#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0); PTX ISA 8.2 (mixed s8/u8: 8.4).  Catalogued; not yet modelled or
-#: captured (warpsim.wgmma refuses them).
+#: values ptxas allows (f16/bf16/tf32: 0-1; fp8, int8: 0).  PTX ISA 8.2 (mixed s8/u8: 8.4), as ptxas
+#: requires.  Modelled and checked on H100 captures (docs/wgmma_sparse.md).
 # fmt: off
 WGMMA_SP_ROWS: tuple[Row, ...] = (
     Row("f16",  "m64nNk32",  _same("f16"),  (("f16", "f16"), ("f32", "f32")), 90, "8.2", iclass="wgmma", ns=WG_N_FLOAT, imm_scale=True, imm_trans=True, selectors=2),
@@ -358,7 +358,8 @@ def _describe_wgmma(ins: Instruction) -> str:
         lines.append(f"  bit product: popcount(a {ins.bitop.upper()} b)")
     if ins.is_sparse:
         lines.insert(2, f"  structured-sparse A ({'1:2' if ins.atype == 'tf32' else '2:4'}), metadata register and "
-                        f"sparsity selector in {list(ins.selectors)}; catalogued (ptxas-checked), not yet modelled")
+                        f"sparsity selector in {list(ins.selectors)}")
+        lines.append("  E: 1 metadata word per thread; each warp gives the metadata of its 16 rows of A")
     return "\n".join(lines)
 
 
@@ -440,7 +441,7 @@ def _expand(rows) -> tuple[Instruction, ...]:
 CATALOG: tuple[Instruction, ...] = _expand(ROWS)
 #: Every warpgroup ``wgmma.mma_async`` opcode, in table order.
 WGMMA_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_ROWS)
-#: Every sparse ``wgmma.mma_async.sp`` opcode (catalogued, not yet modelled).
+#: Every sparse ``wgmma.mma_async.sp`` opcode.
 WGMMA_SP_CATALOG: tuple[Instruction, ...] = _expand_wgmma(WGMMA_SP_ROWS)
 #: Lookup by opcode string (every class).
 BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_CATALOG + WGMMA_SP_CATALOG}

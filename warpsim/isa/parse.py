@@ -8,7 +8,7 @@ part that is wrong and list what the catalog allows in its place.
 
 from __future__ import annotations
 
-from .catalog import BY_OPCODE, CATALOG, WGMMA_CATALOG, Instruction
+from .catalog import BY_OPCODE, CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG, Instruction
 from .types import SCALE_TYPES, TYPES
 
 # in the order a mismatch is blamed on: the shape last, since another part usually explains better
@@ -174,18 +174,16 @@ def _raise(s, why, near):
 
 def _wgmma_error(s: str):
     """Explain why a ``wgmma`` opcode is not in the catalog (always raises ValueError)."""
-    head = "wgmma.mma_async.sync.aligned."
-    if s.startswith("wgmma.mma_async.sp.sync.aligned."):
-        from .catalog import WGMMA_SP_CATALOG
-
-        near = [i.opcode for i in WGMMA_SP_CATALOG if i.opcode.split(".")[5] == s.split(".")[5:6][0]][:6] \
-            if len(s.split(".")) > 5 else []
-        raise ValueError(f"{s!r} is not a sparse wgmma opcode that ptxas accepts for sm_90a"
-                         + (f"; with this shape: {', '.join(near)}" if near else
-                            " (shapes: m64nNk32 f16/bf16, m64nNk16 tf32, m64nNk64 fp8 and s8/u8)"))
+    sparse = s.startswith("wgmma.mma_async.sp")
+    head = "wgmma.mma_async.sp.sync.aligned." if sparse else "wgmma.mma_async.sync.aligned."
+    if sparse and not s.startswith(head):
+        raise ValueError(f"{s!r}: the sparse warpgroup MMA is written '{head}...' (no other sparse form, such as "
+                         "'::ordered_metadata', exists for wgmma)")
     if not s.startswith(head):
-        raise ValueError(f"{s!r}: a warpgroup MMA opcode starts with '{head}' (fence, commit_group and wait_group "
-                         "are statements of the register file, not opcodes)")
+        raise ValueError(f"{s!r}: a warpgroup MMA opcode starts with '{head}' or 'wgmma.mma_async.sp.sync.aligned.' "
+                         "(fence, commit_group and wait_group are statements of the register file, not opcodes)")
+    forms = list(WGMMA_SP_CATALOG if sparse else WGMMA_CATALOG)
+    what = "sparse wgmma" if sparse else "wgmma"
     toks = s[len(head):].split(".")
     shape = toks[0]
     rest = toks[1:]
@@ -199,16 +197,16 @@ def _wgmma_error(s: str):
         m = int(m)
     except ValueError:
         raise ValueError(f"{s!r}: expected a shape m64nNkK after '{head}', got {shape!r}") from None
-    same_types = [i for i in WGMMA_CATALOG if (i.dtype, i.atype, i.btype) == types and i.satfinite == sat
+    same_types = [i for i in forms if (i.dtype, i.atype, i.btype) == types and i.satfinite == sat
                   and (i.bitop + ".popc" if i.bitop else None) == bitop]
     if same_types:
         ks = sorted({i.k for i in same_types})
         ns = sorted({i.n for i in same_types})
         if m != 64 or k not in ks:
             raise ValueError(f"{s!r}: D.{types[0]} = A.{types[1]} x B.{types[2]} has shape m64nNk{ks[0]}, not {shape}")
-        raise ValueError(f"{s!r}: N = {n} is not allowed for this wgmma; allowed N: {', '.join(map(str, ns))}")
-    by_k = [i for i in WGMMA_CATALOG if i.k == k] or list(WGMMA_CATALOG)
+        raise ValueError(f"{s!r}: N = {n} is not allowed for this {what}; allowed N: {', '.join(map(str, ns))}")
+    by_k = [i for i in forms if i.k == k] or forms
     combos = sorted({(".satfinite" if i.satfinite else "") + f".{i.dtype}.{i.atype}.{i.btype}"
                      + (f".{i.bitop}.popc" if i.bitop else "") for i in by_k})
-    raise ValueError(f"{s!r}: no sm_90a wgmma has {'.satfinite' if sat else ''}.{'.'.join(rest)} with k{k}; "
+    raise ValueError(f"{s!r}: no sm_90a {what} has {'.satfinite' if sat else ''}.{'.'.join(rest)} with k{k}; "
                      f"allowed after the shape: {', '.join(combos)}")

@@ -136,16 +136,17 @@ def operand_addresses(desc, rows: int, k: int, elem_bits: int, major: str = "K")
     if d.base_offset:
         raise NotImplementedError(f"descriptor base offset {d.base_offset}: only 0 is modelled "
                                   "(place swizzled operands at multiples of 8 x the swizzle width)")
-    if k * elem_bits != K_BYTES * 8:
-        raise ValueError(f"a wgmma operand row holds {K_BYTES} bytes of K; k={k} of {elem_bits}-bit elements does not")
+    if k * elem_bits not in (K_BYTES * 8, 2 * K_BYTES * 8):
+        raise ValueError(f"a wgmma operand row holds {K_BYTES} bytes of K ({2 * K_BYTES} for B of a sparse wgmma); "
+                         f"k={k} of {elem_bits}-bit elements does not")
     r = np.arange(rows, dtype=np.int64)[:, None]
     kk = np.arange(k, dtype=np.int64)[None, :]
     w = d.width
     if major == "K":
         kbit = kk * elem_bits
         kb, bit = kbit // 8, kbit % 8
-        if w:
-            a = d.start + (r // 8) * d.sbo + (r % 8) * w + kb
+        if w:   # K beyond the swizzle width (sparse B, 32B swizzle): the next K atom sits LBO further
+            a = d.start + (r // 8) * d.sbo + (r % 8) * w + kb % w + (kb // w) * d.lbo
         else:
             a = d.start + (r // 8) * d.sbo + (kb // 16) * d.lbo + (r % 8) * 16 + kb % 16
     else:
@@ -210,8 +211,10 @@ def footprint(desc, rows: int, k: int, elem_bits: int, major: str = "K") -> int:
     return int(addr.max()) + _gather_bytes(elem_bits)
 
 
-def dense_layout(rows: int, elem_bits: int, major: str = "K", swizzle: str = "none", start: int = 0):
-    """A descriptor and its byte size for a densely packed ``rows x K`` operand (K = 32 bytes per row).
+def dense_layout(rows: int, elem_bits: int, major: str = "K", swizzle: str = "none", start: int = 0,
+                 kbytes: int = K_BYTES):
+    """A descriptor and its byte size for a densely packed ``rows x K`` operand (K = ``kbytes`` bytes per
+    row: 32, or 64 for B of a sparse wgmma).
 
     K-major: no swizzle -- core matrices of one 8-row group adjacent along K (LBO 128, SBO 256);
     swizzled -- rows of W bytes, 8-row atoms 8W apart (SBO 8W, LBO unused: 16).
@@ -229,15 +232,24 @@ def dense_layout(rows: int, elem_bits: int, major: str = "K", swizzle: str = "no
         raise ValueError(f"rows must be a multiple of 8, got {rows}")
     if w and start % (8 * w):
         raise ValueError(f"a {swizzle}-swizzled operand starts at a multiple of {8 * w} bytes, not {start}")
+    if kbytes not in (K_BYTES, 2 * K_BYTES):
+        raise ValueError(f"kbytes must be {K_BYTES} or {2 * K_BYTES}, not {kbytes}")
+    nk = kbytes // 16                       # core matrices along K (MN-major: blocks of 8 k)
     if major == "K":
-        lbo, sbo, size = (16, 8 * w, rows // 8 * 8 * w) if w else (128, 256, rows // 8 * 256)
+        na = -(-kbytes // w) if w else 1    # swizzle atoms along K: 2 only for 64 bytes with 32B swizzle
+        if not w:
+            lbo, sbo, size = 128, nk * 128, rows // 8 * nk * 128
+        elif na == 1:
+            lbo, sbo, size = 16, 8 * w, rows // 8 * 8 * w
+        else:                               # the second K atom LBO after the first (measured, sparse B)
+            lbo, sbo, size = rows // 8 * 8 * w, 8 * w, na * rows // 8 * 8 * w
     else:
         if elem_bits != 16:
             raise ValueError("MN-major operands exist for 16-bit types only")
         rb = rows * 2
         if w:
             nb = -(-rb // w)
-            lbo, sbo, size = 16 * w, 8 * w, nb * 16 * w
+            lbo, sbo, size = nk * 8 * w, 8 * w, nb * nk * 8 * w
         else:
-            lbo, sbo, size = rb // 16 * 128, 128, 2 * rb // 16 * 128
+            lbo, sbo, size = rb // 16 * 128, 128, nk * rb // 16 * 128
     return encode_descriptor(start, lbo, sbo, swizzle), size

@@ -224,12 +224,25 @@ class Warpgroup(Warp):
         reg_a = isinstance(operands[1], list) if len(operands) > 1 else False
         if ins.imm_trans:
             imms_n += 1 if reg_a else 2
-        need = 4 + imms_n
+        sp = 2 if ins.is_sparse else 0   # sparse: sp-meta (register) and sp-sel (immediate) before scale-d
+        need = 4 + sp + imms_n
         names = ["imm-scale-a", "imm-scale-b"] if ins.imm_scale else []
         names += (["imm-trans-b"] if reg_a else ["imm-trans-a", "imm-trans-b"]) if ins.imm_trans else []
         if len(operands) != need:
-            raise PTXError(f"{ins.opcode} takes {need} operands: {{d}}, {'{a}' if reg_a else 'a-desc'}, b-desc, scale-d"
+            raise PTXError(f"{ins.opcode} takes {need} operands: {{d}}, {'{a}' if reg_a else 'a-desc'}, b-desc, "
+                           + ("sp-meta, sp-sel, " if sp else "") + "scale-d"
                            + "".join(", " + n for n in names) + f"; got {len(operands)}", line=line, statement=stmt, token=op)
+        meta, sel = [], 0
+        if sp:
+            meta = [operands[3]]
+            if not isinstance(operands[3], str) or not operands[3].startswith("%"):
+                raise PTXError("sp-meta must be a 32-bit register", line=line, statement=stmt, token=str(operands[3]))
+            self._check_reg(operands[3], 32, line, stmt, "the sparsity metadata")
+            sel = _parse_int(operands[4]) if isinstance(operands[4], str) else None
+            if sel not in ins.selectors:
+                raise PTXError(f"sp-sel of {ins.opcode} must be an immediate in {list(ins.selectors)}", line=line,
+                               statement=stmt, token=str(operands[4]))
+            operands = operands[:3] + operands[5:]
         dregs = operands[0] if isinstance(operands[0], list) else [operands[0]]
         if len(dregs) != ins.words("d"):
             raise PTXError(f"D of {ins.opcode} needs {ins.words('d')} registers, got {len(dregs)}", line=line,
@@ -246,8 +259,8 @@ class Warpgroup(Warp):
             self._check_reg(r, 64, line, stmt, "a matrix descriptor")
         # hazards: the accumulator may be shared only with in-flight wgmmas chained on the same registers
         self._conflict(dregs, line, stmt, "uses", allow_chain=dregs)
-        self._conflict(aregs, line, stmt, "reads")
-        for r in dregs + aregs + ([] if reg_a else [operands[1]]) + [operands[2]]:
+        self._conflict(aregs + meta, line, stmt, "reads")
+        for r in dregs + aregs + meta + ([] if reg_a else [operands[1]]) + [operands[2]]:
             if r in self._unfenced:
                 wl, ws = self._unfenced[r]
                 where = f"line {wl}: {ws}" if wl is not None else ws
@@ -275,17 +288,19 @@ class Warpgroup(Warp):
         a = (np.stack([self._read(r, line, stmt) for r in aregs], axis=-1).astype(np.uint32) if reg_a
              else self._read(operands[1], line, stmt)[:, 0].astype(np.uint64))
         b = self._read(operands[2], line, stmt)[:, 0].astype(np.uint64)
+        e = self._read(meta[0], line, stmt).astype(np.uint32) if sp else None
         try:
             ins, _, A, B, C = decode(ins.opcode, d_words, a, b, smem=self.smem, scale_d=sd,
                                      scale_a=imm.get("imm-scale-a", 1), scale_b=imm.get("imm-scale-b", 1),
-                                     trans_a=imm.get("imm-trans-a", 0), trans_b=imm.get("imm-trans-b", 0), arch=self.arch)
+                                     trans_a=imm.get("imm-trans-a", 0), trans_b=imm.get("imm-trans-b", 0), arch=self.arch,
+                                     e=e, selector=sel)
         except (ValueError, TypeError, NotImplementedError) as exc:
             raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
         out = pack_d(ins, compute(ins, A, B, C, self.arch))
         for i, r in enumerate(dregs):
             self._regs[r] = np.ascontiguousarray(out[..., i])
         reads = self._read_set(ins, a if not reg_a else None, b, imm)
-        self._pending.append(_Op(line, stmt, tuple(dregs), tuple(aregs), reads))
+        self._pending.append(_Op(line, stmt, tuple(dregs), tuple(aregs + meta), reads))
 
     def _read_set(self, ins, a_desc, b_desc, imm):
         from ..isa import smem as S
@@ -296,23 +311,26 @@ class Warpgroup(Warp):
             if desc is None:
                 continue
             bits = ins.elem(role).bits
+            k = ins.matrix_shape(role)[1] if role == "a" else ins.k   # sparse A: the compressed K/2
             for d in np.unique(desc):
-                ad, _ = S.operand_addresses(int(d), rows, ins.k, bits, "MN" if tr else "K")
+                ad, _ = S.operand_addresses(int(d), rows, k, bits, "MN" if tr else "K")
                 addrs.append((ad[..., None] + np.arange(max(1, bits // 8))).ravel())
         return np.unique(np.concatenate(addrs)) if addrs else np.zeros(0, np.int64)
 
 
 def example_program(instruction) -> str:
-    """A complete PTX snippet (descriptors in %rd0/%rd1, accumulator zeroed) for ``instruction``."""
+    """A complete PTX snippet (descriptors in %rd0/%rd1, accumulator zeroed; sparse: metadata in %e0) for
+    ``instruction``."""
     from ..isa.parse import parse
 
     ins = parse(instruction)
     pre = "%f" if ins.dtype == "f32" else "%r"
     d = "{" + ", ".join(f"{pre}{i}" for i in range(ins.words("d"))) + "}"
     imms = (", 1, 1" if ins.imm_scale else "") + (", 0, 0" if ins.imm_trans else "")
+    sp = ", %e0, 0" if ins.is_sparse else ""   # sparse: metadata in %e0, selector 0
     return "\n".join([
         "wgmma.fence.sync.aligned;",
-        f"{ins.opcode} {d}, %rd0, %rd1, 0{imms};",
+        f"{ins.opcode} {d}, %rd0, %rd1{sp}, 0{imms};",
         "wgmma.commit_group.sync.aligned;",
         "wgmma.wait_group.sync.aligned 0;",
     ])
