@@ -445,8 +445,9 @@ def cmd_ptx(a):
     for n in names:
         if n not in w:
             raise UsageError(f"--print {n}: no such register after the snippet ran")
-    for warp in range(w.warps):
-        if w.warps > 1:
+    units = w.groups if a.warpgroup else w.warps
+    for warp in range(units):
+        if units > 1:
             print(f"warp {warp}")
         cols = []
         for n in names:
