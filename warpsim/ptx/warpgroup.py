@@ -17,12 +17,17 @@
 >>> float(g.get("%f0").view(np.float32)[0, 0])
 32.0
 
-Statements: ``wgmma.fence.sync.aligned``, ``wgmma.mma_async...`` (every opcode of the catalog, A
-as a register vector or a ``%rd`` descriptor register, B a ``%rd`` descriptor register, scale-d a
-predicate register or the immediate 0/1, then the opcode's immediates), ``wgmma.commit_group.sync.aligned``,
-``wgmma.wait_group.sync.aligned N``, ``mov`` (as in :class:`warpsim.Warp`), ``setp.{eq,ne}.{b32,u32,s32}
-%p, %r, imm``, ``st.shared.{b32,u32,s32,f32,b64,u64}`` ``[%r]``/``[%r+imm]``/``[imm]`` (every thread
-stores), ``.reg`` declarations and comments.
+Each group is a CTA of 128 threads (4 warps) with its own shared memory.  Statements: the wgmma
+rows of the instruction table -- ``wgmma.fence.sync.aligned``, ``wgmma.mma_async...`` (every dense
+opcode of the catalog, A as a register vector or a ``%rd`` descriptor register, B a ``%rd``
+descriptor register, scale-d a predicate register or the immediate 0/1, then the opcode's
+immediates), ``wgmma.commit_group.sync.aligned``, ``wgmma.wait_group.sync.aligned N`` -- and every
+other instruction of :mod:`warpsim.ptx.instructions` a :class:`warpsim.Warp` runs, plus shared
+memory (``ld``/``st.shared``, ``ldmatrix``/``stmatrix``), ``@p`` guards, ``.reg`` declarations
+and comments.  The same rows run in kernels: :func:`warpsim.ptx.load` ``(...).launch(...)`` with
+CTAs of a multiple of 128 threads (warpgroup ``j`` of a CTA is its warps ``4j .. 4j+3``; the
+shared memory is the CTA's).  A wgmma statement must be executed by all 128 threads of a
+warpgroup together, and its descriptors and scale-d predicate must agree across them.
 
 The asynchrony is modelled as the PTX ISA defines it, and what it leaves undefined is an error
 (:class:`warpsim.PTXError` naming both statements): reading or writing an in-flight wgmma's
@@ -30,7 +35,9 @@ accumulator registers, or writing its A registers, with any statement other than
 chained on the same accumulator; writing shared memory an in-flight wgmma reads; a wgmma whose
 registers were written since the last ``wgmma.fence``.  A wgmma is in flight from its issue
 until a ``wgmma.wait_group`` that covers its committed group.  Results are computed at issue
-(equal to the GPU's whenever no hazard is reported).
+(equal to the GPU's whenever no hazard is reported).  The state is a :class:`WgmmaUnit` of the
+executing machine, per warpgroup; it sees every register read and write of the other statements
+and every shared-memory store (``st``, ``stmatrix``, ``cp.async``, :meth:`Warpgroup.write_smem`).
 """
 
 from __future__ import annotations
