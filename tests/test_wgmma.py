@@ -413,6 +413,47 @@ def test_register_file_fence_and_chaining():
         g.run("mov.b32 %r1, %f3;")
 
 
+def _two_groups():
+    """Two warpgroups, each with A = 1 (64x16 f16) and B = 2 (16x8) in shared memory."""
+    g = warpsim.Warpgroup(2, smem_bytes=4096)
+    da, db = S.encode_descriptor(0, 128, 256), S.encode_descriptor(2048, 128, 256)
+    S.write_operand(g.smem, da, np.ones((64, 16), np.float16).view(np.uint16), 16)
+    S.write_operand(g.smem, db, np.full((8, 16), 2, np.float16).view(np.uint16), 16)
+    g.run(f"mov.b64 %rd0, {da}; mov.b64 %rd1, {db};")
+    return g
+
+
+MMA_N8 = HEAD + "m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd0, %rd1, 0, 1, 1, 0, 0;"
+
+
+def test_register_file_is_per_warpgroup():
+    g = _two_groups()
+    # each group is a CTA of 128 threads; the table's other instructions run too (shared loads here)
+    g.run("mov.u32 %r0, %tid.x; mov.u32 %r1, %ctaid.x; mov.u32 %r2, %warpid; ld.shared.u32 %r3, [2048];")
+    assert (g.get("%r0") == np.arange(128)).all() and (g.get("%r1") == [[0], [1]]).all()
+    assert (g.get("%r2") == np.arange(128) // 32).all() and (g.get("%r3") == 0x40004000).all()
+    # group 1 waits, group 0 does not: only group 0's accumulator is still in flight
+    g.set("%p1", [[False], [True]])
+    g.run(f"wgmma.fence.sync.aligned; {MMA_N8} wgmma.commit_group.sync.aligned; @%p1 wgmma.wait_group.sync.aligned 0;")
+    assert len(g.in_flight) == 1
+    g.run("@%p1 mov.b32 %r9, %f0;")
+    with pytest.raises(warpsim.PTXError, match="reads accumulator register %f0"):
+        g.run("@!%p1 mov.b32 %r9, %f0;")
+    with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[2048, 2052\)"):
+        g.run("mov.b32 %r8, 0; st.shared.b32 [2048], %r8;")
+    g.run("wgmma.wait_group.sync.aligned 0;")
+    assert g.in_flight == [] and (g.get("%f0").view(np.float32) == 32).all()
+    # descriptors and scale-d are one value per warpgroup; wgmma is warpgroup-wide
+    g.set("%rd2", np.arange(128, dtype=np.uint64) + int(g.get("%rd0")[0, 0]))
+    with pytest.raises(warpsim.PTXError, match="A descriptor %rd2 differs between the threads of a warpgroup"):
+        g.run("wgmma.fence.sync.aligned;" + MMA_N8.replace("%rd0,", "%rd2,"))
+    g.set("%p2", np.arange(128) < 64)
+    with pytest.raises(warpsim.PTXError, match="all 4 warps|2 of the 4 warps"):
+        g.run("@%p2 wgmma.fence.sync.aligned;")
+    with pytest.raises(warpsim.PTXError, match="write it as wgmma.commit_group.sync.aligned"):
+        g.run("wgmma.commit_group;")
+
+
 # --- wgmma in a kernel: warpsim.ptx.load(...).launch(...) ----------------------------------
 
 TILE_PTX = os.path.join(os.path.dirname(__file__), "ptx", "wgmma_tile.ptx")

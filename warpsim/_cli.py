@@ -584,7 +584,7 @@ def build_parser():
     s.add_argument("--save", metavar="DIR", help="write every array argument after the run to DIR/NAME.npy")
     s.add_argument("--warpgroup", action="store_true",
                    help="run as warpgroups of 128 threads with shared memory (wgmma.fence / mma_async / commit_group / "
-                        "wait_group, st.shared); --warps then counts warpgroups")
+                        "wait_group, ld/st.shared and every instruction a warp runs); --warps then counts warpgroups")
     s.add_argument("--smem", metavar="SMEM.npy", help="--warpgroup: initial shared memory, uint8 (bytes,) or (groups, bytes)")
     s.set_defaults(fn=cmd_ptx)
 
