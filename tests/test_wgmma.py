@@ -414,6 +414,121 @@ def test_register_file_fence_and_chaining():
         g.run("mov.b32 %r1, %f3;")
 
 
+def _two_groups():
+    """Two warpgroups, each with A = 1 (64x16 f16) and B = 2 (16x8) in shared memory."""
+    g = warpsim.Warpgroup(2, smem_bytes=4096)
+    da, db = S.encode_descriptor(0, 128, 256), S.encode_descriptor(2048, 128, 256)
+    S.write_operand(g.smem, da, np.ones((64, 16), np.float16).view(np.uint16), 16)
+    S.write_operand(g.smem, db, np.full((8, 16), 2, np.float16).view(np.uint16), 16)
+    g.run(f"mov.b64 %rd0, {da}; mov.b64 %rd1, {db};")
+    return g
+
+
+MMA_N8 = HEAD + "m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd0, %rd1, 0, 1, 1, 0, 0;"
+
+
+def test_register_file_is_per_warpgroup():
+    g = _two_groups()
+    # each group is a CTA of 128 threads; the table's other instructions run too (shared loads here)
+    g.run("mov.u32 %r0, %tid.x; mov.u32 %r1, %ctaid.x; mov.u32 %r2, %warpid; ld.shared.u32 %r3, [2048];")
+    assert (g.get("%r0") == np.arange(128)).all() and (g.get("%r1") == [[0], [1]]).all()
+    assert (g.get("%r2") == np.arange(128) // 32).all() and (g.get("%r3") == 0x40004000).all()
+    # group 1 waits, group 0 does not: only group 0's accumulator is still in flight
+    g.set("%p1", [[False], [True]])
+    g.run(f"wgmma.fence.sync.aligned; {MMA_N8} wgmma.commit_group.sync.aligned; @%p1 wgmma.wait_group.sync.aligned 0;")
+    assert len(g.in_flight) == 1
+    g.run("@%p1 mov.b32 %r9, %f0;")
+    with pytest.raises(warpsim.PTXError, match="reads accumulator register %f0"):
+        g.run("@!%p1 mov.b32 %r9, %f0;")
+    with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[2048, 2052\)"):
+        g.run("mov.b32 %r8, 0; st.shared.b32 [2048], %r8;")
+    g.run("wgmma.wait_group.sync.aligned 0;")
+    assert g.in_flight == [] and (g.get("%f0").view(np.float32) == 32).all()
+    # descriptors and scale-d are one value per warpgroup; wgmma is warpgroup-wide
+    g.set("%rd2", np.arange(128, dtype=np.uint64) + int(g.get("%rd0")[0, 0]))
+    with pytest.raises(warpsim.PTXError, match="A descriptor %rd2 differs between the threads of a warpgroup"):
+        g.run("wgmma.fence.sync.aligned;" + MMA_N8.replace("%rd0,", "%rd2,"))
+    g.set("%p2", np.arange(128) < 64)
+    with pytest.raises(warpsim.PTXError, match="all 4 warps|2 of the 4 warps"):
+        g.run("@%p2 wgmma.fence.sync.aligned;")
+    with pytest.raises(warpsim.PTXError, match="write it as wgmma.commit_group.sync.aligned"):
+        g.run("wgmma.commit_group;")
+
+
+# --- wgmma in a kernel: warpsim.ptx.load(...).launch(...) ----------------------------------
+
+TILE_PTX = os.path.join(os.path.dirname(__file__), "ptx", "wgmma_tile.ptx")
+
+
+def _tile_entry():
+    """The numerics-corpus entry of the kernel's opcode and immediates (descriptor A)."""
+    spec = HEAD + "m64n16k16.f32.f16.f16|desc|1|1|0|0"
+    return next(i for i, x in enumerate(NUM_MANIFEST["entries"]) if x["spec"] == spec), spec
+
+
+def _tile_args(e, per_cta):
+    """Kernel arguments replaying corpus entry ``e`` with ``per_cta`` warpgroups per CTA: the groups'
+    shared buffers side by side in their CTA's image, descriptors moved by the buffer's offset."""
+    smem, desc = NUMERICS[f"{e}.smem"], NUMERICS[f"{e}.desc"]      # relative to the capture kernel's buffer
+    G, nb = smem.shape
+    assert G % per_cta == 0 and nb % 1024 == 0
+    images = np.ascontiguousarray(smem.reshape(G // per_cta, per_cta * nb))
+    shift = ((np.arange(G) % per_cta) * nb >> 4).astype(np.uint64)[:, None]
+    descs = np.ascontiguousarray(desc + shift)
+    sd = NUMERICS[f"{e}.sd"].astype(np.uint32)
+    cd = NUMERICS[f"{e}.d"].copy().view(np.float32).reshape(-1)
+    return [images, descs, sd, cd, per_cta * nb], G // per_cta
+
+
+@pytest.mark.parametrize("per_cta", [1, 2])
+def test_kernel_wgmma_equals_the_h100_words(per_cta):
+    """A hand-written kernel (tests/ptx/wgmma_tile.ptx: shared memory filled with st.shared, one
+    wgmma per warpgroup, 1 or 2 warpgroups per CTA) gives the captured H100 words, and so
+    warpsim.wgmma's on the same data."""
+    e, spec = _tile_entry()
+    args, grid = _tile_args(e, per_cta)
+    warpsim.ptx.load(TILE_PTX).launch("wgmma_tile", grid=grid, block=128 * per_cta, args=args)
+    got = args[3].view(np.uint32).reshape(NUMERICS[f"{e}.d"].shape)
+    assert (got == NUMERICS[f"{e}.dout"]).all()
+    op, d, a, b, kw = _call(NUMERICS, e, spec)
+    assert (got == warpsim.wgmma(op, d, a, b, **kw)).all()
+
+
+def test_kernel_wgmma_hazards_and_warpgroups():
+    from pathlib import Path
+
+    text = Path(TILE_PTX).read_text()
+    e, _ = _tile_entry()
+    wait = "wgmma.wait_group.sync.aligned 0;"
+
+    def launch(src, per_cta=2, block=None):
+        args, grid = _tile_args(e, per_cta)
+        warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=block or 128 * per_cta, args=args)
+
+    # D stored without waiting for the wgmma
+    with pytest.raises(warpsim.PTXError, match=r"reads accumulator register %f0 of a wgmma that is still in flight "
+                                               r"\(line 8\d: wgmma.mma_async"):
+        launch(text.replace(wait, ""))
+    # a store into shared memory an in-flight wgmma (of the other warpgroup of the CTA, too) reads
+    with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[0, 4\) that a wgmma still in flight reads"):
+        launch(text.replace(wait, "st.shared.u32 [%r5], %r14;\n\t" + wait))
+    # the same store after the wait is fine
+    launch(text.replace(wait, wait + "\n\tst.shared.u32 [%r5], %r14;"))
+    # a register written after the fence
+    with pytest.raises(warpsim.PTXError, match="register %rd19 was written .* after the last wgmma.fence"):
+        launch(text.replace("wgmma.fence.sync.aligned;", "wgmma.fence.sync.aligned;\n\tadd.s64 %rd19, %rd19, 0;"))
+    # CTAs that are not whole warpgroups, and a warpgroup that is not converged
+    with pytest.raises(warpsim.PTXError, match="CTA of 3 warps .* multiple of 128 threads"):
+        launch(text, per_cta=1, block=96)
+    with pytest.raises(warpsim.PTXError, match="all 4 warps|4 warps of warpgroup"):
+        launch(text.replace("wgmma.fence.sync.aligned;", "and.b32 %r16, %r2, 64;\n\tsetp.ne.u32 %p3, %r16, 0;\n\t"
+                            "@%p3 bra $L__later;\n\twgmma.fence.sync.aligned;")
+               .replace("wgmma.commit_group.sync.aligned;", "$L__later:\n\twgmma.commit_group.sync.aligned;"))
+    # a Warp is made of single-warp CTAs
+    with pytest.raises(warpsim.PTXError, match="runs on a warpgroup"):
+        warpsim.Warp().run("wgmma.fence.sync.aligned;")
+
+
 # --- command line and pictures ---------------------------------------------------------
 
 def test_cli_covers_wgmma(capsys, tmp_path):

@@ -454,8 +454,9 @@ def cmd_ptx(a):
     for n in names:
         if n not in w:
             raise UsageError(f"--print {n}: no such register after the snippet ran")
-    for warp in range(w.warps):
-        if w.warps > 1:
+    units = w.groups if a.warpgroup else w.warps
+    for warp in range(units):
+        if units > 1:
             print(f"warp {warp}")
         cols = []
         for n in names:
@@ -636,7 +637,7 @@ def build_parser():
     s.add_argument("--save", metavar="DIR", help="write every array argument after the run to DIR/NAME.npy")
     s.add_argument("--warpgroup", action="store_true",
                    help="run as warpgroups of 128 threads with shared memory (wgmma.fence / mma_async / commit_group / "
-                        "wait_group, st.shared); --warps then counts warpgroups")
+                        "wait_group, ld/st.shared and every instruction a warp runs); --warps then counts warpgroups")
     s.add_argument("--smem", metavar="SMEM.npy", help="--warpgroup: initial shared memory, uint8 (bytes,) or (groups, bytes)")
     s.set_defaults(fn=cmd_ptx)
 

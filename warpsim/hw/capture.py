@@ -191,7 +191,8 @@ class Corpus:
     def __init__(self, path):
         self.path = str(path)
         self._npz = np.load(self.path)
-        self.manifest = json.loads(str(self._npz["manifest"]))
+        m = self._npz["manifest"]      # a str (mma corpora) or its UTF-8 bytes as uint8 (wgmma corpora)
+        self.manifest = json.loads(bytes(m).decode() if m.dtype == np.uint8 else str(m))
 
     def __len__(self):
         return len(self.manifest["entries"])

@@ -3,12 +3,15 @@
 * :class:`Warp` -- a 32-lane register file per warp that runs straight-line PTX snippets.
 * :func:`load` -- a ``.ptx`` module as nvcc writes it; ``mod.launch(entry, grid, block, args)``
   runs an entry over a grid of CTAs with shared and global memory.
+* :class:`warpsim.Warpgroup` (:mod:`warpsim.ptx.warpgroup`) -- 128-thread warpgroups with shared memory;
+  the ``wgmma`` rows of the instruction table and their in-flight state, which kernels use too.
 * :mod:`warpsim.ptx.instructions` -- the instruction table; :mod:`warpsim.ptx.convert` -- exact
   ``cvt`` numerics; :mod:`warpsim.ptx.wmma` -- ``wmma`` fragment layouts (captured) and statements.
 """
 
 from .regfile import PTXError, Warp
 from . import wmma as _wmma  # noqa: F401  (registers the wmma rows of the instruction table)
+from . import warpgroup as _warpgroup  # noqa: F401  (registers the wgmma rows)
 from .module import Module, load
 
 __all__ = ["PTXError", "Warp", "load", "Module"]

@@ -15,6 +15,7 @@ class Memory:
         self.warp_cta = np.zeros(1, dtype=np.int64) if warp_cta is None else warp_cta
         self.bases = []           # sorted global buffer base addresses
         self.buffers = []         # uint8 views, in place
+        self.watch = None         # called as watch(ctx, shared lanes, flat offsets, nbytes) before a shared store
 
     def add_buffer(self, arr):
         """Map a numpy array into global memory (in place) and return its address."""
@@ -108,6 +109,8 @@ class Memory:
     def store(self, space, addr, data, align, ctx, lanes=None):
         nbytes = data.shape[-1]
         sh, gl, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes)
+        if self.watch is not None and sh.any():
+            self.watch(ctx, sh, flat, nbytes)
         idx = flat[..., None] + np.arange(nbytes)
         if sh.any():
             dst = self.shared.reshape(-1)

@@ -188,6 +188,10 @@ class _Kernel(Warp):
             self._symbols[name] = off
         total = off + shared_bytes
         self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc))
+        if any(st.opcode.startswith("wgmma.") for st in prog.code):
+            from .warpgroup import WgmmaUnit
+
+            self._async = WgmmaUnit(self, self.wpc)     # in-flight wgmmas and their hazards, per warpgroup
         self.params = b""
         self.param_offsets = {}
         self.modname = modname

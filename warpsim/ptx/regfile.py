@@ -80,9 +80,12 @@ class Warp:
     """
 
     memory = None
-    #: threads per unit (a warp); the warpgroup register file (warpsim.ptx.warpgroup) uses 128
+    #: threads per unit of :meth:`set` / :meth:`get` (a warp); :class:`warpsim.Warpgroup` uses 128
     lanes = 32
     _unit = "warps"
+    #: asynchronous-unit state (wgmma hazards, :mod:`warpsim.ptx.warpgroup`), or None: it sees every
+    #: register read and write of the other statements and every shared-memory store
+    _async = None
 
     def __init__(self, warps: int = 1, *, undefined: str = "error", seed: int = 0, arch: str = "sm_90"):
         if isinstance(warps, bool) or not isinstance(warps, (int, np.integer)) or warps < 1:
@@ -155,22 +158,23 @@ class Warp:
             v = v.astype(udt)
         else:
             raise TypeError(f"cannot store {v.dtype} values in register {name}")
+        units = self.warps * 32 // self.lanes
         try:
-            out = np.broadcast_to(v, (self.warps, self.lanes))
+            out = np.broadcast_to(v, (units, self.lanes))
         except ValueError:
-            raise ValueError(f"values for {name} must broadcast to ({self._unit}, {self.lanes}) = ({self.warps}, {self.lanes}), "
+            raise ValueError(f"values for {name} must broadcast to ({self._unit}, {self.lanes}) = ({units}, {self.lanes}), "
                              f"got shape {v.shape}") from None
-        self._regs[name] = np.array(out, dtype=udt)
+        self._regs[name] = np.array(out, dtype=udt).reshape(self.warps, 32)
 
     def get(self, name: str) -> np.ndarray:
         """A copy of a register in every lane: uint32 (uint64 for 64-bit, uint16 for 16-bit
         registers, bool for predicates) of shape (warps, 32)."""
         sp = self.special(name, None)
         if sp is not None:
-            return np.array(sp)
+            return np.array(sp).reshape(-1, self.lanes)
         if not isinstance(name, str) or not (_REG.match(name) or name in self._declared):
             raise PTXError(f"{name!r} is not a register name: registers look like %r0, %f3, %rd1, %fd2 (%[a-z]+[0-9]*)")
-        return self._read(name).copy()
+        return self._read(name).reshape(-1, self.lanes).copy()
 
     def _read(self, name, line=None, stmt=None):
         bits = self._bits(name)
@@ -180,7 +184,7 @@ class Warp:
                                line=line, statement=stmt, token=name)
             udt = _STORE[bits]
             if self.undefined == "zero":
-                self._regs[name] = np.zeros((self.warps, self.lanes), dtype=udt)
+                self._regs[name] = np.zeros((self.warps, 32), dtype=udt)
             else:
                 rng = np.random.default_rng(zlib.crc32(f"{self.seed}:{name}".encode()))
                 r = rng.integers(0, 1 << 64, size=(self.warps, 32), dtype=np.uint64)
@@ -249,10 +253,14 @@ class Warp:
         return np.broadcast_to(val, (g, 32))
 
     def read_register(self, name, ctx):
+        if self._async is not None:
+            self._async.on_read(name, ctx)
         v = self._read(name, ctx.stmt.line, ctx.stmt.text)
         return v if ctx.rows is None else v[ctx.rows]
 
     def write_register(self, name, new, ctx):
+        if self._async is not None:
+            self._async.on_write(name, ctx)
         bits = self._bits(name)
         if name not in self._regs:
             self._regs[name] = np.zeros((self.warps, 32), dtype=_STORE[bits])

@@ -17,12 +17,17 @@
 >>> float(g.get("%f0").view(np.float32)[0, 0])
 32.0
 
-Statements: ``wgmma.fence.sync.aligned``, ``wgmma.mma_async...`` (every opcode of the catalog, A
-as a register vector or a ``%rd`` descriptor register, B a ``%rd`` descriptor register, scale-d a
-predicate register or the immediate 0/1, then the opcode's immediates), ``wgmma.commit_group.sync.aligned``,
-``wgmma.wait_group.sync.aligned N``, ``mov`` (as in :class:`warpsim.Warp`), ``setp.{eq,ne}.{b32,u32,s32}
-%p, %r, imm``, ``st.shared.{b32,u32,s32,f32,b64,u64}`` ``[%r]``/``[%r+imm]``/``[imm]`` (every thread
-stores), ``.reg`` declarations and comments.
+Each group is a CTA of 128 threads (4 warps) with its own shared memory.  Statements: the wgmma
+rows of the instruction table -- ``wgmma.fence.sync.aligned``, ``wgmma.mma_async...`` (every dense
+opcode of the catalog, A as a register vector or a ``%rd`` descriptor register, B a ``%rd``
+descriptor register, scale-d a predicate register or the immediate 0/1, then the opcode's
+immediates), ``wgmma.commit_group.sync.aligned``, ``wgmma.wait_group.sync.aligned N`` -- and every
+other instruction of :mod:`warpsim.ptx.instructions` a :class:`warpsim.Warp` runs, plus shared
+memory (``ld``/``st.shared``, ``ldmatrix``/``stmatrix``), ``@p`` guards, ``.reg`` declarations
+and comments.  The same rows run in kernels: :func:`warpsim.ptx.load` ``(...).launch(...)`` with
+CTAs of a multiple of 128 threads (warpgroup ``j`` of a CTA is its warps ``4j .. 4j+3``; the
+shared memory is the CTA's).  A wgmma statement must be executed by all 128 threads of a
+warpgroup together, and its descriptors and scale-d predicate must agree across them.
 
 The asynchrony is modelled as the PTX ISA defines it, and what it leaves undefined is an error
 (:class:`warpsim.PTXError` naming both statements): reading or writing an in-flight wgmma's
@@ -30,35 +35,387 @@ accumulator registers, or writing its A registers, with any statement other than
 chained on the same accumulator; writing shared memory an in-flight wgmma reads; a wgmma whose
 registers were written since the last ``wgmma.fence``.  A wgmma is in flight from its issue
 until a ``wgmma.wait_group`` that covers its committed group.  Results are computed at issue
-(equal to the GPU's whenever no hazard is reported).
+(equal to the GPU's whenever no hazard is reported).  The state is a :class:`WgmmaUnit` of the
+executing machine, per warpgroup; it sees every register read and write of the other statements
+and every shared-memory store (``st``, ``stmatrix``, ``cp.async``, :meth:`Warpgroup.write_smem`).
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from .instructions import instr
+from .memory import Memory
 from .regfile import Warp
-from .syntax import PTXError, parse_int as _parse_int, split_operands as _split_operands, statements as _statements
+from .syntax import PTXError, parse_int
 
-__all__ = ["Warpgroup"]
+__all__ = ["Warpgroup", "WgmmaUnit"]
 
-_ST_TYPES = {"b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
-_ADDR = re.compile(r"\[\s*(%[a-z]+[0-9]*)?\s*(?:\+?\s*(-?(?:0x[0-9a-fA-F]+|[0-9]+)))?\s*\]\Z")
+_WG = "a warpgroup (4 consecutive warps, 128 threads, of one CTA)"
 
+
+# ----------------------------------------------------------------------------------------------
+# the asynchronous unit: in-flight wgmmas, commit groups, fences and hazards, per warpgroup
 
 class _Op:
-    def __init__(self, line, stmt, d, a, reads):
-        self.line, self.stmt, self.d, self.a, self.reads = line, stmt, d, a, reads
-        self.group = None   # index of its commit group, None while uncommitted
+    """One issued ``wgmma.mma_async``: its registers, the shared memory it reads, and, per warpgroup
+    of the machine, whether it is still in flight and the commit group it belongs to."""
 
+    def __init__(self, line, stmt, d, a, reads, inflight):
+        self.line, self.stmt = line, stmt
+        self.d, self.a = tuple(d), tuple(a)
+        self.dset, self.aset = frozenset(d), frozenset(a)
+        self.reads = reads                     # [(warpgroup mask, sorted unique shared addresses)]
+        self.inflight = inflight               # (warpgroups,) bool
+        self.commit = np.full(inflight.shape, -1, np.int64)   # commit-group number per warpgroup, -1: uncommitted
+
+
+class WgmmaUnit:
+    """The asynchronous wgmma state of a machine whose warps form warpgroups.
+
+    ``machine``: a :class:`warpsim.Warp` subclass (:class:`Warpgroup`, a kernel launch) with
+    ``warps`` warps in CTAs of ``warps_per_cta`` warps each; warpgroup ``j`` of a CTA is its warps
+    ``4j .. 4j+3``.  The machine calls :meth:`on_read` / :meth:`on_write` for every register access
+    of a statement (other than a wgmma's own) and ``memory.watch`` for every shared-memory store.
+    """
+
+    def __init__(self, machine, warps_per_cta):
+        self.machine = machine
+        W = machine.warps
+        self.wpc = int(warps_per_cta)
+        per_cta = -(-self.wpc // 4)
+        warp = np.arange(W)
+        cta = warp // self.wpc
+        self.wg_of_warp = cta * per_cta + (warp % self.wpc) // 4
+        self.ngroups = int(self.wg_of_warp[-1]) + 1
+        self.cta_of_wg = np.arange(self.ngroups) // per_cta
+        self.size_of_wg = np.bincount(self.wg_of_warp, minlength=self.ngroups)   # warps (4 unless the CTA is short)
+        self.pending: list[_Op] = []
+        self.ncommit = np.zeros(self.ngroups, np.int64)
+        self.unfenced: dict = {}        # register -> (line, statement, warpgroup mask) of its last non-wgmma write
+        self._all = np.ones(self.ngroups, dtype=bool)
+        if machine.memory is not None:
+            machine.memory.watch = self.on_store
+
+    # --- which warpgroups a statement runs in ------------------------------------------------
+
+    def _mask(self, rows):
+        if rows is None:
+            return self._all
+        m = np.zeros(self.ngroups, dtype=bool)
+        m[self.wg_of_warp[rows]] = True
+        return m
+
+    def groups(self, ctx):
+        """Warpgroups executing a wgmma statement (sorted indices); every one of them must run it
+        in all 4 warps and all 128 threads."""
+        rows = np.arange(self.machine.warps) if ctx.rows is None else np.asarray(ctx.rows)
+        wg = self.wg_of_warp[rows]
+        count = np.bincount(wg, minlength=self.ngroups)
+        idx = np.nonzero(count)[0]
+        bad = idx[(count[idx] != 4)]
+        if len(bad):
+            j = int(bad[0])
+            if self.size_of_wg[j] != 4:
+                ctx.fail(f"{ctx.opcode} runs on {_WG}, but a CTA of {self.wpc} warps ({32 * self.wpc} threads) leaves "
+                         f"its warpgroup {j % -(-self.wpc // 4)} with {self.size_of_wg[j]} warp(s): launch CTAs of a "
+                         "multiple of 128 threads")
+            ctx.fail(f"{ctx.opcode} is .sync.aligned across {_WG}: {count[j]} of the 4 warps of warpgroup {j} "
+                     "reached it together (the others are elsewhere or predicated off)")
+        if ctx.mask is not None and not ctx.mask.all():
+            ctx.fail(f"{ctx.opcode} is .sync.aligned: all 128 threads of a warpgroup must execute it, "
+                     "but its guard predicate differs between them")
+        return idx
+
+    # --- hazards of ordinary statements --------------------------------------------------------
+
+    def _conflict(self, regs, wgmask, what, line, stmt, chain=None):
+        for op in self.pending:
+            for r in regs:
+                if r in op.dset and not (chain is not None and chain == op.d):
+                    if (op.inflight & wgmask).any():
+                        raise PTXError(f"{what} accumulator register {r} of a wgmma that is still in flight "
+                                       f"(line {op.line}: {op.stmt}); wait for it first with wgmma.commit_group and "
+                                       "wgmma.wait_group", line=line, statement=stmt, token=r)
+                if r in op.aset and what != "reads" and (op.inflight & wgmask).any():
+                    raise PTXError(f"{what} A register {r} of a wgmma that is still in flight "
+                                   f"(line {op.line}: {op.stmt})", line=line, statement=stmt, token=r)
+
+    def on_read(self, name, ctx):
+        if self.pending and not ctx.opcode.startswith("wgmma."):
+            self._conflict((name,), self._mask(ctx.rows), "reads", ctx.stmt.line, ctx.stmt.text)
+
+    def on_write(self, name, ctx):
+        if ctx.opcode.startswith("wgmma."):
+            return
+        self.overwrite(name, self._mask(ctx.rows), ctx.stmt.line, ctx.stmt.text)
+
+    def overwrite(self, name, wgmask, line, stmt):
+        if self.pending:
+            self._conflict((name,), wgmask, "overwrites", line, stmt)
+        old = self.unfenced.get(name)
+        self.unfenced[name] = (line, stmt, wgmask if old is None else (old[2] | wgmask))
+
+    def on_store(self, ctx, sh, flat, nbytes):
+        """A shared-memory store (lanes ``sh``, flat offsets cta * bytes + address)."""
+        if not self.pending:
+            return
+        S = self.machine.memory.shared_bytes
+        o = flat[sh]
+        self.check_smem(o // S, o % S, nbytes, ctx.stmt.line, ctx.stmt.text)
+
+    def check_smem(self, cta, lo, nbytes, line, stmt):
+        """Stores of ``nbytes`` at shared addresses ``lo`` in CTAs ``cta`` (1-d arrays) against the
+        shared memory in-flight wgmmas read."""
+        for op in self.pending:
+            for wgmask, addrs in op.reads:
+                live = wgmask & op.inflight
+                if not live.any() or not len(addrs):
+                    continue
+                ctas = np.zeros(int(self.cta_of_wg[-1]) + 1, dtype=bool)
+                ctas[self.cta_of_wg[live]] = True
+                sel = ctas[cta]
+                if not sel.any():
+                    continue
+                x = lo[sel]
+                k = np.searchsorted(addrs, x)
+                hit = (k < len(addrs)) & (addrs[np.minimum(k, len(addrs) - 1)] < x + nbytes)
+                if hit.any():
+                    a = int(x[np.argmax(hit)])
+                    raise PTXError(f"writes shared memory [{a}, {a + nbytes}) that a wgmma still in flight reads "
+                                   f"(line {op.line}: {op.stmt}); wait for it first", line=line, statement=stmt)
+
+    # --- the wgmma statements ------------------------------------------------------------------
+
+    def fence(self, wgs):
+        m = np.zeros(self.ngroups, dtype=bool)
+        m[wgs] = True
+        for r in list(self.unfenced):
+            line, stmt, mask = self.unfenced[r]
+            mask = mask & ~m
+            if mask.any():
+                self.unfenced[r] = (line, stmt, mask)
+            else:
+                del self.unfenced[r]
+
+    def commit(self, wgs):
+        for op in self.pending:
+            sel = wgs[op.inflight[wgs] & (op.commit[wgs] < 0)]
+            op.commit[sel] = self.ncommit[sel]
+        self.ncommit[wgs] += 1
+
+    def wait(self, wgs, n):
+        """Complete, in warpgroups ``wgs``, every committed group but the newest ``n`` with wgmmas in flight."""
+        m = np.zeros(self.ngroups, dtype=bool)
+        m[wgs] = True
+        ids = sorted({int(c) for op in self.pending for c in op.commit[op.inflight & m] if c >= 0}, reverse=True)
+        newer = np.zeros(self.ngroups, np.int64)       # distinct pending groups newer than the current id
+        for c in ids:
+            has = np.zeros(self.ngroups, dtype=bool)
+            for op in self.pending:
+                has |= op.inflight & (op.commit == c)
+            for op in self.pending:
+                done = m & op.inflight & (op.commit == c) & (newer >= n)
+                op.inflight = op.inflight & ~done
+            newer += has
+        self.pending = [op for op in self.pending if op.inflight.any()]
+
+    def check_issue(self, wgs, dregs, aregs, other, line, stmt):
+        m = np.zeros(self.ngroups, dtype=bool)
+        m[wgs] = True
+        # the accumulator may be shared only with in-flight wgmmas chained on the same registers
+        self._conflict(dregs, m, "uses", line, stmt, chain=tuple(dregs))
+        self._conflict(aregs, m, "reads", line, stmt)
+        for r in list(dregs) + list(aregs) + list(other):
+            u = self.unfenced.get(r)
+            if u is not None and (u[2] & m).any():
+                where = f"line {u[0]}: {u[1]}" if u[0] is not None else u[1]
+                raise PTXError(f"register {r} was written ({where}) after the last wgmma.fence; issue "
+                               "wgmma.fence.sync.aligned before this wgmma.mma_async", line=line, statement=stmt, token=r)
+        return m
+
+    def issue(self, op):
+        self.pending.append(op)
+
+    @property
+    def in_flight(self):
+        return [op.stmt for op in self.pending]
+
+
+def _unit(ctx):
+    unit = ctx.machine._async
+    if unit is None:
+        ctx.fail(f"{ctx.opcode} runs on {_WG}: use warpsim.Warpgroup, or a kernel (warpsim.ptx.load(...).launch) "
+                 "whose CTAs have a multiple of 128 threads; a Warp's CTAs are single warps")
+    return unit
+
+
+@instr(r"wgmma\.fence\.sync\.aligned")
+def _wgmma_fence(ctx, m):
+    ctx.need(0)
+    unit = _unit(ctx)
+    unit.fence(unit.groups(ctx))
+
+
+@instr(r"wgmma\.commit_group\.sync\.aligned")
+def _wgmma_commit(ctx, m):
+    ctx.need(0)
+    unit = _unit(ctx)
+    unit.commit(unit.groups(ctx))
+
+
+@instr(r"wgmma\.wait_group\.sync\.aligned")
+def _wgmma_wait(ctx, m):
+    ops = ctx.operands
+    n = parse_int(ops[0]) if len(ops) == 1 and isinstance(ops[0], str) else None
+    if n is None or n < 0:
+        ctx.fail("wgmma.wait_group takes a non-negative integer immediate")
+    unit = _unit(ctx)
+    unit.wait(unit.groups(ctx), n)
+
+
+@instr(r"wgmma\.(?P<what>fence|commit_group|wait_group)(?!\.sync\.aligned\Z)(?:\.\S*)?")
+def _wgmma_misspelt(ctx, m):
+    ctx.fail(f"'{ctx.opcode}': write it as wgmma.{m['what']}.sync.aligned")
+
+
+def _uniform(ctx, v, r, what):
+    """(G, 128) per-thread values -> (G,) after checking every thread of a warpgroup agrees."""
+    bad = (v != v[:, :1]).any(axis=1)
+    if bad.any():
+        j = int(np.argmax(bad))
+        t = int(np.argmax(v[j] != v[j, 0]))
+        ctx.fail(f"{what} {r} differs between the threads of a warpgroup (thread 0: {int(v[j, 0]):#x}, thread {t}: "
+                 f"{int(v[j, t]):#x}); warpsim models one {what} per warpgroup", token=r)
+    return v[:, 0]
+
+
+@instr(r"wgmma\.mma_async\S*")
+def _wgmma_mma_async(ctx, m):
+    from .._wgmma import _instruction, compute, operands as decode, pack_d
+
+    unit = _unit(ctx)
+    line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands
+    try:
+        ins = _instruction(op)
+    except ValueError as exc:
+        raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
+    wgs = unit.groups(ctx)
+    G = len(wgs)
+    reg_a = isinstance(operands[1], list) if len(operands) > 1 else False
+    names = ["imm-scale-a", "imm-scale-b"] if ins.imm_scale else []
+    names += (["imm-trans-b"] if reg_a else ["imm-trans-a", "imm-trans-b"]) if ins.imm_trans else []
+    sp = 2 if ins.is_sparse else 0   # sparse: sp-meta (register) and sp-sel (immediate) before scale-d
+    need = 4 + sp + len(names)
+    if len(operands) != need:
+        ctx.fail(f"{ins.opcode} takes {need} operands: {{d}}, {'{a}' if reg_a else 'a-desc'}, b-desc, "
+                 + ("sp-meta, sp-sel, " if sp else "") + "scale-d"
+                 + "".join(", " + n for n in names) + f"; got {len(operands)}")
+    meta, sel = [], 0
+    if sp:
+        meta = [operands[3]]
+        if not isinstance(operands[3], str) or not ctx.machine.is_register(operands[3]):
+            ctx.fail("sp-meta must be a 32-bit register", token=str(operands[3]))
+        sel = parse_int(operands[4]) if isinstance(operands[4], str) else None
+        if sel not in ins.selectors:
+            ctx.fail(f"sp-sel of {ins.opcode} must be an immediate in {list(ins.selectors)}", token=str(operands[4]))
+        operands = operands[:3] + operands[5:]
+    dregs = operands[0] if isinstance(operands[0], list) else [operands[0]]
+    if len(dregs) != ins.words("d"):
+        ctx.fail(f"D of {ins.opcode} needs {ins.words('d')} registers, got {len(dregs)}", token=dregs[0])
+    aregs = operands[1] if reg_a else []
+    if reg_a and len(aregs) != ins.words("a"):
+        ctx.fail(f"register A of {ins.opcode} needs {ins.words('a')} registers, got {len(aregs)}", token=aregs[0])
+    descs = ([] if reg_a else [operands[1]]) + [operands[2]]
+    for regs, typ, what in ((dregs, "b32", "operand D"), (aregs, "b32", "operand A"), (meta, "b32", "the sparsity metadata"),
+                            (descs, "b64", "a matrix descriptor")):
+        for r in regs:
+            if not isinstance(r, str) or not ctx.machine.is_register(r):
+                ctx.fail(f"{what}: {r!r} is not a register name (%[a-z]+[0-9]*)", token=r if isinstance(r, str) else None)
+            ctx._check_width(r, typ, what, False)
+    wgmask = unit.check_issue(wgs, dregs, aregs + meta, descs, line, stmt)
+
+    def threads(v):                    # (4G, 32) rows of the executing warps -> (G, 128)
+        return np.asarray(v).reshape(G, 128)
+
+    sd_tok = operands[3]
+    if isinstance(sd_tok, str) and ctx.machine.is_register(sd_tok):
+        sd = _uniform(ctx, threads(ctx.read(sd_tok, "pred", what="scale-d")).astype(np.int64), sd_tok, "scale-d predicate")
+    else:
+        sd = parse_int(sd_tok) if isinstance(sd_tok, str) else None
+        if sd not in (0, 1):
+            ctx.fail("scale-d must be a predicate register or 0/1", token=sd_tok if isinstance(sd_tok, str) else None)
+    imm = {}
+    for n, t in zip(names, operands[4:]):
+        v = parse_int(t) if isinstance(t, str) else None
+        allowed = (1, -1) if "scale" in n else (0, 1)
+        if v not in allowed:
+            ctx.fail(f"{n} must be one of {list(allowed)}", token=t if isinstance(t, str) else None)
+        imm[n] = v
+    if isinstance(sd, int) and sd == 0:          # D = A x B: the accumulator's old value is not read
+        d_words = np.zeros((G, 128, len(dregs)), np.uint32)
+    else:
+        d_words = np.stack([threads(ctx.read(r, "b32", what="operand D")) for r in dregs], axis=-1)
+    if reg_a:
+        a = np.stack([threads(ctx.read(r, "b32", what="operand A")) for r in aregs], axis=-1)
+    else:
+        a = _uniform(ctx, threads(ctx.read(operands[1], "b64", what="A descriptor")), operands[1], "A descriptor")
+    b = _uniform(ctx, threads(ctx.read(operands[2], "b64", what="B descriptor")), operands[2], "B descriptor")
+    e = threads(ctx.read(meta[0], "b32", what="sparsity metadata")).astype(np.uint32) if sp else None
+    mem = ctx.machine.memory
+    ctas = unit.cta_of_wg[wgs]
+    if mem is None:
+        smem = np.zeros((G, 0), np.uint8)
+    elif len(ctas) == mem.shared.shape[0] and (ctas == np.arange(len(ctas))).all():
+        smem = mem.shared                        # one warpgroup per CTA, all of them: no copy
+    else:
+        smem = mem.shared[ctas]
+    arch = ctx.machine.arch
+    arch = "sm_90a" if arch == "sm_90" else arch     # wgmma is the sm_90a (H100) form of Hopper
+    try:
+        ins, _, A, B, C = decode(ins.opcode, np.ascontiguousarray(d_words, dtype=np.uint32),
+                                 np.ascontiguousarray(a), np.ascontiguousarray(b, dtype=np.uint64),
+                                 smem=smem, scale_d=sd, scale_a=imm.get("imm-scale-a", 1),
+                                 scale_b=imm.get("imm-scale-b", 1), trans_a=imm.get("imm-trans-a", 0),
+                                 trans_b=imm.get("imm-trans-b", 0), arch=arch, e=e, selector=sel)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
+    out = pack_d(ins, compute(ins, A, B, C, arch))
+    for i, r in enumerate(dregs):
+        ctx.write(r, np.ascontiguousarray(out[..., i]).reshape(-1, 32), "b32", what="operand D")
+    reads = _read_set(ins, wgs, unit.ngroups, None if reg_a else a, b, imm)
+    unit.issue(_Op(line, stmt, dregs, aregs + meta, reads, wgmask.copy()))
+
+
+def _read_set(ins, wgs, ngroups, a_desc, b_desc, imm):
+    """[(warpgroup mask, sorted shared addresses)] the operands read, one entry per distinct descriptor."""
+    from ..isa import smem as S
+
+    out = []
+    for desc, rows, role, tr in ((a_desc, ins.m, "a", imm.get("imm-trans-a", 0)),
+                                 (b_desc, ins.n, "b", imm.get("imm-trans-b", 0))):
+        if desc is None:
+            continue
+        bits = ins.elem(role).bits
+        k = ins.matrix_shape(role)[1] if role == "a" else ins.k   # sparse A: the compressed K/2
+        for d in np.unique(desc):
+            ad, _ = S.operand_addresses(int(d), rows, k, bits, "MN" if tr else "K")
+            mask = np.zeros(ngroups, dtype=bool)
+            mask[wgs[desc == d]] = True
+            out.append((mask, np.unique((ad[..., None] + np.arange(max(1, bits // 8))).ravel())))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the register file
 
 class Warpgroup(Warp):
     """``groups`` independent warpgroups of 128 threads, each with ``smem_bytes`` of shared memory.
 
-    The shared memory is :attr:`smem` (uint8, (groups, bytes), shared addresses from 0) and may be
+    Each group is a CTA of 128 threads (4 warps: ``%tid.x`` 0-127, ``%ctaid.x`` the group).  The
+    shared memory is :attr:`smem` (uint8, (groups, bytes), shared addresses from 0) and may be
     written directly between runs (:meth:`write_smem` checks it against in-flight wgmmas).
+    Registers are per thread: :meth:`get` returns and :meth:`set` takes (groups, 128).
     undefined / seed: as for :class:`warpsim.Warp`.  arch: passed to :func:`warpsim.wgmma`.
     """
 
@@ -67,44 +424,39 @@ class Warpgroup(Warp):
 
     def __init__(self, groups: int = 1, *, smem_bytes: int = 0, undefined: str = "error", seed: int = 0,
                  arch: str = "sm_90a"):
-        super().__init__(groups, undefined=undefined, seed=seed, arch=arch)
+        if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+            raise ValueError(f"groups must be a positive integer, got {groups!r}")
         if isinstance(smem_bytes, bool) or not isinstance(smem_bytes, (int, np.integer)) or smem_bytes < 0:
             raise ValueError(f"smem_bytes must be a non-negative integer, got {smem_bytes!r}")
-        self.smem = np.zeros((self.warps, int(smem_bytes)), dtype=np.uint8)
-        self._pending: list[_Op] = []
-        self._ngroups = 0
-        self._unfenced: dict[str, tuple] = {}   # register -> (line, stmt) of its last non-wgmma write
+        super().__init__(4 * int(groups), undefined=undefined, seed=seed, arch=arch)
+        self.memory = Memory(int(groups), int(smem_bytes), np.repeat(np.arange(int(groups)), 4))
+        self._async = WgmmaUnit(self, 4)
 
     def __repr__(self):
-        return f"Warpgroup(groups={self.warps}, registers={len(self._regs)}, smem_bytes={self.smem.shape[1]})"
+        return f"Warpgroup(groups={self.groups}, registers={len(self._regs)}, smem_bytes={self.smem.shape[1]})"
 
     @property
     def groups(self) -> int:
-        return self.warps
+        return self.warps // 4
+
+    @property
+    def smem(self) -> np.ndarray:
+        """Shared memory, uint8 (groups, bytes): the array the statements read and write."""
+        return self.memory.shared
 
     @property
     def in_flight(self) -> list[str]:
         """Statements of the wgmmas still in flight."""
-        return [op.stmt for op in self._pending]
+        return self._async.in_flight
 
-    # --- hazards ------------------------------------------------------------
-
-    def _conflict(self, regs, line, stmt, what, allow_chain=None):
-        for op in self._pending:
-            for r in regs:
-                if r in op.d and not (allow_chain is not None and tuple(allow_chain) == op.d):
-                    raise PTXError(f"{what} accumulator register {r} of a wgmma that is still in flight "
-                                   f"(line {op.line}: {op.stmt}); wait for it first with wgmma.commit_group and "
-                                   "wgmma.wait_group", line=line, statement=stmt, token=r)
-                if r in op.a and what != "reads":
-                    raise PTXError(f"{what} A register {r} of a wgmma that is still in flight "
-                                   f"(line {op.line}: {op.stmt})", line=line, statement=stmt, token=r)
-
-    def _smem_conflict(self, lo, hi, line, stmt):
-        for op in self._pending:
-            if ((op.reads >= lo) & (op.reads < hi)).any():
-                raise PTXError(f"writes shared memory [{lo}, {hi}) that a wgmma still in flight reads "
-                               f"(line {op.line}: {op.stmt}); wait for it first", line=line, statement=stmt)
+    def _geometry(self):
+        W = self.warps
+        tid = np.zeros((W, 32, 3), dtype=np.uint32)
+        tid[..., 0] = (np.arange(W) % 4)[:, None] * 32 + np.arange(32)[None, :]
+        ctaid = np.zeros((W, 3), dtype=np.uint32)
+        ctaid[:, 0] = np.arange(W) // 4
+        return tid, np.array([128, 1, 1], np.uint32), ctaid, np.array([self.groups, 1, 1], np.uint32), \
+            (np.arange(W) % 4).astype(np.uint32), 4
 
     def write_smem(self, offset: int, data) -> None:
         """Write bytes into every group's shared memory at ``offset`` (checked against in-flight wgmmas)."""
@@ -112,210 +464,22 @@ class Warpgroup(Warp):
         n = data.shape[-1]
         if offset < 0 or offset + n > self.smem.shape[1]:
             raise ValueError(f"write of {n} bytes at {offset} is outside shared memory ({self.smem.shape[1]} bytes)")
-        self._smem_conflict(offset, offset + n, None, f"write_smem({offset}, {n} bytes)")
+        if n:
+            self._async.check_smem(np.arange(self.groups), np.full(self.groups, offset), n, None,
+                                   f"write_smem({offset}, {n} bytes)")
         self.smem[:, offset:offset + n] = data
 
     def set(self, name, values):
-        self._conflict([name], None, f"set({name!r})", "overwrites")
+        """Write a register in every thread: values broadcast to (groups, 128) (see :meth:`warpsim.Warp.set`)."""
+        if isinstance(name, str) and self.is_register(name):
+            self._async._conflict((name,), self._async._all, "overwrites", None, f"set({name!r})")
         super().set(name, values)
-        self._unfenced[name] = (None, f"set({name!r})")
+        self._async.overwrite(name, self._async._all, None, f"set({name!r})")
 
     def get(self, name):
-        self._conflict([name], None, f"get({name!r})", "reads")
+        """A copy of a register in every thread, shape (groups, 128)."""
+        self._async._conflict((name,), self._async._all, "reads", None, f"get({name!r})")
         return super().get(name)
-
-    # --- statements ---------------------------------------------------------
-
-    def _statement(self, line, stmt):
-        if stmt.startswith(".reg"):
-            return
-        parts = stmt.split(None, 1)
-        op = parts[0]
-        rest = parts[1] if len(parts) > 1 else ""
-        if op == "wgmma.fence.sync.aligned":
-            self._unfenced.clear()
-            return
-        if op == "wgmma.commit_group.sync.aligned":
-            for p in self._pending:
-                if p.group is None:
-                    p.group = self._ngroups
-            self._ngroups += 1
-            return
-        if op == "wgmma.wait_group.sync.aligned":
-            n = _parse_int(rest.strip())
-            if n is None or n < 0:
-                raise PTXError("wgmma.wait_group takes a non-negative integer immediate", line=line, statement=stmt)
-            groups = sorted({p.group for p in self._pending if p.group is not None})
-            done = set(groups[:max(0, len(groups) - n)])
-            self._pending = [p for p in self._pending if p.group is None or p.group not in done]
-            return
-        if op.startswith("wgmma.") and op.split(".")[1] in ("fence", "commit_group", "wait_group"):
-            raise PTXError(f"'{op}': write it as {'.'.join(op.split('.')[:2])}.sync.aligned", line=line, statement=stmt,
-                           token=op)
-        operands = _split_operands(rest, line, stmt)
-        if op.startswith("wgmma.mma_async"):
-            return self._wgmma(line, stmt, op, operands)
-        if op.startswith("mov"):
-            regs = [o for o in operands if isinstance(o, str) and o.startswith("%")]
-            if regs:
-                self._conflict(regs[:1], line, stmt, "overwrites")
-                self._conflict(regs[1:], line, stmt, "reads")
-            super()._mov(line, stmt, op, operands)
-            if regs:
-                self._unfenced[regs[0]] = (line, stmt)
-            return
-        if op.startswith("setp."):
-            return self._setp(line, stmt, op, operands)
-        if op.startswith("st.shared"):
-            return self._st(line, stmt, op, operands)
-        if op.startswith("mma"):
-            raise PTXError("warp-level mma runs in warpsim.Warp; a Warpgroup executes wgmma statements",
-                           line=line, statement=stmt, token=op)
-        raise PTXError(f"unsupported instruction '{op}': a Warpgroup executes wgmma.fence / mma_async / commit_group / "
-                       "wait_group, mov, setp.eq/ne and st.shared", line=line, statement=stmt, token=op)
-
-    def _setp(self, line, stmt, op, operands):
-        toks = op.split(".")
-        if len(toks) != 3 or toks[1] not in ("eq", "ne") or toks[2] not in ("b32", "u32", "s32"):
-            raise PTXError("supported: setp.eq/ne.b32/u32/s32 %p, %r, immediate", line=line, statement=stmt, token=op)
-        if len(operands) != 3 or not isinstance(operands[0], str) or not operands[0].startswith("%p"):
-            raise PTXError(f"{op} takes a predicate register, a register and an immediate", line=line, statement=stmt)
-        self._conflict([operands[1]], line, stmt, "reads")
-        v = self._read(operands[1], line, stmt)
-        imm = _parse_int(operands[2])
-        if imm is None:
-            raise PTXError("the comparison operand must be an integer immediate", line=line, statement=stmt,
-                           token=operands[2])
-        res = (v == np.uint32(imm & 0xFFFFFFFF)) if toks[1] == "eq" else (v != np.uint32(imm & 0xFFFFFFFF))
-        self._regs[operands[0]] = res.astype(np.uint32)
-
-    def _st(self, line, stmt, op, operands):
-        toks = op.split(".")
-        if len(toks) != 3 or toks[2] not in _ST_TYPES:
-            raise PTXError("supported: st.shared.{" + ",".join(_ST_TYPES) + "} [address], %register",
-                           line=line, statement=stmt, token=op)
-        size = _ST_TYPES[toks[2]]
-        if len(operands) != 2 or not isinstance(operands[0], str):
-            raise PTXError(f"{op} takes [address], register", line=line, statement=stmt, token=op)
-        m = _ADDR.match(operands[0].replace(" ", ""))
-        if not m:
-            raise PTXError("address must be [%r], [%r+imm] or [imm]", line=line, statement=stmt, token=operands[0])
-        base = self._read(m.group(1), line, stmt).astype(np.int64) if m.group(1) else np.zeros((self.warps, 128), np.int64)
-        addr = base + (int(m.group(2), 0) if m.group(2) else 0)
-        if (addr % size).any() or addr.min() < 0 or addr.max() + size > self.smem.shape[1]:
-            raise PTXError(f"st.shared addresses must be {size}-byte aligned and inside shared memory "
-                           f"({self.smem.shape[1]} bytes)", line=line, statement=stmt, token=operands[0])
-        self._conflict([operands[1]], line, stmt, "reads")
-        val = self._read(operands[1], line, stmt).astype(np.uint64)
-        for lo in np.unique(addr):
-            self._smem_conflict(int(lo), int(lo) + size, line, stmt)
-        byts = ((val[..., None] >> (np.arange(size, dtype=np.uint64) * np.uint64(8))) & np.uint64(0xFF)).astype(np.uint8)
-        g = np.arange(self.warps)[:, None, None]
-        self.smem[g, addr[..., None] + np.arange(size)] = byts
-
-    def _wgmma(self, line, stmt, op, operands):
-        from .._wgmma import _instruction, operands as decode, compute, pack_d
-
-        try:
-            ins = _instruction(op)
-        except ValueError as exc:
-            raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
-        imms_n = (2 if ins.imm_scale else 0)
-        reg_a = isinstance(operands[1], list) if len(operands) > 1 else False
-        if ins.imm_trans:
-            imms_n += 1 if reg_a else 2
-        sp = 2 if ins.is_sparse else 0   # sparse: sp-meta (register) and sp-sel (immediate) before scale-d
-        need = 4 + sp + imms_n
-        names = ["imm-scale-a", "imm-scale-b"] if ins.imm_scale else []
-        names += (["imm-trans-b"] if reg_a else ["imm-trans-a", "imm-trans-b"]) if ins.imm_trans else []
-        if len(operands) != need:
-            raise PTXError(f"{ins.opcode} takes {need} operands: {{d}}, {'{a}' if reg_a else 'a-desc'}, b-desc, "
-                           + ("sp-meta, sp-sel, " if sp else "") + "scale-d"
-                           + "".join(", " + n for n in names) + f"; got {len(operands)}", line=line, statement=stmt, token=op)
-        meta, sel = [], 0
-        if sp:
-            meta = [operands[3]]
-            if not isinstance(operands[3], str) or not operands[3].startswith("%"):
-                raise PTXError("sp-meta must be a 32-bit register", line=line, statement=stmt, token=str(operands[3]))
-            self._check_reg(operands[3], 32, line, stmt, "the sparsity metadata")
-            sel = _parse_int(operands[4]) if isinstance(operands[4], str) else None
-            if sel not in ins.selectors:
-                raise PTXError(f"sp-sel of {ins.opcode} must be an immediate in {list(ins.selectors)}", line=line,
-                               statement=stmt, token=str(operands[4]))
-            operands = operands[:3] + operands[5:]
-        dregs = operands[0] if isinstance(operands[0], list) else [operands[0]]
-        if len(dregs) != ins.words("d"):
-            raise PTXError(f"D of {ins.opcode} needs {ins.words('d')} registers, got {len(dregs)}", line=line,
-                           statement=stmt, token=dregs[0])
-        for r in dregs:
-            self._check_reg(r, 32, line, stmt, "operand D")
-        aregs = operands[1] if reg_a else []
-        if reg_a and len(aregs) != ins.words("a"):
-            raise PTXError(f"register A of {ins.opcode} needs {ins.words('a')} registers, got {len(aregs)}",
-                           line=line, statement=stmt, token=aregs[0])
-        for r in aregs:
-            self._check_reg(r, 32, line, stmt, "operand A")
-        for r in ([] if reg_a else [operands[1]]) + [operands[2]]:
-            self._check_reg(r, 64, line, stmt, "a matrix descriptor")
-        # hazards: the accumulator may be shared only with in-flight wgmmas chained on the same registers
-        self._conflict(dregs, line, stmt, "uses", allow_chain=dregs)
-        self._conflict(aregs + meta, line, stmt, "reads")
-        for r in dregs + aregs + meta + ([] if reg_a else [operands[1]]) + [operands[2]]:
-            if r in self._unfenced:
-                wl, ws = self._unfenced[r]
-                where = f"line {wl}: {ws}" if wl is not None else ws
-                raise PTXError(f"register {r} was written ({where}) after the last wgmma.fence; issue "
-                               "wgmma.fence.sync.aligned before this wgmma.mma_async", line=line, statement=stmt, token=r)
-        sd_tok = operands[3]
-        if isinstance(sd_tok, str) and sd_tok.startswith("%p"):
-            sd = self._read(sd_tok, line, stmt)[:, 0].astype(np.int64)
-        else:
-            v = _parse_int(sd_tok) if isinstance(sd_tok, str) else None
-            if v not in (0, 1):
-                raise PTXError("scale-d must be a predicate register or 0/1", line=line, statement=stmt, token=sd_tok)
-            sd = v
-        imm = {}
-        for n, t in zip(names, operands[4:]):
-            v = _parse_int(t) if isinstance(t, str) else None
-            allowed = (1, -1) if "scale" in n else (0, 1)
-            if v not in allowed:
-                raise PTXError(f"{n} must be one of {list(allowed)}", line=line, statement=stmt, token=t)
-            imm[n] = v
-        zero = np.zeros((self.warps, self.lanes), np.uint32)
-        no_c = isinstance(sd, int) and sd == 0   # D = A x B: the accumulator's old value is not read
-        d_words = np.stack([zero if no_c and r not in self._regs else self._read(r, line, stmt) for r in dregs],
-                           axis=-1).astype(np.uint32)
-        a = (np.stack([self._read(r, line, stmt) for r in aregs], axis=-1).astype(np.uint32) if reg_a
-             else self._read(operands[1], line, stmt)[:, 0].astype(np.uint64))
-        b = self._read(operands[2], line, stmt)[:, 0].astype(np.uint64)
-        e = self._read(meta[0], line, stmt).astype(np.uint32) if sp else None
-        try:
-            ins, _, A, B, C = decode(ins.opcode, d_words, a, b, smem=self.smem, scale_d=sd,
-                                     scale_a=imm.get("imm-scale-a", 1), scale_b=imm.get("imm-scale-b", 1),
-                                     trans_a=imm.get("imm-trans-a", 0), trans_b=imm.get("imm-trans-b", 0), arch=self.arch,
-                                     e=e, selector=sel)
-        except (ValueError, TypeError, NotImplementedError) as exc:
-            raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
-        out = pack_d(ins, compute(ins, A, B, C, self.arch))
-        for i, r in enumerate(dregs):
-            self._regs[r] = np.ascontiguousarray(out[..., i])
-        reads = self._read_set(ins, a if not reg_a else None, b, imm)
-        self._pending.append(_Op(line, stmt, tuple(dregs), tuple(aregs + meta), reads))
-
-    def _read_set(self, ins, a_desc, b_desc, imm):
-        from ..isa import smem as S
-
-        addrs = []
-        for desc, rows, role, tr in ((a_desc, ins.m, "a", imm.get("imm-trans-a", 0)),
-                                     (b_desc, ins.n, "b", imm.get("imm-trans-b", 0))):
-            if desc is None:
-                continue
-            bits = ins.elem(role).bits
-            k = ins.matrix_shape(role)[1] if role == "a" else ins.k   # sparse A: the compressed K/2
-            for d in np.unique(desc):
-                ad, _ = S.operand_addresses(int(d), rows, k, bits, "MN" if tr else "K")
-                addrs.append((ad[..., None] + np.arange(max(1, bits // 8))).ravel())
-        return np.unique(np.concatenate(addrs)) if addrs else np.zeros(0, np.int64)
 
 
 def example_program(instruction) -> str:
