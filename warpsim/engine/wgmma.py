@@ -16,17 +16,19 @@ from ..numerics.fused import tc_dot
 from ..numerics.integer import int_dot
 from .kernel import _named
 
+#: wgmma has no block scales: the dot's scale operands are empty
+_NOSCALE = np.zeros(1, np.uint64)
+
 
 def _tc_matrix(A, B, C, p, out):
     """out[g, i, j] = tc_dot(A[g, i], B[g, j], K, C[g, i, j], p)."""
     G, M, K = A.shape
     N = B.shape[1]
-    noscale = np.zeros(1, np.uint64)      # wgmma has no block scales
     for gi in prange(G * M):
         g = gi // M
         i = gi % M
         for j in range(N):
-            out[g, i, j] = tc_dot(A[g, i], B[g, j], K, C[g, i, j], p, noscale, noscale)
+            out[g, i, j] = tc_dot(A[g, i], B[g, j], K, C[g, i, j], p, _NOSCALE, _NOSCALE)
 
 
 def _int_matrix(A, B, C, p, out):
@@ -53,7 +55,7 @@ def _tc_matrix_sp(A, BS, C, p, out):
         g = gi // M
         i = gi % M
         for j in range(N):
-            out[g, i, j] = tc_dot(A[g, i], BS[g, i, j], K, C[g, i, j], p)
+            out[g, i, j] = tc_dot(A[g, i], BS[g, i, j], K, C[g, i, j], p, _NOSCALE, _NOSCALE)
 
 
 def _int_matrix_sp(A, BS, C, p, out):
