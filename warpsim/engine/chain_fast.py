@@ -29,7 +29,8 @@ from numba import njit, prange
 from ..isa.catalog import Instruction
 from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRST_FROM_C, KIND_FMA_CHAIN, P_COMBINE, P_GROUP, P_AB_E, P_AB_M, P_C_E, P_C_M, P_D_E, P_D_M, P_DNAN,
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M, chain_dot)
-from ..numerics.softfloat import NAN_CANONICAL, U64
+from ..numerics.fused import _bits_f64 as _as_f64
+from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 
 
@@ -88,6 +89,63 @@ def fast_mode(p: np.ndarray) -> int:
 _EXP64 = U64(0x7FF0000000000000)
 
 
+_ABS64 = U64(0x7FFFFFFFFFFFFFFF)
+_QUIET64 = U64(1 << 51)
+
+
+@njit(cache=True, nogil=True)
+def _nan_steps(Au, Bu, M, N, K, desc, cn, ci, rn, ri):
+    """Chain steps (s = 0 first; k = s, or K - 1 - s when desc) of the operands that decide a NaN
+    result of the f64 chain: per column j of B the last NaN (cn, -1 if none) and the first inf (ci,
+    K if none); per row i of A the first NaN (rn) and the first inf (ri), K if none."""
+    for j in range(N):
+        cn[j] = -1
+        ci[j] = K
+    for i in range(M):
+        rn[i] = K
+        ri[i] = K
+    for s in range(K):
+        k = K - 1 - s if desc else s
+        for j in range(N):
+            x = Bu[k * N + j] & _ABS64
+            if x > _EXP64:
+                cn[j] = s
+            elif x == _EXP64 and ci[j] == K:
+                ci[j] = s
+        for i in range(M):
+            x = Au[i * K + k] & _ABS64
+            if x > _EXP64 and rn[i] == K:
+                rn[i] = s
+            elif x == _EXP64 and ri[i] == K:
+                ri[i] = s
+
+
+@njit(cache=True, nogil=True)
+def _nan_replay(Au, Bu, c, i, j, N, K, desc):
+    """The NaN word of output (i, j) of an f64 chain whose host result is NaN: the chain replayed on
+    the host, step by step, with DMMA's rule at each fma(a, b, acc): a NaN operand comes out quieted,
+    b before acc before a; an invalid operation (no NaN operand, NaN result) gives the default NaN."""
+    acc = _as_f64(c)
+    nan = c | _QUIET64
+    for s in range(K):
+        k = K - 1 - s if desc else s
+        x = Au[i * K + k]
+        y = Bu[k * N + j]
+        if (y & _ABS64) > _EXP64:
+            nan = y | _QUIET64
+            acc = np.nan
+        elif acc != acc:
+            pass
+        elif (x & _ABS64) > _EXP64:
+            nan = x | _QUIET64
+            acc = np.nan
+        else:
+            acc = fma_native(_as_f64(x), _as_f64(y), acc)
+            if acc != acc:
+                nan = F64_DEFAULT_NAN
+    return nan
+
+
 @njit(cache=True, nogil=True)
 def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback.
@@ -104,6 +162,10 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     Df = Du.view(np.float64)
     Bcol = np.empty(K, np.uint64)
     desc = p[P_KORDER] == 1
+    cn = np.empty(N, np.int64)
+    ci = np.empty(N, np.int64)
+    rn = np.empty(M, np.int64)
+    ri = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -138,13 +200,29 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     x = Af[i * K + k]
                     for j in range(N):
                         Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
+        # A NaN result (NaN-ness is IEEE, so the host decides it) takes the hardware's NaN word
+        prepared = False
         for t in range(M * N):
-            if (Du[t] & _EXP64) == _EXP64:          # inf or NaN: the hardware's NaN rules decide
-                i = t // N
-                j = t - i * N
-                for k in range(K):
-                    Bcol[k] = Bu[k * N + j]
-                Du[t] = chain_dot(Au[i * K:(i + 1) * K], Bcol, K, Cu[t], p)
+            if (Du[t] & _ABS64) <= _EXP64:
+                continue
+            if not prepared:
+                _nan_steps(Au, Bu, M, N, K, desc, cn, ci, rn, ri)
+                prepared = True
+            i = t // N
+            j = t - i * N
+            if cn[j] >= 0:          # a NaN B element: the last one in chain order (b ranks first)
+                k = K - 1 - cn[j] if desc else cn[j]
+                Du[t] = Bu[k * N + j] | _QUIET64
+            elif (Cu[t] & _ABS64) > _EXP64:     # else a NaN C, carried from the first step
+                Du[t] = Cu[t] | _QUIET64
+            elif rn[i] == K:        # no NaN operand at all: an invalid operation
+                Du[t] = F64_DEFAULT_NAN
+            elif ri[i] > rn[i] and ci[j] >= rn[i]:
+                # no inf before the first NaN A element, so nothing invalid happened before it
+                k = K - 1 - rn[i] if desc else rn[i]
+                Du[t] = Au[i * K + k] | _QUIET64
+            else:                   # an invalid step may precede the NaN A element: replay the chain
+                Du[t] = _nan_replay(Au, Bu, Cu[t], i, j, N, K, desc)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 

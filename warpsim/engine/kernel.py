@@ -412,7 +412,7 @@ def run(pl: Plan, a, b, c, e) -> np.ndarray:
     if pl.ftab is not None and not FORCE_GENERIC:
         from .tensorcore import run_tc   # float tensor-core kernel; flags the warps it leaves to this one
         need = run_tc(ins, pl.params, pl.ftab, a, b, c, e, d, parallel, CHUNK)
-        idx = np.flatnonzero(need)
+        idx = np.flatnonzero(need == 2)
         if idx.size == 0:
             return d
         if idx.size < W:

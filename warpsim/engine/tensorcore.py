@@ -57,11 +57,11 @@ def _exact_conversion(fmt: tuple, op: tuple) -> bool:
 
 def _decode_params(fmt):
     """(ignored bits, magnitude mask, sign position, mantissa shift into f32, smallest special
-    magnitude) and 2^(127 - bias) of a format, for _decode."""
+    magnitude, the infinity's magnitude or -1) and 2^(127 - bias) of a format, for _decode."""
     width, eb, mb, ign, hinf = fmt
     mm = (1 << (width - ign - 1)) - 1
     lim = ((1 << eb) - 1) << mb if hinf else mm
-    return [ign, mm, width - 1, 23 - mb, lim], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
+    return [ign, mm, width - 1, 23 - mb, lim, lim if hinf else -1], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
 
 
 def _fmt(p, f):
@@ -180,14 +180,19 @@ def _loop(builder, lo, hi, step, init, body):
 
 @_intrinsic
 def _decode(typingctx, R, q, scale, emin, V, E):
-    """Raw elements R (matrix order; length a positive multiple of 8) -> exact float64 values V and
-    float32 alignment exponents E (_ZEXP for zeros); returns True if any element is NaN or inf.
+    """Raw elements R (matrix order; length a positive multiple of 8) -> float64 values V and
+    float32 alignment exponents E; returns True if any element is NaN or inf.
+
+    A finite element's value is exact, its exponent max(floor(log2 |v|), emin) (_ZEXP for zeros).
+    A NaN or inf element becomes the float64 NaN or inf of its sign with exponent _ZEXP: it never
+    sets a block's emax, and the float64 sum of the scaled products then is NaN or +-inf exactly
+    when the recipe's special rules make it so (any NaN, inf * 0, +inf with -inf; see
+    _gen_round8).  tf32 decides NaN from the kept bits only (the ignored ones are shifted out).
 
     q: (ignored bits, magnitude mask, sign position, shift of the mantissa into f32's, smallest
-    special magnitude); scale = 2^(127 - bias): the element's magnitude bits placed in an f32 word
-    have the format's exponent field in f32's, so the f32 value times scale is the element (normal
-    or subnormal).  The exponent is max(floor(log2 |v|), emin).  LLVM vector IR, 8 elements a step
-    in 32-bit lanes."""
+    special magnitude, inf magnitude or -1); scale = 2^(127 - bias): the element's magnitude bits
+    placed in an f32 word have the format's exponent field in f32's, so the f32 value times scale
+    is the element (normal or subnormal).  LLVM vector IR, 8 elements a step in 32-bit lanes."""
     if not (isinstance(R, _nbt.Array) and isinstance(R.dtype, _nbt.Integer) and R.dtype.bitwidth <= 32
             and V.dtype == _nbt.float64 and E.dtype == _nbt.float32 and q.dtype == _nbt.int64):
         return None
@@ -204,25 +209,34 @@ def _decode(typingctx, R, q, scale, emin, V, E):
         sc = _splat(builder, context.cast(builder, args[2], ty[2], _nbt.float64), _V8D)
         em = _splat(builder, context.cast(builder, args[3], ty[3], _nbt.float32), _V8F)
         qv = [_splat(builder, builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32), _V8I)
-              for k in range(5)]
-        ign, mm, shs, shm, lim = qv
+              for k in range(6)]
+        ign, mm, shs, shm, lim, infm = qv
         rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), 8)
         zero8 = _ir.Constant(_V8I, [0] * 8)
+        zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
 
         def body(x, bad):
             raw = _vload(builder, pR, x, rt, 1)
             if ty[0].dtype.bitwidth < 32:
                 raw = builder.zext(raw, _V8I)
             mag = builder.and_(builder.lshr(raw, ign), mm)
-            fb = builder.or_(builder.shl(mag, shm), builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8)))
+            sgn = builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8))
+            fb = builder.or_(builder.shl(mag, shm), sgn)
             v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
             eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
             eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
             ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
-            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F), ex)
+            special = builder.icmp_unsigned(">=", mag, lim)
+            # NaN / inf of the element's sign: an f32 word widened exactly
+            sw = builder.select(builder.icmp_unsigned("==", mag, infm), _ir.Constant(_V8I, [0x7F800000] * 8),
+                                _ir.Constant(_V8I, [0x7FC00000] * 8))
+            sv = builder.fpext(builder.bitcast(builder.or_(sw, sgn), _V8F), _V8D)
+            v = builder.select(special, sv, v)
+            nz = builder.and_(builder.icmp_unsigned("!=", mag, zero8), builder.not_(special))
+            ex = builder.select(nz, ex, zexp)
             _vstore(builder, v, pV, x, 8)
             _vstore(builder, ex, pE, x, 4)
-            return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
+            return builder.or_(bad, builder.zext(special, _V8I))
 
         bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
         anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
@@ -274,20 +288,68 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
 
 
 def _gen_round8(builder, v, rp):
-    """IR of fused._round_row's common case for the <8 x double> v: (bits <8 x i64>, rounded values
-    <8 x double>, <8 x i1> lanes that need fused._fround: zero, subnormal or overflowing result).
+    """IR of fused._fround for the <8 x double> v, every case in vector form: (bits <8 x i64> without
+    ignored bits, the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
+    or the IEEE special the block's float64 sum gave): NaN -> the canonical NaN, +-inf and results
+    whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
+    (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
-    sh, rebias, lo, hi, half, oddm, sbit, infb = rp
+    mb, emin, infb, sbit, rne, nanb = rp[:6]
+    fround = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.rint.v8f64")
+    ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
     u = builder.bitcast(v, _V8L)
     a = builder.and_(u, _c8(0x7FFFFFFFFFFFFFFF))
+    special = builder.icmp_signed(">=", a, _c8(0x7FF0000000000000))
+    isnan = builder.icmp_signed(">", a, _c8(0x7FF0000000000000))
     e = builder.sub(builder.lshr(a, _c8(52)), _c8(1023))
-    rr = builder.add(builder.add(a, half), builder.and_(builder.lshr(a, sh), oddm))
-    b = builder.sub(builder.lshr(rr, sh), rebias)
-    ok = builder.and_(builder.and_(builder.icmp_signed(">=", e, lo), builder.icmp_signed("<", e, hi)),
-                      builder.icmp_signed("<", b, infb))
-    bits = builder.or_(b, builder.shl(builder.lshr(u, _c8(63)), sbit))
-    ov = builder.or_(builder.shl(builder.lshr(rr, sh), sh), builder.and_(u, _c8(-0x8000000000000000)))
-    return bits, builder.bitcast(ov, _V8D), builder.not_(ok)
+    e = builder.select(builder.icmp_signed(">", e, emin), e, emin)
+    ue = builder.sub(e, mb)                                         # exponent of the last kept bit
+    pw = builder.bitcast(builder.shl(builder.sub(_c8(1023), ue), _c8(52)), _V8D)     # 2^-ue
+    y = builder.fmul(builder.bitcast(a, _V8D), pw)
+    y = builder.select(special, _c8(0.0, _V8D), y)
+    isrne = builder.icmp_signed("!=", rne, _c8(0))
+    qf = builder.select(isrne, builder.call(fround, [y]), builder.call(ftrunc, [y]))
+    q = builder.fptosi(qf, _V8L)
+    bits = builder.add(builder.shl(builder.add(builder.sub(ue, emin), mb), mb), q)
+    ovf = builder.or_(builder.icmp_signed(">=", bits, infb), builder.and_(special, builder.not_(isnan)))
+    bits = builder.select(ovf, infb, bits)
+    sign = builder.and_(u, _c8(-0x8000000000000000))
+    zero = builder.and_(builder.icmp_signed("==", q, _c8(0)), builder.not_(special))
+    sbits = builder.select(zero, _c8(0), builder.shl(builder.lshr(u, _c8(63)), sbit))
+    bits = builder.select(isnan, nanb, builder.or_(bits, sbits))
+    # the rounded value: q * 2^ue with v's sign; +-inf on overflow; NaN stays; +0 for zero
+    val = builder.fmul(qf, builder.bitcast(builder.shl(builder.add(ue, _c8(1023)), _c8(52)), _V8D))
+    val = builder.select(ovf, _c8(float("inf"), _V8D), val)
+    val = builder.bitcast(builder.or_(builder.bitcast(val, _V8L), builder.select(zero, _c8(0), sign)), _V8D)
+    val = builder.select(isnan, v, val)
+    return bits, val, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8)
+
+
+def _gen_accexp(builder, v, em):
+    """<8 x float> alignment exponents of rounded accumulators v (<8 x double>): max(floor(log2 |v|),
+    em) (em: <8 x float> splat of the format's smallest normal exponent); _ZEXP for zeros, NaN, inf."""
+    a = builder.and_(builder.bitcast(v, _V8L), _c8(0x7FFFFFFFFFFFFFFF))
+    eb = builder.trunc(builder.sub(builder.lshr(a, _c8(52)), _c8(1023)), _V8I)
+    ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
+    ok = builder.and_(builder.icmp_signed("!=", a, _c8(0)), builder.icmp_signed("<", a, _c8(0x7FF0000000000000)))
+    return builder.select(ok, ex, _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F))
+
+
+@_intrinsic
+def _accexp8(typingctx, V, em, E):
+    """E[0:8] = _gen_accexp of V[0:8]."""
+    if not (V.dtype == _nbt.float64 and E.dtype == _nbt.float32):
+        return None
+    sig = _nbt.void(V, em, E)
+
+    def codegen(context, builder, sig, args):
+        pV, pE = _data(context, builder, sig, args, 0), _data(context, builder, sig, args, 2)
+        z = _ir.Constant(_I64, 0)
+        emv = _splat(builder, context.cast(builder, args[1], sig.args[1], _nbt.float32), _V8F)
+        _vstore(builder, _gen_accexp(builder, _vload(builder, pV, z, _V8D, 8), emv), pE, z, 4)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def _any8(builder, m):
@@ -395,11 +457,8 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
             ra = builder.add(ro, _ir.Constant(_I64, 8))        # this row's accumulator slot
             v1 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, half, pBV, pBE, pRV, pRE, zero, frac)
             _, a1, r1 = _gen_round8(builder, v1, rpb_)
-            # the accumulator's exponent (normal results only: the others are rare)
-            eb = builder.trunc(builder.lshr(builder.bitcast(a1, _V8L), _c8(52)), _V8I)
-            eb = builder.sub(builder.and_(eb, _c8(0x7FF, _V8I)), _c8(1023, _V8I))
             _vstore(builder, a1, pRV, ra, 8)
-            _vstore(builder, _vmax(builder, builder.sitofp(eb, _V8F), em), pRE, ra, 4)
+            _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
             v2 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, half, Ka_, pBV, pBE, pRV, pRE, ra, frac)
             b2, a2, r2 = _gen_round8(builder, v2, rpb_)
             cv = _vload(builder, pCV, ro, _V8D, 8)
@@ -425,7 +484,7 @@ def _round8_common(typingctx, V, OUT, OV, rp):
     sig = _nbt.boolean(V, OUT, OV, rp)
 
     def codegen(context, builder, sig, args):
-        pV, pO, pOV, prp = (_data(context, builder, sig, args, k) for k in range(4))
+        pV, pO, pOV, prp = (_data(context, builder, sig, args, k) for k in range(4))  # noqa
         z = _ir.Constant(_I64, 0)
         bits, ov, rare = _gen_round8(builder, _vload(builder, pV, z, _V8D, 8), _load_rp(builder, prp))
         _vstore(builder, bits, pO, z, 8)
@@ -436,42 +495,28 @@ def _round8_common(typingctx, V, OUT, OV, rp):
 
 
 def round_params(fmt, rne):
-    """The rp vector of _gen_round8 for a result format (no ignored bits): shift of the last kept
-    bit, exponent rebias, smallest normal exponent, largest finite exponent + 1, rounding increment
-    below the half, 1 for ties-to-even (0: truncation), sign bit, +inf bits."""
+    """The rp vector of _gen_round8 for a result format (no ignored bits): mantissa bits, smallest
+    normal exponent, +inf bits, sign bit position, 1 for ties-to-even (0: truncation), canonical
+    NaN bits (every bit but the sign)."""
     width, eb, mb, ign, hinf = fmt
     assert ign == 0 and hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    return np.array([52 - mb, (1023 - bias) << mb, 1 - bias, (infb >> mb) - bias,
-                     (1 << (51 - mb)) - 1 if rne else 0, 1 if rne else 0, width - 1, infb], np.int64)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _round8(VV, OB, OV, rp, mbo, emino, infbo, sbito, rne):
-    """fused._round_row for the 8 values VV (OB: bits, OV: rounded values)."""
-    if _round8_common(VV, OB, OV, rp):
-        for j in range(8):
-            bits, val = _fround(VV[j], mbo, emino, infbo, np.uint64(1) << sbito, rne)
-            OB[j] = bits
-            OV[j] = val
+    return np.array([mb, 1 - bias, infb, width - 1, 1 if rne else 0, (1 << (width - 1)) - 1, 0, 0], np.int64)
 
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
               q, scale, emin, rpb, rpa, need):
-    """Warps w0..w1-1; a warp the fast method cannot compute gets need[w] = True (d left unset)."""
+    """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
+    NaN or inf (their outputs decided per element, see _decode); 2 not computed (d left unset):
+    tf32 sparse metadata that splices B halves, for the exact kernel."""
     N = 8
     nblk, frac = p[P_NBLK], p[P_FRAC]
     nb = Ka // nblk
-    rne = p[P_RND] == RND_RNE
     fused = p[P_CMODE] == CMODE_FUSED
-    mbo = p[P_ACC + 2]
     ebo = p[P_ACC + 1]
-    biaso = (1 << (ebo - 1)) - 1
-    emino = 1 - biaso
-    infbo = np.int64(((1 << ebo) - 1) << mbo)
-    sbito = np.uint64(p[P_ACC] - 1)
+    emino = np.float32(2 - (1 << (ebo - 1)))
     igd = np.uint64(p[P_D + 3])
     fracf = np.float64(frac)
     AV = np.zeros(M * Ka, np.float64)
@@ -500,9 +545,10 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
             RB[pb[t]] = b[w, t]
         for t in range(pc.shape[0]):
             RC[pc[t]] = c[w, t]
-        bad = _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        bad |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        bad |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        splice = False
         if sparse:
             ew = e[w]
             for x in range(spt.shape[0]):
@@ -510,85 +556,61 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                 if tf32meta:
                     # valid tf32 nibbles 0b0100 / 0b1110 pick element 0 / 1; others splice B halves
                     nib = word & 15
-                    bad |= nib != 0b0100 and nib != 0b1110
+                    splice |= nib != 0b0100 and nib != 0b1110
                     idx = nib >> 3
                 else:
                     idx = word & 3
                 RI[spt[x, 0]] = spt[x, 3] + spt[x, 4] * idx
-        if bad:
-            need[w] = True
+        if splice:
+            need[w] = 2
             continue
+        need[w] = 1 if special else 0
         if fused and nblk == 1:
-            VW = VM[:M * N]
             if sparse:
-                rare = _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
+                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
             else:   # B row t for term t: no row index
-                rare = _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
-            if rare:
-                for x in range(M * N):
-                    bits, val = _fround(VW[x], mbo, emino, infbo, np.uint64(1) << sbito, rne)
-                    DB[x] = bits
-            for t in range(pd.shape[0]):
-                d[w, t] = DB[pd[t]] << igd
-            continue
-        if not fused and nblk == 2:
+                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+        elif not fused and nblk == 2:
             if sparse:
-                rare = _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
             else:
-                rare = _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE,
-                                 DB)
+                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
         else:
-            rare = True
-        if not rare:
-            for t in range(pd.shape[0]):
-                d[w, t] = DB[pd[t]] << igd
-            continue
-        for i in range(M):
+            # any other chain of blocks: one row at a time, the accumulator rounded after each block
             ri = RI if sparse else ri0
-            o = i * Ka if sparse else 0
-            if fused:
-                rv, re, ro = CV, CE, i * N
-            else:
-                rv, re, ro = RV, RE, 0
-                rv[:] = 0.0
-                re[:] = _ZEXP
-            for blk in range(nblk):
-                lo = blk * nb
-                _row8(AV, AE, i * Ka, ri, o, lo, lo + nb, BV, BE, rv, re, ro, fracf, VV)
-                last = blk == nblk - 1
-                if fused and last:
-                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
-                    for j in range(N):
-                        DB[i * N + j] = OB[j] << igd
+            for i in range(M):
+                o = i * Ka if sparse else 0
+                if fused:
+                    rv, re, ro = CV, CE, i * N
                 else:
-                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
-                    for j in range(N):
-                        v = OV[j]
-                        bad |= np.isinf(v)
-                        ex = np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
-                        re[ro + j] = _ZEXP if v == 0.0 else max(ex, np.float32(emino))
-                        rv[ro + j] = v
-            if bad:
-                break       # an inf accumulator: the exact kernel handles it
-            if not fused:
-                # D = RNE(acc + C), an IEEE addition of two values of D's format
-                cv = CV[i * N:(i + 1) * N]
-                for j in range(N):
-                    VV[j] = rv[ro + j] + cv[j]
-                _round8(VV, OB, OV, rpa, mbo, emino, infbo, sbito, True)
-                for j in range(N):
-                    if rv[ro + j] == 0.0:    # +0 + C: C's bits, but +0 + -0 is +0
-                        DB[i * N + j] = np.uint64(RC[i * N + j]) if cv[j] != 0.0 else np.uint64(0)
-                    elif cv[j] == 0.0:  # acc + (+-0): the block result's own bits
-                        b2, v2 = _fround(rv[ro + j], mbo, emino, infbo, np.uint64(1) << sbito, True)
-                        DB[i * N + j] = b2 << igd
+                    rv, re, ro = RV, RE, 0
+                    rv[:] = 0.0
+                    re[:] = _ZEXP
+                for blk in range(nblk):
+                    lo = blk * nb
+                    _row8(AV, AE, i * Ka, ri, o, lo, lo + nb, BV, BE, rv, re, ro, fracf, VV)
+                    _round8_common(VV, OB, OV, rpb)
+                    if fused and blk == nblk - 1:
+                        for j in range(N):
+                            DB[i * N + j] = OB[j]
                     else:
-                        DB[i * N + j] = OB[j] << igd
-        if bad:
-            need[w] = True
-            continue
+                        if fused:   # the next block's accumulator (C's slot is this row's own)
+                            for j in range(N):
+                                rv[ro + j] = OV[j]
+                            _accexp8(OV, emino, re[ro:ro + N])
+                        else:
+                            rv[:] = OV
+                            _accexp8(OV, emino, re)
+                if not fused:
+                    # D = RNE(acc + C), an IEEE addition of two values of D's format (the float64
+                    # sum is exact for f16 and a harmless double rounding for f32; acc is never -0)
+                    for j in range(N):
+                        VV[j] = rv[j] + CV[i * N + j]
+                    _round8_common(VV, OB, OV, rpa)
+                    for j in range(N):
+                        DB[i * N + j] = OB[j]
         for t in range(pd.shape[0]):
-            d[w, t] = DB[pd[t]]
+            d[w, t] = DB[pd[t]] << igd
 
 
 def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
@@ -600,7 +622,7 @@ def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf3
         w1 = min(W, w0 + chunk)
         if not _fp_env_ok(q64, q32):      # rounding mode / FTZ / DAZ are per thread
             for w in range(w0, w1):
-                need[w] = True
+                need[w] = 2
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
                   q, scale, emin, rpb, rpa, need)
@@ -631,7 +653,7 @@ def run_tc(ins, params, ft, a, b, c, e, d, parallel: bool, chunk: int) -> np.nda
     bits = ft["bits"]
     av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
     dv = d.reshape(d.shape[0], -1).view(_DTYPE[bits[3]])
-    need = np.zeros(a.shape[0], np.bool_)
+    need = np.zeros(a.shape[0], np.int8)
     fn = _KERNELS[1] if parallel else _KERNELS[0]
     fn(params, av, bv, cv, dv, e, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse,
        ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], need, chunk, _PROBE64, _PROBE32)
