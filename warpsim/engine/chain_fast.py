@@ -336,8 +336,13 @@ def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab)
                 d[w, t] = v
 
 
-def _chain_fast(mode, a, b, c, d, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab, q64, q32, chunk, ok):
-    W = a.shape[0]
+def _chain_fast(mode, a3, b3, c3, d3, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab, q64, q32, chunk, ok):
+    """a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
+    W = a3.shape[0]
+    a = a3.reshape(W, a3.shape[1] * a3.shape[2])
+    b = b3.reshape(W, b3.shape[1] * b3.shape[2])
+    c = c3.reshape(W, c3.shape[1] * c3.shape[2])
+    d = d3.reshape(W, d3.shape[1] * d3.shape[2])
     nchunks = (W + chunk - 1) // chunk
     for ch in prange(nchunks):
         # the FPU state is per thread: check it on the thread that runs the chunk
@@ -401,31 +406,26 @@ def _elements(x: np.ndarray, bits: int) -> np.ndarray:
     return x.reshape(x.shape[0], -1).view(_ELEM[bits])
 
 
-_FAST_CACHE: dict = {}
-
-
-def run_fast(ins: Instruction, params, tables, a, b, c, d, parallel: bool, chunk: int) -> bool:
-    """Compute D with the host-float fast path; False (D to be computed otherwise) if none applies."""
+def chain_runner(ins: Instruction, params, tables, chunk: int, threshold: int):
+    """A function (a, b, c, d) -> True when it computed D with the host-float fast path (False: some
+    thread's FPU is not in its default state, D to be computed otherwise); None if no fast path
+    applies to this recipe.  a, b, c, d: C-contiguous uint32 (W, 32, words)."""
     if not FAST or sys.byteorder != "little":
-        return False
-    key = (ins.opcode, params.tobytes())
-    ent = _FAST_CACHE.get(key)
-    if ent is None:
-        mode = fast_mode(params)
-        tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
-        if tabs is None or (mode == FAST_F64 and ins.products != 1):
-            mode = FAST_NONE
-        ent = (mode, tabs)
-        _FAST_CACHE[key] = ent
-    mode, tabs = ent
-    if mode == FAST_NONE:
-        return False
+        return None
+    mode = fast_mode(params)
+    tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
+    if tabs is None or (mode == FAST_F64 and ins.products != 1):
+        return None
     m, n, k = ins.mnk
     bits = [t[3] for t in tables]
-    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
-    dv = d.reshape(d.shape[0], -1).view(_ELEM[bits[3]])      # d is a fresh C-contiguous array
-    fn = _fast_parallel if parallel else _fast_serial
-    ok = np.zeros((a.shape[0] + chunk - 1) // chunk, np.bool_)
-    fn(mode, av, bv, cv, dv, ins.products, m, n, k, *tabs, bits[2] == 16, bits[3] == 16, params, F16_TO_F32,
-       PROBE64, PROBE32, chunk, ok)
-    return bool(ok.all())     # False: some thread's FPU is not in its default state; caller redoes all
+    ta, tb, tc, td = (np.dtype(_ELEM[x]) for x in bits)
+    consts = (ins.products, m, n, k, *tabs, bits[2] == 16, bits[3] == 16, params, F16_TO_F32, PROBE64, PROBE32, chunk)
+
+    def go(a, b, c, d):
+        W = a.shape[0]
+        fn = _fast_parallel if W >= threshold else _fast_serial
+        ok = np.zeros((W + chunk - 1) // chunk, np.bool_)
+        fn(mode, a.view(ta), b.view(tb), c.view(tc), d.view(td), *consts, ok)
+        return bool(ok.all())
+
+    return go

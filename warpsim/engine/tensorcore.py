@@ -613,19 +613,32 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
             d[w, t] = DB[pd[t]] << igd
 
 
-def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, need, chunk, q64, q32):
-    W = a.shape[0]
+def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+               q, scale, emin, rpb, rpa, chunk, q64, q32):
+    """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
+    a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
+    W = a3.shape[0]
+    a = a3.reshape(W, a3.shape[1] * a3.shape[2])
+    b = b3.reshape(W, b3.shape[1] * b3.shape[2])
+    c = c3.reshape(W, c3.shape[1] * c3.shape[2])
+    d = d3.reshape(W, d3.shape[1] * d3.shape[2])
     nchunks = (W + chunk - 1) // chunk
+    nslow = 0
     for ch in prange(nchunks):
         w0 = ch * chunk
         w1 = min(W, w0 + chunk)
         if not _fp_env_ok(q64, q32):      # rounding mode / FTZ / DAZ are per thread
             for w in range(w0, w1):
                 need[w] = 2
+            nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
                   q, scale, emin, rpb, rpa, need)
+        n = 0
+        for w in range(w0, w1):
+            n += need[w] == 2
+        nslow += n
+    return nslow
 
 
 def _build():
@@ -638,23 +651,34 @@ def _build():
 _KERNELS = None
 
 
-def _elements(x: np.ndarray, bits: int) -> np.ndarray:
-    """(W, 32, words) uint32 -> (W, 32 * words * 32 / bits) view of the elements (little-endian)."""
-    x = np.ascontiguousarray(x, dtype=np.uint32)
-    return x.reshape(x.shape[0], -1).view(_DTYPE[bits])
+#: set to a dict to count, per call, the warps by how the kernel took them: "ordinary" (every element
+#: finite), "special" (some element NaN or inf, outputs decided per element) and "exact" (left to the
+#: exact kernel).  A debugging aid for tests; None (the default) costs nothing.
+STATS = None
+_STAT_NAMES = ("ordinary", "special", "exact")
 
 
-def run_tc(ins, params, ft, a, b, c, e, d, parallel: bool, chunk: int) -> np.ndarray:
-    """Compute D for every warp the fast method handles; returns the flags of those it did not."""
+def tc_runner(ins, params, ft, chunk: int, threshold: int):
+    """A function (a, b, c, e, d) -> the indices of the warps left to the exact kernel (None: none),
+    computing D for all the others.  a, b, c, d: C-contiguous uint32 (W, 32, words); e: (W, 32)
+    metadata words or a dummy.  Everything that does not depend on the call is bound once."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _build()
+    ser, par = _KERNELS
     m, n, k = ins.mnk
-    bits = ft["bits"]
-    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
-    dv = d.reshape(d.shape[0], -1).view(_DTYPE[bits[3]])
-    need = np.zeros(a.shape[0], np.int8)
-    fn = _KERNELS[1] if parallel else _KERNELS[0]
-    fn(params, av, bv, cv, dv, e, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse,
-       ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], need, chunk, _PROBE64, _PROBE32)
-    return need
+    ta, tb, tc, td = (np.dtype(_DTYPE[x]) for x in ft["bits"])
+    consts = (params, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
+              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
+
+    def go(a, b, c, e, d):
+        W = a.shape[0]
+        need = np.empty(W, np.int8)
+        fn = par if W >= threshold else ser
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts)
+        if STATS is not None:
+            for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
+                STATS[name] = STATS.get(name, 0) + int(x)
+        return np.flatnonzero(need == 2) if nslow else None
+
+    return go
