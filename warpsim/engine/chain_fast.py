@@ -9,10 +9,13 @@ libm call without it); numba never marks operations ``contract``/fast-math here,
 LLVM neither fuses nor reorders anything else.  What the host does *not* reproduce is
 the hardware's NaN words, so:
 
-* f64 (NaN payloads propagate, b > c > a; invalid gives 0xfff8...): an element whose
-  fast result is not finite is recomputed by :func:`chain_dot`.  A finite result is
-  exact: with finite inputs every step is an IEEE fma on finite values, and once an
-  intermediate is infinite (or NaN, from a non-finite input) it never becomes finite.
+* f64 (NaN payloads propagate, b > c > a; invalid gives 0xfff8...): finite and infinite
+  results are the host's (every step is an IEEE fma; overflow gives the IEEE inf, subnormals
+  are kept).  Whether a result is NaN is IEEE too; only its word is the hardware's, decided
+  per output element: the last NaN of B's column in chain order if there is one, else a NaN
+  C, else (no NaN operand) the invalid-operation NaN, else the first NaN of A's row when no
+  inf precedes it, else a host replay of that one chain applying the rule step by step
+  (``_nan_replay``).  Nothing falls back to the soft-float :func:`chain_dot`.
 * f32 work with canonical NaNs (f16x4): NaN-ness itself is IEEE, so a NaN result is
   replaced by the canonical word; no fallback is needed.  Inputs are widened exactly
   (f16 -> f32 via a table), an f16 D is narrowed with integer nearest-even rounding.
@@ -28,7 +31,7 @@ from numba import njit, prange
 
 from ..isa.catalog import Instruction
 from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRST_FROM_C, KIND_FMA_CHAIN, P_COMBINE, P_GROUP, P_AB_E, P_AB_M, P_C_E, P_C_M, P_D_E, P_D_M, P_DNAN,
-                              P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M, chain_dot)
+                              P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
@@ -91,15 +94,17 @@ _EXP64 = U64(0x7FF0000000000000)
 
 _ABS64 = U64(0x7FFFFFFFFFFFFFFF)
 _QUIET64 = U64(1 << 51)
+_Z64 = U64(0)
 
 
 @njit(cache=True, nogil=True)
-def _nan_steps(Au, Bu, M, N, K, desc, cn, ci, rn, ri):
-    """Chain steps (s = 0 first; k = s, or K - 1 - s when desc) of the operands that decide a NaN
-    result of the f64 chain: per column j of B the last NaN (cn, -1 if none) and the first inf (ci,
-    K if none); per row i of A the first NaN (rn) and the first inf (ri), K if none."""
+def _nan_steps(Au, Bu, M, N, K, desc, cw, ci, rn, rw, ri):
+    """What decides a NaN result of the f64 chain, by chain step (s = 0 first; k = s, or K - 1 - s
+    when desc): per column j of B the quieted last NaN (cw, 0 if none) and the step of the first inf
+    (ci, K if none); per row i of A the step of the first NaN (rn, K if none), that NaN quieted (rw)
+    and the step of the first inf (ri, K if none)."""
     for j in range(N):
-        cn[j] = -1
+        cw[j] = _Z64
         ci[j] = K
     for i in range(M):
         rn[i] = K
@@ -107,16 +112,17 @@ def _nan_steps(Au, Bu, M, N, K, desc, cn, ci, rn, ri):
     for s in range(K):
         k = K - 1 - s if desc else s
         for j in range(N):
-            x = Bu[k * N + j] & _ABS64
-            if x > _EXP64:
-                cn[j] = s
-            elif x == _EXP64 and ci[j] == K:
+            x = Bu[k * N + j]
+            if (x & _ABS64) > _EXP64:
+                cw[j] = x | _QUIET64
+            elif (x & _ABS64) == _EXP64 and ci[j] == K:
                 ci[j] = s
         for i in range(M):
-            x = Au[i * K + k] & _ABS64
-            if x > _EXP64 and rn[i] == K:
+            x = Au[i * K + k]
+            if (x & _ABS64) > _EXP64 and rn[i] == K:
                 rn[i] = s
-            elif x == _EXP64 and ri[i] == K:
+                rw[i] = x | _QUIET64
+            elif (x & _ABS64) == _EXP64 and ri[i] == K:
                 ri[i] = s
 
 
@@ -160,11 +166,11 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     Bf = Bu.view(np.float64)
     Cf = Cu.view(np.float64)
     Df = Du.view(np.float64)
-    Bcol = np.empty(K, np.uint64)
     desc = p[P_KORDER] == 1
-    cn = np.empty(N, np.int64)
+    cw = np.empty(N, np.uint64)
     ci = np.empty(N, np.int64)
     rn = np.empty(M, np.int64)
+    rw = np.empty(M, np.uint64)
     ri = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
@@ -202,27 +208,25 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                         Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
         # A NaN result (NaN-ness is IEEE, so the host decides it) takes the hardware's NaN word
         prepared = False
-        for t in range(M * N):
-            if (Du[t] & _ABS64) <= _EXP64:
-                continue
-            if not prepared:
-                _nan_steps(Au, Bu, M, N, K, desc, cn, ci, rn, ri)
-                prepared = True
-            i = t // N
-            j = t - i * N
-            if cn[j] >= 0:          # a NaN B element: the last one in chain order (b ranks first)
-                k = K - 1 - cn[j] if desc else cn[j]
-                Du[t] = Bu[k * N + j] | _QUIET64
-            elif (Cu[t] & _ABS64) > _EXP64:     # else a NaN C, carried from the first step
-                Du[t] = Cu[t] | _QUIET64
-            elif rn[i] == K:        # no NaN operand at all: an invalid operation
-                Du[t] = F64_DEFAULT_NAN
-            elif ri[i] > rn[i] and ci[j] >= rn[i]:
-                # no inf before the first NaN A element, so nothing invalid happened before it
-                k = K - 1 - rn[i] if desc else rn[i]
-                Du[t] = Au[i * K + k] | _QUIET64
-            else:                   # an invalid step may precede the NaN A element: replay the chain
-                Du[t] = _nan_replay(Au, Bu, Cu[t], i, j, N, K, desc)
+        for i in range(M):
+            for j in range(N):
+                t = i * N + j
+                if (Du[t] & _ABS64) <= _EXP64:
+                    continue
+                if not prepared:
+                    _nan_steps(Au, Bu, M, N, K, desc, cw, ci, rn, rw, ri)
+                    prepared = True
+                if cw[j] != _Z64:       # a NaN B element: the last one in chain order (b ranks first)
+                    Du[t] = cw[j]
+                elif (Cu[t] & _ABS64) > _EXP64:     # else a NaN C, carried from the first step
+                    Du[t] = Cu[t] | _QUIET64
+                elif rn[i] == K:        # no NaN operand at all: an invalid operation
+                    Du[t] = F64_DEFAULT_NAN
+                elif ri[i] > rn[i] and ci[j] >= rn[i]:
+                    # no inf before the first NaN A element, so nothing invalid happened before it
+                    Du[t] = rw[i]
+                else:                   # an invalid step may precede the NaN A element: replay the chain
+                    Du[t] = _nan_replay(Au, Bu, Cu[t], i, j, N, K, desc)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
