@@ -95,35 +95,64 @@ _EXP64 = U64(0x7FF0000000000000)
 _ABS64 = U64(0x7FFFFFFFFFFFFFFF)
 _QUIET64 = U64(1 << 51)
 _Z64 = U64(0)
+#: marks the NaN results whose chain is to be replayed: a NaN word, so no finite or infinite result
+#: holds it, and a NaN result that happens to hold it is replayed, which gives its word again
+_REPLAY = U64(0x7FF0DEADBEEF0001)
 
 
 @njit(cache=True, nogil=True)
-def _nan_steps(Au, Bu, M, N, K, desc, cw, ci, rn, rw, ri):
-    """What decides a NaN result of the f64 chain, by chain step (s = 0 first; k = s, or K - 1 - s
-    when desc): per column j of B the quieted last NaN (cw, 0 if none) and the step of the first inf
-    (ci, K if none); per row i of A the step of the first NaN (rn, K if none), that NaN quieted (rw)
-    and the step of the first inf (ri, K if none)."""
+def _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri):
+    """Give every NaN result of one warp's f64 chain DMMA's NaN word (branch-free where it can be).
+
+    What decides it, by chain step (s = 0 first; k = s, or K - 1 - s when desc): per column j of B
+    the quieted last NaN (cw, 0 if none) and the step of the first inf (ci, K if none); per row i
+    of A the step of the first NaN (rn, K if none), that NaN quieted (rw) and the step of the first
+    inf (ri, K if none).  A NaN result is then the last NaN of its B column; else its NaN C; else,
+    without any NaN operand, the invalid-operation NaN; else the first NaN of its A row when no inf
+    precedes it in the row or the column (nothing invalid can happen before it); else the one
+    chain is replayed (_nan_replay)."""
     for j in range(N):
         cw[j] = _Z64
         ci[j] = K
     for i in range(M):
         rn[i] = K
+        rw[i] = _Z64
         ri[i] = K
     for s in range(K):
         k = K - 1 - s if desc else s
         for j in range(N):
             x = Bu[k * N + j]
-            if (x & _ABS64) > _EXP64:
-                cw[j] = x | _QUIET64
-            elif (x & _ABS64) == _EXP64 and ci[j] == K:
-                ci[j] = s
+            ax = x & _ABS64
+            cw[j] = (x | _QUIET64) if ax > _EXP64 else cw[j]
+            ci[j] = s if (ax == _EXP64 and ci[j] == K) else ci[j]
         for i in range(M):
             x = Au[i * K + k]
-            if (x & _ABS64) > _EXP64 and rn[i] == K:
-                rn[i] = s
-                rw[i] = x | _QUIET64
-            elif (x & _ABS64) == _EXP64 and ri[i] == K:
-                ri[i] = s
+            ax = x & _ABS64
+            first = ax > _EXP64 and rn[i] == K
+            rw[i] = (x | _QUIET64) if first else rw[i]
+            rn[i] = s if first else rn[i]
+            ri[i] = s if (ax == _EXP64 and ri[i] == K) else ri[i]
+    replay = 0
+    for i in range(M):
+        r = rn[i]
+        nonan = r == K
+        ok = ri[i] > r
+        for j in range(N):
+            t = i * N + j
+            c = Cu[t]
+            v = rw[i] if (ok and ci[j] >= r) else _REPLAY
+            v = F64_DEFAULT_NAN if nonan else v
+            v = (c | _QUIET64) if (c & _ABS64) > _EXP64 else v
+            v = cw[j] if cw[j] != _Z64 else v
+            d = Du[t]
+            isn = (d & _ABS64) > _EXP64
+            Du[t] = v if isn else d
+            replay += isn and v == _REPLAY
+    if replay:      # an invalid step may precede the NaN A element: replay those chains
+        for i in range(M):
+            for j in range(N):
+                if Du[i * N + j] == _REPLAY:
+                    Du[i * N + j] = _nan_replay(Au, Bu, Cu[i * N + j], i, j, N, K, desc)
 
 
 @njit(cache=True, nogil=True)
@@ -207,26 +236,11 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     for j in range(N):
                         Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
         # A NaN result (NaN-ness is IEEE, so the host decides it) takes the hardware's NaN word
-        prepared = False
-        for i in range(M):
-            for j in range(N):
-                t = i * N + j
-                if (Du[t] & _ABS64) <= _EXP64:
-                    continue
-                if not prepared:
-                    _nan_steps(Au, Bu, M, N, K, desc, cw, ci, rn, rw, ri)
-                    prepared = True
-                if cw[j] != _Z64:       # a NaN B element: the last one in chain order (b ranks first)
-                    Du[t] = cw[j]
-                elif (Cu[t] & _ABS64) > _EXP64:     # else a NaN C, carried from the first step
-                    Du[t] = Cu[t] | _QUIET64
-                elif rn[i] == K:        # no NaN operand at all: an invalid operation
-                    Du[t] = F64_DEFAULT_NAN
-                elif ri[i] > rn[i] and ci[j] >= rn[i]:
-                    # no inf before the first NaN A element, so nothing invalid happened before it
-                    Du[t] = rw[i]
-                else:                   # an invalid step may precede the NaN A element: replay the chain
-                    Du[t] = _nan_replay(Au, Bu, Cu[t], i, j, N, K, desc)
+        nnan = 0
+        for t in range(M * N):
+            nnan += (Du[t] & _ABS64) > _EXP64
+        if nnan:
+            _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
