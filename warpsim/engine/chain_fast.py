@@ -111,27 +111,34 @@ def _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri):
     without any NaN operand, the invalid-operation NaN; else the first NaN of its A row when no inf
     precedes it in the row or the column (nothing invalid can happen before it); else the one
     chain is replayed (_nan_replay)."""
+    # min / max reductions over k (branch-free, they vectorise), turned into chain steps
     for j in range(N):
-        cw[j] = _Z64
-        ci[j] = K
+        lon, hin, loi, hii = K, -1, K, -1
+        for k in range(K):
+            ax = Bu[k * N + j] & _ABS64
+            kn = k if ax > _EXP64 else -1
+            ki = k if ax == _EXP64 else -1
+            hin = max(hin, kn)
+            lon = min(lon, K if kn < 0 else kn)
+            hii = max(hii, ki)
+            loi = min(loi, K if ki < 0 else ki)
+        kl = lon if desc else hin                  # the last NaN in chain order
+        cw[j] = (Bu[kl * N + j] | _QUIET64) if hin >= 0 else _Z64
+        ci[j] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
     for i in range(M):
-        rn[i] = K
-        rw[i] = _Z64
-        ri[i] = K
-    for s in range(K):
-        k = K - 1 - s if desc else s
-        for j in range(N):
-            x = Bu[k * N + j]
-            ax = x & _ABS64
-            cw[j] = (x | _QUIET64) if ax > _EXP64 else cw[j]
-            ci[j] = s if (ax == _EXP64 and ci[j] == K) else ci[j]
-        for i in range(M):
-            x = Au[i * K + k]
-            ax = x & _ABS64
-            first = ax > _EXP64 and rn[i] == K
-            rw[i] = (x | _QUIET64) if first else rw[i]
-            rn[i] = s if first else rn[i]
-            ri[i] = s if (ax == _EXP64 and ri[i] == K) else ri[i]
+        lon, hin, loi, hii = K, -1, K, -1
+        for k in range(K):
+            ax = Au[i * K + k] & _ABS64
+            kn = k if ax > _EXP64 else -1
+            ki = k if ax == _EXP64 else -1
+            hin = max(hin, kn)
+            lon = min(lon, K if kn < 0 else kn)
+            hii = max(hii, ki)
+            loi = min(loi, K if ki < 0 else ki)
+        kf = hin if desc else lon                  # the first NaN in chain order
+        rn[i] = ((K - 1 - hin) if desc else lon) if hin >= 0 else K
+        rw[i] = (Au[i * K + kf] | _QUIET64) if hin >= 0 else _Z64
+        ri[i] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
     replay = 0
     for i in range(M):
         r = rn[i]
