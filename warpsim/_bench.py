@@ -155,22 +155,27 @@ def _is_int(ins) -> bool:
     return not ins.elem("a").is_float
 
 
-def _time_pair(fn, ref, repeat):
+#: clocks for the one-thread measurements: wall time, or this process's CPU time (steadier on a
+#: machine shared with other work; all-cores figures always use wall time)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _time_pair(fn, ref, repeat, clock=time.perf_counter):
     """Median seconds of fn and of ref, and the median of the per-pair ratios fn / ref (the two are
     interleaved so that both see the same machine state: robust to a machine whose speed drifts)."""
     ts, rs, ratios = [], [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        ts.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+        ts.append(clock() - t0)
+        t0 = clock()
         ref()
-        rs.append(time.perf_counter() - t0)
+        rs.append(clock() - t0)
         ratios.append(ts[-1] / rs[-1])
     return ts, rs, statistics.median(ratios)
 
 
-def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES):
+def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES, clock="wall"):
     import numba
 
     from ._api import mma
@@ -207,7 +212,8 @@ def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES):
         for label, nt in (("one_thread", 1), ("all_cores", threads_all)):
             numba.set_num_threads(nt)
             mma(opcode, *ops, selector=sel)   # warm
-            ts, rs, ratio = _time_pair(lambda: mma(opcode, *ops, selector=sel), ref, repeat)
+            ts, rs, ratio = _time_pair(lambda: mma(opcode, *ops, selector=sel), ref, repeat,
+                                       CLOCKS[clock] if nt == 1 else time.perf_counter)
             np_times += rs
             med = statistics.median(ts)
             results[label] = {"threads": nt, "seconds": med, "mma_per_s": warps / med, "runs": ts,
@@ -410,6 +416,7 @@ def format_table(report: dict) -> str:
     lines = []
     m = report["machine"]
     lines.append(f"warpsim bench: {report['warps']} warps/call, median of {report['repeat']} runs, "
+                 f"one-thread clock {report.get('clock_one_thread', 'wall')}, "
                  f"{m['cores']} cores, numba {m['numba']}, numpy {m['numpy']}")
     hdr = (f"{'family':<18} {'1 thread':>10} {'all cores':>10} {'scale':>6} {'numpy f64':>10} "
            f"{'ratio 1t':>9} {'ratio all':>9} {'target':>7}")
@@ -459,6 +466,8 @@ def main(argv=None) -> int:
     ap.add_argument("--family", action="append", default=None, help="only rows whose name contains this")
     ap.add_argument("--classes", default=",".join(CLASSES),
                     help=f"comma-separated input classes (default: all of {','.join(CLASSES)})")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="one-thread timings in wall time (default) or process CPU time (steadier on a shared machine)")
     ap.add_argument("--no-startup", action="store_true", help="skip the import / first-call measurements")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     ap.add_argument("--memory-warps", type=int, default=None, help="warps for the memory run (default 1,000,000)")
@@ -471,7 +480,7 @@ def main(argv=None) -> int:
 
     threads_all = numba.config.NUMBA_NUM_THREADS
     report = {
-        "warps": warps, "repeat": repeat, "quick": args.quick,
+        "warps": warps, "repeat": repeat, "quick": args.quick, "clock_one_thread": args.clock,
         "machine": {"cores": os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
                     "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform()},
         "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,
@@ -486,7 +495,7 @@ def main(argv=None) -> int:
     for i, (name, opcode) in enumerate(fams):
         _log(f"[{i + 1}/{len(fams)}] {name}")
         try:
-            row = bench_family(name, opcode, warps, repeat, threads_all, classes)
+            row = bench_family(name, opcode, warps, repeat, threads_all, classes, args.clock)
         except Exception as exc:  # report, never abort the whole run
             row = {"family": name, "opcode": opcode, "available": False, "reason": f"error: {exc!r}"}
         report["families"].append(row)
