@@ -215,32 +215,44 @@ def _decode(typingctx, R, q, scale, emin, V, E):
         zero8 = _ir.Constant(_V8I, [0] * 8)
         zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
 
-        def body(x, bad):
+        def parts(x):
             raw = _vload(builder, pR, x, rt, 1)
             if ty[0].dtype.bitwidth < 32:
                 raw = builder.zext(raw, _V8I)
             mag = builder.and_(builder.lshr(raw, ign), mm)
             sgn = builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8))
+            return mag, sgn
+
+        def body(x, bad):
+            mag, sgn = parts(x)
             fb = builder.or_(builder.shl(mag, shm), sgn)
             v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
             eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
             eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
             ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
+            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), zexp, ex)
+            _vstore(builder, v, pV, x, 8)
+            _vstore(builder, ex, pE, x, 4)
+            return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
+
+        def fix(x, acc):
+            # only for operands that hold a NaN or inf: those elements become the float64 NaN / inf
+            # of their sign (an f32 word widened exactly), with exponent _ZEXP
+            mag, sgn = parts(x)
             special = builder.icmp_unsigned(">=", mag, lim)
-            # NaN / inf of the element's sign: an f32 word widened exactly
             sw = builder.select(builder.icmp_unsigned("==", mag, infm), _ir.Constant(_V8I, [0x7F800000] * 8),
                                 _ir.Constant(_V8I, [0x7FC00000] * 8))
             sv = builder.fpext(builder.bitcast(builder.or_(sw, sgn), _V8F), _V8D)
-            v = builder.select(special, sv, v)
-            nz = builder.and_(builder.icmp_unsigned("!=", mag, zero8), builder.not_(special))
-            ex = builder.select(nz, ex, zexp)
-            _vstore(builder, v, pV, x, 8)
-            _vstore(builder, ex, pE, x, 4)
-            return builder.or_(bad, builder.zext(special, _V8I))
+            _vstore(builder, builder.select(special, sv, _vload(builder, pV, x, _V8D, 8)), pV, x, 8)
+            _vstore(builder, builder.select(special, zexp, _vload(builder, pE, x, _V8F, 4)), pE, x, 4)
+            return acc
 
         bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
         anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
-        return builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+        anyp = builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+        with builder.if_then(anyp, likely=False):
+            _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, fix)
+        return anyp
 
     return sig, codegen
 
