@@ -87,3 +87,28 @@ def test_unmodelled_arch_and_bad_opcode():
         warpsim.mma(S8, r["a"], r["b"], r["c"], arch="sm_87")
     with pytest.raises(ValueError, match="unknown shape"):
         warpsim.mma(S8.replace("k32", "k33"), r["a"], r["b"], r["c"])
+
+
+def test_errors_after_the_call_is_cached():
+    """The small-call fast path (an instruction already seen) keeps every check of the full validation."""
+    r = regs(S8, 2)
+    warpsim.mma(S8, r["a"], r["b"], r["c"])
+    warpsim.mma(S8, r["a"][0], r["b"][0], r["c"][0])
+    with pytest.raises(TypeError, match="dtype uint32"):
+        warpsim.mma(S8, r["a"][0].astype(">u4"), r["b"][0], r["c"][0])
+    with pytest.raises(TypeError, match="selector must be an integer"):
+        warpsim.mma(S8, r["a"], r["b"], r["c"], selector=False)
+    with pytest.raises(ValueError, match="same form"):
+        warpsim.mma(S8, r["a"][0], r["b"], r["c"][0])
+    with pytest.raises(ValueError, match="different warp counts"):
+        warpsim.mma(S8, r["a"], r["b"][:1], r["c"])
+    with pytest.raises(ValueError, match="takes no metadata"):
+        warpsim.mma(S8, r["a"], r["b"], r["c"], np.zeros((2, 32), np.uint32))
+    with pytest.raises(TypeError, match="numpy.uint32 array"):
+        warpsim.mma(S8, list(r["a"]), r["b"], r["c"])
+    s = regs(SP, 2)
+    warpsim.mma(SP, s["a"][0], s["b"][0], s["c"][0], s["e"][0])
+    with pytest.raises(ValueError, match="is sparse: pass its metadata"):
+        warpsim.mma(SP, s["a"][0], s["b"][0], s["c"][0])
+    with pytest.raises(ValueError, match="same form"):
+        warpsim.mma(SP, s["a"][0], s["b"][0], s["c"][0], s["e"])

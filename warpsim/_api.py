@@ -94,6 +94,12 @@ def validate_scales(ins: Instruction, single, warps, scale_a, scale_b, sel):
     return scale_factors(ins, sa3, sb3, (bida, tida), (bidb, tidb))
 
 
+#: (instruction, selector, arch) -> (operand shapes of one warp, is sparse, runner) for calls already
+#: validated once (block-scaled forms excluded); see mma
+_CALLS: dict = {}
+_U32 = np.dtype(np.uint32)
+
+
 def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None, scale_b=None,
         byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0):
     """Execute one warp-level PTX ``mma``/``mma.sp`` on raw register words, bit-exact to the GPU.
@@ -115,13 +121,38 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None,
     Returns D's register words, uint32, shape (warps, 32, words_d) or (32, words_d).
     Inputs are never modified.  sm_120a numerics are modelled from published measurements (MMA-Sim).
     """
+    # Fast path for an instruction already seen: the same checks as validate(), on the common
+    # case only (exact uint32 ndarrays of one warp or of one batch); anything else takes the full
+    # validation below, which raises the precise error.
+    if (type(selector) is int and type(instruction) is str and scale_a is None and scale_b is None
+            and not (byte_id_a or thread_id_a or byte_id_b or thread_id_b)):
+        ent = _CALLS.get((instruction, selector, arch))
+        if ent is not None:
+            (sa, sb, sc), sparse, go = ent
+            if (type(a) is np.ndarray and type(b) is np.ndarray and type(c) is np.ndarray
+                    and a.dtype is _U32 and b.dtype is _U32 and c.dtype is _U32 and (e is None) != sparse
+                    and (not sparse or (type(e) is np.ndarray and e.dtype is _U32))):
+                if a.shape == sa and b.shape == sb and c.shape == sc and (not sparse or e.shape == (32,)):
+                    d = go(np.ascontiguousarray(a)[None], np.ascontiguousarray(b)[None],
+                           np.ascontiguousarray(c)[None], None if e is None else np.ascontiguousarray(e)[None])
+                    return d[0]
+                if (a.shape[1:] == sa and b.shape == a.shape[:1] + sb and c.shape == a.shape[:1] + sc
+                        and (not sparse or e.shape == a.shape[:1] + (32,))):
+                    return go(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(c),
+                              None if e is None else np.ascontiguousarray(e))
+
     from .engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     scales = validate_scales(ins, single, a3.shape[0], scale_a, scale_b,
                              (byte_id_a, thread_id_a, byte_id_b, thread_id_b))
-    pl = _engine.plan(ins.opcode, int(selector), check_arch(arch))
     args = [np.ascontiguousarray(x) for x in (a3, b3, c3)]
     e3 = None if e3 is None else np.ascontiguousarray(e3)
-    d = _engine.run(pl, *args, e3, scales=scales)
+    if scales is not None:
+        d = _engine.run(_engine.plan(ins.opcode, int(selector), check_arch(arch)), *args, e3, scales=scales)
+    else:
+        go = _engine.runner(ins.opcode, int(selector), check_arch(arch))
+        if type(selector) is int and type(instruction) is str:
+            _CALLS[(instruction, selector, arch)] = (tuple((32, ins.words(r)) for r in "abc"), ins.is_sparse, go)
+        d = go(*args, e3)
     return d[0] if single else d

@@ -58,9 +58,13 @@ GEMMS = (
     ("gemm sp f16 1024^3", "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 1024, 20.0),
 )
 
+#: input classes: what the register words hold (see class_inputs)
+CLASSES = ("ordinary", "random", "special", "subnormal", "overflow")
+
 #: targets (one thread): warpsim time / numpy float64 matmul time
 TARGET_RATIO_INT, TARGET_RATIO_FLOAT = 1.5, 3.0
-TARGET_SCALING = 1.7            # all cores vs one thread, on 2 cores
+TARGET_CLASS_SPREAD = 1.5       # a float family's slowest input class vs its ordinary class
+TARGET_SCALING = 1.8            # all cores vs one thread, on 2 cores
 TARGET_PEAK_BYTES = 2 * 1024**3  # one million warps of m16n8k16
 
 MEMORY_OPCODE = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -81,6 +85,63 @@ def _inputs(ins, warps: int, seed: int = 0):
     from .hw.inputs import generate
 
     g = generate(ins, 0, _dist(ins), warps, seed)
+    return g["a"], g["b"], g["c"], g.get("e")
+
+
+def _top_elements(t, rng, n: int) -> np.ndarray:
+    """Finite float elements with exponents in the top eighth of the type's range (random sign and
+    mantissa): products and sums that reach the result format's largest values and overflow."""
+    from .hw.inputs import _compose, _is_nonfinite, max_finite_exp_field
+
+    f = t.bits - 1 - t.exp_bits
+    top = max_finite_exp_field(t)
+    e = rng.integers(top - max(1, top // 8), top + 1, size=n)
+    p = _compose(t, rng.integers(0, 2, size=n), e, rng.integers(0, 1 << f, size=n, dtype=np.uint64))
+    p[_is_nonfinite(t, p)] &= ~np.uint64(1)      # e4m3 S.1111.111 -> S.1111.110
+    return p
+
+
+def class_inputs(ins, cls: str, warps: int, seed: int = 0):
+    """Register words (a, b, c, e) of one input class, or None where the class does not apply.
+
+    ordinary: the entry's ordinary distribution (floats: normal values of moderate exponent;
+    integers, b1: uniform); random: every register word uniformly random (any bit pattern: NaN
+    payloads, infinities, subnormals, the whole exponent range); special: about 20% of the
+    elements drawn from +-0, +-inf, NaN, subnormals, +-max (integers: 80% type extremes);
+    subnormal: floats only, half the elements subnormal, the rest near the smallest normal;
+    overflow: floats: exponents in the top eighth of each operand's range; integers: C within
+    2^21 of the s32 limits.  Sparse metadata is always valid.
+    """
+    from .hw.inputs import elements_to_words, generate
+
+    t = ins.elem("a")
+    if cls == "ordinary":
+        g = generate(ins, 0, _dist(ins), warps, seed)
+    elif cls == "random":
+        g = generate(ins, 0, _dist(ins), warps, seed)
+        rng = np.random.default_rng(seed + 101)
+        for r in "abc":
+            g[r] = rng.integers(0, 1 << 32, size=g[r].shape, dtype=np.uint64).astype(np.uint32)
+    elif cls == "special":
+        g = generate(ins, 0, "special" if t.is_float else ("dense" if t.kind == "bits" else "extreme"), warps, seed)
+    elif cls == "subnormal":
+        if not t.is_float:
+            return None
+        g = generate(ins, 0, "tiny", warps, seed)
+    elif cls == "overflow":
+        if t.kind == "bits":
+            return None
+        if not t.is_float:
+            g = generate(ins, 0, "near_limit", warps, seed)
+        else:
+            g = generate(ins, 0, "normal", warps, seed)
+            rng = np.random.default_rng(seed + 202)
+            for r in "abc":
+                te = ins.elem(r)
+                p = _top_elements(te, rng, g[r].size * 32 // te.bits)
+                g[r] = elements_to_words(p.reshape(warps, 32, -1), te.bits)
+    else:
+        raise ValueError(f"unknown input class {cls!r}; allowed: {CLASSES}")
     return g["a"], g["b"], g["c"], g.get("e")
 
 
@@ -108,7 +169,27 @@ def _is_int(ins) -> bool:
     return not ins.elem("a").is_float
 
 
-def bench_family(name, opcode, warps, repeat, threads_all):
+#: clocks for the one-thread measurements: wall time, or this process's CPU time (steadier on a
+#: machine shared with other work; all-cores figures always use wall time)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _time_pair(fn, ref, repeat, clock=time.perf_counter):
+    """Median seconds of fn and of ref, and the median of the per-pair ratios fn / ref (the two are
+    interleaved so that both see the same machine state: robust to a machine whose speed drifts)."""
+    ts, rs, ratios = [], [], []
+    for _ in range(repeat):
+        t0 = clock()
+        fn()
+        ts.append(clock() - t0)
+        t0 = clock()
+        ref()
+        rs.append(clock() - t0)
+        ratios.append(ts[-1] / rs[-1])
+    return ts, rs, statistics.median(ratios)
+
+
+def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES, clock="wall"):
     import numba
 
     from ._api import mma
@@ -131,36 +212,47 @@ def bench_family(name, opcode, warps, repeat, threads_all):
 
     A, B, C = _numpy_case(ins, warps)
     _ = A @ B + C
+
+    def ref():
+        return A @ B + C
+
     np_times = []
-    results = {}
-    for label, nt in (("one_thread", 1), ("all_cores", threads_all)):
-        numba.set_num_threads(nt)
-        mma(opcode, a, b, c, e, selector=sel)   # warm
-        ts, ratios = [], []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            mma(opcode, a, b, c, e, selector=sel)
-            ts.append(time.perf_counter() - t0)
-            # interleave the numpy reference so both see the same machine state; the ratio is
-            # taken per pair of runs (robust to a machine whose speed drifts during the run)
-            t0 = time.perf_counter()
-            _ = A @ B + C
-            np_times.append(time.perf_counter() - t0)
-            ratios.append(ts[-1] / np_times[-1])
-        med = statistics.median(ts)
-        results[label] = {"threads": nt, "seconds": med, "mma_per_s": warps / med, "runs": ts,
-                          "ratio_to_numpy": statistics.median(ratios)}
+    per_class = {}
+    for cls in ("ordinary",) + tuple(x for x in classes if x != "ordinary"):
+        ops = class_inputs(ins, cls, warps)
+        if ops is None:
+            continue
+        results = {}
+        for label, nt in (("one_thread", 1), ("all_cores", threads_all)):
+            numba.set_num_threads(nt)
+            mma(opcode, *ops, selector=sel)   # warm
+            ts, rs, ratio = _time_pair(lambda: mma(opcode, *ops, selector=sel), ref, repeat,
+                                       CLOCKS[clock] if nt == 1 else time.perf_counter)
+            np_times += rs
+            med = statistics.median(ts)
+            results[label] = {"threads": nt, "seconds": med, "mma_per_s": warps / med, "runs": ts,
+                              "ratio_to_numpy": ratio}
+        results["scaling"] = results["one_thread"]["seconds"] / results["all_cores"]["seconds"]
+        per_class[cls] = results
     numba.set_num_threads(threads_all)
     np_med = statistics.median(np_times)
-    row.update(results)
+    results = per_class["ordinary"]
+    row["one_thread"], row["all_cores"] = results["one_thread"], results["all_cores"]
+    row["classes"] = per_class
     row["numpy_f64_seconds"] = np_med
     row["numpy_mma_per_s"] = warps / np_med
     row["ratio_one_thread"] = results["one_thread"]["ratio_to_numpy"]
     row["ratio_all_cores"] = results["all_cores"]["ratio_to_numpy"]
-    row["scaling"] = results["one_thread"]["seconds"] / results["all_cores"]["seconds"]
+    row["scaling"] = results["scaling"]
     row["target_ratio"] = TARGET_RATIO_INT if _is_int(ins) else TARGET_RATIO_FLOAT
-    row["meets_ratio"] = row["ratio_one_thread"] <= row["target_ratio"]
-    row["meets_scaling"] = row["scaling"] >= TARGET_SCALING if threads_all >= 2 else None
+    worst = max(per_class, key=lambda k: per_class[k]["one_thread"]["ratio_to_numpy"])
+    row["worst_class"] = worst
+    row["worst_ratio_one_thread"] = per_class[worst]["one_thread"]["ratio_to_numpy"]
+    row["class_spread"] = row["worst_ratio_one_thread"] / row["ratio_one_thread"]
+    row["meets_ratio"] = row["worst_ratio_one_thread"] <= row["target_ratio"]
+    row["meets_class_spread"] = row["class_spread"] <= TARGET_CLASS_SPREAD if row["kind"] == "float" else None
+    row["meets_scaling"] = (min(r["scaling"] for r in per_class.values()) >= TARGET_SCALING
+                            if threads_all >= 2 else None)
     return row
 
 
@@ -170,6 +262,7 @@ def targets_summary(report: dict) -> dict:
     out = {
         "ratio_int_b1": [r["family"] for r in rows if r["kind"] == "int" and not r["meets_ratio"]],
         "ratio_float": [r["family"] for r in rows if r["kind"] == "float" and not r["meets_ratio"]],
+        "class_spread": [r["family"] for r in rows if r.get("meets_class_spread") is False],
         "scaling": [r["family"] for r in rows if r.get("meets_scaling") is False],
         "not_available": [r["family"] for r in report["families"] if not r.get("available")],
     }
@@ -340,10 +433,34 @@ def _fmt_rate(x):
     return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.1f}k"
 
 
+def format_classes(report: dict) -> list:
+    """The input-class table: per family and class, one-thread rate and ratio / all-cores ratio."""
+    rows = [r for r in report["families"] if r.get("available") and r.get("classes")]
+    if not rows:
+        return []
+    classes = [c for c in CLASSES if any(c in r["classes"] for r in rows)]
+    lines = ["", "input classes: 1-thread rate, ratio to numpy 1 thread / all cores"]
+    hdr = f"{'family':<18} " + " ".join(f"{c:>19}" for c in classes) + f" {'worst/ord':>9}"
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for r in rows:
+        cells = []
+        for c in classes:
+            x = r["classes"].get(c)
+            if x is None:
+                cells.append(f"{'-':>19}")
+                continue
+            cells.append(f"{_fmt_rate(x['one_thread']['mma_per_s']):>6} "
+                         f"{x['one_thread']['ratio_to_numpy']:>5.2f}/{x['all_cores']['ratio_to_numpy']:<5.2f}")
+        lines.append(f"{r['family']:<18} " + " ".join(f"{x:>19}" for x in cells) + f" {r['class_spread']:>8.2f}x")
+    return lines
+
+
 def format_table(report: dict) -> str:
     lines = []
     m = report["machine"]
     lines.append(f"warpsim bench: {report['warps']} warps/call, median of {report['repeat']} runs, "
+                 f"one-thread clock {report.get('clock_one_thread', 'wall')}, "
                  f"{m['cores']} cores, numba {m['numba']}, numpy {m['numpy']}")
     hdr = (f"{'family':<18} {'1 thread':>10} {'all cores':>10} {'scale':>6} {'numpy f64':>10} "
            f"{'ratio 1t':>9} {'ratio all':>9} {'target':>7}")
@@ -359,6 +476,7 @@ def format_table(report: dict) -> str:
             f"{r['scaling']:>5.2f}x {_fmt_rate(r['numpy_mma_per_s']):>10} {r['ratio_one_thread']:>9.2f} "
             f"{r['ratio_all_cores']:>9.2f} {'<=' + format(r['target_ratio'], 'g'):>5} {ok}")
     lines.append("(rates in warp-MMAs per second; ratio = warpsim time / numpy float64 batched matmul time)")
+    lines += format_classes(report)
     s = report.get("startup")
     if s:
         lines.append(f"import warpsim: {s['import_s'] * 1e3:.0f} ms; first mma ({s['warps']} warps): "
@@ -386,8 +504,9 @@ def format_table(report: dict) -> str:
     if t:
         def _say(names):
             return "all hold" if not names else "missed by " + ", ".join(names)
-        lines.append(f"targets: ratio <= {TARGET_RATIO_INT:g} (int, b1): {_say(t['ratio_int_b1'])}; "
+        lines.append(f"targets (every input class): ratio <= {TARGET_RATIO_INT:g} (int, b1): {_say(t['ratio_int_b1'])}; "
                      f"ratio <= {TARGET_RATIO_FLOAT:g} (float): {_say(t['ratio_float'])}; "
+                     f"slowest class <= {TARGET_CLASS_SPREAD:g}x ordinary (float): {_say(t['class_spread'])}; "
                      f"all cores >= {TARGET_SCALING:g}x one thread: {_say(t['scaling'])}"
                      + (f"; peak <= 2 GiB: {'holds' if t['memory_ok'] else 'missed'}" if "memory_ok" in t else ""))
         if "gemm_ratio" in t:
@@ -404,6 +523,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (for tests)")
     ap.add_argument("--json", metavar="PATH", help="write the full report as JSON")
     ap.add_argument("--family", action="append", default=None, help="only rows whose name contains this")
+    ap.add_argument("--classes", default=",".join(CLASSES),
+                    help=f"comma-separated input classes (default: all of {','.join(CLASSES)})")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="one-thread timings in wall time (default) or process CPU time (steadier on a shared machine)")
     ap.add_argument("--no-startup", action="store_true", help="skip the import / first-call measurements")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     ap.add_argument("--memory-warps", type=int, default=None, help="warps for the memory run (default 1,000,000)")
@@ -419,18 +542,22 @@ def main(argv=None) -> int:
 
     threads_all = numba.config.NUMBA_NUM_THREADS
     report = {
-        "warps": warps, "repeat": repeat, "quick": args.quick,
+        "warps": warps, "repeat": repeat, "quick": args.quick, "clock_one_thread": args.clock,
         "machine": {"cores": os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
                     "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform()},
         "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,
                     "scaling_all_cores": TARGET_SCALING, "peak_bytes_1M_warps": TARGET_PEAK_BYTES},
         "families": [],
     }
+    classes = tuple(c for c in args.classes.split(",") if c)
+    bad = [c for c in classes if c not in CLASSES]
+    if bad:
+        ap.error(f"unknown input class(es) {bad}; allowed: {', '.join(CLASSES)}")
     fams = [f for f in FAMILIES if not args.family or any(s in f[0] for s in args.family)]
     for i, (name, opcode) in enumerate(fams):
         _log(f"[{i + 1}/{len(fams)}] {name}")
         try:
-            row = bench_family(name, opcode, warps, repeat, threads_all)
+            row = bench_family(name, opcode, warps, repeat, threads_all, classes, args.clock)
         except Exception as exc:  # report, never abort the whole run
             row = {"family": name, "opcode": opcode, "available": False, "reason": f"error: {exc!r}"}
         report["families"].append(row)

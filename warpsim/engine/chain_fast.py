@@ -9,10 +9,13 @@ libm call without it); numba never marks operations ``contract``/fast-math here,
 LLVM neither fuses nor reorders anything else.  What the host does *not* reproduce is
 the hardware's NaN words, so:
 
-* f64 (NaN payloads propagate, b > c > a; invalid gives 0xfff8...): an element whose
-  fast result is not finite is recomputed by :func:`chain_dot`.  A finite result is
-  exact: with finite inputs every step is an IEEE fma on finite values, and once an
-  intermediate is infinite (or NaN, from a non-finite input) it never becomes finite.
+* f64 (NaN payloads propagate, b > c > a; invalid gives 0xfff8...): finite and infinite
+  results are the host's (every step is an IEEE fma; overflow gives the IEEE inf, subnormals
+  are kept).  Whether a result is NaN is IEEE too; only its word is the hardware's, decided
+  per output element: the last NaN of B's column in chain order if there is one, else a NaN
+  C, else (no NaN operand) the invalid-operation NaN, else the first NaN of A's row when no
+  inf precedes it, else a host replay of that one chain applying the rule step by step
+  (``_nan_replay``).  Nothing falls back to the soft-float :func:`chain_dot`.
 * f32 work with canonical NaNs (f16x4): NaN-ness itself is IEEE, so a NaN result is
   replaced by the canonical word; no fallback is needed.  Inputs are widened exactly
   (f16 -> f32 via a table), an f16 D is narrowed with integer nearest-even rounding.
@@ -28,8 +31,9 @@ from numba import njit, prange
 
 from ..isa.catalog import Instruction
 from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRST_FROM_C, KIND_FMA_CHAIN, P_COMBINE, P_GROUP, P_AB_E, P_AB_M, P_C_E, P_C_M, P_D_E, P_D_M, P_DNAN,
-                              P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M, chain_dot)
-from ..numerics.softfloat import NAN_CANONICAL, U64
+                              P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
+from ..numerics.fused import _bits_f64 as _as_f64
+from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 
 
@@ -88,6 +92,102 @@ def fast_mode(p: np.ndarray) -> int:
 _EXP64 = U64(0x7FF0000000000000)
 
 
+_ABS64 = U64(0x7FFFFFFFFFFFFFFF)
+_QUIET64 = U64(1 << 51)
+_Z64 = U64(0)
+#: marks the NaN results whose chain is to be replayed: a NaN word, so no finite or infinite result
+#: holds it, and a NaN result that happens to hold it is replayed, which gives its word again
+_REPLAY = U64(0x7FF0DEADBEEF0001)
+
+
+@njit(cache=True, nogil=True)
+def _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri):
+    """Give every NaN result of one warp's f64 chain DMMA's NaN word (branch-free where it can be).
+
+    What decides it, by chain step (s = 0 first; k = s, or K - 1 - s when desc): per column j of B
+    the quieted last NaN (cw, 0 if none) and the step of the first inf (ci, K if none); per row i
+    of A the step of the first NaN (rn, K if none), that NaN quieted (rw) and the step of the first
+    inf (ri, K if none).  A NaN result is then the last NaN of its B column; else its NaN C; else,
+    without any NaN operand, the invalid-operation NaN; else the first NaN of its A row when no inf
+    precedes it in the row or the column (nothing invalid can happen before it); else the one
+    chain is replayed (_nan_replay)."""
+    # min / max reductions over k (branch-free, they vectorise), turned into chain steps
+    for j in range(N):
+        lon, hin, loi, hii = K, -1, K, -1
+        for k in range(K):
+            ax = Bu[k * N + j] & _ABS64
+            kn = k if ax > _EXP64 else -1
+            ki = k if ax == _EXP64 else -1
+            hin = max(hin, kn)
+            lon = min(lon, K if kn < 0 else kn)
+            hii = max(hii, ki)
+            loi = min(loi, K if ki < 0 else ki)
+        kl = lon if desc else hin                  # the last NaN in chain order
+        cw[j] = (Bu[kl * N + j] | _QUIET64) if hin >= 0 else _Z64
+        ci[j] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
+    for i in range(M):
+        lon, hin, loi, hii = K, -1, K, -1
+        for k in range(K):
+            ax = Au[i * K + k] & _ABS64
+            kn = k if ax > _EXP64 else -1
+            ki = k if ax == _EXP64 else -1
+            hin = max(hin, kn)
+            lon = min(lon, K if kn < 0 else kn)
+            hii = max(hii, ki)
+            loi = min(loi, K if ki < 0 else ki)
+        kf = hin if desc else lon                  # the first NaN in chain order
+        rn[i] = ((K - 1 - hin) if desc else lon) if hin >= 0 else K
+        rw[i] = (Au[i * K + kf] | _QUIET64) if hin >= 0 else _Z64
+        ri[i] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
+    replay = 0
+    for i in range(M):
+        r = rn[i]
+        nonan = r == K
+        ok = ri[i] > r
+        for j in range(N):
+            t = i * N + j
+            c = Cu[t]
+            v = rw[i] if (ok and ci[j] >= r) else _REPLAY
+            v = F64_DEFAULT_NAN if nonan else v
+            v = (c | _QUIET64) if (c & _ABS64) > _EXP64 else v
+            v = cw[j] if cw[j] != _Z64 else v
+            d = Du[t]
+            isn = (d & _ABS64) > _EXP64
+            Du[t] = v if isn else d
+            replay += isn and v == _REPLAY
+    if replay:      # an invalid step may precede the NaN A element: replay those chains
+        for i in range(M):
+            for j in range(N):
+                if Du[i * N + j] == _REPLAY:
+                    Du[i * N + j] = _nan_replay(Au, Bu, Cu[i * N + j], i, j, N, K, desc)
+
+
+@njit(cache=True, nogil=True)
+def _nan_replay(Au, Bu, c, i, j, N, K, desc):
+    """The NaN word of output (i, j) of an f64 chain whose host result is NaN: the chain replayed on
+    the host, step by step, with DMMA's rule at each fma(a, b, acc): a NaN operand comes out quieted,
+    b before acc before a; an invalid operation (no NaN operand, NaN result) gives the default NaN."""
+    acc = _as_f64(c)
+    nan = c | _QUIET64
+    for s in range(K):
+        k = K - 1 - s if desc else s
+        x = Au[i * K + k]
+        y = Bu[k * N + j]
+        if (y & _ABS64) > _EXP64:
+            nan = y | _QUIET64
+            acc = np.nan
+        elif acc != acc:
+            pass
+        elif (x & _ABS64) > _EXP64:
+            nan = x | _QUIET64
+            acc = np.nan
+        else:
+            acc = fma_native(_as_f64(x), _as_f64(y), acc)
+            if acc != acc:
+                nan = F64_DEFAULT_NAN
+    return nan
+
+
 @njit(cache=True, nogil=True)
 def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback.
@@ -102,8 +202,12 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     Bf = Bu.view(np.float64)
     Cf = Cu.view(np.float64)
     Df = Du.view(np.float64)
-    Bcol = np.empty(K, np.uint64)
     desc = p[P_KORDER] == 1
+    cw = np.empty(N, np.uint64)
+    ci = np.empty(N, np.int64)
+    rn = np.empty(M, np.int64)
+    rw = np.empty(M, np.uint64)
+    ri = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -138,13 +242,12 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     x = Af[i * K + k]
                     for j in range(N):
                         Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
+        # A NaN result (NaN-ness is IEEE, so the host decides it) takes the hardware's NaN word
+        nnan = 0
         for t in range(M * N):
-            if (Du[t] & _EXP64) == _EXP64:          # inf or NaN: the hardware's NaN rules decide
-                i = t // N
-                j = t - i * N
-                for k in range(K):
-                    Bcol[k] = Bu[k * N + j]
-                Du[t] = chain_dot(Au[i * K:(i + 1) * K], Bcol, K, Cu[t], p)
+            nnan += (Du[t] & _ABS64) > _EXP64
+        if nnan:
+            _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
@@ -258,8 +361,13 @@ def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab)
                 d[w, t] = v
 
 
-def _chain_fast(mode, a, b, c, d, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab, q64, q32, chunk, ok):
-    W = a.shape[0]
+def _chain_fast(mode, a3, b3, c3, d3, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab, q64, q32, chunk, ok):
+    """a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
+    W = a3.shape[0]
+    a = a3.reshape(W, a3.shape[1] * a3.shape[2])
+    b = b3.reshape(W, b3.shape[1] * b3.shape[2])
+    c = c3.reshape(W, c3.shape[1] * c3.shape[2])
+    d = d3.reshape(W, d3.shape[1] * d3.shape[2])
     nchunks = (W + chunk - 1) // chunk
     for ch in prange(nchunks):
         # the FPU state is per thread: check it on the thread that runs the chunk
@@ -323,31 +431,26 @@ def _elements(x: np.ndarray, bits: int) -> np.ndarray:
     return x.reshape(x.shape[0], -1).view(_ELEM[bits])
 
 
-_FAST_CACHE: dict = {}
-
-
-def run_fast(ins: Instruction, params, tables, a, b, c, d, parallel: bool, chunk: int) -> bool:
-    """Compute D with the host-float fast path; False (D to be computed otherwise) if none applies."""
+def chain_runner(ins: Instruction, params, tables, chunk: int, threshold: int):
+    """A function (a, b, c, d) -> True when it computed D with the host-float fast path (False: some
+    thread's FPU is not in its default state, D to be computed otherwise); None if no fast path
+    applies to this recipe.  a, b, c, d: C-contiguous uint32 (W, 32, words)."""
     if not FAST or sys.byteorder != "little":
-        return False
-    key = (ins.opcode, params.tobytes())
-    ent = _FAST_CACHE.get(key)
-    if ent is None:
-        mode = fast_mode(params)
-        tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
-        if tabs is None or (mode == FAST_F64 and ins.products != 1):
-            mode = FAST_NONE
-        ent = (mode, tabs)
-        _FAST_CACHE[key] = ent
-    mode, tabs = ent
-    if mode == FAST_NONE:
-        return False
+        return None
+    mode = fast_mode(params)
+    tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
+    if tabs is None or (mode == FAST_F64 and ins.products != 1):
+        return None
     m, n, k = ins.mnk
     bits = [t[3] for t in tables]
-    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
-    dv = d.reshape(d.shape[0], -1).view(_ELEM[bits[3]])      # d is a fresh C-contiguous array
-    fn = _fast_parallel if parallel else _fast_serial
-    ok = np.zeros((a.shape[0] + chunk - 1) // chunk, np.bool_)
-    fn(mode, av, bv, cv, dv, ins.products, m, n, k, *tabs, bits[2] == 16, bits[3] == 16, params, F16_TO_F32,
-       PROBE64, PROBE32, chunk, ok)
-    return bool(ok.all())     # False: some thread's FPU is not in its default state; caller redoes all
+    ta, tb, tc, td = (np.dtype(_ELEM[x]) for x in bits)
+    consts = (ins.products, m, n, k, *tabs, bits[2] == 16, bits[3] == 16, params, F16_TO_F32, PROBE64, PROBE32, chunk)
+
+    def go(a, b, c, d):
+        W = a.shape[0]
+        fn = _fast_parallel if W >= threshold else _fast_serial
+        ok = np.zeros((W + chunk - 1) // chunk, np.bool_)
+        fn(mode, a.view(ta), b.view(tb), c.view(tc), d.view(td), *consts, ok)
+        return bool(ok.all())
+
+    return go

@@ -62,6 +62,7 @@ class Plan:
     itab: tuple | None = None
     # float tensor-core fast path (None when the plan has none): see warpsim.engine.tensorcore.tc_tables
     ftab: dict | None = None
+    arch: str = "sm_90"
 
 
 def _operand_tables(ins: Instruction, role: str):
@@ -142,7 +143,7 @@ def plan(opcode: str, selector: int, arch: str) -> Plan:
     if kind == DOT_TC:
         from .tensorcore import tc_tables
         ftab = tc_tables(ins, params, tables, sp)
-    return Plan(ins, selector, kind, params, tables, np.ascontiguousarray(sp), itab, ftab)
+    return Plan(ins, selector, kind, params, tables, np.ascontiguousarray(sp), itab, ftab, arch)
 
 
 # --- the generic kernel --------------------------------------------------------------------
@@ -420,39 +421,77 @@ _NO_SCALES = np.zeros((1, 1, 1), np.uint64)
 
 def run(pl: Plan, a, b, c, e, scales=None) -> np.ndarray:
     """Execute a plan on validated uint32 arrays of shape (W, 32, words); returns D words.
-    scales: block-scaled plans, (SFA, SFB) from :func:`scale_factors`."""
+    scales: block-scaled plans, (SFA, SFB) from :func:`scale_factors` (they take the exact kernel)."""
+    if pl.ins.block_scaled:
+        return _generic(pl, a, b, c, _NO_META if e is None else e, scales=scales)
+    return runner(pl.ins.opcode, pl.selector, pl.arch)(*(np.ascontiguousarray(x) for x in (a, b, c)),
+                                                         None if e is None else np.ascontiguousarray(e))
+
+
+_NO_META = np.zeros((1, 32), np.uint32)
+
+
+@lru_cache(maxsize=None)
+def runner(opcode: str, selector: int, arch: str):
+    """The function (a, b, c, e) -> D words of one plan: a, b, c C-contiguous uint32 (W, 32, words),
+    e the (W, 32) metadata words or None.  Everything that does not depend on the call (the kernel,
+    its tables, which fast path applies) is decided here once, so that a call costs little more
+    than the kernel's own dispatch."""
+    pl = plan(opcode, selector, arch)
     ins = pl.ins
     if ins.block_scaled:
-        if e is None:
-            e = np.zeros((1, 32), np.uint32)
-        return _generic(pl, a, b, c, e, scales=scales)
-    W = a.shape[0]
-    if e is None:
-        e = np.zeros((1, 32), np.uint32)
+        raise ValueError(f"{opcode} is block-scaled: its scale operands go through run(plan, ..., scales=...)")
     m, n, k = ins.mnk
-    parallel = W >= PARALLEL_THRESHOLD
-    d = np.empty((W, 32, ins.words("d")), dtype=np.uint32)
-    if W == 0:
-        return d
-    if pl.itab is not None and not FORCE_GENERIC:
-        fn = _int_parallel if parallel else _int_serial
-        fn(pl.params, a, b, c, e, d, m, n, k, *pl.itab, ins.is_sparse, CHUNK)
-        return d
-    if pl.kind == DOT_CHAIN and not FORCE_GENERIC:
-        from .chain_fast import run_fast   # host-FPU chain (f64, f16x4); False: none applies
-        if run_fast(ins, pl.params, pl.tables, a, b, c, d, parallel, CHUNK):
+    wd = ins.words("d")
+    thr, chunk = PARALLEL_THRESHOLD, CHUNK
+
+    def generic(a, b, c, e, d=None):
+        return _generic(pl, a, b, c, _NO_META if e is None else e, d)
+
+    if FORCE_GENERIC:
+        return generic
+    if pl.itab is not None:
+        consts = (m, n, k, *pl.itab, ins.is_sparse, chunk)
+
+        def go_int(a, b, c, e):
+            W = a.shape[0]
+            d = np.empty((W, 32, wd), np.uint32)
+            if W:
+                (_int_parallel if W >= thr else _int_serial)(pl.params, a, b, c, _NO_META if e is None else e, d,
+                                                             *consts)
             return d
-    if pl.ftab is not None and not FORCE_GENERIC:
-        from .tensorcore import run_tc   # float tensor-core kernel; flags the warps it leaves to this one
-        need = run_tc(ins, pl.params, pl.ftab, a, b, c, e, d, parallel, CHUNK)
-        idx = np.flatnonzero(need)
-        if idx.size == 0:
+
+        return go_int
+    if pl.kind == DOT_CHAIN:
+        from .chain_fast import chain_runner   # host-FPU chain (f64, f16x4)
+
+        fast = chain_runner(ins, pl.params, pl.tables, chunk, thr)
+        if fast is not None:
+            def go_chain(a, b, c, e):
+                d = np.empty((a.shape[0], 32, wd), np.uint32)
+                if a.shape[0] == 0 or fast(a, b, c, d):
+                    return d
+                return generic(a, b, c, e, d)      # some thread's FPU is not in its default state
+
+            return go_chain
+    if pl.ftab is not None:
+        from .tensorcore import tc_runner   # float tensor-core kernel; flags the warps it leaves to the generic one
+
+        fast = tc_runner(ins, pl.params, pl.ftab, chunk, thr)
+
+        def go_tc(a, b, c, e):
+            W = a.shape[0]
+            d = np.empty((W, 32, wd), np.uint32)
+            if W == 0:
+                return d
+            idx = fast(a, b, c, _NO_META if e is None else e, d)
+            if idx is not None:
+                sub = lambda x: np.ascontiguousarray(x[idx])
+                d[idx] = generic(sub(a), sub(b), sub(c), sub(e) if ins.is_sparse else None)
             return d
-        if idx.size < W:
-            sub = lambda x: np.ascontiguousarray(x[idx])
-            d[idx] = _generic(pl, sub(a), sub(b), sub(c), sub(e) if ins.is_sparse else e)
-            return d
-    return _generic(pl, a, b, c, e, d)
+
+        return go_tc
+    return generic
 
 
 def _generic(pl: Plan, a, b, c, e, d=None, scales=None) -> np.ndarray:

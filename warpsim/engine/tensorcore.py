@@ -50,20 +50,21 @@ def _exact_conversion(fmt: tuple, op: tuple) -> bool:
     width, eb, mb, ign, hinf = fmt
     _, oeb, omb, _, _ = op
     bias, obias = (1 << (eb - 1)) - 1, (1 << (oeb - 1)) - 1
-    top = (1 << eb) - 1 - bias - (1 if hinf else 0)      # largest finite exponent (e4m3: S.1111.110)
+    top = (1 << eb) - 1 - bias - (1 if hinf == 1 else 0)  # largest finite exponent (e4m3: S.1111.110)
     lsb = 1 - bias - mb                                  # the smallest subnormal's exponent
     return omb >= mb and top <= (1 << oeb) - 2 - obias and lsb >= 1 - obias - omb
 
 
 def _decode_params(fmt):
     """(ignored bits, magnitude mask, sign position, mantissa shift into f32, smallest special
-    magnitude) and 2^(127 - bias) of a format, for _decode."""
+    magnitude, the infinity's magnitude or -1) and 2^(127 - bias) of a format, for _decode.
+    hinf: 1 IEEE (inf and NaN), 0 e4m3-like (NaN only), 2 finite-only (e2m1 / e2m3 / e3m2)."""
     width, eb, mb, ign, hinf = fmt
     mm = (1 << (width - ign - 1)) - 1
     # the smallest magnitude that is inf / NaN: IEEE formats (1) the all-ones exponent, e4m3 (0) the
     # all-ones pattern; the finite-only e2m1 / e2m3 / e3m2 (2) have none (past every magnitude)
     lim = ((1 << eb) - 1) << mb if hinf == 1 else (mm if hinf == 0 else mm + 1)
-    return [ign, mm, width - 1, 23 - mb, lim], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
+    return [ign, mm, width - 1, 23 - mb, lim, lim if hinf == 1 else -1], 2.0 ** (127 - ((1 << (eb - 1)) - 1))
 
 
 def _fmt(p, f):
@@ -182,14 +183,19 @@ def _loop(builder, lo, hi, step, init, body):
 
 @_intrinsic
 def _decode(typingctx, R, q, scale, emin, V, E):
-    """Raw elements R (matrix order; length a positive multiple of 8) -> exact float64 values V and
-    float32 alignment exponents E (_ZEXP for zeros); returns True if any element is NaN or inf.
+    """Raw elements R (matrix order; length a positive multiple of 8) -> float64 values V and
+    float32 alignment exponents E; returns True if any element is NaN or inf.
+
+    A finite element's value is exact, its exponent max(floor(log2 |v|), emin) (_ZEXP for zeros).
+    A NaN or inf element becomes the float64 NaN or inf of its sign with exponent _ZEXP: it never
+    sets a block's emax, and the float64 sum of the scaled products then is NaN or +-inf exactly
+    when the recipe's special rules make it so (any NaN, inf * 0, +inf with -inf; see
+    _gen_round8).  tf32 decides NaN from the kept bits only (the ignored ones are shifted out).
 
     q: (ignored bits, magnitude mask, sign position, shift of the mantissa into f32's, smallest
-    special magnitude); scale = 2^(127 - bias): the element's magnitude bits placed in an f32 word
-    have the format's exponent field in f32's, so the f32 value times scale is the element (normal
-    or subnormal).  The exponent is max(floor(log2 |v|), emin).  LLVM vector IR, 8 elements a step
-    in 32-bit lanes."""
+    special magnitude, inf magnitude or -1); scale = 2^(127 - bias): the element's magnitude bits
+    placed in an f32 word have the format's exponent field in f32's, so the f32 value times scale
+    is the element (normal or subnormal).  LLVM vector IR, 8 elements a step in 32-bit lanes."""
     if not (isinstance(R, _nbt.Array) and isinstance(R.dtype, _nbt.Integer) and R.dtype.bitwidth <= 32
             and V.dtype == _nbt.float64 and E.dtype == _nbt.float32 and q.dtype == _nbt.int64):
         return None
@@ -206,29 +212,50 @@ def _decode(typingctx, R, q, scale, emin, V, E):
         sc = _splat(builder, context.cast(builder, args[2], ty[2], _nbt.float64), _V8D)
         em = _splat(builder, context.cast(builder, args[3], ty[3], _nbt.float32), _V8F)
         qv = [_splat(builder, builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32), _V8I)
-              for k in range(5)]
-        ign, mm, shs, shm, lim = qv
+              for k in range(6)]
+        ign, mm, shs, shm, lim, infm = qv
         rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), 8)
         zero8 = _ir.Constant(_V8I, [0] * 8)
+        zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
 
-        def body(x, bad):
+        def parts(x):
             raw = _vload(builder, pR, x, rt, 1)
             if ty[0].dtype.bitwidth < 32:
                 raw = builder.zext(raw, _V8I)
             mag = builder.and_(builder.lshr(raw, ign), mm)
-            fb = builder.or_(builder.shl(mag, shm), builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8)))
+            sgn = builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8))
+            return mag, sgn
+
+        def body(x, bad):
+            mag, sgn = parts(x)
+            fb = builder.or_(builder.shl(mag, shm), sgn)
             v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
             eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
             eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
             ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
-            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F), ex)
+            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), zexp, ex)
             _vstore(builder, v, pV, x, 8)
             _vstore(builder, ex, pE, x, 4)
             return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
 
+        def fix(x, acc):
+            # only for operands that hold a NaN or inf: those elements become the float64 NaN / inf
+            # of their sign (an f32 word widened exactly), with exponent _ZEXP
+            mag, sgn = parts(x)
+            special = builder.icmp_unsigned(">=", mag, lim)
+            sw = builder.select(builder.icmp_unsigned("==", mag, infm), _ir.Constant(_V8I, [0x7F800000] * 8),
+                                _ir.Constant(_V8I, [0x7FC00000] * 8))
+            sv = builder.fpext(builder.bitcast(builder.or_(sw, sgn), _V8F), _V8D)
+            _vstore(builder, builder.select(special, sv, _vload(builder, pV, x, _V8D, 8)), pV, x, 8)
+            _vstore(builder, builder.select(special, zexp, _vload(builder, pE, x, _V8F, 4)), pE, x, 4)
+            return acc
+
         bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
         anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
-        return builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+        anyp = builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+        with builder.if_then(anyp, likely=False):
+            _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, fix)
+        return anyp
 
     return sig, codegen
 
@@ -276,20 +303,68 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
 
 
 def _gen_round8(builder, v, rp):
-    """IR of fused._round_row's common case for the <8 x double> v: (bits <8 x i64>, rounded values
-    <8 x double>, <8 x i1> lanes that need fused._fround: zero, subnormal or overflowing result).
+    """IR of fused._fround for the <8 x double> v, every case in vector form: (bits <8 x i64> without
+    ignored bits, the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
+    or the IEEE special the block's float64 sum gave): NaN -> the canonical NaN, +-inf and results
+    whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
+    (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
-    sh, rebias, lo, hi, half, oddm, sbit, infb = rp
+    mb, emin, infb, sbit, rne, nanb = rp[:6]
+    fround = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.rint.v8f64")
+    ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
     u = builder.bitcast(v, _V8L)
     a = builder.and_(u, _c8(0x7FFFFFFFFFFFFFFF))
+    special = builder.icmp_signed(">=", a, _c8(0x7FF0000000000000))
+    isnan = builder.icmp_signed(">", a, _c8(0x7FF0000000000000))
     e = builder.sub(builder.lshr(a, _c8(52)), _c8(1023))
-    rr = builder.add(builder.add(a, half), builder.and_(builder.lshr(a, sh), oddm))
-    b = builder.sub(builder.lshr(rr, sh), rebias)
-    ok = builder.and_(builder.and_(builder.icmp_signed(">=", e, lo), builder.icmp_signed("<", e, hi)),
-                      builder.icmp_signed("<", b, infb))
-    bits = builder.or_(b, builder.shl(builder.lshr(u, _c8(63)), sbit))
-    ov = builder.or_(builder.shl(builder.lshr(rr, sh), sh), builder.and_(u, _c8(-0x8000000000000000)))
-    return bits, builder.bitcast(ov, _V8D), builder.not_(ok)
+    e = builder.select(builder.icmp_signed(">", e, emin), e, emin)
+    ue = builder.sub(e, mb)                                         # exponent of the last kept bit
+    pw = builder.bitcast(builder.shl(builder.sub(_c8(1023), ue), _c8(52)), _V8D)     # 2^-ue
+    y = builder.fmul(builder.bitcast(a, _V8D), pw)
+    y = builder.select(special, _c8(0.0, _V8D), y)
+    isrne = builder.icmp_signed("!=", rne, _c8(0))
+    qf = builder.select(isrne, builder.call(fround, [y]), builder.call(ftrunc, [y]))
+    q = builder.fptosi(qf, _V8L)
+    bits = builder.add(builder.shl(builder.add(builder.sub(ue, emin), mb), mb), q)
+    ovf = builder.or_(builder.icmp_signed(">=", bits, infb), builder.and_(special, builder.not_(isnan)))
+    bits = builder.select(ovf, infb, bits)
+    sign = builder.and_(u, _c8(-0x8000000000000000))
+    zero = builder.and_(builder.icmp_signed("==", q, _c8(0)), builder.not_(special))
+    sbits = builder.select(zero, _c8(0), builder.shl(builder.lshr(u, _c8(63)), sbit))
+    bits = builder.select(isnan, nanb, builder.or_(bits, sbits))
+    # the rounded value: q * 2^ue with v's sign; +-inf on overflow; NaN stays; +0 for zero
+    val = builder.fmul(qf, builder.bitcast(builder.shl(builder.add(ue, _c8(1023)), _c8(52)), _V8D))
+    val = builder.select(ovf, _c8(float("inf"), _V8D), val)
+    val = builder.bitcast(builder.or_(builder.bitcast(val, _V8L), builder.select(zero, _c8(0), sign)), _V8D)
+    val = builder.select(isnan, v, val)
+    return bits, val, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8)
+
+
+def _gen_accexp(builder, v, em):
+    """<8 x float> alignment exponents of rounded accumulators v (<8 x double>): max(floor(log2 |v|),
+    em) (em: <8 x float> splat of the format's smallest normal exponent); _ZEXP for zeros, NaN, inf."""
+    a = builder.and_(builder.bitcast(v, _V8L), _c8(0x7FFFFFFFFFFFFFFF))
+    eb = builder.trunc(builder.sub(builder.lshr(a, _c8(52)), _c8(1023)), _V8I)
+    ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
+    ok = builder.and_(builder.icmp_signed("!=", a, _c8(0)), builder.icmp_signed("<", a, _c8(0x7FF0000000000000)))
+    return builder.select(ok, ex, _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F))
+
+
+@_intrinsic
+def _accexp8(typingctx, V, em, E):
+    """E[0:8] = _gen_accexp of V[0:8]."""
+    if not (V.dtype == _nbt.float64 and E.dtype == _nbt.float32):
+        return None
+    sig = _nbt.void(V, em, E)
+
+    def codegen(context, builder, sig, args):
+        pV, pE = _data(context, builder, sig, args, 0), _data(context, builder, sig, args, 2)
+        z = _ir.Constant(_I64, 0)
+        emv = _splat(builder, context.cast(builder, args[1], sig.args[1], _nbt.float32), _V8F)
+        _vstore(builder, _gen_accexp(builder, _vload(builder, pV, z, _V8D, 8), emv), pE, z, 4)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def _any8(builder, m):
@@ -397,11 +472,8 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
             ra = builder.add(ro, _ir.Constant(_I64, 8))        # this row's accumulator slot
             v1 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, half, pBV, pBE, pRV, pRE, zero, frac)
             _, a1, r1 = _gen_round8(builder, v1, rpb_)
-            # the accumulator's exponent (normal results only: the others are rare)
-            eb = builder.trunc(builder.lshr(builder.bitcast(a1, _V8L), _c8(52)), _V8I)
-            eb = builder.sub(builder.and_(eb, _c8(0x7FF, _V8I)), _c8(1023, _V8I))
             _vstore(builder, a1, pRV, ra, 8)
-            _vstore(builder, _vmax(builder, builder.sitofp(eb, _V8F), em), pRE, ra, 4)
+            _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
             v2 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, half, Ka_, pBV, pBE, pRV, pRE, ra, frac)
             b2, a2, r2 = _gen_round8(builder, v2, rpb_)
             cv = _vload(builder, pCV, ro, _V8D, 8)
@@ -427,7 +499,7 @@ def _round8_common(typingctx, V, OUT, OV, rp):
     sig = _nbt.boolean(V, OUT, OV, rp)
 
     def codegen(context, builder, sig, args):
-        pV, pO, pOV, prp = (_data(context, builder, sig, args, k) for k in range(4))
+        pV, pO, pOV, prp = (_data(context, builder, sig, args, k) for k in range(4))  # noqa
         z = _ir.Constant(_I64, 0)
         bits, ov, rare = _gen_round8(builder, _vload(builder, pV, z, _V8D, 8), _load_rp(builder, prp))
         _vstore(builder, bits, pO, z, 8)
@@ -438,60 +510,63 @@ def _round8_common(typingctx, V, OUT, OV, rp):
 
 
 def round_params(fmt, rne):
-    """The rp vector of _gen_round8 for a result format (no ignored bits): shift of the last kept
-    bit, exponent rebias, smallest normal exponent, largest finite exponent + 1, rounding increment
-    below the half, 1 for ties-to-even (0: truncation), sign bit, +inf bits."""
+    """The rp vector of _gen_round8 for a result format (no ignored bits): mantissa bits, smallest
+    normal exponent, +inf bits, sign bit position, 1 for ties-to-even (0: truncation), canonical
+    NaN bits (every bit but the sign)."""
     width, eb, mb, ign, hinf = fmt
     assert ign == 0 and hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    return np.array([52 - mb, (1023 - bias) << mb, 1 - bias, (infb >> mb) - bias,
-                     (1 << (51 - mb)) - 1 if rne else 0, 1 if rne else 0, width - 1, infb], np.int64)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _round8(VV, OB, OV, rp, mbo, emino, infbo, sbito, rne):
-    """fused._round_row for the 8 values VV (OB: bits, OV: rounded values)."""
-    if _round8_common(VV, OB, OV, rp):
-        for j in range(8):
-            bits, val = _fround(VV[j], mbo, emino, infbo, np.uint64(1) << sbito, rne)
-            OB[j] = bits
-            OV[j] = val
+    return np.array([mb, 1 - bias, infb, width - 1, 1 if rne else 0, (1 << (width - 1)) - 1, 0, 0], np.int64)
 
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
               q, scale, emin, rpb, rpa, need):
-    """Warps w0..w1-1; a warp the fast method cannot compute gets need[w] = True (d left unset)."""
+    """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
+    NaN or inf (their outputs decided per element, see _decode); 2 not computed (d left unset):
+    tf32 sparse metadata that splices B halves, for the exact kernel."""
     N = 8
     nblk, frac = p[P_NBLK], p[P_FRAC]
     nb = Ka // nblk
-    rne = p[P_RND] == RND_RNE
     fused = p[P_CMODE] == CMODE_FUSED
-    mbo = p[P_ACC + 2]
     ebo = p[P_ACC + 1]
-    biaso = (1 << (ebo - 1)) - 1
-    emino = 1 - biaso
-    infbo = np.int64(((1 << ebo) - 1) << mbo)
-    sbito = np.uint64(p[P_ACC] - 1)
+    emino = np.float32(2 - (1 << (ebo - 1)))
     igd = np.uint64(p[P_D + 3])
     fracf = np.float64(frac)
-    AV = np.zeros(M * Ka, np.float64)
-    AE = np.empty(M * Ka, np.float32)
-    BV = np.zeros(K * N, np.float64)
-    BE = np.empty(K * N, np.float32)
-    CV = np.zeros(M * N, np.float64)
-    CE = np.empty(M * N, np.float32)
+    # scratch: one allocation per element type, cut into the working arrays (slices are views)
+    nf = M * Ka + K * N + 2 * M * N + 3 * N + (M + 1) * N
+    F = np.zeros(nf, np.float64)
+    o = 0
+    AV = F[o:o + M * Ka]
+    o += M * Ka
+    BV = F[o:o + K * N]
+    o += K * N
+    CV = F[o:o + M * N]
+    o += M * N
+    VM = F[o:o + M * N]
+    o += M * N
+    RV = F[o:o + N]
+    VV = F[o + N:o + 2 * N]
+    OV = F[o + 2 * N:o + 3 * N]
+    o += 3 * N
+    RS = F[o:o + (M + 1) * N]      # _rows_sep's accumulators; the first 8: +0
+    G = np.empty(M * Ka + K * N + M * N + N + (M + 1) * N, np.float32)
+    o = 0
+    AE = G[o:o + M * Ka]
+    o += M * Ka
+    BE = G[o:o + K * N]
+    o += K * N
+    CE = G[o:o + M * N]
+    o += M * N
+    RE = G[o:o + N]
+    o += N
+    RSE = G[o:o + (M + 1) * N]
+    RSE[:] = _ZEXP
+    U = np.empty(N + M * N, np.uint64)
+    OB = U[:N]
+    DB = U[N:]
     RI = np.empty(M * Ka, np.int64)
-    RV = np.zeros(N, np.float64)
-    RE = np.empty(N, np.float32)
-    VV = np.empty(N, np.float64)
-    OV = np.empty(N, np.float64)
-    OB = np.empty(N, np.uint64)
-    DB = np.empty(M * N, np.uint64)
-    VM = np.empty(M * N, np.float64)
-    RS = np.zeros((M + 1) * N, np.float64)      # _rows_sep's accumulators; the first 8: +0
-    RSE = np.full((M + 1) * N, _ZEXP, np.float32)
     RA = np.empty_like(a[0])            # raw elements in matrix order (every element is in a register once)
     RB = np.empty_like(b[0])
     RC = np.empty_like(c[0])
@@ -502,9 +577,10 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
             RB[pb[t]] = b[w, t]
         for t in range(pc.shape[0]):
             RC[pc[t]] = c[w, t]
-        bad = _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        bad |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        bad |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        splice = False
         if sparse:
             ew = e[w]
             for x in range(spt.shape[0]):
@@ -512,100 +588,89 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                 if tf32meta:
                     # valid tf32 nibbles 0b0100 / 0b1110 pick element 0 / 1; others splice B halves
                     nib = word & 15
-                    bad |= nib != 0b0100 and nib != 0b1110
+                    splice |= nib != 0b0100 and nib != 0b1110
                     idx = nib >> 3
                 else:
                     idx = word & 3
                 RI[spt[x, 0]] = spt[x, 3] + spt[x, 4] * idx
-        if bad:
-            need[w] = True
+        if splice:
+            need[w] = 2
             continue
+        need[w] = 1 if special else 0
         if fused and nblk == 1:
-            VW = VM[:M * N]
             if sparse:
-                rare = _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
+                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
             else:   # B row t for term t: no row index
-                rare = _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VW, DB)
-            if rare:
-                for x in range(M * N):
-                    bits, val = _fround(VW[x], mbo, emino, infbo, np.uint64(1) << sbito, rne)
-                    DB[x] = bits
-            for t in range(pd.shape[0]):
-                d[w, t] = DB[pd[t]] << igd
-            continue
-        if not fused and nblk == 2:
+                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+        elif not fused and nblk == 2:
             if sparse:
-                rare = _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
             else:
-                rare = _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, np.float32(emino), RS, RSE,
-                                 DB)
+                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
         else:
-            rare = True
-        if not rare:
-            for t in range(pd.shape[0]):
-                d[w, t] = DB[pd[t]] << igd
-            continue
-        for i in range(M):
+            # any other chain of blocks: one row at a time, the accumulator rounded after each block
             ri = RI if sparse else ri0
-            o = i * Ka if sparse else 0
-            if fused:
-                rv, re, ro = CV, CE, i * N
-            else:
-                rv, re, ro = RV, RE, 0
-                rv[:] = 0.0
-                re[:] = _ZEXP
-            for blk in range(nblk):
-                lo = blk * nb
-                _row8(AV, AE, i * Ka, ri, o, lo, lo + nb, BV, BE, rv, re, ro, fracf, VV)
-                last = blk == nblk - 1
-                if fused and last:
-                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
-                    for j in range(N):
-                        DB[i * N + j] = OB[j] << igd
+            for i in range(M):
+                o = i * Ka if sparse else 0
+                if fused:
+                    rv, re, ro = CV, CE, i * N
                 else:
-                    _round8(VV, OB, OV, rpb, mbo, emino, infbo, sbito, rne)
-                    for j in range(N):
-                        v = OV[j]
-                        bad |= np.isinf(v)
-                        ex = np.float32(np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023)
-                        re[ro + j] = _ZEXP if v == 0.0 else max(ex, np.float32(emino))
-                        rv[ro + j] = v
-            if bad:
-                break       # an inf accumulator: the exact kernel handles it
-            if not fused:
-                # D = RNE(acc + C), an IEEE addition of two values of D's format
-                cv = CV[i * N:(i + 1) * N]
-                for j in range(N):
-                    VV[j] = rv[ro + j] + cv[j]
-                _round8(VV, OB, OV, rpa, mbo, emino, infbo, sbito, True)
-                for j in range(N):
-                    if rv[ro + j] == 0.0:    # +0 + C: C's bits, but +0 + -0 is +0
-                        DB[i * N + j] = np.uint64(RC[i * N + j]) if cv[j] != 0.0 else np.uint64(0)
-                    elif cv[j] == 0.0:  # acc + (+-0): the block result's own bits
-                        b2, v2 = _fround(rv[ro + j], mbo, emino, infbo, np.uint64(1) << sbito, True)
-                        DB[i * N + j] = b2 << igd
+                    rv, re, ro = RV, RE, 0
+                    rv[:] = 0.0
+                    re[:] = _ZEXP
+                for blk in range(nblk):
+                    lo = blk * nb
+                    _row8(AV, AE, i * Ka, ri, o, lo, lo + nb, BV, BE, rv, re, ro, fracf, VV)
+                    _round8_common(VV, OB, OV, rpb)
+                    if fused and blk == nblk - 1:
+                        for j in range(N):
+                            DB[i * N + j] = OB[j]
                     else:
-                        DB[i * N + j] = OB[j] << igd
-        if bad:
-            need[w] = True
-            continue
+                        if fused:   # the next block's accumulator (C's slot is this row's own)
+                            for j in range(N):
+                                rv[ro + j] = OV[j]
+                            _accexp8(OV, emino, re[ro:ro + N])
+                        else:
+                            rv[:] = OV
+                            _accexp8(OV, emino, re)
+                if not fused:
+                    # D = RNE(acc + C), an IEEE addition of two values of D's format (the float64
+                    # sum is exact for f16 and a harmless double rounding for f32; acc is never -0)
+                    for j in range(N):
+                        VV[j] = rv[j] + CV[i * N + j]
+                    _round8_common(VV, OB, OV, rpa)
+                    for j in range(N):
+                        DB[i * N + j] = OB[j]
         for t in range(pd.shape[0]):
-            d[w, t] = DB[pd[t]]
+            d[w, t] = DB[pd[t]] << igd
 
 
-def _tc_kernel(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, need, chunk, q64, q32):
-    W = a.shape[0]
+def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+               q, scale, emin, rpb, rpa, chunk, q64, q32):
+    """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
+    a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
+    W = a3.shape[0]
+    a = a3.reshape(W, a3.shape[1] * a3.shape[2])
+    b = b3.reshape(W, b3.shape[1] * b3.shape[2])
+    c = c3.reshape(W, c3.shape[1] * c3.shape[2])
+    d = d3.reshape(W, d3.shape[1] * d3.shape[2])
     nchunks = (W + chunk - 1) // chunk
+    nslow = 0
     for ch in prange(nchunks):
         w0 = ch * chunk
         w1 = min(W, w0 + chunk)
         if not _fp_env_ok(q64, q32):      # rounding mode / FTZ / DAZ are per thread
             for w in range(w0, w1):
-                need[w] = True
+                need[w] = 2
+            nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
                   q, scale, emin, rpb, rpa, need)
+        n = 0
+        for w in range(w0, w1):
+            n += need[w] == 2
+        nslow += n
+    return nslow
 
 
 def _build():
@@ -618,23 +683,34 @@ def _build():
 _KERNELS = None
 
 
-def _elements(x: np.ndarray, bits: int) -> np.ndarray:
-    """(W, 32, words) uint32 -> (W, 32 * words * 32 / bits) view of the elements (little-endian)."""
-    x = np.ascontiguousarray(x, dtype=np.uint32)
-    return x.reshape(x.shape[0], -1).view(_DTYPE[bits])
+#: set to a dict to count, per call, the warps by how the kernel took them: "ordinary" (every element
+#: finite), "special" (some element NaN or inf, outputs decided per element) and "exact" (left to the
+#: exact kernel).  A debugging aid for tests; None (the default) costs nothing.
+STATS = None
+_STAT_NAMES = ("ordinary", "special", "exact")
 
 
-def run_tc(ins, params, ft, a, b, c, e, d, parallel: bool, chunk: int) -> np.ndarray:
-    """Compute D for every warp the fast method handles; returns the flags of those it did not."""
+def tc_runner(ins, params, ft, chunk: int, threshold: int):
+    """A function (a, b, c, e, d) -> the indices of the warps left to the exact kernel (None: none),
+    computing D for all the others.  a, b, c, d: C-contiguous uint32 (W, 32, words); e: (W, 32)
+    metadata words or a dummy.  Everything that does not depend on the call is bound once."""
     global _KERNELS
     if _KERNELS is None:
         _KERNELS = _build()
+    ser, par = _KERNELS
     m, n, k = ins.mnk
-    bits = ft["bits"]
-    av, bv, cv = (_elements(x, bt) for x, bt in zip((a, b, c), bits))
-    dv = d.reshape(d.shape[0], -1).view(_DTYPE[bits[3]])
-    need = np.zeros(a.shape[0], np.bool_)
-    fn = _KERNELS[1] if parallel else _KERNELS[0]
-    fn(params, av, bv, cv, dv, e, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse,
-       ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], need, chunk, _PROBE64, _PROBE32)
-    return need
+    ta, tb, tc, td = (np.dtype(_DTYPE[x]) for x in ft["bits"])
+    consts = (params, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
+              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
+
+    def go(a, b, c, e, d):
+        W = a.shape[0]
+        need = np.empty(W, np.int8)
+        fn = par if W >= threshold else ser
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts)
+        if STATS is not None:
+            for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
+                STATS[name] = STATS.get(name, 0) + int(x)
+        return np.flatnonzero(need == 2) if nslow else None
+
+    return go
