@@ -14,6 +14,12 @@ def test_catalog_table_is_current():
     assert block.strip() == _docs.catalog_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
 
 
+def test_arch_table_is_current():
+    text = README.read_text()
+    block = text.split(_docs.ARCH_BEGIN, 1)[1].split(_docs.ARCH_END, 1)[0]
+    assert block.strip() == _docs.arch_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
+
+
 def test_python_examples_run():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks

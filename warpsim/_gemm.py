@@ -451,8 +451,25 @@ def _aligned_chunks(chunks, mult, total):
     return tuple(out)
 
 
-def _block(a, b, c, **kw):
+def _block(a, b, c, _dtypes=(None, None, None), **kw):
+    a, b, c = (x if dt is None else x.view(dt) for x, dt in zip((a, b, c), _dtypes))
     return gemm(a, b, c, **kw)
+
+
+def _view(block, dtype):
+    return block.view(dtype)
+
+
+def _as_bits(x):
+    """(x as raw unsigned bits, its dtype) for ml_dtypes element types, else (x, None).
+
+    dask.distributed moves chunks between workers with its own numpy serializer, which names a
+    dtype by its ``dtype.str``: ``'<f1'`` for every ml_dtypes float8 type, which does not parse back.
+    Raw bits travel; the task views them as the element type again."""
+    if x is None or not x.dtype.type.__module__.startswith("ml_dtypes"):
+        return x, None
+    bits = np.dtype(f"u{x.dtype.itemsize}")
+    return x.map_blocks(_view, bits, dtype=bits), x.dtype
 
 
 def _gemm_dask(ins, A, B, C, kw):
@@ -472,6 +489,7 @@ def _gemm_dask(ins, A, B, C, kw):
         _fit(name, size, mult, f"the tile's {name.lower()} of {ins.opcode}", False)
     rows = _aligned_chunks(A.chunks[0], m, M)
     cols = _aligned_chunks(B.chunks[1], n, N)
+    (A, adt), (B, bdt) = _as_bits(A), _as_bits(B)      # rechunking moves chunks between workers
     A = A.rechunk((rows, -1))
     B = B.rechunk((-1, cols))
     dt = ins.elem("d").numpy_dtype
@@ -482,4 +500,6 @@ def _gemm_dask(ins, A, B, C, kw):
         if C.shape != (M, N):
             raise ValueError(f"C must have shape (M, N) = ({M}, {N}), got {C.shape}")
         C = C.rechunk((rows, cols))
-    return da.blockwise(_block, "ij", A, "ik", B, "kj", C, "ij", dtype=dt, concatenate=True, **kw)
+    C, cdt = _as_bits(C)
+    return da.blockwise(_block, "ij", A, "ik", B, "kj", C, "ij", dtype=dt, concatenate=True,
+                        _dtypes=(adt, bdt, cdt), **kw)
