@@ -60,7 +60,9 @@ def main(paths):
             for rnd in ("rz", "rne"):
                 for keep in (13, 14, 0):
                     q = p.copy()
-                    q[F.P_FRAC], q[F.P_RES_MB] = frac, keep
+                    q[F.P_FRAC] = frac
+                    m = keep or 23      # the f32 result word keeps m mantissa bits (f32e8m13: 13)
+                    q[F.P_ACC:F.P_ACC + 5] = [32, 8, m, 23 - m, 1]
                     q[F.P_RND] = F.RND_RZ if rnd == "rz" else F.RND_RNE
                     g = np.zeros(len(C), np.uint64)
                     F.tc_dot_rows(A, B, C, 32, q, g)

@@ -74,8 +74,7 @@ P_STERMS = 44     # terms (in the order the engine passes them) that share one s
 P_SGROUP = 45     # SCALE_GROUP: products summed exactly before scaling
 P_ZEXP_ON = 46    # 1: a zero term (zero product / all-zero group / zero scale / zero C) takes part in emax
 P_ZEXP = 47       #    with this exponent (MMA-Sim's e_zero)
-P_RES_MB = 48     # D keeps only this many mantissa bits (toward zero; NaN stays canonical); 0 = all (wgmma fp8 f32: 13)
-P_LEN = 49
+P_LEN = 48
 SCALE_NONE, SCALE_PRODUCT, SCALE_GROUP = 0, 1, 2
 KIND_TC_DOT = 1
 
@@ -526,20 +525,7 @@ def tc_dot(a, b, n, c, p, sa, sb):
         accf = P_ACC
     if p[P_CMODE] == CMODE_SEPARATE_ADD:
         return add_rne(acc, np.uint64(c), p, P_D)
-    if p[P_RES_MB] > 0:
-        return keep_mantissa(acc, p, P_ACC, p[P_RES_MB])
     return acc
-
-
-@njit(cache=True, nogil=True)
-def keep_mantissa(x, p, f, keep):
-    """Clear the low mantissa bits of a finite result so that ``keep`` remain (truncation)."""
-    w, eb, mb, ign = p[f], p[f + 1], p[f + 2], p[f + 3]
-    cls, s, e, m = decode(x, w, eb, mb, ign, p[f + 4])
-    if cls != CLS_FINITE or keep >= mb:
-        return x
-    drop = np.uint64(mb - keep + ign)
-    return (np.uint64(x) >> drop) << drop
 
 
 @njit(cache=True, nogil=True)
@@ -661,7 +647,7 @@ def tc_fast_ok(p, N, Ka):
         return False
     if p[P_KIND] != KIND_TC_DOT or p[P_ZERO] != ZERO_POSITIVE or p[P_OVF] != OVF_INF:
         return False
-    if p[P_SCALE] != SCALE_NONE or p[P_RES_MB] != 0:
+    if p[P_SCALE] != SCALE_NONE:
         return False
     if p[P_FRAC] < 0 or p[P_FRAC] > 30 or Ka > (1 << 20):
         return False

@@ -36,8 +36,8 @@ Parameter vector (``numpy.int64``, length ``fused.P_LEN``) returned by
     p[36]     block overflow: 0 = inf even under truncation; 1 = IEEE
     p[37]     zero block results: 0 = IEEE signs (-0 when every term is -0,
               a nonzero sum rounded to zero keeps its sign); 1 = always +0
-    p[38]     result mantissa bits: D keeps only this many mantissa bits (the rest
-              cleared, i.e. truncated; NaN stays canonical); 0 = all (sm_90a wgmma fp8 -> f32: 13)
+    p[38:48]  block scaling (sm_120a ``.block_scale`` forms): see the ``P_SCALE`` ..
+              ``P_ZEXP`` constants in :mod:`warpsim.numerics.fused`
 
 The engine calls ``fused.tc_dot(a, b, n, c, p)`` per output element with the
 A row and the B column in k order (sparse: the ``n = k/2`` kept A elements
@@ -72,7 +72,6 @@ class Recipe:
     scale: str = "none"              # block scaling: "none", "product" (ST-FDPA) or "group" (GST-FDPA)
     scale_group: int = 1             # "group": products summed exactly before scaling
     zero_exp: int | None = None      # exponent a zero term takes in emax (None: zeros never set emax)
-    result_man_bits: int = 0         # D keeps only this many mantissa bits (toward zero); 0 = all
 
 
 #: HMMA native f32 accumulate (f16 / bf16 / tf32 inputs): one fused pass, 25
@@ -116,9 +115,10 @@ WGMMA_RECIPES: dict[tuple, Recipe] = {
     ("wgmma", "bf16", "f32"): _HMMA_F32,
     ("wgmma", "tf32", "f32"): _HMMA_F32,
     ("wgmma", "fp8", "f16"): Recipe(frac=13, rounding="rne", zero="positive"),
-    # fitted on H100 captures: the same 13-bit fused sum (C included), truncated to f32, of
-    # which only 13 mantissa bits are kept (the low 10 cleared); NaN is the canonical 0x7fffffff.
-    ("wgmma", "fp8", "f32"): Recipe(frac=13, rounding="rz", zero="positive", result_man_bits=13),
+    # fitted on H100 captures: the same 13-bit fused sum (C included), truncated to an f32 word
+    # that keeps only 13 mantissa bits (the low 10 cleared: the f32e8m13 result format of Ada's fp8
+    # rows below); NaN is the canonical 0x7fffffff.
+    ("wgmma", "fp8", "f32"): Recipe(frac=13, rounding="rz", zero="positive", acc_type="f32e8m13"),
 }
 RECIPES["sm_90"].update(WGMMA_RECIPES)     # sm_90a spells the same target (warpsim.isa.archs)
 
@@ -195,7 +195,6 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
     if r.zero_exp is not None:
         p[ar.P_ZEXP_ON] = 1
         p[ar.P_ZEXP] = r.zero_exp
-    p[ar.P_RES_MB] = r.result_man_bits
     return p
 
 
