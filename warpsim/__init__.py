@@ -1,8 +1,12 @@
-"""warpsim: NVIDIA warp-level ``mma`` / ``mma.sp`` on a CPU, bit for bit as an H100 computes them.
+"""warpsim: NVIDIA tensor-core instructions on a CPU, bit for bit as an H100 computes them.
 
-The public surface is small: :func:`mma` (register words in, register words
-out), :func:`parse` (an opcode's catalog entry), the fragment helpers
-:func:`fragment_map`, :func:`pack` and :func:`unpack`, and the catalog itself.
+The public surface: :func:`mma` (warp-level ``mma``/``mma.sp`` on register words) and
+:func:`wgmma` (Hopper's warpgroup ``wgmma.mma_async``, dense and sparse, with shared memory and
+descriptors), :func:`matmul` (matrices through either), :func:`gemm` (whole GEMMs as a kernel's
+main loop computes them), :func:`parse` and the catalog, the fragment helpers
+:func:`fragment_map`, :func:`pack` and :func:`unpack`, :func:`compress` / :func:`expand`,
+:func:`explain`, the register files :class:`Warp` and :class:`Warpgroup`, and
+:mod:`warpsim.ptx` (``warpsim.ptx.load(...).launch(...)`` runs a kernel's own PTX).
 """
 
 from ._api import mma
