@@ -238,18 +238,7 @@ def compute(ins, A, B, C, arch="sm_90a", params=None):
     if params is not None:
         p = params
     out = np.zeros(C.shape, dtype=np.uint64)
-    if ins.is_sparse:
-        fn = {"int": _eng.int_matrix_sp, "tc": _eng.tc_matrix_sp}.get(kind)
-        if fn is None:
-            raise NotImplementedError(f"{ins.opcode}: dot kind {kind!r} has no sparse wgmma kernel")
-        fn(A, B, C, np.asarray(p, dtype=np.int64), out)
-        return out
-    if kind == "int":
-        _eng.int_matrix(A, B, C, np.asarray(p, dtype=np.int64), out)
-    elif kind == "tc":
-        _eng.tc_matrix(A, B, C, np.asarray(p, dtype=np.int64), out)
-    else:
-        raise NotImplementedError(f"{ins.opcode}: dot kind {kind!r} has no wgmma kernel")
+    _eng.matrix(kind, A, B, C, p, out)
     return out
 
 
