@@ -296,8 +296,8 @@ def test_verify_takes_the_architecture_from_the_corpus(capsys, tmp_path):
     """A corpus that says it was captured on sm_80 is compared with the sm_80 model: integer words
     (the PTX ISA's exact semantics on every target) agree; f16 m16n8k16 f32 words captured on the
     H100 do not all agree with Ampere's two-halves model, and verify says so."""
-    from warpsim._cli import main
-    from warpsim._verify import default_corpus
+    from warpsim.cli.main import main
+    from warpsim.cli.verify import default_corpus
     from warpsim.hw import Corpus, save_corpus
 
     src = Corpus(default_corpus())
@@ -333,7 +333,7 @@ def test_capture_source_for_another_target(tmp_path):
 
 
 def test_numerics_doc_table_is_generated_from_the_catalog():
-    from warpsim._docs import ARCH_BEGIN, ARCH_END, arch_markdown
+    from warpsim.cli.docs import ARCH_BEGIN, ARCH_END, arch_markdown
 
     with open(os.path.join(HERE, "..", "docs", "numerics.md")) as f:
         text = f.read()

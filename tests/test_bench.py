@@ -2,7 +2,7 @@
 
 import json
 
-from warpsim import _bench
+from warpsim.cli import bench as _bench
 
 
 def test_bench_quick_json(tmp_path, capsys):

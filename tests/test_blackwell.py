@@ -51,7 +51,7 @@ def _op(kind, shape="m16n8k32", d="f32", a="e2m1", b="e2m1", sparse=False, scale
 
 def test_sm120a_opcode_counts():
     assert len(SM120) == 288
-    from warpsim._verify import corpus_arch   # an sm_120a capture on an RTX 50xx replays on sm_120a
+    from warpsim.cli.verify import corpus_arch   # an sm_120a capture on an RTX 50xx replays on sm_120a
 
     assert corpus_arch({"compute_capability": "sm_120", "target": "sm_120a"}) == "sm_120a"
     assert corpus_arch({"compute_capability": "sm_90", "target": "sm_90a"}) == "sm_90"
@@ -476,11 +476,11 @@ def test_capture_kernels_compile_for_sm_120a(tmp_path):
 def test_numerics_doc_table_is_current():
     from pathlib import Path
 
-    from warpsim import _docs
+    from warpsim.cli import docs as _docs
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "numerics.md").read_text()
     block = text.split(_docs.SM120_BEGIN, 1)[1].split(_docs.SM120_END, 1)[0]
-    assert block.strip() == _docs.sm120a_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
+    assert block.strip() == _docs.sm120a_markdown().strip(), "run `python -m warpsim.cli.docs` to regenerate"
 
 
 @pytest.mark.parametrize("pair", [("e2m1", "e2m1"), ("e3m2", "e2m3"), ("e2m3", "e4m3"), ("e5m2", "e3m2")])

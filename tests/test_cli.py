@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim._cli import main
+from warpsim.cli.main import main
 
 S8 = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 SP = "mma.sp.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
@@ -136,11 +136,11 @@ def test_run_float_opcode(capsys):
 
 
 def test_run_not_modelled_exits_1(capsys, monkeypatch):
-    import warpsim._api
+    import warpsim.api.mma
 
     def boom(*a, **k):
         raise NotImplementedError("no sm_90 recipe")
-    monkeypatch.setattr(warpsim._api, "mma", boom)
+    monkeypatch.setattr(warpsim.api.mma, "mma", boom)
     rc, _, err = run(capsys, "run", S8)
     assert rc == 1 and "no sm_90 recipe" in err
 
@@ -188,7 +188,7 @@ def test_verify_ok_and_mismatch(capsys, tmp_path):
     rc, out, err = run(capsys, "verify", "--match", "m8n8k16.row.col.s32.s8")
     assert rc == 0 and "int8" in out and "bit-exact" in out
     from warpsim.hw import Corpus, save_corpus
-    from warpsim._verify import default_corpus
+    from warpsim.cli.verify import default_corpus
 
     src = Corpus(default_corpus())
     idx = [i for i, e in enumerate(src.manifest["entries"]) if "m8n8k16.row.col.s32.s8.s8" in e["opcode"]]
@@ -211,14 +211,14 @@ def test_verify_ok_and_mismatch(capsys, tmp_path):
 
 def test_bench_dispatch(capsys, monkeypatch):
     seen = {}
-    fake = types.ModuleType("warpsim._bench")
+    fake = types.ModuleType("warpsim.cli.bench")
     fake.main = lambda argv: seen.setdefault("argv", argv) and 0
-    monkeypatch.setitem(sys.modules, "warpsim._bench", fake)
-    monkeypatch.setattr(warpsim, "_bench", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "warpsim.cli.bench", fake)
+    monkeypatch.setattr(warpsim.cli, "bench", fake, raising=False)
     assert main(["bench", "--quick", "x"]) == 0
     assert seen["argv"] == ["--quick", "x"]
-    monkeypatch.setitem(sys.modules, "warpsim._bench", None)     # import fails
-    monkeypatch.delattr(warpsim, "_bench", raising=False)
+    monkeypatch.setitem(sys.modules, "warpsim.cli.bench", None)     # import fails
+    monkeypatch.delattr(warpsim.cli, "bench", raising=False)
     rc, _, err = run(capsys, "bench")
     assert rc == 1 and "not available" in err
 

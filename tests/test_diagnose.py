@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from fractions import Fraction
 
-from warpsim._diagnose import round_nearest, ulp
+from warpsim.api.explain import round_nearest, ulp
 from warpsim.isa.types import TYPES
 
 

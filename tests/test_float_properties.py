@@ -14,7 +14,7 @@ from warpsim.isa import catalog as C
 from warpsim.hw import inputs as _inputs
 from warpsim.isa import sparse as _sparse
 from warpsim.isa.layouts import unpack
-from warpsim._verify import default_corpus
+from warpsim.cli.verify import default_corpus
 from warpsim.hw import Corpus
 
 FLOAT = [i for i in C.CATALOG if i.elem("a").is_float and not i.targets]   # sm_120a: test_blackwell.py

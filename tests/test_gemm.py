@@ -316,7 +316,7 @@ def test_tiled_capture_kernel_is_the_chain():
 
 
 def test_cli_gemm_report(tmp_path, capsys):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     svg = tmp_path / "h.svg"
     out = tmp_path / "d.npy"
@@ -342,7 +342,7 @@ def test_cli_gemm_report(tmp_path, capsys):
 
 def test_report_exact_reference_ties():
     """The exactly rounded reference resolves ties of D's format with the residual's sign."""
-    from warpsim._gemm_report import report
+    from warpsim.cli.gemm_report import report
 
     ins = warpsim.parse(F16)
     A = np.zeros((16, 16), np.float16)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from warpsim.isa import catalog as C
-from warpsim import _verify
+from warpsim.cli import verify as _verify
 from warpsim.hw import Corpus
 
 CORPUS = Corpus(_verify.default_corpus())

@@ -173,7 +173,7 @@ def test_warp_snippets_run_the_table_too():
 
 
 def test_cli_runs_a_kernel(tmp_path, capsys):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     src = tmp_path / "k.ptx"
     src.write_text(kernel(STORE + "mov.u32 %r1, %tid.x;\nld.param.u32 %r2, [n];\nadd.s32 %r3, %r1, %r2;\n"
@@ -189,7 +189,7 @@ def test_cli_runs_a_kernel(tmp_path, capsys):
 
 
 def test_wmma_layout_drawn_like_the_others(tmp_path, capsys):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     assert main(["layout", "wmma.m16n16k16.f16", "a"]) == 0
     out = capsys.readouterr().out

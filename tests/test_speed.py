@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim import _verify
+from warpsim.cli import verify as _verify
 from warpsim.engine import kernel, tensorcore
 from warpsim.hw import Corpus
 from warpsim.isa.catalog import BY_OPCODE

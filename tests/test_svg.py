@@ -8,7 +8,7 @@ import warpsim
 from warpsim.isa.catalog import CATALOG
 from warpsim.isa.layouts import layout
 from warpsim.isa.sparse import metadata_table
-from warpsim._svg import cells, lane_color, svg, text_grid
+from warpsim.cli.svg import cells, lane_color, svg, text_grid
 
 LABEL = re.compile(r">T(\d+): ([abcd])(\d+)<")
 

@@ -206,7 +206,7 @@ NUMERICS, NUM_MANIFEST = _load("wgmma_sm90a_numerics.npz")
 
 
 def _call(z, e, spec):
-    from warpsim._wgmma import corpus_call
+    from warpsim.api.wgmma import corpus_call
 
     assert int(z[f"{e}.base"][0]) == 1024   # the H100 put dynamic shared memory at shared address 1024
     return corpus_call(z, e, spec)
@@ -312,7 +312,7 @@ def test_matmul_equals_the_numerics_corpus_matrices():
             continue
         ins = warpsim.parse(op)
         _, d, a, b, kw = _call(NUMERICS, e, ent["spec"])
-        from warpsim._wgmma import operands
+        from warpsim.api.wgmma import operands
         _, _, A, Bt, C = operands(op, d, a, b, **kw)
         from warpsim.isa.layouts import _bits_to_values
         Am, Bm, Cm = (_bits_to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
@@ -532,7 +532,7 @@ def test_kernel_wgmma_hazards_and_warpgroups():
 # --- command line and pictures ---------------------------------------------------------
 
 def test_cli_covers_wgmma(capsys, tmp_path):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     assert main(["list", "--kind", "wgmma"]) == 0
     assert len(capsys.readouterr().out.split()) == 546
@@ -568,7 +568,7 @@ def test_wgmma_doc_examples_run():
 
 
 def test_cli_ptx_warpgroup(capsys, tmp_path):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     A = np.ones((64, 16), np.float16)
     B = np.full((16, 8), 2, np.float16)
@@ -592,11 +592,11 @@ def test_cli_ptx_warpgroup(capsys, tmp_path):
 def test_wgmma_doc_catalog_table_is_generated():
     from pathlib import Path
 
-    from warpsim import _docs
+    from warpsim.cli import docs as _docs
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "wgmma.md").read_text()
     block = text.split(_docs.WG_BEGIN, 1)[1].split(_docs.WG_END, 1)[0]
-    assert block.strip() == _docs.wgmma_catalog_markdown().strip(), "run `python -m warpsim._docs` to regenerate"
+    assert block.strip() == _docs.wgmma_catalog_markdown().strip(), "run `python -m warpsim.cli.docs` to regenerate"
 
 
 @needs_ptxas
@@ -632,7 +632,7 @@ def test_dense_layout_is_a_bijection(sw, major, bits):
 
 
 def test_verify_command_replays_a_wgmma_corpus(capsys):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     path = os.path.join(GOLDEN, "wgmma_sm90a_numerics.npz")
     assert main(["verify", "--corpus", path, "--match", "m64n16k32.f32.e4m3", "--match", "|reg|", "-q"]) == 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim._wgmma import corpus_call
+from warpsim.api.wgmma import corpus_call
 from warpsim.hw.wgmma_capture import Spec, catalog_forms, immediates, ptx_source
 from warpsim.isa import catalog as C
 from warpsim.isa.sparse import metadata_matrix
@@ -335,7 +335,7 @@ def test_register_file_sparse_errors_and_hazards():
 
 
 def test_cli_show_layout_run(capsys):
-    from warpsim._cli import main
+    from warpsim.cli.main import main
 
     op = "wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.bf16.bf16"
     assert main(["show", op]) == 0

@@ -15,7 +15,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import warpsim  # noqa: E402
-from warpsim._wgmma import operands  # noqa: E402
+from warpsim.api.wgmma import operands  # noqa: E402
 from warpsim.isa.bits import words_to_elements  # noqa: E402
 from warpsim.isa.layouts import layout  # noqa: E402
 from warpsim.numerics import fused as F  # noqa: E402

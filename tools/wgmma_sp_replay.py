@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from warpsim._wgmma import wgmma  # noqa: E402
+from warpsim.api.wgmma import wgmma  # noqa: E402
 from warpsim.isa.catalog import BY_OPCODE  # noqa: E402
 
 

@@ -9,17 +9,17 @@ main loop computes them), :func:`parse` and the catalog, the fragment helpers
 :mod:`warpsim.ptx` (``warpsim.ptx.load(...).launch(...)`` runs a kernel's own PTX).
 """
 
-from ._api import mma
-from ._wgmma import wgmma
+from .api.mma import mma
+from .api.wgmma import wgmma
 from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
-from ._matmul import matmul
-from ._gemm import gemm
+from .api.matmul import matmul
+from .api.gemm import gemm
 from .ptx.regfile import PTXError, Warp
 from .ptx.warpgroup import Warpgroup
-from ._sparse_helpers import compress, expand
-from ._diagnose import explain
+from .api.sparse import compress, expand
+from .api.explain import explain
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
-"""``python -m warpsim``: the command line (see :mod:`warpsim._cli`)."""
+"""``python -m warpsim``: the command line (see :mod:`warpsim.cli.main`)."""
 
 import sys
 
-from ._cli import main
+from .cli.main import main
 
 sys.exit(main())

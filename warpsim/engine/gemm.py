@@ -21,7 +21,7 @@ The register layout does not change a whole-matrix result, so these kernels work
 * :func:`f64_rows` -- the DMMA chain (f64): ``llvm.fma`` in k order from C; a non-finite result is
   left to :func:`exact_tasks` (the hardware's NaN payload rules).
 
-Structure vector ``g`` (int64, built by :func:`warpsim._gemm`), the same for every kernel:
+Structure vector ``g`` (int64, built by :func:`warpsim.api.gemm`), the same for every kernel:
 
 ====  =========  ==========================================================================
 idx   name       meaning
@@ -57,7 +57,7 @@ from .tensorcore import _ZEXP, _round8_common, _row8
 G_LEN = 14
 RED_WRAP, RED_SAT, RED_FLOAT = 0, 1, 2
 
-#: block scales of the per-instruction dot: gemm takes no block-scaled forms (refused in warpsim._gemm)
+#: block scales of the per-instruction dot: gemm takes no block-scaled forms (refused in warpsim.api.gemm)
 _NOSCALE = np.zeros(1, np.uint64)
 
 #: output columns per task of every kernel (every tile width n is a multiple of 8)

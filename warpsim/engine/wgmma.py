@@ -1,6 +1,6 @@
 """Jitted cores of ``wgmma``: every output element of every group, on decoded matrices.
 
-The front end (:mod:`warpsim._wgmma`) gathers A (groups, 64, K), B^T (groups, N, K)
+The front end (:mod:`warpsim.api.wgmma`) gathers A (groups, 64, K), B^T (groups, N, K)
 and C (groups, 64, N) raw element bits with vectorised index tables (registers:
 :mod:`warpsim.isa.layouts`; shared memory: :mod:`warpsim.isa.smem`); one kernel
 computes D through the engine's dot registry, the same primitives as ``mma`` (exact fused dot,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sparse_helpers import compress
+from ..api.sparse import compress
 from ..isa.bits import words_to_elements
 from ..isa.catalog import BY_OPCODE
 from ..isa.layouts import _bits_to_values, layout

@@ -292,7 +292,7 @@ def _uniform(ctx, v, r, what):
 
 @instr(r"wgmma\.mma_async\S*")
 def _wgmma_mma_async(ctx, m):
-    from .._wgmma import _instruction, compute, operands as decode, pack_d
+    from ..api.wgmma import _instruction, compute, operands as decode, pack_d
 
     unit = _unit(ctx)
     line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands

@@ -176,7 +176,7 @@ def _pack(mat, tab, bits):
 
 @instr(_MMA)
 def _wmma_mma(ctx, m):
-    from .._api import mma
+    from ..api.mma import mma
     from ..isa.layouts import layout
 
     shape = m["shape"]

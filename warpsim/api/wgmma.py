@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .isa import smem as _smem
-from .isa.bits import elements_to_words, words_to_elements
-from .isa.catalog import Instruction
-from .isa.layouts import layout
-from .isa.parse import parse
-from .isa.sparse import gather_b
-from .numerics.arch import check_arch
+from ..isa import smem as _smem
+from ..isa.bits import elements_to_words, words_to_elements
+from ..isa.catalog import Instruction
+from ..isa.layouts import layout
+from ..isa.parse import parse
+from ..isa.sparse import gather_b
+from ..numerics.arch import check_arch
 
 ARCHS = ("sm_90a",)
 
@@ -183,8 +183,8 @@ def _mma_twin(ins):
     """The warp-level mma whose sm_90 recipe equals this wgmma's sm_90a recipe (f16, bf16, tf32: the HMMA
     model of the same K), or None.  Such a wgmma is computed as 4 x N/8 m16n8 blocks by the mma engine
     (with its fast paths): every output element is the same fused dot of the same k-ordered terms."""
-    from .isa.catalog import BY_OPCODE
-    from .numerics.recipes import find_recipe
+    from ..isa.catalog import BY_OPCODE
+    from ..numerics.recipes import find_recipe
 
     op = f"mma.sync.aligned.m16n8k{ins.k}.row.col.{ins.dtype}.{ins.atype}.{ins.btype}.{ins.dtype}"
     twin = BY_OPCODE.get(op)
@@ -194,7 +194,7 @@ def _mma_twin(ins):
 
 
 def _compute_by_blocks(ins, twin, A, B, C):
-    from ._api import mma
+    from .mma import mma
 
     G, M, K = A.shape
     N = B.shape[1]
@@ -221,18 +221,18 @@ def _compute_by_blocks(ins, twin, A, B, C):
 
 def compute(ins, A, B, C, arch="sm_90a", params=None):
     """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2))."""
-    from .engine import wgmma as _eng
+    from ..engine import wgmma as _eng
 
     twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
     if twin is not None:
         return _compute_by_blocks(ins, twin, A, B, C)
 
     if ins.elem("a").kind in ("int", "bits"):
-        from .numerics.integer import int_params
+        from ..numerics.integer import int_params
 
         kind, p = "int", int_params(ins)
     else:
-        from .numerics.recipes import recipe_params
+        from ..numerics.recipes import recipe_params
 
         kind, p = "tc", recipe_params(ins, check_arch(arch))   # sm_90a is sm_90: its table holds the wgmma rows
     if params is not None:
@@ -292,7 +292,7 @@ def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none", metadata=N
     Sparse opcodes: A is the logical 64 x K matrix, 2:4 sparse (tf32 1:2), compressed here for
     ``selector``; or A is the compressed 64 x K/2 matrix and ``metadata`` its words ([batch,] 128).
     """
-    from .isa.layouts import _bits_to_values, _values_to_bits, pack
+    from ..isa.layouts import _bits_to_values, _values_to_bits, pack
 
     m, n, k = ins.mnk
     A, B = np.asarray(A), np.asarray(B)
@@ -329,8 +329,8 @@ def matmul_wgmma(ins, A, B, C=None, *, arch="sm_90a", swizzle="none", metadata=N
 
 def _matmul_sparse(ins, A, B, C, arch, swizzle, metadata, selector):
     """matmul for wgmma.mma_async.sp: A in registers (compressed), B through a canonical layout."""
-    from ._sparse_helpers import compress
-    from .isa.layouts import _bits_to_values, _values_to_bits, pack
+    from .sparse import compress
+    from ..isa.layouts import _bits_to_values, _values_to_bits, pack
 
     m, n, k = ins.mnk
     if metadata is None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numerics.arch import check_arch
-from .isa.catalog import Instruction
-from .isa.parse import parse
+from ..numerics.arch import check_arch
+from ..isa.catalog import Instruction
+from ..isa.parse import parse
 
 
 def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
@@ -89,7 +89,7 @@ def validate_scales(ins: Instruction, single, warps, scale_a, scale_b, sel):
     tida = _int_sel("thread_id_a", sel[1], ta)
     bidb = _int_sel("byte_id_b", sel[2], bytes_ok)
     tidb = _int_sel("thread_id_b", sel[3], tb)
-    from .engine.kernel import scale_factors
+    from ..engine.kernel import scale_factors
 
     return scale_factors(ins, sa3, sb3, (bida, tida), (bidb, tidb))
 
@@ -141,7 +141,7 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None,
                     return go(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(c),
                               None if e is None else np.ascontiguousarray(e))
 
-    from .engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
+    from ..engine import kernel as _engine  # numba is loaded on first use, keeping `import warpsim` light
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     scales = validate_scales(ins, single, a3.shape[0], scale_a, scale_b,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .isa.layouts import pack, unpack
-from .isa.parse import parse
-from ._sparse_helpers import compress
+from ..isa.layouts import pack, unpack
+from ..isa.parse import parse
+from .sparse import compress
 
 __all__ = ["matmul"]
 
@@ -32,11 +32,11 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     uint8 bits; they are placed in the scale registers with byte-id = thread-id = 0.
     Returns D in its element type, shape ([batch,] [products,] m, n).
     """
-    from ._api import mma
+    from .mma import mma
 
     ins = parse(instruction)
     if ins.is_wgmma:   # warpgroup MMA: A 64xK, B KxN, C 64xN through a canonical shared-memory layout
-        from ._wgmma import matmul_wgmma
+        from .wgmma import matmul_wgmma
 
         return matmul_wgmma(ins, A, B, C, arch="sm_90a" if arch == "sm_90" else arch, metadata=metadata,
                             selector=selector)
@@ -68,7 +68,7 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     if ins.block_scaled:
         if scale_a is None or scale_b is None:
             raise ValueError(f"{ins.opcode} is block-scaled: pass scale_a (m x {ins.nscale}) and scale_b ({ins.nscale} x n)")
-        from .isa.layouts import pack_scales
+        from ..isa.layouts import pack_scales
 
         sa, sb = pack_scales(ins, scale_a, scale_b)
         sc = dict(scale_a=sa, scale_b=sb)

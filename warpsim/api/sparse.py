@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .isa.layouts import layout, pack, unpack
-from .isa.parse import parse
-from .isa.sparse import logical_columns, metadata_table, unit_elements
+from ..isa.layouts import layout, pack, unpack
+from ..isa.parse import parse
+from ..isa.sparse import logical_columns, metadata_table, unit_elements
 
 __all__ = ["compress", "expand"]
 

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._api import mma
-from .isa.catalog import BY_OPCODE
+from ..api.mma import mma
+from ..isa.catalog import BY_OPCODE
 
 
 def default_corpus() -> str:
     """Path of the H100 corpus shipped with the tests (``tests/golden/corpus_sm90.npz``)."""
     from pathlib import Path
 
-    here = Path(__file__).resolve().parent.parent / "tests" / "golden" / "corpus_sm90.npz"
+    here = Path(__file__).resolve().parents[2] / "tests" / "golden" / "corpus_sm90.npz"
     if not here.exists():
         raise FileNotFoundError(
             f"no golden corpus at {here}: it ships in the repository's tests/golden/, not in the installed "
@@ -45,7 +45,7 @@ def skipped_distributions(ins) -> tuple[str, ...]:
 
 
 def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
-    from .isa.archs import available
+    from ..isa.archs import available
 
     ins = BY_OPCODE[entry["opcode"]]
     res = EntryResult(ins.opcode, entry["selector"], ins.family, ins.is_sparse)
@@ -60,7 +60,7 @@ def replay_entry(entry: dict, arch: str = "sm_90") -> EntryResult:
         e = entry["e"][sl] if "e" in entry else None
         kw = {}
         if "s" in entry:   # block-scale registers, captured with the capture kernels' selectors
-            from .hw.capture import SCALE_SELECTORS
+            from ..hw.capture import SCALE_SELECTORS
 
             s = entry["s"][sl]
             kw = dict(scale_a=np.ascontiguousarray(s[..., 0]), scale_b=np.ascontiguousarray(s[..., 1]),
@@ -83,7 +83,7 @@ def corpus_arch(manifest: dict) -> str:
     """The modelled target a corpus was captured on: the GPU's compute capability (the hardware
     wrote the words, whatever the build target), else its build target, else ``"sm_90"``;
     ValueError if that is not a modelled target (then pass ``arch`` explicitly)."""
-    from .numerics.arch import check_arch
+    from ..numerics.arch import check_arch
 
     cc, target = manifest.get("compute_capability"), manifest.get("target")
     if cc and target:
@@ -99,7 +99,7 @@ def replay_wgmma(path, *, match=(), progress=False):
     """Replay a wgmma corpus (manifest entries with a ``spec``) through :func:`warpsim.wgmma`."""
     import json
 
-    from ._wgmma import corpus_call, wgmma
+    from ..api.wgmma import corpus_call, wgmma
 
     z = np.load(path)
     man = json.loads(bytes(z["manifest"]))
@@ -127,7 +127,7 @@ def replay(path=None, *, match=(), arch=None, progress=False):
     """Replay every corpus entry whose opcode contains all of ``match``; returns a list of EntryResult.
     ``arch`` (default: the architecture the corpus records) names the model to compare with.
     A wgmma corpus (``tests/golden/wgmma_sm90a*.npz``) is replayed through :func:`warpsim.wgmma`."""
-    from .hw import Corpus
+    from ..hw import Corpus
 
     if path is not None:
         with np.load(path) as z:

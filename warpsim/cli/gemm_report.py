@@ -35,7 +35,7 @@ PERCENTILES = (50, 90, 99, 99.9, 100)
 
 def report(A, B, C, D, ins):
     """Statistics of D (what warpsim.gemm returned) against the exactly rounded A @ B + C."""
-    from .isa.layouts import _values_to_bits
+    from ..isa.layouts import _values_to_bits
 
     td = ins.elem("d")
     out = {"outputs": int(D.size)}
@@ -54,7 +54,7 @@ def report(A, B, C, D, ins):
     a0, b0, c0 = np.where(np.isfinite(a), a, 0), np.where(np.isfinite(b), b, 0), np.where(np.isfinite(c), c, 0)
     X = np.empty(D.shape, np.float64)
     R = np.empty(D.shape, np.int8)
-    from .engine.gemm import exact_products
+    from ..engine.gemm import exact_products
 
     exact_products(np.ascontiguousarray(a0), np.ascontiguousarray(b0.T), np.ascontiguousarray(c0), X, R)
     dt = np.dtype(td.numpy_dtype)
@@ -132,8 +132,8 @@ def _esc(s):
 
 def inputs(ins, M, N, K, dist, seed):
     """Seeded matrices of the operand types from one of the corpus distributions (raw bits -> values)."""
-    from .hw.inputs import BIT_DISTS, FLOAT_DISTS, INT_DISTS, float_elements, int_elements
-    from .isa.layouts import _bits_to_values
+    from ..hw.inputs import BIT_DISTS, FLOAT_DISTS, INT_DISTS, float_elements, int_elements
+    from ..isa.layouts import _bits_to_values
 
     rng = np.random.default_rng(seed)
     out = []

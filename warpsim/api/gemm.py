@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from .isa.layouts import _bits_to_values, _values_to_bits
-from .isa.parse import parse
-from .isa.sparse import unit_elements
-from .isa.types import TYPES
+from ..isa.layouts import _bits_to_values, _values_to_bits
+from ..isa.parse import parse
+from ..isa.sparse import unit_elements
+from ..isa.types import TYPES
 
 __all__ = ["gemm"]
 
@@ -50,8 +50,8 @@ def _check_int(name, v, lo=1):
 
 def _red_format(ins):
     """(reduction kind, exponent bits, mantissa bits, NaN rule, default NaN) of split-K / promotion."""
-    from .engine.gemm import RED_FLOAT, RED_SAT, RED_WRAP
-    from .numerics.softfloat import NAN_CANONICAL, NAN_PROPAGATE
+    from ..engine.gemm import RED_FLOAT, RED_SAT, RED_WRAP
+    from ..numerics.softfloat import NAN_CANONICAL, NAN_PROPAGATE
 
     d = ins.elem("d")
     if not d.is_float:
@@ -110,7 +110,7 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     Returns D in the accumulator's element type (numpy / ml_dtypes), shape (M, N) or (batch, M, N).
     Inputs are never modified.
     """
-    from .numerics.arch import check_arch
+    from ..numerics.arch import check_arch
 
     arch = check_arch("sm_90" if arch is None else arch)
     try:
@@ -119,7 +119,7 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
         op = instruction.strip() if isinstance(instruction, str) else ""
         if not op.startswith("wgmma"):
             raise
-        from .isa.catalog import CATALOG
+        from ..isa.catalog import CATALOG
 
         if not any(getattr(i, "is_wgmma", False) for i in CATALOG):
             raise NotImplementedError(
@@ -232,7 +232,7 @@ def _values(bits, t):
 
 def _exponents(v, emin):
     """Alignment exponents: max(floor(log2 |v|), emin) as float32; zeros far below anything."""
-    from .engine.tensorcore import _ZEXP
+    from ..engine.tensorcore import _ZEXP
 
     _, e = np.frexp(v)
     E = np.maximum(e - 1, emin).astype(np.float32)
@@ -262,14 +262,14 @@ def _decoder(t, emin):
 def _recipe(ins, arch):
     """(dot kind, parameter vector) of one instruction on arch; a wgmma opcode takes the recipe of
     the warpgroup rows (sm_90a) when the architecture registry has none for it."""
-    from .numerics import arch as _arch
+    from ..numerics import arch as _arch
 
     try:
         return _arch.recipe(ins, arch)
     except NotImplementedError:
         if not getattr(ins, "is_wgmma", False):
             raise
-        from .numerics import recipes
+        from ..numerics import recipes
 
         if "sm_90a" not in recipes.RECIPES:
             raise
@@ -281,12 +281,12 @@ def _fmt(p, f):
 
 
 def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k_order=None):
-    from .engine import gemm as eg
-    from .engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
-    from .numerics import arch as _arch
-    from .numerics.fused import P_ACC, P_CMODE, P_FRAC, P_GROUP, P_NBLK, P_RND, P_OP, RND_RNE, CMODE_FUSED, \
+    from ..engine import gemm as eg
+    from ..engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
+    from ..numerics import arch as _arch
+    from ..numerics.fused import P_ACC, P_CMODE, P_FRAC, P_GROUP, P_NBLK, P_RND, P_OP, RND_RNE, CMODE_FUSED, \
         CMODE_SEPARATE_ADD, tc_fast_ok
-    from .numerics.chain import P_FIRST, P_KORDER, FIRST_FROM_C
+    from ..numerics.chain import P_FIRST, P_KORDER, FIRST_FROM_C
 
     m, n, k = _tile(ins)
     M, K = A.shape
@@ -341,7 +341,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     prog = _Progress(progress, Mp, f"gemm {ins.shape} {ins.atype}->{ins.dtype}")
     blocks = [(r, min(Mp, r + _PROGRESS_ROWS)) for r in range(0, Mp, _PROGRESS_ROWS)] if progress else [(0, Mp)]
 
-    from .engine.kernel import FORCE_GENERIC
+    from ..engine.kernel import FORCE_GENERIC
 
     fast = None
     if FORCE_GENERIC:
@@ -358,9 +358,9 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
           and split_k == 1 and not promote_every):
         fast = "f64"
 
-    from .engine.hostfpu import PROBE32, PROBE64
+    from ..engine.hostfpu import PROBE32, PROBE64
     if fast in ("tc", "tc_sep"):
-        from .engine.tensorcore import round_params
+        from ..engine.tensorcore import round_params
 
         op = _fmt(p, P_OP) if p[P_OP] != 0 else None
         opt = None

@@ -14,8 +14,8 @@ from html import escape
 
 import numpy as np
 
-from .isa.layouts import OPERANDS, layout
-from .isa.parse import parse
+from ..isa.layouts import OPERANDS, layout
+from ..isa.parse import parse
 
 __all__ = ["svg", "text_grid", "cells", "label", "lane_color", "wmma_svg", "wmma_text_grid", "wmma_form"]
 
@@ -52,7 +52,7 @@ def cells(instruction, operand: str, selector: int = 0) -> dict:
 
 def _metadata_cells(ins, selector):
     """{(row, col) of the compressed A: (metadata lane, low bit, width)}."""
-    from .isa.sparse import metadata_table
+    from ..isa.sparse import metadata_table
 
     tab = layout(ins.opcode, "a")
     meta = metadata_table(ins.opcode, selector)
@@ -221,7 +221,7 @@ def wmma_form(text: str, operand: str):
     ``wmma.load/.store`` opcode, and the operand a/b/c/d (D is drawn with C's layout)."""
     import re
 
-    from .ptx import wmma
+    from ..ptx import wmma
 
     toks = text.split(".")
     shape = next((t for t in toks if re.fullmatch(r"m\d+n\d+k\d+", t)), None)
@@ -235,7 +235,7 @@ def wmma_form(text: str, operand: str):
 
 
 def _wmma_cells(op, shape, typ):
-    from .ptx import wmma
+    from ..ptx import wmma
 
     tab = wmma.fragment(op, shape, typ)
     out = {}
@@ -252,7 +252,7 @@ def _wmma_label(holders, op, sep):
 
 def wmma_svg(text: str, operand: str, *, color_by: str = "lane") -> str:
     """SVG of a wmma fragment layout (``*``: the element is held twice, the first holder shown)."""
-    from .ptx import wmma
+    from ..ptx import wmma
 
     op, shape, typ = wmma_form(text, operand)
     lane_color(0, color_by)
@@ -277,7 +277,7 @@ def wmma_svg(text: str, operand: str, *, color_by: str = "lane") -> str:
 
 
 def wmma_text_grid(text: str, operand: str, *, width: int = 120) -> str:
-    from .ptx import wmma
+    from ..ptx import wmma
 
     op, shape, typ = wmma_form(text, operand)
     cmap = _wmma_cells(op, shape, typ)
@@ -297,7 +297,7 @@ def smem_chunks(instruction, operand: str, desc, *, trans: int = 0) -> dict:
     K-major chunks hold 16 bytes of one matrix row (label ``r5 k8-15``); MN-major chunks hold
     eight rows of one k (``k3 r8-15``).  Rows are A's rows (M) or B's columns (N).
     """
-    from .isa import smem as S
+    from ..isa import smem as S
 
     ins = parse(instruction)
     if not ins.is_wgmma or operand not in ("a", "b"):
@@ -322,7 +322,7 @@ def smem_chunks(instruction, operand: str, desc, *, trans: int = 0) -> dict:
 
 
 def _smem_grid(instruction, operand, desc, trans):
-    from .isa import smem as S
+    from ..isa import smem as S
 
     d = S.decode_descriptor(desc) if not isinstance(desc, S.Descriptor) else desc
     ch = smem_chunks(instruction, operand, d, trans=trans)

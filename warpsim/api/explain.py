@@ -15,9 +15,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._api import mma, validate
-from .isa.layouts import layout, unpack
-from .isa.types import ElemType
+from .mma import mma, validate
+from ..isa.layouts import layout, unpack
+from ..isa.types import ElemType
 
 
 def _value(raw: int, t: ElemType):
@@ -110,7 +110,7 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
             scale_a=None, scale_b=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0) -> Explanation:
     """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment).
     Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`."""
-    from ._api import validate_scales
+    from .mma import validate_scales
 
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     sel4 = (byte_id_a, thread_id_a, byte_id_b, thread_id_b)
@@ -129,8 +129,8 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
         kw = dict(scale_a=sa_w, scale_b=sb_w, byte_id_a=byte_id_a, thread_id_a=thread_id_a,
                   byte_id_b=byte_id_b, thread_id_b=thread_id_b)
     d = mma(ins.opcode, a3[sl], b3[sl], c3[sl], None if e3 is None else e3[sl], selector=selector, arch=arch, **kw)
-    from .isa.bits import words_to_elements
-    from .isa.sparse import logical_columns
+    from ..isa.bits import words_to_elements
+    from ..isa.sparse import logical_columns
 
     def raw_matrix(role, words):
         t = ins.elem(role)
@@ -177,7 +177,7 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
     ulps = None
     if isinstance(exact, Fraction) and math.isfinite(model):
         ulps = float((Fraction(model) - exact) / ulp(exact, td))
-    from .numerics.arch import check_arch, describe
+    from ..numerics.arch import check_arch, describe
 
     return Explanation(ins.opcode, warp, lane, element, p, i, j, terms, cv, exact, model, int(D[p, i, j]), rounded, ulps,
                        check_arch(arch), describe(ins, arch), scales)

@@ -20,7 +20,7 @@ class UsageError(Exception):
 
 
 def _ins(opcode):
-    from .isa.parse import parse
+    from ..isa.parse import parse
 
     try:
         return parse(opcode)
@@ -31,7 +31,7 @@ def _ins(opcode):
 # --- list / show --------------------------------------------------------------
 
 def cmd_list(a):
-    from .isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
+    from ..isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
 
     n = 0
     pool = {"mma": CATALOG, "wgmma": WGMMA_CATALOG, "wgmma-sp": WGMMA_SP_CATALOG,
@@ -48,7 +48,7 @@ def cmd_list(a):
         if a.family and ins.family != a.family:
             continue
         if a.arch:
-            from .isa.archs import available
+            from ..isa.archs import available
 
             try:
                 if not available(ins, a.arch):
@@ -70,10 +70,10 @@ def cmd_list(a):
 
 
 def cmd_show(a):
-    from .ptx.regfile import example_statement
+    from ..ptx.regfile import example_statement
 
-    from .isa.archs import TARGETS, available
-    from .numerics.arch import STATUS
+    from ..isa.archs import TARGETS, available
+    from ..numerics.arch import STATUS
 
     ins = _ins(a.opcode)
     print(ins.describe())
@@ -84,7 +84,7 @@ def cmd_show(a):
     print()
     print("PTX:")
     if ins.is_wgmma:
-        from .ptx.warpgroup import example_program
+        from ..ptx.warpgroup import example_program
 
         print("\n".join("  " + x for x in example_program(ins).splitlines()))
     else:
@@ -95,7 +95,7 @@ def cmd_show(a):
 # --- layout --------------------------------------------------------------------
 
 def cmd_layout(a):
-    from ._svg import svg, text_grid, wmma_svg, wmma_text_grid
+    from .svg import svg, text_grid, wmma_svg, wmma_text_grid
 
     if a.opcode.startswith("wmma"):
         try:
@@ -124,8 +124,8 @@ def cmd_layout(a):
 
 
 def _layout_smem(ins, a):
-    from ._svg import smem_svg, smem_text
-    from .isa import smem as S
+    from .svg import smem_svg, smem_text
+    from ..isa import smem as S
 
     trans = 1 if (a.major or "K") == "MN" else 0
     try:
@@ -162,8 +162,8 @@ def _operand_words(ins, role, path, selector, e_given):
     """An operand from a .npy: register words (uint32, (32, words)) or a matrix (packed here).
 
     Returns (words, metadata or None); a logical sparse A is compressed for ``selector``."""
-    from .isa.layouts import pack
-    from ._sparse_helpers import compress
+    from ..isa.layouts import pack
+    from ..api.sparse import compress
 
     x = _load(path)
     if x.dtype == np.uint32 and x.shape == (32, ins.words(role)):
@@ -208,10 +208,10 @@ def _side_by_side(blocks, gap=4):
 
 
 def cmd_run(a):
-    from ._api import mma
-    from .hw.inputs import distributions, generate
-    from .isa.layouts import unpack
-    from ._sparse_helpers import expand
+    from ..api.mma import mma
+    from ..hw.inputs import distributions, generate
+    from ..isa.layouts import unpack
+    from ..api.sparse import expand
 
     ins = _ins(a.opcode)
     if ins.is_wgmma:
@@ -295,9 +295,9 @@ def cmd_run(a):
 
 
 def _run_wgmma(ins, a):
-    from .hw.inputs import distributions, float_elements, int_elements
-    from .isa.layouts import _bits_to_values
-    from ._wgmma import matmul_wgmma
+    from ..hw.inputs import distributions, float_elements, int_elements
+    from ..isa.layouts import _bits_to_values
+    from ..api.wgmma import matmul_wgmma
 
     dist = a.dist or distributions(ins)[0]
     if dist not in distributions(ins):
@@ -376,7 +376,7 @@ def _dims_arg(text, what):
 
 
 def cmd_ptx_module(a, text):
-    from . import ptx
+    from .. import ptx
 
     try:
         mod = ptx.load(text)
@@ -411,7 +411,7 @@ def cmd_ptx_module(a, text):
 
 
 def cmd_ptx(a):
-    from .ptx.regfile import PTXError, Warp
+    from ..ptx.regfile import PTXError, Warp
 
     if a.file == "-":
         text = sys.stdin.read()
@@ -424,7 +424,7 @@ def cmd_ptx(a):
     if re.search(r"\.entry\s", text):
         return cmd_ptx_module(a, text)
     if a.warpgroup:
-        from .ptx.warpgroup import Warpgroup
+        from ..ptx.warpgroup import Warpgroup
 
         sm = _load(a.smem) if a.smem else None
         if sm is not None and (sm.dtype != np.uint8 or sm.ndim not in (1, 2)):
@@ -472,9 +472,9 @@ def cmd_ptx(a):
 # --- verify / bench ------------------------------------------------------------------
 
 def cmd_verify(a):
-    from ._verify import corpus_arch, default_corpus, replay, summary_table
-    from .hw import Corpus
-    from .numerics.arch import check_arch, status
+    from .verify import corpus_arch, default_corpus, replay, summary_table
+    from ..hw import Corpus
+    from ..numerics.arch import check_arch, status
 
     try:
         arch = check_arch(a.arch) if a.arch else corpus_arch(Corpus(a.corpus or default_corpus()).manifest)
@@ -499,8 +499,8 @@ def cmd_verify(a):
 def cmd_gemm(a):
     import time
 
-    from . import _gemm_report as gr
-    from ._gemm import gemm
+    from . import gemm_report as gr
+    from ..api.gemm import gemm
 
     ins = _ins(a.opcode)
     try:
@@ -542,7 +542,7 @@ def cmd_gemm(a):
 
 def cmd_bench(argv):
     try:
-        from . import _bench
+        from . import bench as _bench
     except ImportError as exc:
         print(f"warpsim bench: the benchmarks are not available in this installation ({exc})", file=sys.stderr)
         return EXIT_FAIL
@@ -555,7 +555,7 @@ def cmd_bench(argv):
 def build_parser():
     p = argparse.ArgumentParser(prog="warpsim", description="Bit-exact CPU emulation of NVIDIA PTX warp-level mma / mma.sp.",
                                 epilog="Exit status: 0 ok, 1 failure (results differ / not modelled), 2 usage error.")
-    from . import __version__
+    from .. import __version__
 
     p.add_argument("--version", action="version", version=f"warpsim {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")

@@ -82,7 +82,7 @@ def _dist(ins) -> str:
 
 
 def _inputs(ins, warps: int, seed: int = 0):
-    from .hw.inputs import generate
+    from ..hw.inputs import generate
 
     g = generate(ins, 0, _dist(ins), warps, seed)
     return g["a"], g["b"], g["c"], g.get("e")
@@ -91,7 +91,7 @@ def _inputs(ins, warps: int, seed: int = 0):
 def _top_elements(t, rng, n: int) -> np.ndarray:
     """Finite float elements with exponents in the top eighth of the type's range (random sign and
     mantissa): products and sums that reach the result format's largest values and overflow."""
-    from .hw.inputs import _compose, _is_nonfinite, max_finite_exp_field
+    from ..hw.inputs import _compose, _is_nonfinite, max_finite_exp_field
 
     f = t.bits - 1 - t.exp_bits
     top = max_finite_exp_field(t)
@@ -112,7 +112,7 @@ def class_inputs(ins, cls: str, warps: int, seed: int = 0):
     overflow: floats: exponents in the top eighth of each operand's range; integers: C within
     2^21 of the s32 limits.  Sparse metadata is always valid.
     """
-    from .hw.inputs import elements_to_words, generate
+    from ..hw.inputs import elements_to_words, generate
 
     t = ins.elem("a")
     if cls == "ordinary":
@@ -192,8 +192,8 @@ def _time_pair(fn, ref, repeat, clock=time.perf_counter):
 def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES, clock="wall"):
     import numba
 
-    from ._api import mma
-    from .isa.catalog import BY_OPCODE
+    from ..api.mma import mma
+    from ..isa.catalog import BY_OPCODE
 
     ins = BY_OPCODE[opcode]
     row = {"family": name, "opcode": opcode, "warps": warps, "products_per_warp": ins.products,
@@ -274,7 +274,7 @@ def targets_summary(report: dict) -> dict:
 
 
 def _gemm_inputs(ins, n, seed=0):
-    from ._gemm_report import inputs
+    from .gemm_report import inputs
 
     return inputs(ins, n, n, n, "normal" if ins.elem("a").is_float else "uniform", seed)
 
@@ -305,7 +305,7 @@ def bench_gemm(name, opcode, n, target, repeat):
 
 def _repo_env(extra=None):
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra or {})
     return env
