@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from warpsim.hw.golden import open_golden
+
 from warpsim.isa.types import TYPES
 from warpsim.isa.layouts import _bits_to_values
 
@@ -27,7 +29,7 @@ def load():
     """(cases, arrays): every case of both files, and one lookup of all arrays by key."""
     cases, arrays = [], {}
     for f in FILES:
-        z = np.load(os.path.join(GOLDEN, f))
+        z = open_golden(os.path.join(GOLDEN, f))
         man = json.loads(str(z["manifest"]))
         for c in man["cases"]:
             c = dict(c, file=f)

@@ -40,7 +40,7 @@ def test_table_covers_every_target():
 
 @pytest.mark.parametrize("target", sorted(TABLE["targets"]))
 def test_ptxas_table_matches_the_catalog_derivation(target):
-    """What ptxas accepted for the target (recorded by tools/ptxas_archs.py) is exactly the
+    """What ptxas accepted for the target (recorded by warpsim/hw/offline/ptxas_archs.py) is exactly the
     catalog's lowest-sm derivation; the ``a`` targets accept the same opcodes as the plain ones."""
     accepted = ALL - set(TABLE["targets"][target]["rejected"])
     lenient = {i.opcode for i in CATALOG if archs.ptxas_also_accepts(i, target)}

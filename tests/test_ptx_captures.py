@@ -1,4 +1,4 @@
-"""Per-instruction replays of words captured on an H100 (tests/ptx/capture/, tests/ptx/data/).
+"""Per-instruction replays of words captured on an H100 (warpsim/hw/ptx_capture.md, tests/ptx/data/).
 
 Every capture is replayed as a user would run it: a small PTX kernel (ld.global, the instruction,
 st.global) launched through warpsim.ptx over the captured inputs; every output word must equal
@@ -9,14 +9,17 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
+import warpsim
 import warpsim.ptx as wp
 from warpsim.ptx import wmma as W
 
 DATA = Path(__file__).parent / "ptx" / "data"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
-INPUTS = np.load(DATA / "cap_inputs.npz")
+INPUTS = open_golden(DATA / "cap_inputs.npz")
 
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
 REG = {"h": ("%rs", "b16", 2), "r": ("%r", "b32", 4), "l": ("%rd", "b64", 8), "f": ("%f", "f32", 4),
@@ -28,7 +31,7 @@ def _recs(family):
 
 
 def _caps(family):
-    return np.load(DATA / f"cap_{family}.npz")
+    return open_golden(DATA / f"cap_{family}.npz")
 
 
 # ---- cvt ----------------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def test_matrix_capture(rec):
 def test_wmma_layout_tables_reproduce_every_load_and_store_capture():
     """Package layout data (warpsim/ptx/wmma_layouts.py) against the raw captured words."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("mk", Path(__file__).parent / "ptx" / "capture" / "make_wmma_layouts.py")
+    spec = importlib.util.spec_from_file_location("mk", Path(warpsim.__file__).parent / "hw" / "offline" / "make_wmma_layouts.py")
     mk = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mk)
     tabs = mk.tables(MANIFEST, _caps("wmma_load"))
@@ -241,7 +244,7 @@ def test_wmma_mma_capture(rec):
 # ---- integer / logic / compare / f32 ALU and shfl ------------------------------------------------
 
 ALU = json.loads((DATA / "manifest_alu.json").read_text())
-ALU_IN = np.load(DATA / "alu_inputs.npz")
+ALU_IN = open_golden(DATA / "alu_inputs.npz")
 ALU_REG = {"r": ("%r", "b32", 4), "l": ("%rd", "b64", 8), "f": ("%f", "f32", 4), "p": ("%r", "b32", 4)}
 
 
@@ -270,7 +273,7 @@ def _alu_kernel(op, dst, srcs):
 
 @pytest.mark.parametrize("rec", [pytest.param(r, id=r["op"]) for r in ALU if r["family"] == "alu"])
 def test_alu_capture(rec):
-    want = np.load(DATA / "cap_alu.npz")[rec["kernel"] + ".out"]
+    want = open_golden(DATA / "cap_alu.npz")[rec["kernel"] + ".out"]
     ins = [ALU_IN[k].copy() for k in rec["inputs"]]
     out = np.zeros_like(want)
     wp.load(_alu_kernel(rec["op"], rec["dst"], rec["src"])).launch("alu", want.size // 256, 256, ins + [out])
@@ -282,7 +285,7 @@ def test_alu_capture(rec):
 
 @pytest.mark.parametrize("rec", [pytest.param(r, id=f"{r['op']}:{r['c']}") for r in ALU if r["family"] == "shfl"])
 def test_shfl_capture(rec):
-    caps = np.load(DATA / "cap_alu.npz")
+    caps = open_golden(DATA / "cap_alu.npz")
     src = "\n".join([HEAD, ".visible .entry s(.param .u64 a, .param .u64 b, .param .u64 out, .param .u64 pred)", "{",
                      ".reg .b32 %r<12>;", ".reg .b64 %rd<12>;", ".reg .pred %p<2>;",
                      "mov.u32 %r1, %ctaid.x;", "mov.u32 %r2, %tid.x;", "mad.lo.s32 %r3, %r1, 256, %r2;",

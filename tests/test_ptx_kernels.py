@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim.ptx as wp
 
 HERE = Path(__file__).parent / "ptx"
 CASES = json.loads((HERE / "data" / "kernels.json").read_text())
-KIN = np.load(HERE / "data" / "kernels_in.npz")
-KOUT = np.load(HERE / "data" / "kernels_out.npz")
+KIN = open_golden(HERE / "data" / "kernels_in.npz")
+KOUT = open_golden(HERE / "data" / "kernels_out.npz")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["key"]) for c in CASES])

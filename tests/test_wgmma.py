@@ -6,6 +6,8 @@ import shutil
 import subprocess
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim
@@ -197,7 +199,7 @@ def test_api_errors():
 # --- the H100 corpus ----------------------------------------------------------------
 
 def _load(name):
-    z = np.load(os.path.join(GOLDEN, name))
+    z = open_golden(os.path.join(GOLDEN, name))
     return z, json.loads(bytes(z["manifest"]))
 
 

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim
@@ -176,7 +178,7 @@ def test_sparse_api_errors():
 
 def _load(path, cache={}):
     if path not in cache:
-        z = np.load(path)
+        z = open_golden(path)
         cache[path] = (z, json.loads(bytes(z["manifest"])))
     return cache[path]
 

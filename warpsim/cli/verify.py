@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..api.mma import mma
+from ..hw.golden import open_golden, repo_golden_dir
 from ..isa.catalog import BY_OPCODE
 
 
-def default_corpus() -> str:
-    """Path of the H100 corpus shipped with the tests (``tests/golden/corpus_sm90.npz``)."""
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parents[2] / "tests" / "golden" / "corpus_sm90.npz"
-    if not here.exists():
+def golden_dir() -> str:
+    """Where the committed corpora are: ``$WARPSIM_GOLDEN_DIR`` if set, else ``tests/golden`` of the
+    checkout this package runs from.  Installed wheels and sdists carry no corpora."""
+    env = os.environ.get("WARPSIM_GOLDEN_DIR")
+    if env:
+        if not os.path.isdir(env):
+            raise FileNotFoundError(f"WARPSIM_GOLDEN_DIR={env!r} is not a directory")
+        return env
+    here = repo_golden_dir()
+    if here is None:
         raise FileNotFoundError(
-            f"no golden corpus at {here}: it ships in the repository's tests/golden/, not in the installed "
-            "package; pass the path of a corpus (e.g. `warpsim verify --corpus tests/golden/corpus_sm90.npz`)")
-    return str(here)
+            "no golden corpora here: they live in the repository's tests/golden/, not in the installed package; "
+            "pass a corpus with `warpsim verify --corpus PATH`, or point WARPSIM_GOLDEN_DIR at a checkout's tests/golden")
+    return here
+
+
+def default_corpus() -> str:
+    """Path of the H100 mma corpus (``corpus_sm90.npz`` in :func:`golden_dir`)."""
+    path = os.path.join(golden_dir(), "corpus_sm90.npz")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no golden corpus at {path}; pass a corpus with `warpsim verify --corpus PATH`")
+    return path
 
 
 @dataclass
@@ -101,8 +115,8 @@ def replay_wgmma(path, *, match=(), progress=False):
 
     from ..api.wgmma import corpus_call, wgmma
 
-    z = np.load(path)
-    man = json.loads(bytes(z["manifest"]))
+    z = open_golden(path)
+    man = z.manifest
     out = []
     items = [(i, e) for i, e in enumerate(man["entries"]) if all(m in e["spec"] for m in match)]
     for n, (i, ent) in enumerate(items):
@@ -130,10 +144,8 @@ def replay(path=None, *, match=(), arch=None, progress=False):
     from ..hw import Corpus
 
     if path is not None:
-        with np.load(path) as z:
-            import json
-
-            first = json.loads(bytes(z["manifest"]))["entries"][:1] if "manifest" in z.files else []
+        with open_golden(path) as z:
+            first = (z.manifest or {}).get("entries", [])[:1]
         if first and "spec" in first[0]:
             return replay_wgmma(path, match=match, progress=progress)
     corpus = Corpus(path or default_corpus())

@@ -6,10 +6,12 @@ kernel is generated in which each lane loads its raw register words, executes
 the instruction as inline PTX and stores D's words.  Nothing about a variant is
 written here by hand: operand counts and register kinds come from the catalog.
 
-Corpus files are ``.npz``: for entry ``i`` the arrays ``i.a``, ``i.b``, ``i.c``,
-(``i.e``) and ``i.d`` (uint32, shape (warps, 32, words)), plus ``manifest``, a
-JSON document with each entry's opcode, selector, distributions (name, first
-warp, warp count), the generator seed, and the GPU/driver/CUDA versions.
+Corpus files are golden files (:mod:`warpsim.hw.golden`): for entry ``i`` the arrays
+``i.a``, ``i.b``, ``i.c``, (``i.e``, ``i.s``) and ``i.d`` (uint32, shape (warps, 32,
+words)), plus ``manifest``, a JSON document with each entry's opcode, selector,
+distributions (name, first warp, warp count), the generator seed, and the
+GPU/driver/CUDA versions.  Only ``i.d`` (the GPU's words) is stored; the inputs are
+regenerated from the seed and checked against the hash recorded at capture.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from ..isa import catalog as _catalog
 from . import inputs as _inputs
+from .golden import open_golden, save_golden
 
 WARPS_PER_BLOCK = 4
 #: (byte-id-a, thread-id-a, byte-id-b, thread-id-b) of the block-scaled capture kernels
@@ -181,8 +184,32 @@ def capture(entries, *, warps: int = 8, seed: int = 0, cubin: bytes | None = Non
     return arrays, manifest
 
 
+def corpus_recipes(manifest) -> list:
+    """Golden-file recipes that regenerate every entry's inputs (a, b, c[, e, s]) from the seed."""
+    arch = manifest.get("target")
+    recipes = []
+    for i, item in enumerate(manifest["entries"]):
+        dists = [d[0] for d in item["distributions"]]
+        warps = {d[2] for d in item["distributions"]}
+        if len(warps) != 1:
+            raise ValueError(f"entry {i}: distributions of unequal warp counts cannot be regenerated")
+        args = {"opcode": item["opcode"], "selector": item["selector"], "distributions": dists,
+                "warps": warps.pop(), "seed": manifest["seed"]}
+        if arch and arch not in ("sm_90", "sm_90a"):
+            args["arch"] = arch
+        recipes.append({"generator": "mma_entry", "args": args, "arrays": {}})
+    return recipes
+
+
 def save_corpus(path, arrays, manifest):
-    np.savez_compressed(path, manifest=np.array(json.dumps(manifest)), **arrays)
+    """Write a corpus as a compact golden file: the D words the GPU wrote, the inputs as recipes."""
+    recipes = corpus_recipes(manifest)
+    for key in arrays:
+        idx, role = key.split(".")
+        if role != "d":
+            recipes[int(idx)]["arrays"][key] = role
+    save_golden(path, dict(arrays, manifest=np.array(json.dumps(manifest))), recipes=recipes,
+                info={"kind": "mma corpus"})
 
 
 class Corpus:
@@ -190,9 +217,8 @@ class Corpus:
 
     def __init__(self, path):
         self.path = str(path)
-        self._npz = np.load(self.path)
-        m = self._npz["manifest"]      # a str (mma corpora) or its UTF-8 bytes as uint8 (wgmma corpora)
-        self.manifest = json.loads(bytes(m).decode() if m.dtype == np.uint8 else str(m))
+        self._npz = open_golden(self.path)
+        self.manifest = self._npz.manifest
 
     def __len__(self):
         return len(self.manifest["entries"])

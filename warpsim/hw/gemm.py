@@ -6,7 +6,7 @@ register words with the fragment layouts (:func:`pack_tiles`) and unpacks D agai
 (:func:`unpack_tiles`); nothing about an instruction is written here by hand.  ``promote`` > 0
 (f32 accumulators) adds every ``promote`` instructions' partial, chained from zero, into a main
 accumulator started from C with one ``__fadd_rn`` per element: ``warpsim.gemm(...,
-promote_every=promote * k)``, and serial split-K.  ``tools/gemm_capture/`` drives it on a GPU.
+promote_every=promote * k)``, and serial split-K.  ``warpsim/hw/offline/gemm_capture.md`` drives it on a GPU.
 """
 
 from __future__ import annotations

@@ -302,3 +302,14 @@ def scale_words(ins: Instruction, dist: str, rng, warps: int) -> np.ndarray:
         if dist == "special":
             b = np.where(rng.random(shape) < 0.1, rng.choice(np.array([0, 1, 0x7E, 0x7F, 0x80], np.uint64), size=shape), b)
     return (b[..., 0] | (b[..., 1] << np.uint64(8)) | (b[..., 2] << np.uint64(16)) | (b[..., 3] << np.uint64(24))).astype(np.uint32)
+
+
+def corpus_entry(opcode: str, selector: int, distributions, warps: int, seed: int, arch: str | None = None) -> dict:
+    """The inputs of one corpus entry as the capture tool made them: each distribution's
+    :func:`generate` words, concatenated along the warp axis (registered with
+    :mod:`warpsim.hw.golden` as ``mma_entry``)."""
+    from ..isa.parse import parse
+
+    ins = parse(opcode, arch=arch) if arch else parse(opcode)
+    parts = [generate(ins, selector, d, warps, seed) for d in distributions]
+    return {r: np.concatenate([p[r] for p in parts]) for r in parts[0]}

@@ -6,7 +6,7 @@ target is listed in :data:`EXCEPTIONS` for that opcode (a form removed or
 restricted on a later target).  Nothing here lists opcodes per architecture by
 hand.
 
-Cross-checked against ptxas for every target (``tools/ptxas_archs.py`` writes
+Cross-checked against ptxas for every target (``warpsim/hw/offline/ptxas_archs.py`` writes
 ``tests/golden/ptxas_archs.json``; ``tests/test_archs.py`` compares it with this
 derivation, and with a live ptxas where one is installed): ptxas 13.0 for sm_75
 to sm_120 (with and without the ``a`` suffix), the CUDA 12.9 ptxas for sm_70

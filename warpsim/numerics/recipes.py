@@ -203,7 +203,7 @@ def recipe_params(ins, arch: str = "sm_90") -> np.ndarray:
 #: What each form computes, per architecture, keyed by (family, D type, C type) of the
 #: catalog entry; every shape and layout of a key shares the recipe (k comes from the
 #: instruction).  Fitted on the H100 corpus and the deep H200 corpus: see
-#: ``docs/numerics_chain.md`` and ``tools/fit_chain.py``.
+#: ``docs/numerics_chain.md`` and ``warpsim/hw/offline/fit_chain.py``.
 CHAIN_RECIPES: dict[str, dict[tuple[str, str, str], dict]] = {
     "sm_90": {
         # m8n8k4 f16 -> f16: ptxas emits, per output, FMUL(k0) FFMA(k1) and FMUL(k2) FFMA(k3),
@@ -246,7 +246,7 @@ CHAIN_RECIPES: dict[str, dict[tuple[str, str, str], dict]] = {
 #   Turing m16n8k8 and m8n8k4; Ampere m16n8k8/k16 f16/bf16, tf32 k4/k8, f64 m8n8k4; Ada also fp8
 #   k16/k32; Hopper also f64 m16n8k*; Blackwell (sm_100) the Ampere/Turing shapes; RTX Blackwell
 #   (sm_120) the Ada/Ampere/Turing shapes.
-# * SASS: what ptxas 13.0 emits for each target (``tools/ptxas_archs.py --sass``): the same
+# * SASS: what ptxas 13.0 emits for each target (``warpsim/hw/offline/ptxas_archs.py --sass``): the same
 #   emulation as on sm_90 where sm_90's recipe was fitted on H100 captures (fp8 on sm_100,
 #   m8n8k4 f16 on sm_80 and later), native instructions elsewhere (QMMA fp8 on sm_89 and sm_120,
 #   HMMA.884 m8n8k4 on sm_75).

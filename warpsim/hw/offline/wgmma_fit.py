@@ -1,6 +1,6 @@
 """Candidate models of sm_90a wgmma fp8 -> f32 against captured words.
 
-    python3 tools/wgmma_fit.py [CORPUS.npz ...]     # default: tests/golden/wgmma_sm90a*.npz
+    python3 warpsim/hw/offline/wgmma_fit.py [CORPUS.npz ...]     # default: tests/golden/wgmma_sm90a*.npz
 
 Prints, per candidate (fused-sum fractional bits, rounding to f32, mantissa bits kept), how many
 f32 D words of the fp8 entries differ from the H100's.

@@ -2,7 +2,7 @@
 
     python3 wgmma_device.py PLANDIR OUTDIR
 
-Loads PLANDIR/part*.cubin, inputs.npz and plan.json (from tools/wgmma_cases.py),
+Loads PLANDIR/part*.cubin, inputs.npz and plan.json (from warpsim/hw/wgmma_cases.py),
 runs every launch and writes OUTDIR/out_<purpose>.npz with ``<i>.d`` (the D words
 after the instruction) and ``<i>.base`` (the shared address of the buffer), plus
 OUTDIR/device.json (GPU, driver, failures).  A launch that faults is recorded and

@@ -1,9 +1,9 @@
 """Build the sparse wgmma (``wgmma.mma_async.sp``) capture plan: kernels and per-launch inputs.
 
-    python3 tools/wgmma_sp_cases.py OUTDIR     # OUTDIR/{wgmma_sp.cu, inputs.npz, plan.json}
+    python3 python3 -m warpsim.hw.wgmma_sp_cases OUTDIR     # OUTDIR/{wgmma_sp.cu, inputs.npz, plan.json}
 
-Same kernels and device driver as the dense capture (tools/wgmma_cases.py,
-tools/wgmma_device.py); sparse launches add ``<i>.e``, every thread's metadata word.
+Same kernels and device driver as the dense capture (warpsim/hw/wgmma_cases.py,
+warpsim/hw/device/wgmma.py); sparse launches add ``<i>.e``, every thread's metadata word.
 Coverage: every sparse opcode with every sparsity selector, A from registers or a
 descriptor; numerics: many groups per type combination over every input
 distribution; metadata: valid in every thread, valid only in the threads the
@@ -14,21 +14,19 @@ hold random bytes in small groups, so a capture also says what the hardware read
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from warpsim.hw import inputs as gen  # noqa: E402
-from warpsim.hw.wgmma_capture import Spec, kernel_source  # noqa: E402
-from warpsim.isa import smem as S  # noqa: E402
-from warpsim.isa.catalog import WGMMA_SP_CATALOG  # noqa: E402
-from warpsim.isa.sparse import metadata_table  # noqa: E402
-
-from wgmma_cases import elems, pack_reg, rnd_up  # noqa: E402
+from . import inputs as gen
+from .wgmma_capture import Spec, kernel_source
+from ..isa import smem as S
+from ..isa.catalog import WGMMA_SP_CATALOG
+from ..isa.sparse import metadata_table
+from .wgmma_cases import elems, pack_reg, rnd_up
 
 SWZ = ("none", "32B", "64B", "128B")
 META = ("valid", "selected", "random")   # metadata kinds (see module doc)
@@ -127,6 +125,7 @@ def launch(spec, groups, purpose):
                 meta=[g["meta"] for g in groups])
 
 
+@functools.lru_cache(maxsize=2)
 def build(seed=2027):
     rng = np.random.default_rng(seed)
     specs, launches = {}, []
@@ -191,6 +190,13 @@ def build(seed=2027):
                                              period=None if ins.n <= 64 else 16, fill=ins.n <= 16))
                 launches.append(launch(sp, groups, "trans"))
     return list(specs.values()), launches
+
+
+def launch_inputs(seed: int, launch: int) -> dict:
+    """The inputs of launch ``launch`` of the plan :func:`build` makes from ``seed`` (registered
+    with :mod:`warpsim.hw.golden` as ``wgmma_sp_launch``)."""
+    L = build(seed)[1][launch]
+    return {k: L[k] for k in ("smem", "desc", "a", "d", "sd", "e")}
 
 
 def main(out):

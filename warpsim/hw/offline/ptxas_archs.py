@@ -6,7 +6,7 @@ The result table records, per target, the ptxas version used and every opcode it
 with ptxas's own reason; ``tests/test_archs.py`` checks that the catalog's per-architecture
 derivation (``warpsim.isa.archs``) gives exactly the accepted set.
 
-    python tools/ptxas_archs.py [--ptxas12 PATH] [--out tests/golden/ptxas_archs.json]
+    python warpsim/hw/offline/ptxas_archs.py [--ptxas12 PATH] [--out tests/golden/ptxas_archs.json]
 
 ptxas 13 (on PATH) no longer targets sm_70: give the CUDA 12 ptxas for it (the
 ``nvidia-cuda-nvcc-cu12`` wheel ships one: ``pip install --target DIR nvidia-cuda-nvcc-cu12``,

@@ -3,10 +3,10 @@
 Prints, per opcode (and selector) and per input distribution, how many D words
 differ from the captured ones.
 
-    PYTHONPATH=. python3 tools/fit_float.py                       # committed + deep corpora, dense
-    PYTHONPATH=. python3 tools/fit_float.py --sparse              # also sparse entries
-    PYTHONPATH=. python3 tools/fit_float.py --set frac=24 --match bf16   # try a variant
-    PYTHONPATH=. python3 tools/fit_float.py --show 5              # print the first differing elements
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_float.py                       # committed + deep corpora, dense
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_float.py --sparse              # also sparse entries
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_float.py --set frac=24 --match bf16   # try a variant
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_float.py --show 5              # print the first differing elements
 """
 
 from __future__ import annotations

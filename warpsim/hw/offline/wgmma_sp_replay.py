@@ -1,6 +1,6 @@
 """Replay a sparse wgmma capture (plan + inputs + device outputs) through warpsim.wgmma; count differing words.
 
-    python3 tools/wgmma_sp_replay.py PLANDIR OUTDIR [purpose ...]
+    python3 warpsim/hw/offline/wgmma_sp_replay.py PLANDIR OUTDIR [purpose ...]
 """
 import json
 import os

@@ -1,13 +1,13 @@
 """Pack a sparse wgmma capture (plan, inputs, device outputs) into one committed corpus file.
 
-    python3 tools/wgmma_sp_golden.py PLANDIR OUTDIR tests/golden/wgmma_sp_sm90a.npz
+    python3 warpsim/hw/offline/wgmma_sp_golden.py PLANDIR OUTDIR tests/golden/wgmma_sp_sm90a.npz
 
 Three files, to keep each small: ``wgmma_sp_sm90a.npz`` (numerics, imm-scale and imm-trans
 launches), ``wgmma_sp_sm90a_cover.npz`` (coverage, N <= 64) and ``wgmma_sp_sm90a_wide.npz``
 (coverage, N > 64).  The imm-trans launches with N = 64 stay out of the committed files (size);
 their words matched as well.
 
-Same format as the dense corpus (tools/wgmma_corpus.py): per entry ``i``: ``i.smem``, ``i.desc``
+Same format as the dense corpus (warpsim/hw/offline/wgmma_corpus.py): per entry ``i``: ``i.smem``, ``i.desc``
 (A, B descriptors per group, relative to the buffer), ``i.a`` (register A; zeros for descriptor A),
 ``i.d`` (D before), ``i.sd`` (scale-d), ``i.e`` (metadata words), ``i.dout`` (D after, from the GPU),
 ``i.base`` (the buffer's shared address); ``manifest``: JSON with the device and each entry's spec
@@ -51,7 +51,7 @@ def write(plan_dir, out_dir, dest, keep):
         arrays[f"{j}.dout"] = outs[f"{i}.d"]
         arrays[f"{j}.base"] = outs[f"{i}.base"]
         launches.append(dict(spec=L["spec"], purpose=L["purpose"], groups=L["groups"], meta=L["meta"]))
-    man = dict({k: dev[k] for k in ("gpu", "driver", "cuda_runtime")}, generator="tools/wgmma_sp_cases.py",
+    man = dict({k: dev[k] for k in ("gpu", "driver", "cuda_runtime")}, generator="warpsim/hw/wgmma_sp_cases.py",
                entries=launches)
     arrays["manifest"] = np.frombuffer(json.dumps(man).encode(), dtype=np.uint8)
     np.savez_compressed(dest, **arrays)

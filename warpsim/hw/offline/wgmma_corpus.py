@@ -1,6 +1,6 @@
-"""Build tests/golden/wgmma_sm90a.npz from a wgmma capture (tools/wgmma_cases.py + tools/wgmma_device.py).
+"""Build tests/golden/wgmma_sm90a.npz from a wgmma capture (warpsim/hw/wgmma_cases.py + warpsim/hw/device/wgmma.py).
 
-    python3 tools/wgmma_corpus.py CAPDIR OUT.npz PURPOSE[,PURPOSE...]
+    python3 warpsim/hw/offline/wgmma_corpus.py CAPDIR OUT.npz PURPOSE[,PURPOSE...]
 
 Keeps the launches of the given purposes (coverage: every dense opcode, register and
 descriptor A; numerics; scale; trans; probe), at most ``CAPS[purpose]`` groups of each; the manifest (JSON, key ``manifest``) lists per entry
@@ -14,8 +14,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wgmma_replay import load  # noqa: E402
+from .wgmma_replay import load
 
 
 #: groups kept per launch, by purpose (coverage keeps one A form per opcode above n = 32,
@@ -48,7 +47,7 @@ def main(capdir, out, purposes):
         entries.append(dict(spec=L["spec"], purpose=L["purpose"], groups=len(sel), capture_groups=[int(x) for x in sel],
                             meta=[L["meta"][j] for j in sel]))
     manifest = dict(gpu=dev["gpu"], driver=dev["driver"], cuda_runtime=dev["cuda_runtime"],
-                    generator="tools/wgmma_cases.py (seed 2026)", plan_sha=dev["plan_sha"], entries=entries)
+                    generator="warpsim/hw/wgmma_cases.py (seed 2026)", plan_sha=dev["plan_sha"], entries=entries)
     arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
     np.savez_compressed(out, **arrays)
     print(out, os.path.getsize(out), "bytes,", len(entries), "entries,",

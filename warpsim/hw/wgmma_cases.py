@@ -1,31 +1,30 @@
 """Build the wgmma capture plan: kernels (one cubin) and per-launch inputs, for one H100 run.
 
-    python3 tools/wgmma_cases.py OUTDIR        # writes OUTDIR/{wgmma.cu, wgmma.cubin, inputs.npz, plan.json}
+    python3 -m warpsim.hw.wgmma_cases OUTDIR    # writes OUTDIR/{wgmma.cu, inputs.npz, plan.json}
 
 Every dense wgmma opcode with register A and descriptor A (coverage), many
 groups of a few opcodes per type for the numerics, the imm-scale / imm-trans
 variants, and layout probes (round trips) for every swizzle mode and major-ness
 per element width.  Inputs come from warpsim's generators; shared memory is
-laid out with warpsim.isa.smem.  The device side is tools/wgmma_device.py.
+laid out with warpsim.isa.smem.  The device side is warpsim/hw/device/wgmma.py; the committed
+corpora keep the GPU's words and regenerate these inputs through :func:`launch_inputs`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from warpsim.hw import inputs as gen  # noqa: E402
-from warpsim.hw.wgmma_capture import Spec, kernel_source  # noqa: E402
-from warpsim.isa import smem as S  # noqa: E402
-from warpsim.isa.bits import elements_to_words  # noqa: E402
-from warpsim.isa.catalog import BY_OPCODE, WGMMA_CATALOG  # noqa: E402
-from warpsim.isa.layouts import layout  # noqa: E402
+from . import inputs as gen
+from .wgmma_capture import Spec, kernel_source
+from ..isa import smem as S
+from ..isa.bits import elements_to_words
+from ..isa.catalog import BY_OPCODE, WGMMA_CATALOG
+from ..isa.layouts import layout
 
 SWZ = ("none", "32B", "64B", "128B")
 
@@ -143,6 +142,7 @@ def capture_order():
                                                 mix.index((i.atype, i.btype)) if i.family == "int8" else 0))
 
 
+@functools.lru_cache(maxsize=2)
 def build(seed=2026):
     rng = np.random.default_rng(seed)
     specs, launches = {}, []
@@ -254,6 +254,13 @@ def build(seed=2026):
     return list(specs.values()), launches
 
 
+def launch_inputs(seed: int, launch: int, groups: list) -> dict:
+    """The inputs of groups ``groups`` of launch ``launch`` of the plan :func:`build` makes from
+    ``seed`` (registered with :mod:`warpsim.hw.golden` as ``wgmma_launch``)."""
+    L = build(seed)[1][launch]
+    return {k: L[k][list(groups)] for k in ("smem", "desc", "a", "d", "sd")}
+
+
 def one(bits):
     return {16: 0x3C00, 32: 0x3F800000, 8: 1, 1: 1}[bits]
 
@@ -292,4 +299,4 @@ def main(out):
 if __name__ == "__main__":
     main(sys.argv[1])
     # then compile: split wgmma.cu at its "// spec " lines into part0..3.cu (spec i in part i % 4) and
-    # nvcc -gencode=arch=compute_90a,code=sm_90a -cubin each; tools/wgmma_device.py loads part*.cubin
+    # nvcc -gencode=arch=compute_90a,code=sm_90a -cubin each; warpsim/hw/device/wgmma.py loads part*.cubin

@@ -5,9 +5,9 @@ recomputed from the captured A, B, C words with ``warpsim.numerics.chain.chain_d
 and the predicted D is packed back into register words; the script prints, per
 opcode and input distribution, how many D words differ from the hardware's.
 
-    PYTHONPATH=. python3 tools/fit_chain.py                 # both default corpora
-    PYTHONPATH=. python3 tools/fit_chain.py --alternatives  # also score rejected recipes
-    PYTHONPATH=. python3 tools/fit_chain.py some/corpus.npz --arch sm_90
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_chain.py                 # both default corpora
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_chain.py --alternatives  # also score rejected recipes
+    PYTHONPATH=. python3 warpsim/hw/offline/fit_chain.py some/corpus.npz --arch sm_90
 
 Exit status 1 when any word differs (for the recipes of record).
 """

@@ -1,6 +1,6 @@
 """Which wgmma.mma_async forms ptxas accepts for sm_90a: the evidence behind the catalog's wgmma rows.
 
-    python3 tools/wgmma_enumerate.py [--sparse]
+    python3 warpsim/hw/offline/wgmma_enumerate.py [--sparse]
 
 Stage 1 tries every k in {8, 16, 32, 64, 128, 256}, D type in {f16, f32, s32} and A/B type pair
 (with and without .satfinite, b1 with .and/.xor.popc) at N = 64; stage 2 tries every N = 8..256

@@ -1,15 +1,21 @@
-"""Prepare the gemm capture payload: input sets (raw bits), packed mma-kernel cases, CUDA source."""
-import json, sys, os
-import numpy as np
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import warpsim
-from warpsim.isa.types import TYPES
-from warpsim.hw.inputs import float_elements, int_elements, float_specials, _pack_raw
-from warpsim.isa.catalog import BY_OPCODE
-from warpsim.hw.gemm import gemm_kernel_source, pack_tiles
-import ml_dtypes
+"""The whole-GEMM capture plan: seeded input sets (raw bits), packed mma-kernel cases, CUDA source.
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
+    python3 -m warpsim.hw.gemm_cases OUTDIR     # payload.npz + gemm_mma.cu for warpsim/hw/device/gemm.py
+
+The committed GEMM corpora keep the GPU's D and regenerate these sets through :func:`set_arrays`.
+"""
+import json
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+
+from ..isa.catalog import BY_OPCODE
+from ..isa.types import TYPES
+from .gemm import gemm_kernel_source, pack_tiles
+from .inputs import float_elements, float_specials, int_elements
+
 SETS = {}
 
 
@@ -108,12 +114,26 @@ def as_values(bits, t):
     return bits.astype(raw).view(dt)
 
 
+def set_arrays(name: str) -> dict:
+    """Input set ``name`` as raw element bits in its storage dtype: ``A``, ``B``, ``C_<type>``
+    (registered with :mod:`warpsim.hw.golden` as ``gemm_set``)."""
+    s = SETS[name]
+    out = {}
+    for key in s:
+        if key == "A" or key == "B" or key.startswith("C_"):
+            t = TYPES[s["atype"] if key == "A" else s["btype"] if key == "B" else key[2:]]
+            dt = {1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
+            out[key] = s[key].astype(dt)
+    return out
+
+
 def pack_case(op, sname, sel):
     s = SETS[sname]
     return pack_tiles(op, s["A"], s["B"], s["C_" + BY_OPCODE[op].ctype], sel)
 
 
 if __name__ == "__main__":
+    OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
     os.makedirs(OUT, exist_ok=True)
     kcases = []
     arrays = {}
@@ -130,12 +150,9 @@ if __name__ == "__main__":
                              dwords=BY_OPCODE[op].words("d")))
     src = gemm_kernel_source(kcases)
     open(os.path.join(OUT, "gemm_mma.cu"), "w").write(src)
-    for name, s in SETS.items():
-        for key in s:
-            if key == "A" or key == "B" or key.startswith("C_"):
-                t = TYPES[s["atype"] if key == "A" else s["btype"] if key == "B" else key[2:]]
-                dt = {1: np.uint8, 4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
-                arrays[f"s.{name}.{key}"] = s[key].astype(dt)
+    for name in SETS:
+        for key, v in set_arrays(name).items():
+            arrays[f"s.{name}.{key}"] = v
     meta = {"runs": runs, "sets": {n: {k: v for k, v in s.items() if not (k in "AB" or k.startswith("C_"))} for n, s in SETS.items()}}
     np.savez_compressed(os.path.join(OUT, "payload.npz"), meta=np.array(json.dumps(meta)), **arrays)
     print(len(runs), "mma runs,", len(SETS), "sets")

@@ -1,6 +1,6 @@
-"""Replay a wgmma capture (tools/wgmma_cases.py + tools/wgmma_device.py) through warpsim.wgmma.
+"""Replay a wgmma capture (warpsim/hw/wgmma_cases.py + warpsim/hw/device/wgmma.py) through warpsim.wgmma.
 
-    python3 tools/wgmma_replay.py CAPDIR [purpose ...]
+    python3 warpsim/hw/offline/wgmma_replay.py CAPDIR [purpose ...]
 
 CAPDIR holds plan.json and io_*.npz.  Prints differing words per purpose and family.
 """
