@@ -133,3 +133,20 @@ def test_stream_digests_are_of_the_words():
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no golden file"):
         open_golden(tmp_path / "nope.npz")
+
+
+def test_sdist_and_wheel_carry_no_captures(tmp_path):
+    """The corpora stay in the repository: the source distribution (and so the wheel built from it)
+    holds no capture file."""
+    import tarfile
+
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", f"from setuptools import build_meta as b; print(b.build_sdist({str(tmp_path)!r}))"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    name = r.stdout.strip().splitlines()[-1]
+    with tarfile.open(tmp_path / name) as t:
+        names = t.getnames()
+    assert any(n.endswith("warpsim/hw/golden.py") for n in names)
+    assert not [n for n in names if n.endswith(".npz")]

@@ -310,6 +310,11 @@ def corpus_entry(opcode: str, selector: int, distributions, warps: int, seed: in
     :mod:`warpsim.hw.golden` as ``mma_entry``)."""
     from ..isa.parse import parse
 
-    ins = parse(opcode, arch=arch) if arch else parse(opcode)
+    try:
+        ins = parse(opcode)                  # the generated words depend on types and layout only
+    except ValueError:
+        if not arch:
+            raise
+        ins = parse(opcode, arch=arch)       # opcodes of another target's catalog (sm_120a kind::)
     parts = [generate(ins, selector, d, warps, seed) for d in distributions]
     return {r: np.concatenate([p[r] for p in parts]) for r in parts[0]}

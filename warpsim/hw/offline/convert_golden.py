@@ -138,3 +138,12 @@ def convert(old_root, new_root, only=None):
 
 if __name__ == "__main__":
     sys.exit(0 if convert(sys.argv[1], sys.argv[2], sys.argv[3:] or None) else 1)
+
+
+LAYOUTS = {"mma": _mma, "wgmma": _wgmma, "wgmma_sp": _wgmma_sp, "gemm": _gemm, "stored": _stored("captures")}
+
+
+def write_compact(path, arrays, layout):
+    """Write a freshly packed capture (arrays in the plain layout the packers build) compactly."""
+    recipes, info = LAYOUTS[layout]({k: np.asarray(v) for k, v in arrays.items()})
+    return save_golden(path, arrays, recipes=recipes, info=info)

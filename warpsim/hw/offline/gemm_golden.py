@@ -2,7 +2,8 @@
 (gemm_results.npz in the working directory): python3 build_golden.py tests/golden"""
 import json, os, sys
 import numpy as np
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+from warpsim.hw.offline.convert_golden import write_compact
 from warpsim.isa.catalog import BY_OPCODE
 from warpsim.hw.gemm import unpack_tiles
 
@@ -42,7 +43,7 @@ def save(path, keep):
     cs = [c for c in cases if keep(c)]
     man = dict(manifest, cases=cs, sets={n: s for n, s in meta["sets"].items() if n in used},
                sets_in_other_file=sorted(used & skip_sets))
-    np.savez_compressed(path, manifest=np.array(json.dumps(man)), **arr)
+    write_compact(path, dict(arr, manifest=np.array(json.dumps(man))), "gemm")
     return used
 manifest = dict(format=1, gpu=info.get("gpu"), cuda_runtime=info.get("cuda_runtime"), torch="2.11.0+cu130", triton="3.6.0",
                 sets=meta["sets"], cases=cases)

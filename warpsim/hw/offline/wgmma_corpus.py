@@ -14,6 +14,8 @@ import sys
 
 import numpy as np
 
+from warpsim.hw.offline.convert_golden import write_compact
+
 from .wgmma_replay import load
 
 
@@ -49,7 +51,7 @@ def main(capdir, out, purposes):
     manifest = dict(gpu=dev["gpu"], driver=dev["driver"], cuda_runtime=dev["cuda_runtime"],
                     generator="warpsim/hw/wgmma_cases.py (seed 2026)", plan_sha=dev["plan_sha"], entries=entries)
     arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
-    np.savez_compressed(out, **arrays)
+    write_compact(out, arrays, "wgmma")
     print(out, os.path.getsize(out), "bytes,", len(entries), "entries,",
           sum(int(arrays[f"{e}.dout"].size) for e in range(len(entries))), "D words")
 

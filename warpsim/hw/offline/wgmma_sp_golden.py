@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 
+from warpsim.hw.offline.convert_golden import write_compact
+
 
 def main(plan_dir, out_dir, dest):
     parts = {dest: lambda p, n: p != "coverage" and not (p == "trans" and n == 64),
@@ -54,7 +56,7 @@ def write(plan_dir, out_dir, dest, keep):
     man = dict({k: dev[k] for k in ("gpu", "driver", "cuda_runtime")}, generator="warpsim/hw/wgmma_sp_cases.py",
                entries=launches)
     arrays["manifest"] = np.frombuffer(json.dumps(man).encode(), dtype=np.uint8)
-    np.savez_compressed(dest, **arrays)
+    write_compact(dest, arrays, "wgmma_sp")
     print(dest, os.path.getsize(dest), "bytes,", len(launches), "launches")
 
 
