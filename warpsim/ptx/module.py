@@ -69,8 +69,12 @@ class _Function:
                 self.param_var(p.name, p.align or max(p.bits // 8, 1), p.array or max(p.bits // 8, 1))
 
     def param_var(self, name, align, size):
+        """A .param variable; a scoped redeclaration (each call block declares its own param0) that
+        is larger or more aligned moves the name to a new slot (the blocks never overlap in time)."""
         if name in self.params:
-            return
+            off, have = self.params[name]
+            if have >= size and off % align == 0:
+                return
         off = (self.frame_bytes + align - 1) // align * align
         self.params[name] = (off, size)
         self.frame_bytes = off + size
@@ -121,7 +125,7 @@ class _Program:
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
                 self._shared_decl(text, line)
-            elif text.startswith((".pragma", ".loc", ".file")):
+            elif text.split()[0] in (".pragma", ".loc", ".file"):
                 continue
             elif text.startswith(".param"):
                 m = _PARAM_DECL.match(text)

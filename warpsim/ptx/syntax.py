@@ -164,6 +164,7 @@ class Statement:
     match: object = None
 
 
+_LINE_DIRECTIVE = re.compile(r"\.(?:loc|file)\s")
 _LABEL = re.compile(r"([A-Za-z_$%][\w$]*)\s*:(?!:)")
 _GUARD = re.compile(r"@(!?)(%?[\w$]+)\s+")
 
@@ -203,6 +204,10 @@ def statements(text: str):
             if depth < 0:
                 raise PTXError("unbalanced '}'", line=line)
             i += 1
+            continue
+        if _LINE_DIRECTIVE.match(clean, i):       # .loc / .file end at the end of their line, no ';'
+            j = clean.find("\n", i)
+            i = n if j < 0 else j
             continue
         m = _LABEL.match(clean, i)
         if m and not clean.startswith(".", i):
@@ -319,7 +324,7 @@ def parse_module(text: str) -> ModuleText:
             address_size = int(head.split()[1])
             i = eol
             continue
-        if head.startswith((".file", ".loc")):          # debug line tables: nothing to run
+        if head.split()[0] in (".file", ".loc"):          # debug line tables: nothing to run
             i = eol
             continue
         if head.startswith(".pragma"):
