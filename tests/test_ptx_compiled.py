@@ -1,12 +1,14 @@
 """PTX as Triton 3.6 and nvcc 13 emit it (tests/ptx/compiled/, committed unmodified with their
 sources): every file loads, every case runs, and, once the H100 capture exists
-(tests/ptx/compiled/compiled_kernels.npz, written by tests/ptx/capture/compiled_capture.py),
+(tests/ptx/compiled/compiled_kernels.npz, written by warpsim/hw/device/compiled_kernels.py),
 every output word equals the GPU's."""
 
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 from warpsim.ptx import GlobalMemory, load
@@ -15,7 +17,7 @@ HERE = Path(__file__).resolve().parent / "ptx" / "compiled"
 sys.path.insert(0, str(HERE))
 from cases import CASES, inputs  # noqa: E402
 
-CAPTURE = HERE / "compiled_kernels.npz"
+CAPTURE = Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.npz"
 SLOW = {"triton_e4m3_f32acc_sm89", "triton_f16_f32acc_masked_sm90"}      # ~10 s each: one launch
 WGMMA_EARLY_READ = {"triton_f16_f16acc_sm90"}
 
@@ -117,9 +119,9 @@ def test_warp_reduce_O3_and_G_builds_agree():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_case_matches_h100(name):
     if not CAPTURE.exists():
-        pytest.xfail("captures pending: run tests/ptx/capture/compiled_capture.py on an H100")
+        pytest.xfail("captures pending: run warpsim/hw/device/compiled_kernels.py on an H100")
     _xfail_known(name)
-    cap = np.load(CAPTURE)
+    cap = open_golden(CAPTURE)
     assert f"{name}/error" not in cap, str(cap[f"{name}/error"])
     bufs, outs = _run(name)
     for o in outs:

@@ -1,5 +1,4 @@
-"""The launches of the committed PTX kernels, shared by the H100 capture (tests/ptx/capture/
-compiled_capture.py) and the replay tests: seeded inputs, geometry and arguments (data only)."""
+"""The launches of the committed PTX kernels, shared by the H100 capture (warpsim/hw/device/compiled_kernels.py) and the replay tests: seeded inputs, geometry and arguments (data only)."""
 
 import struct
 import zlib
