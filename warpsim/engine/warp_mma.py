@@ -101,7 +101,7 @@ def validate_scales(ins: Instruction, single, warps, scale_a, scale_b, sel):
 
 
 #: (instruction, selector, arch) -> (operand shapes of one warp, is sparse, runner) for calls already
-#: validated once (block-scaled forms excluded); see mma
+#: validated once (block-scaled forms excluded); see execute
 _CALLS: dict = {}
 _U32 = np.dtype(np.uint32)
 
