@@ -19,6 +19,7 @@ from ..isa.catalog import Instruction
 from ..isa.layouts import layout
 from ..isa.parse import parse
 from ..isa.sparse import gather_b
+from ..isa.sparse_matrix import check_selector
 from ..numerics.arch import check_arch
 
 ARCHS = ("sm_90a",)
@@ -99,10 +100,7 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
         raise ValueError(f"{ins.opcode} is dense: it takes no metadata (e) or sparsity selector "
                          "(wgmma.mma_async.sp opcodes do)")
     if ins.is_sparse:
-        if isinstance(selector, (bool, np.bool_)) or not isinstance(selector, (int, np.integer)):
-            raise TypeError(f"selector must be an integer, not {type(selector).__name__}")
-        if int(selector) not in ins.selectors:
-            raise ValueError(f"sparsity selector {selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
+        check_selector(ins, selector)
         if e is None:
             raise ValueError(f"{ins.opcode} is sparse: pass its metadata words e, uint32 (groups, 128) or (128,)")
     m, n, k = ins.mnk

@@ -26,7 +26,8 @@ def _sparse_ins(instruction):
     return ins
 
 
-def _check_selector(ins, selector):
+def check_selector(ins, selector) -> int:
+    """The sparsity selector as an int, refused unless it is an integer the opcode allows."""
     if isinstance(selector, (bool, np.bool_)) or not isinstance(selector, (int, np.integer)):
         raise TypeError(f"selector must be an integer, not {type(selector).__name__}")
     if int(selector) not in ins.selectors:
@@ -88,7 +89,7 @@ def compress(instruction, A, selector: int = 0):
     metadata of shape ([batch,] 32) for :func:`warpsim.mma` with this ``selector``.
     """
     ins = _sparse_ins(instruction)
-    sel = _check_selector(ins, selector)
+    sel = check_selector(ins, selector)
     single, a = _logical(ins, A)
     W = a.shape[0]
     kept = kept_indices(ins, a)                                   # (W, m, groups, keep)
@@ -135,7 +136,7 @@ def expand(instruction, a_words, metadata, selector: int = 0):
     multiplies both kept values with one row of B; no logical matrix describes that).
     """
     ins = _sparse_ins(instruction)
-    sel = _check_selector(ins, selector)
+    sel = check_selector(ins, selector)
     aw = np.asarray(a_words)
     e = np.asarray(metadata)
     if e.dtype != np.uint32:
