@@ -316,16 +316,16 @@ def test_matmul_equals_the_numerics_corpus_matrices():
         _, d, a, b, kw = _call(NUMERICS, e, ent["spec"])
         from warpsim.api.wgmma import operands
         _, _, A, Bt, C = operands(op, d, a, b, **kw)
-        from warpsim.isa.layouts import _bits_to_values
-        Am, Bm, Cm = (_bits_to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
+        from warpsim.isa.codec import to_values
+        Am, Bm, Cm = (to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
         D = warpsim.matmul(op, Am, Bm, Cm)
         hw = np.zeros(C.shape, np.uint64)
         tab = layout(op, "d")
         from warpsim.isa.bits import words_to_elements
         hw[:, tab[..., 1], tab[..., 2]] = words_to_elements(NUMERICS[f"{e}.dout"], ins.elem("d").bits)
-        from warpsim.isa.layouts import _values_to_bits
+        from warpsim.isa.codec import to_bits
         acc = NUMERICS[f"{e}.sd"] == 1                     # matmul accumulates (scale-d = 1)
-        assert (_values_to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
+        assert (to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
         checked += 1
     assert checked >= 10
 

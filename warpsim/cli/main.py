@@ -296,7 +296,7 @@ def cmd_run(a):
 
 def _run_wgmma(ins, a):
     from ..hw.inputs import distributions, float_elements, int_elements
-    from ..isa.layouts import _bits_to_values
+    from ..isa.codec import to_values
     from ..api.wgmma import matmul_wgmma
 
     dist = a.dist or distributions(ins)[0]
@@ -317,7 +317,7 @@ def _run_wgmma(ins, a):
                 drop = np.argsort(rng.random((shape[0], shape[1] // per, per)), axis=-1)[..., keep:]
                 g = bits.reshape(shape[0], shape[1] // per, per)
                 np.put_along_axis(g, drop, 0, axis=-1)
-            mats[role] = _bits_to_values(bits, t)
+            mats[role] = to_values(bits, t)
     if ins.is_sparse and a.selector not in ins.selectors:
         raise UsageError(f"selector {a.selector} is out of range for {ins.opcode}; allowed: {list(ins.selectors)}")
     try:

@@ -420,7 +420,7 @@ class Warp:
         ctx.write(st.operands[0], out, dt, what=f"destination of {st.opcode}")
 
     def _mma(self, ctx):
-        from ..api.mma import mma
+        from ..engine.warp_mma import execute as mma
         from ..isa.parse import parse
 
         line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands

@@ -292,7 +292,7 @@ def _uniform(ctx, v, r, what):
 
 @instr(r"wgmma\.mma_async\S*")
 def _wgmma_mma_async(ctx, m):
-    from ..api.wgmma import _instruction, compute, operands as decode, pack_d
+    from ..engine.warpgroup_mma import compute, operands as decode, pack_d, wgmma_instruction as _instruction
 
     unit = _unit(ctx)
     line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands
