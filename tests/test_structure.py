@@ -20,14 +20,14 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "warpsim"
 
 #: rank of each top-level folder (and of the facade and __main__); imports go to lower ranks only
-LAYERS = {"isa": 0, "numerics": 1, "engine": 2, "ptx": 3, "hw": 3, "api": 4, "": 5, "cli": 6, "__main__": 7}
+LAYERS = {"isa": 0, "numerics": 1, "engine": 2, "ptx": 3, "hw": 3, "api": 4, "": 5, "cli": 6, "__main__": 7,
+          # workstation tools run after a GPU capture (packing, replay, fitting): they use the public API
+          "hw.offline": 6}
 
 #: known upward imports that this test tolerates for now, each with the reason.  An entry here
 #: is a debt, not a rule: remove it when the import is gone.
-TOLERATED = {
-    ("warpsim.hw.gemm", "warpsim.api.sparse"):
-        "hw/ is being rewritten by the lead; compress now lives in warpsim.isa.sparse_matrix",
-}
+#: imports against the layer order that are accepted, each with its reason (none today)
+TOLERATED: dict = {}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -87,6 +87,8 @@ def layer(name: str) -> tuple[int, str]:
     """(rank, folder) of a module: warpsim.engine.kernel -> (2, 'engine'); the facade -> (5, '')."""
     parts = name.split(".")
     folder = parts[1] if len(parts) > 1 else ""
+    if ".".join(parts[1:3]) in LAYERS:          # a sub-folder with a layer of its own
+        folder = ".".join(parts[1:3])
     if folder not in LAYERS:
         raise AssertionError(f"{name}: folder {folder!r} has no layer; add it to LAYERS (known: {sorted(LAYERS)})")
     return LAYERS[folder], folder
@@ -163,6 +165,7 @@ def test_no_import_goes_up_the_layers():
 
 
 def test_tolerated_imports_are_named_with_a_reason():
+    assert isinstance(TOLERATED, dict)
     for (src, dst), why in TOLERATED.items():
         assert src.startswith("warpsim.") and dst.startswith("warpsim.") and why
 

@@ -178,7 +178,6 @@ def pack(instruction, operand: str, matrix) -> np.ndarray:
 
 
 #: the codec under its former private names, for callers not yet moved to :mod:`warpsim.isa.codec`
-_bits_to_values, _values_to_bits = to_values, to_bits
 
 
 # --- block-scale factors (sm_120a .block_scale) ----------------------------------------------
