@@ -137,7 +137,7 @@ CAPTURE = os.path.join(os.path.dirname(__file__), "golden", "tma_boxes_sm90.npz"
 def test_replay_captured_boxes():
     if not os.path.exists(CAPTURE):
         pytest.xfail("captures pending: tests/golden/tma_boxes_sm90.npz not yet captured on an H100")
-    from warpsim.hw.device.tma_capture import replay_case
+    from warpsim.hw.offline.tma_replay import replay_case
     z = np.load(CAPTURE, allow_pickle=False)
     bad = [i for i in range(len(z["rank"])) if not replay_case(z, i)]
     assert not bad, f"{len(bad)} of {len(z['rank'])} boxes differ, first {bad[0]}"
