@@ -16,6 +16,9 @@ import time
 
 import numpy as np
 
+if __name__ != "__main__":   # it opens libcuda at once: a program, never a library module
+    raise ImportError("tensormap_capture.py is a device script: run it with python3, do not import it")
+
 OUT = os.environ.get("OUT", ".")
 SEED = 2024
 N_RANDOM = 700
