@@ -29,9 +29,9 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K,
     for k0 in range(0, K, BK):
         if MASKED:
             a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :],
-                        mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0)
+                        mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
             b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :],
-                        mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0)
+                        mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         else:
             a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
             b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
@@ -70,6 +70,8 @@ def cases():
         for elem, (_, acc, prec) in ELEMS.items():
             if elem.startswith("e4m3") and target == "sm_80":
                 continue                      # Triton 3.6 refuses fp8e4nv before sm_89
+            if elem in ("tf32x3", "ieee") and target == "sm_89":
+                continue                      # the same lowering as on sm_80 (kept short: the replay is slow)
             imps = [None]
             if elem == "e4m3" and target == "sm_90a":
                 imps = [None, 16, 32, 64]       # 16: mma.sync path; 32/64: wgmma with promotion
