@@ -3,7 +3,7 @@
 Two sources of hardware truth:
 * tests/golden/gemm_sm90_triton.npz: Triton 3.6 kernels (warpsim/hw/device/gemm_triton_kernel.py) run on an
   H100 for docs/gemm.md; here the SAME kernel source runs in the interpreter under exact(arch="sm_90a").
-* tests/golden/triton_interp.npz (written by tools/triton_capture.py from tests/triton_kernels.py): masked and
+* tests/golden/triton_interp.npz (written by warpsim/hw/device/triton_interp.py from tests/triton_kernels.py): masked and
   unmasked kernels for sm_80, sm_89, sm_90a lowerings; xfail until the capture file exists.
 """
 
@@ -84,7 +84,7 @@ def test_interpreter_replays_h100_triton_captures(case):
     assert (got == want).all(), f"{int((got != want).sum())} of {got.size} words differ"
 
 
-# ---- 2. tools/triton_capture.py: every target, masked and unmasked, small and large tiles ----
+# ---- 2. warpsim/hw/device/triton_interp.py: every target, masked and unmasked, small and large tiles ----
 
 def _capture():
     if not os.path.exists(CAPTURE):
@@ -100,7 +100,7 @@ _Z, _CAPTURED = _capture()
 @pytest.mark.parametrize("case", triton_kernels.cases(), ids=lambda c: c["key"])
 def test_interpreter_replays_triton_capture(case):
     if _Z is None:
-        pytest.xfail("captures pending: run tools/triton_capture.py on an H100 and commit tests/golden/triton_interp.npz")
+        pytest.xfail("captures pending: run warpsim/hw/device/triton_interp.py on an H100 and commit tests/golden/triton_interp.npz")
     cap = _CAPTURED.get(case["key"])
     assert cap is not None, f"{case['key']} is not in {CAPTURE}"
     if not cap.get("ok"):
@@ -115,7 +115,7 @@ def test_interpreter_replays_triton_capture(case):
     assert (got == want).all(), f"{int((got != want).sum())} of {got.size} words differ"
 
 
-# ---- 3. the lowering rules (read off Triton 3.6's PTX; tools/triton_capture.py records the PTX too) ----
+# ---- 3. the lowering rules (read off Triton 3.6's PTX; warpsim/hw/device/triton_interp.py records the PTX too) ----
 
 @pytest.mark.parametrize("arch,a,out,shape,nw,imp,want", [
     ("sm_90a", "fp16", "fp32", (64, 64, 64), 4, None, ("wgmma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")),

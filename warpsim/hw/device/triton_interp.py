@@ -11,7 +11,7 @@ instructions found in the PTX).  sm_90a cases also run through Triton's own laun
 
 Run, from the repository root, on a machine with an H100, CUDA 13, Triton 3.6, torch, cupy:
 
-    OUT=/some/dir python3 tools/triton_capture.py        # writes $OUT/triton_interp.npz (< 8 MB) and $OUT/log.txt
+    OUT=/some/dir python3 warpsim/hw/device/triton_interp.py        # writes $OUT/triton_interp.npz (< 8 MB) and $OUT/log.txt
 
 then commit the npz as tests/golden/triton_interp.npz (tests/test_triton.py replays it).
 """
@@ -27,7 +27,7 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests"))
 OUT = os.environ.get("OUT", ".")
 LOG = open(os.path.join(OUT, "log.txt"), "w")
 
