@@ -91,20 +91,20 @@ def main():
             pkey = ptx_seen.setdefault(ptx, f"ptx{len(ptx_seen)}")
             item["ptx"] = pkey
             if DRY:
-                item["nparams"] = len(re.findall(r"\.param\s+\.\w+\s+\w+", ptx.split(".entry", 1)[1].split(")", 1)[0]))
+                item["nparams"] = len(re.findall(r"\b\w+_param_\d+\b", ptx.split(".entry", 1)[1].split(")", 1)[0]))
                 log(case["key"], item["ptx_ops"], "params", item["nparams"])
                 man.append(item)
                 continue
             name = re.search(r"\.entry\s+(\w+)", ptx).group(1)
-            nparams = len(re.findall(r"\.param\s+\.\w+\s+\w+", ptx.split(".entry", 1)[1].split(")", 1)[0]))
+            nparams = len(re.findall(r"\b\w+_param_\d+\b", ptx.split(".entry", 1)[1].split(")", 1)[0]))
             Ad, Bd, Cd = A.cuda(), B.cuda(), C.cuda()
             Dd = torch.full_like(Cd, 0)
             mod = cp.cuda.function.Module()
             mod.load(ptx.encode() + b"\0")          # cuModuleLoadData: the driver JIT-compiles the PTX for this GPU
             fn = mod.get_function(name)
             shared = int(k.metadata.shared)
-            if shared > 48 * 1024:
-                fn.max_dynamic_shared_size_bytes = shared
+            if shared > 48 * 1024:      # a driver Module's Function: set the attribute through the driver
+                cp.cuda.driver.funcSetAttribute(fn.ptr, 8, shared)   # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             grid = (triton.cdiv(case["M"], case["BM"]), triton.cdiv(case["N"], case["BN"]), 1)
             args = [np.uint64(x.data_ptr()) for x in (Ad, Bd, Cd, Dd)]
             args += [np.int32(case["M"]), np.int32(case["N"]), np.int32(case["K"])]
