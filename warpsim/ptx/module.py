@@ -163,8 +163,11 @@ class _Program:
         name = m.group(2)
         args = [x.strip() for x in (m.group(3) or "").split(",") if x.strip()]
         if name not in self.functions:
-            why = "is declared but has no body in this module" if name in mod.declared else "is not a .func of this module"
-            raise PTXError(f"call of {name}: it {why}", line=st.line, statement=st.text, token=name)
+            if name in mod.declared:
+                st.call = (None, name, args)      # an extern without a body: an error only when reached
+                return
+            raise PTXError(f"call of {name}: it is not a .func of this module", line=st.line, statement=st.text,
+                           token=name)
         callee = self.functions[name]
         if len(args) != len(callee.formals) or len(rets) != len(callee.rets):
             raise PTXError(f"{name} takes {len(callee.formals)} parameter(s) and returns {len(callee.rets)}; "
@@ -772,6 +775,14 @@ class _Kernel(Warp):
 
     def _calls(self, st, idx, lanes, p):
         callee, rets, args = st.call
+        if callee is None:
+            if lanes.any():
+                self._extern_call(st, rets, args, idx, lanes)
+            self.pc[idx] = p + 1
+            for w in idx:
+                if self.pc[w] == self.rpc[w]:
+                    self._settle(int(w))
+            return
         caller = self._fn
         for k, w in enumerate(idx):
             w = int(w)
@@ -801,6 +812,39 @@ class _Kernel(Warp):
             self._top(w)
             if callee.start == callee.end:
                 raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)
+
+
+    def _extern_call(self, st, name, args, idx, lanes):
+        """A call of a function declared without a body: ``__assertfail`` (CUDA's device ``assert``)
+        reports the assertion's message; anything else is refused when reached."""
+        k, l = np.argwhere(lanes)[0]
+        w = int(idx[k])
+        where = f"warp {w % self.wpc} of CTA {w // self.wpc}, lane {l}"
+        if name == "__assertfail" and len(args) >= 3:
+            caller = self._fn
+            f = self.frames[caller.name]
+
+            def arg(a, n):
+                if a not in caller.params:
+                    return None
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + n].tobytes(), "little")
+
+            def text(addr):
+                try:
+                    raw = self.memory.glob.read(addr, 1)
+                    out = bytearray()
+                    while raw != b"\0" and len(out) < 4096:
+                        out += raw
+                        raw = self.memory.glob.read(addr + len(out), 1)
+                    return out.decode(errors="replace")
+                except (ValueError, TypeError):
+                    return "?"
+            msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
+            raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
+                           f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
+                       "functions are not modelled", line=st.line, statement=st.text, token=name)
 
 
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive)(?:\.aligned)?\Z")
