@@ -424,7 +424,8 @@ def _load_box(ctx, st, k, w, l, ops, multicast, space):
                  f"{ctx.memory.shared_bytes}")
     for t in targets:
         if ctx.machine._async is not None:
-            ctx.machine._async.check_smem(t, int(addrs.min()), int(addrs.max()) - int(addrs.min()) + 1,
+            lo = int(addrs.min())
+            ctx.machine._async.check_smem(np.array([t]), np.array([lo]), int(addrs.max()) - lo + 1,
                                           ctx.stmt.line, ctx.stmt.text)
         ctx.memory.shared[t, addrs] = data
         _, bar = st.mbarrier(ctx, t if multicast is not None else bcta, boff)
