@@ -579,7 +579,7 @@ def _cvt(ctx, m):
 # ----------------------------------------------------------------------------------------------
 # memory
 
-_SPACE = r"(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry|::func)?|local|const))?"
+_SPACE = r"(?:\.(?P<space>global|shared(?:::cta|::cluster)?|param(?:::entry|::func)?|local|const))?"
 _CACHE = (r"(?:\.(?:nc|ca|cg|cs|lu|cv|wb|wt|weak|mmio|(?:relaxed|acquire|release)\.(?:cta|cluster|gpu|sys)|volatile|"
           r"L1::\w+|L2::\w+))*")
 _VEC = r"(?:\.v(?P<vec>2|4|8))?"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .syntax import PTXError, make_statement, parse_int, parse_module, statements
@@ -58,6 +59,7 @@ class _Function:
         self.start = start
         self.end = start
         self.labels = {}
+        self.scoped_labels = {}    # (brace block number, name) -> pc: labels local to a { } block
         self.reg_decls = []        # (line, text)
         self.params = {}           # .param variable -> (offset, size) in the function's frame
         self.frame_bytes = 0
@@ -100,11 +102,12 @@ class _Program:
             for pc in range(fn.start, fn.end):
                 st = self.code[pc]
                 if _BRANCH.match(st.opcode):
-                    if len(st.operands) != 1 or not isinstance(st.operands[0], str) or st.operands[0] not in fn.labels:
+                    target = _label_of(fn, st)
+                    if target is None:
                         raise PTXError(f"branch target {st.operands[0] if st.operands else ''!r} is not a label of "
                                        f"{fn.name}", line=st.line, statement=st.text,
                                        token=st.operands[0] if st.operands and isinstance(st.operands[0], str) else None)
-                    st.target = fn.labels[st.operands[0]]
+                    st.target = target
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
         self.reconverge = {}
@@ -115,10 +118,22 @@ class _Program:
         fn = _Function(ent, len(self.code))
         self.functions[ent.name] = fn
         off = ent.body_line - 1
-        for kind, line, item in statements(ent.body):
+        chain = ()                 # the brace blocks enclosing the current statement, innermost last
+        nblocks = 0
+        for kind, line, item in statements(ent.body, scopes=True):
             line += off
+            if kind == "scope":
+                if item == "{":
+                    nblocks += 1
+                    chain = chain + (nblocks,)
+                else:
+                    chain = chain[:-1]
+                continue
             if kind == "label":
-                fn.labels[item] = len(self.code)
+                if chain:
+                    fn.scoped_labels[(chain[-1], item)] = len(self.code)
+                else:
+                    fn.labels[item] = len(self.code)
                 continue
             text = " ".join(item.split())
             if text.startswith(".reg"):
@@ -149,7 +164,9 @@ class _Program:
                 raise PTXError(f"{text.split()[0]} variables inside a function are not supported (declare them at "
                                "module level)", line=line, statement=text, token=text.split()[0])
             else:
-                self.code.append(make_statement(line, text))
+                st = make_statement(line, text)
+                st.scopes = chain
+                self.code.append(st)
                 self.fn_of.append(fn)
         fn.end = len(self.code)
 
@@ -163,8 +180,11 @@ class _Program:
         name = m.group(2)
         args = [x.strip() for x in (m.group(3) or "").split(",") if x.strip()]
         if name not in self.functions:
-            why = "is declared but has no body in this module" if name in mod.declared else "is not a .func of this module"
-            raise PTXError(f"call of {name}: it {why}", line=st.line, statement=st.text, token=name)
+            if name in mod.declared:
+                st.call = (None, name, args)      # an extern without a body: an error only when reached
+                return
+            raise PTXError(f"call of {name}: it is not a .func of this module", line=st.line, statement=st.text,
+                           token=name)
         callee = self.functions[name]
         if len(args) != len(callee.formals) or len(rets) != len(callee.rets):
             raise PTXError(f"{name} takes {len(callee.formals)} parameter(s) and returns {len(callee.rets)}; "
@@ -188,13 +208,24 @@ class _Program:
         self.shared.append((name, int(align or _SIZES[typ]), 0 if extern else count * _SIZES[typ], extern, line))
 
 
+def _label_of(fn, st):
+    """The pc a branch names: the innermost enclosing brace block's label of that name, else the function's."""
+    if len(st.operands) != 1 or not isinstance(st.operands[0], str):
+        return None
+    name = st.operands[0]
+    for block in reversed(getattr(st, "scopes", ())):
+        if (block, name) in fn.scoped_labels:
+            return fn.scoped_labels[(block, name)]
+    return fn.labels.get(name)
+
+
 def _post_dominators(code, fn):
     """pc of every conditional branch of ``fn`` -> its reconvergence pc: the first statement of the
     immediate post-dominator of the branch's basic block (EXIT_PC when the paths meet only at exit)."""
     lo, hi = fn.start, fn.end
     if lo == hi:
         return {}
-    leaders = {lo} | {pc for pc in fn.labels.values() if lo <= pc < hi}
+    leaders = {lo} | {pc for pc in list(fn.labels.values()) + list(fn.scoped_labels.values()) if lo <= pc < hi}
     for pc in range(lo, hi):
         op = code[pc].opcode
         if _BRANCH.match(op) or op in ("ret", "exit"):
@@ -290,7 +321,7 @@ class Module:
         return {v.name: v.data for v in self._mod.variables}
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
-               max_steps=10_000_000):
+               max_steps=10_000_000, cluster=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -301,7 +332,9 @@ class Module:
         per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
         module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
         statements executed (one per group of warps at a program counter) before the launch
-        stops with an error naming where it was.  Returns nothing.
+        stops with an error naming where it was.  cluster: CTAs per cluster, an int or 1- to
+        3-tuple dividing the grid (default: the entry's ``.reqnctapercluster``, else 1); the CTAs
+        of a cluster share their shared memory (``mapa``, ``.shared::cluster``).  Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -327,7 +360,20 @@ class Module:
             memory = GlobalMemory()
         elif not isinstance(memory, GlobalMemory):
             raise TypeError(f"memory must be a warpsim.ptx.GlobalMemory, not {type(memory).__name__}")
-        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self)
+        want = tuple(dirs["reqnctapercluster"]) + (1,) * (3 - len(dirs["reqnctapercluster"])) \
+            if "reqnctapercluster" in dirs else None
+        cl = _dims(cluster, "cluster") if cluster is not None else (want or (1, 1, 1))
+        if want is not None and cl != want:
+            raise ValueError(f"{entry} declares .reqnctapercluster {', '.join(map(str, want))}: cluster must be that, "
+                             f"got {cl}")
+        if any(gi % ci for gi, ci in zip(g, cl)):
+            raise ValueError(f"cluster {cl} must divide the grid {g} in every dimension")
+        if cl[0] * cl[1] * cl[2] > 16:
+            raise ValueError(f"cluster {cl} has {cl[0] * cl[1] * cl[2]} CTAs; at most 16 (8 portable) are allowed")
+        if "maxclusterrank" in dirs and cl[0] * cl[1] * cl[2] > int(dirs["maxclusterrank"][0]):
+            raise ValueError(f"{entry} declares .maxclusterrank {dirs['maxclusterrank'][0]}: cluster {cl} is larger")
+        explicit = cluster is not None or want is not None or "explicitcluster" in dirs
+        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit)
         k.bind(args)
         k.run(int(max_steps))
 
@@ -361,7 +407,8 @@ class _Kernel(Warp):
     Among warps, the ones with the lowest pc run first (one statement for all warps at that pc).
     """
 
-    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module):
+    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module, cluster=(1, 1, 1),
+                 explicit=False):
         nctas = grid[0] * grid[1] * grid[2]
         self.wpc = block[0] * block[1] * block[2] // 32
         super().__init__(nctas * self.wpc, undefined="zero", arch=arch)
@@ -410,6 +457,10 @@ class _Kernel(Warp):
                 glob.module_symbols[key] = (glob.map(arr), arr)
             self._symbols[v.name] = glob.module_symbols[key][0]
         self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc), glob=glob, local_bytes=loc)
+        maxnreg = prog.entry.directives.get("maxnreg")
+        self.cluster = ClusterState(grid, cluster, self.wpc, explicit, block[0] * block[1] * block[2],
+                                    int(maxnreg[0]) if maxnreg else None)
+        self.memory.cluster_cta = self.cluster.cta_of
         self.frames = {fn.name: np.zeros((self.warps, 32, fn.frame_bytes), np.uint8)
                        for fn in prog.functions.values()}
         if any(st.opcode.startswith("wgmma.") for st in prog.code):
@@ -435,6 +486,27 @@ class _Kernel(Warp):
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1).astype(np.uint32)
         return tid, np.array(self.block, np.uint32), ctaid, np.array(self.grid, np.uint32), \
             (np.arange(W) % self.wpc).astype(np.uint32), self.wpc
+
+    def special(self, name, ctx):
+        """Special registers; the cluster ones from the launch's cluster shape."""
+        m = _CLUSTER_SPECIAL.match(name) if isinstance(name, str) else None
+        if not m:
+            return super().special(name, ctx)
+        kind, axis = m.groups()
+        cl = self.cluster
+        rows = np.arange(self.warps) if ctx is None or ctx.rows is None else np.asarray(ctx.rows)
+        cta = self.memory.warp_cta[rows]
+        ax = "xyz".index(axis) if axis else None
+        if (ax is None) == (kind not in ("cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")):
+            return super().special(name, ctx)          # its error message for a wrong suffix
+        per_cta = {"clusterid": lambda: cl.clusterid[cta, ax],
+                   "nclusterid": lambda: np.full(len(rows), self.grid[ax] // cl.cluster[ax]),
+                   "cluster_ctaid": lambda: cl.cluster_ctaid[cta, ax],
+                   "cluster_nctaid": lambda: np.full(len(rows), cl.cluster[ax]),
+                   "cluster_ctarank": lambda: cl.rank[cta],
+                   "cluster_nctarank": lambda: np.full(len(rows), cl.size),
+                   "is_explicit_cluster": lambda: np.full(len(rows), int(cl.explicit))}[kind]()
+        return np.broadcast_to(np.asarray(per_cta, np.uint32)[:, None], (len(rows), 32))
 
     def launch_value(self, kind):
         """Values of the special registers a launch defines (deterministic clocks: the step count)."""
@@ -502,7 +574,7 @@ class _Kernel(Warp):
             self._symbols[pname] = off            # mov %rd, param: its address in the .param space
 
     def _param_ref(self, op, ctx):
-        m = re.fullmatch(r"\[\s*([\w$%]+)\s*(?:([+-])\s*(\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
+        m = re.fullmatch(r"\[\s*([\w$%]+)\s*(?:([+-])\s*(-?\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
         if not m:
             ctx.fail(f"a .param operand is [name], [name+offset] or [register+offset], not {op!r}",
                      token=op if isinstance(op, str) else None)
@@ -645,16 +717,55 @@ class _Kernel(Warp):
             del arrived[key]
             return True
 
+        cl = self.cluster
+        mb_wait = {}                            # warp -> (mbarrier key, phase, blocking try_wait)
+        parked = np.zeros(W, dtype=bool)        # blocked on an mbarrier (try_wait) or spinning on test_wait
+        cl_wait = np.zeros(W, dtype=bool)       # at barrier.cluster.wait, its phase not complete
+        ncl = int(cl.cluster_index.max()) + 1
+        cl_phase = np.zeros(ncl, dtype=np.int64)
+        cl_count = np.zeros(ncl, dtype=np.int64)
+        cl_arrived = np.full(W, -1, dtype=np.int64)
+        warp_cluster = cl.cluster_index[cta]
+        seen_version = [cl.version]
+        spins = [0]
+
+        def cl_release(c):
+            """Complete cluster c's barrier phase once every warp still running has arrived."""
+            need = int((alive & (warp_cluster == c)).sum())
+            if cl_count[c] == 0 or cl_count[c] < need:
+                return False
+            cl_phase[c] += 1
+            cl_count[c] = 0
+            cl_wait[cl_wait & (warp_cluster == c)] = False
+            return True
+
+        def wake():
+            """Warps parked on an mbarrier whose phase moved on (or that was invalidated) run again."""
+            seen_version[0] = cl.version
+            for w in list(mb_wait):
+                key, phase, _ = mb_wait[w]
+                bar = cl.mbarriers.get(key)
+                if bar is None or not bar.valid or bar.phase != phase:
+                    del mb_wait[w]
+                    parked[w] = False
+
         while alive.any():
-            run = alive & ~waiting
+            if cl.version != seen_version[0] and mb_wait:
+                wake()
+            run = alive & ~waiting & ~parked & ~cl_wait
             if not run.any():
-                if not any(release(k) for k in list(arrived)):
-                    w = int(np.argmax(waiting))
-                    st = code[self.pc[w]]
-                    raise PTXError(f"deadlock: every warp waits at a barrier that other warps never reach (warp "
-                                   f"{w % self.wpc} of CTA {w // self.wpc} waits here)", line=st.line,
-                                   statement=st.text, token=st.opcode)
-                continue
+                if any(release(k) for k in list(arrived)) or any(cl_release(c) for c in range(ncl)):
+                    continue
+                spinners = [w for w, (_, _, blocking) in mb_wait.items() if not blocking]
+                if spinners and spins[0] < 64:         # test_wait loops get bounded extra rounds
+                    spins[0] += 1
+                    for w in spinners:
+                        del mb_wait[w]
+                        parked[w] = False
+                    continue
+                self._deadlock(code, waiting, bar_key, mb_wait, cl_wait, alive)
+            if cl.version != seen_version[0]:
+                spins[0] = 0
             p = int(self.pc[run].min())
             grp = run & (self.pc == p)
             idx = np.nonzero(grp)[0]
@@ -706,6 +817,38 @@ class _Kernel(Warp):
             if op.startswith("bra"):
                 raise PTXError(f"'{op}' is not supported (indirect branches)", line=st.line, statement=st.text,
                                token=op)
+            cbar = _CLUSTER_BAR.match(op)
+            if cbar:
+                for k, w in enumerate(idx):
+                    w = int(w)
+                    if not (lanes[k] == self.live[w]).all():
+                        if cbar["aligned"] or lanes[k].any():
+                            self._diverged(op, st, w, lanes[k])
+                        continue           # a warp whose guard is off everywhere does not take part
+                    c = int(warp_cluster[w])
+                    if cbar["op"] == "arrive":
+                        if cl_arrived[w] >= 0 and cl_arrived[w] >= cl_phase[c]:
+                            raise PTXError(f"barrier.cluster.arrive twice without a wait in between (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        cl_arrived[w] = cl_phase[c]
+                        cl_count[c] += 1
+                    else:
+                        if cl_arrived[w] < 0:
+                            raise PTXError(f"barrier.cluster.wait without a preceding barrier.cluster.arrive (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        if cl_arrived[w] >= cl_phase[c]:
+                            cl_wait[w] = True
+                            continue
+                        cl_arrived[w] = -1
+                    self.pc[w] = p + 1
+                for c in set(int(warp_cluster[w]) for w in idx):
+                    cl_release(c)
+                for w in idx:
+                    if self.pc[w] != p:
+                        self._settle(int(w))
+                continue
             bar = _BAR.match(op)
             if bar:
                 for k, w in enumerate(idx):
@@ -748,10 +891,51 @@ class _Kernel(Warp):
                     m2 = lanes[on]
                     full = m2.all()
                     self.execute(st, None if (full and len(r2) == W) else r2, None if full else m2)
+            if cl.blocked:
+                stay = []
+                for w, key, phase, blocking in cl.blocked:
+                    mb_wait[w] = (key, phase, blocking)
+                    parked[w] = True
+                    if blocking:
+                        stay.append(w)           # try_wait: suspended; it runs the statement again
+                cl.blocked.clear()
+                if stay:
+                    self.pc[np.asarray(stay)] -= 1
             self.pc[idx] += 1
             hit = idx[self.pc[idx] == self.rpc[idx]]
             for w in hit:
                 self._settle(int(w))
+
+    def _deadlock(self, code, waiting, bar_key, mb_wait, cl_wait, alive):
+        """Every running warp waits and nothing can release it: name the barriers and the waiters."""
+        lines = []
+        by_bar = {}
+        for w, (key, phase, blocking) in mb_wait.items():
+            by_bar.setdefault(key, []).append(w)
+        for key, ws in by_bar.items():
+            if key[0] == "setmaxnreg":
+                lines.append(f"setmaxnreg.inc in CTA {key[1]}: {len(ws)} warp(s) wait for registers other warpgroups "
+                             f"never release ({mb_wait[ws[0]][1]} requested of {65536})")
+                continue
+            bar = self.cluster.mbarriers.get(key)
+            who = ", ".join(f"warp {w % self.wpc} of CTA {w // self.wpc}" for w in ws[:6]) + (", ..." if len(ws) > 6 else "")
+            state = bar.deadlock_message(waiting={}) if bar is not None else f"barrier at {key[1]:#x}"
+            lines.append(f"mbarrier of CTA {key[0]}: {state.split('; waiting warps')[0]}; waiting for phase "
+                         f"{mb_wait[ws[0]][1]} to complete: {who}")
+        cw = np.nonzero(cl_wait)[0]
+        if len(cw):
+            lines.append(f"barrier.cluster.wait: {len(cw)} warp(s) (first: warp {cw[0] % self.wpc} of CTA "
+                         f"{cw[0] // self.wpc}) wait for warps of their cluster that never arrive")
+        bw = np.nonzero(waiting)[0]
+        if len(bw):
+            lines.append(f"bar.sync: {len(bw)} warp(s) (first: warp {bw[0] % self.wpc} of CTA {bw[0] // self.wpc}, "
+                         f"barrier {bar_key[bw[0]][1]}) wait for threads that never arrive")
+        first = next(iter(mb_wait), None)
+        if first is None:
+            first = int(cw[0]) if len(cw) else int(bw[0])
+        st = code[self.pc[first]]
+        raise PTXError("deadlock: every running warp waits and nothing can release it -- " + "; ".join(lines),
+                       line=st.line, statement=st.text, token=st.opcode)
 
     def _split(self, w, p, target, taken, act):
         """A divergent branch of warp w at pc p (see the class docstring)."""
@@ -772,6 +956,14 @@ class _Kernel(Warp):
 
     def _calls(self, st, idx, lanes, p):
         callee, rets, args = st.call
+        if callee is None:
+            if lanes.any():
+                self._extern_call(st, rets, args, idx, lanes)
+            self.pc[idx] = p + 1
+            for w in idx:
+                if self.pc[w] == self.rpc[w]:
+                    self._settle(int(w))
+            return
         caller = self._fn
         for k, w in enumerate(idx):
             w = int(w)
@@ -803,6 +995,42 @@ class _Kernel(Warp):
                 raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)
 
 
+    def _extern_call(self, st, name, args, idx, lanes):
+        """A call of a function declared without a body: ``__assertfail`` (CUDA's device ``assert``)
+        reports the assertion's message; anything else is refused when reached."""
+        k, l = np.argwhere(lanes)[0]
+        w = int(idx[k])
+        where = f"warp {w % self.wpc} of CTA {w // self.wpc}, lane {l}"
+        if name == "__assertfail" and len(args) >= 3:
+            caller = self._fn
+            f = self.frames[caller.name]
+
+            def arg(a, n):
+                if a not in caller.params:
+                    return None
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + n].tobytes(), "little")
+
+            def text(addr):
+                try:
+                    raw = self.memory.glob.read(addr, 1)
+                    out = bytearray()
+                    while raw != b"\0" and len(out) < 4096:
+                        out += raw
+                        raw = self.memory.glob.read(addr + len(out), 1)
+                    return out.decode(errors="replace")
+                except (ValueError, TypeError):
+                    return "?"
+            msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
+            raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
+                           f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
+                       "functions are not modelled", line=st.line, statement=st.text, token=name)
+
+
+_CLUSTER_SPECIAL = re.compile(r"%(clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
+                              r"is_explicit_cluster)(?:\.([xyz]))?\Z")
+_CLUSTER_BAR = re.compile(r"barrier\.cluster\.(?P<op>arrive|wait)(?:\.(?:relaxed|release|acquire))?(?P<aligned>\.aligned)?\Z")
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive)(?:\.aligned)?\Z")
 
 
