@@ -33,9 +33,9 @@ def test_every_array_reads_back_to_its_recorded_words(path):
 
 
 def test_corpora_stay_within_the_size_budget():
-    """tests/golden/README.md: committed captures at most 20 MB (today's 16 MB plus this round's)."""
+    """tests/golden/README.md: committed captures at most 24 MB (16.0 MB converted + this round's)."""
     total = sum(os.path.getsize(ROOT / f) for f in FILES)
-    assert total <= 20_000_000, f"committed captures take {total} bytes; the budget is 20 MB"
+    assert total <= 24_000_000, f"committed captures take {total} bytes; the budget is 24 MB"
 
 
 def test_tracked_tree_within_budget():
@@ -44,7 +44,7 @@ def test_tracked_tree_within_budget():
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     total = sum(os.path.getsize(ROOT / f.decode()) for f in files if f and (ROOT / f.decode()).exists())
-    assert total <= 25_000_000, f"the tracked tree is {total} bytes; the budget is 25 MB"
+    assert total <= 30_000_000, f"the tracked tree is {total} bytes; the budget is 30 MB"
 
 
 # --- the format itself, on small synthetic files ------------------------------------------------
