@@ -13,6 +13,7 @@ holds a warp until every warp of its CTA has arrived.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +27,25 @@ __all__ = ["load", "Module"]
 _BRANCH = re.compile(r"bra(?:\.uni)?\Z")
 _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d*)\])?"
                           r"(?:\s*\[(\d+)\])?\Z")
+#: default launch limits: CTAs in one grid, and CTAs run together in one batch
+MAX_CTAS = 1 << 16
+CTAS_PER_BATCH = 256
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
 def load(path_or_text) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
+    if isinstance(path_or_text, str) and not path_or_text.strip():
+        raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
+                         "entries) or a path to a .ptx file")
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
                                           and not path_or_text.lstrip().startswith(".")):
         p = Path(path_or_text)
         if not p.exists():
             raise FileNotFoundError(f"no PTX file {str(p)!r} (pass a path to a .ptx file or the PTX text)")
+        if not p.is_file():
+            raise ValueError(f"{str(p)!r} is not a file (pass a path to a .ptx file or the PTX text)")
         return Module(p.read_text(), name=str(p))
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
@@ -290,7 +299,7 @@ class Module:
         return {v.name: v.data for v in self._mod.variables}
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
-               max_steps=10_000_000):
+               max_steps=10_000_000, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH, progress=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -300,8 +309,12 @@ class Module:
         device pointers included).  shared_bytes: dynamic shared memory (``.extern .shared``)
         per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
         module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
-        statements executed (one per group of warps at a program counter) before the launch
-        stops with an error naming where it was.  Returns nothing.
+        statements executed per batch of CTAs (one per group of warps at a program counter)
+        before the launch stops with an error naming where it was.  The grid runs in batches of
+        ``ctas_per_batch`` CTAs (bounded memory; CTAs of different batches never run at the same
+        time, as on a GPU too small to hold the grid); a grid of more than ``max_ctas`` CTAs is
+        refused (raise the limit to run it).  progress: print a batch counter to stderr (default:
+        when there is more than one batch and stderr is a terminal).  Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -323,13 +336,37 @@ class Module:
             raise ValueError(f"shared_bytes must be a non-negative integer, got {shared_bytes!r}")
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        for name, v in (("max_ctas", max_ctas), ("ctas_per_batch", ctas_per_batch)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        nctas = g[0] * g[1] * g[2]
+        if nctas > max_ctas:
+            raise ValueError(f"grid {g} has {nctas} CTAs, more than max_ctas={max_ctas}: pass a larger max_ctas= "
+                             f"to run it (CTAs run in batches of ctas_per_batch={ctas_per_batch}; time grows with "
+                             "the grid)")
         if memory is None:
             memory = GlobalMemory()
         elif not isinstance(memory, GlobalMemory):
             raise TypeError(f"memory must be a warpsim.ptx.GlobalMemory, not {type(memory).__name__}")
-        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self)
-        k.bind(args)
-        k.run(int(max_steps))
+        per = max(1, min(int(ctas_per_batch), nctas))
+        batches = range(0, nctas, per)
+        if progress is None:
+            progress = len(batches) > 1 and sys.stderr.isatty()
+        first_batch = None
+        for i, first in enumerate(batches):
+            if progress:
+                print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
+                      f"{len(batches)})", end="", file=sys.stderr, flush=True)
+            k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self,
+                        first_cta=first, nctas=min(per, nctas - first))
+            if first_batch is None:
+                k.bind(args)
+                first_batch = k
+            else:                   # the arguments as the first batch mapped them (same addresses)
+                k.bind_like(first_batch)
+            k.run(int(max_steps))
+        if progress:
+            print(file=sys.stderr)
 
 
 def _dims(v, what):
@@ -361,8 +398,9 @@ class _Kernel(Warp):
     Among warps, the ones with the lowest pc run first (one statement for all warps at that pc).
     """
 
-    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module):
-        nctas = grid[0] * grid[1] * grid[2]
+    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module, first_cta=0, nctas=None):
+        nctas = grid[0] * grid[1] * grid[2] if nctas is None else nctas
+        self.first_cta = first_cta      # this batch runs CTAs first_cta .. first_cta + nctas - 1 of the grid
         self.wpc = block[0] * block[1] * block[2] // 32
         super().__init__(nctas * self.wpc, undefined="zero", arch=arch)
         self.prog = prog
@@ -430,7 +468,7 @@ class _Kernel(Warp):
         bx, by, bz = self.block
         t = (np.arange(W) % self.wpc)[:, None] * 32 + np.arange(32)[None, :]
         tid = np.stack([t % bx, (t // bx) % by, t // (bx * by)], axis=-1).astype(np.uint32)
-        c = np.arange(W) // self.wpc
+        c = self.first_cta + np.arange(W) // self.wpc
         gx, gy, gz = self.grid
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1).astype(np.uint32)
         return tid, np.array(self.block, np.uint32), ctaid, np.array(self.grid, np.uint32), \
@@ -496,7 +534,14 @@ class _Kernel(Warp):
                 if not lo <= v < (1 << p.bits):
                     raise ValueError(f"argument {i} of {name} ({p.name}) = {v} does not fit .{p.type}")
                 blob += (v & ((1 << p.bits) - 1)).to_bytes(p.bits // 8, "little")
-        self.params = bytes(blob)
+        self._set_params(bytes(blob), self.param_offsets)
+
+    def bind_like(self, other: "_Kernel"):
+        """Take the argument block another batch of the same launch bound."""
+        self._set_params(other.params, dict(other.param_offsets))
+
+    def _set_params(self, blob, offsets):
+        self.params, self.param_offsets = blob, offsets
         self.memory.params = np.frombuffer(self.params, dtype=np.uint8)
         for pname, off in self.param_offsets.items():
             self._symbols[pname] = off            # mov %rd, param: its address in the .param space
@@ -609,7 +654,7 @@ class _Kernel(Warp):
 
     def _diverged(self, what, st, w, lanes):
         on, off = np.nonzero(lanes)[0], np.nonzero(self.live[w] & ~lanes)[0]
-        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {w // self.wpc} lanes "
+        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {self.first_cta + w // self.wpc} lanes "
                        f"{_lanes(on)} execute it while lanes {_lanes(off)} are elsewhere or have left; it needs every "
                        "lane of the warp", line=st.line, statement=st.text, token=st.opcode)
 
@@ -652,7 +697,7 @@ class _Kernel(Warp):
                     w = int(np.argmax(waiting))
                     st = code[self.pc[w]]
                     raise PTXError(f"deadlock: every warp waits at a barrier that other warps never reach (warp "
-                                   f"{w % self.wpc} of CTA {w // self.wpc} waits here)", line=st.line,
+                                   f"{w % self.wpc} of CTA {self.first_cta + w // self.wpc} waits here)", line=st.line,
                                    statement=st.text, token=st.opcode)
                 continue
             p = int(self.pc[run].min())
