@@ -34,19 +34,36 @@ _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
+def _alignment(align, typ, line, text) -> int:
+    """A declaration's ``.align`` (default: its element size); PTX requires a power of two."""
+    a = int(align) if align else _SIZES.get(typ, 1)
+    if a < 1 or a & (a - 1):
+        raise PTXError(f".align {a}: an alignment must be a power of two", line=line, statement=text)
+    return a
+
+
 def load(path_or_text) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
     if isinstance(path_or_text, str) and not path_or_text.strip():
         raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
                          "entries) or a path to a .ptx file")
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and not path_or_text.lstrip().startswith(".")):
+                                          and not path_or_text.lstrip().startswith(".")
+                                          and not any(c in path_or_text for c in ";{}")):
         p = Path(path_or_text)
-        if not p.exists():
+        try:
+            exists = p.exists()
+        except OSError as exc:        # e.g. a name too long for the file system
+            raise ValueError(f"{str(p)[:60]!r}...: neither PTX text nor a readable path ({exc.strerror})") from None
+        if not exists:
             raise FileNotFoundError(f"no PTX file {str(p)!r} (pass a path to a .ptx file or the PTX text)")
         if not p.is_file():
             raise ValueError(f"{str(p)!r} is not a file (pass a path to a .ptx file or the PTX text)")
-        return Module(p.read_text(), name=str(p))
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read PTX file {str(p)!r}: {exc}") from None
+        return Module(text, name=str(p))
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
     return Module(path_or_text)
@@ -130,6 +147,8 @@ class _Program:
                 fn.labels[item] = len(self.code)
                 continue
             text = " ".join(item.split())
+            if not text or re.fullmatch(r"@!?%?[\w$]+", text):
+                continue            # an empty statement (';;'), as ptxas takes it
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -143,7 +162,7 @@ class _Program:
                                    "'.param .align 8 .b8 param0[16];')", line=line, statement=text)
                 align, typ, name, count = m.groups()
                 size = _SIZES[typ] * int(count or 1)
-                fn.param_var(name, int(align or _SIZES[typ]), size)
+                fn.param_var(name, _alignment(align, typ, line, text), size)
             elif text.startswith(".local"):
                 m = _LOCAL_DECL.match(text)
                 if not m or m.group(3) not in _SIZES:
@@ -153,7 +172,7 @@ class _Program:
                 size = _SIZES[typ] * int(vec or 1)
                 for d in re.findall(r"\d+", dims or ""):
                     size *= int(d)
-                fn.locals.append((name, int(align or _SIZES[typ]), size, line))
+                fn.locals.append((name, _alignment(align, typ, line, text), size, line))
             elif text.startswith((".global", ".const")):
                 raise PTXError(f"{text.split()[0]} variables inside a function are not supported (declare them at "
                                "module level)", line=line, statement=text, token=text.split()[0])
@@ -194,7 +213,7 @@ class _Program:
         for n in (n1, n2):
             if n:
                 count *= int(n)
-        self.shared.append((name, int(align or _SIZES[typ]), 0 if extern else count * _SIZES[typ], extern, line))
+        self.shared.append((name, _alignment(align, typ, line, text), 0 if extern else count * _SIZES[typ], extern, line))
 
 
 def _post_dominators(code, fn):
@@ -708,9 +727,12 @@ class _Kernel(Warp):
             self.clock = steps
             if steps > max_steps:
                 st = code[p] if p < len(code) else None
-                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (an "
-                               "endless loop?); it was here", line=st and st.line, statement=st and st.text,
-                               token=st and st.opcode)
+                here = ", ".join(f"CTA {self.first_cta + w // self.wpc} warp {w % self.wpc}" for w in idx[:4])
+                more = f" and {len(idx) - 4} more warps" if len(idx) > 4 else ""
+                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (counted "
+                               f"per batch of CTAs, here CTAs {self.first_cta}..{self.first_cta + nctas - 1}; an "
+                               f"endless loop?); {here}{more} were here", line=st and st.line,
+                               statement=st and st.text, token=st and st.opcode)
             fn = fn_of[p] if p < len(code) else None
             if fn is None or p >= fn.end:
                 raise PTXError(f"control ran past the end of the code (pc {p})")
