@@ -74,12 +74,12 @@ def test_issue_24_wgmma_satfinite_after_types():
 
 
 @pytest.mark.parametrize("sp,why", [
-    ("mma.sync.aligned.aligned.m16n8k16.row.col.f32.f16.f16.f32", "'.aligned' once"),
-    ("mma.sync.aligned.m16n8k16.row.col.row.f32.f16.f16.f32", "layout"),
+    ("mma.sync.aligned.aligned.m16n8k16.row.col.f32.f16.f16.f32", "takes '.aligned' (as in '.sync.aligned') once, got 2"),
+    ("mma.sync.aligned.m16n8k16.row.col.row.f32.f16.f16.f32", "layouts ('.row'/'.col') 2 times, got 3"),
     ("mma.aligned.m16n8k16.row.col.f32.f16.f16.f32", "'.sync'"),
     ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32.rn", "unknown qualifier '.rn'"),
     ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.popc.xor", "'.xor.popc' or '.and.popc'"),
-    ("wgmma.mma_async.sp::ordered_metadata.sync.aligned.m64n8k64.s32.s8.u8", "unknown qualifier"),
+    ("wgmma.mma_async.sp::ordered_metadata.sync.aligned.m64n8k64.s32.s8.u8", "unknown sparse form"),
     ("wgmma.mma_async.aligned.m64n8k16.f32.f16.f16", "'.sync'"),
 ])
 def test_refusals_name_the_qualifier(sp, why):
@@ -112,5 +112,5 @@ def test_ptx_statement_with_a_permuted_spelling_computes_the_canonical_result():
         w.run(text)
         outs.append(np.stack([w.get(r) for r in regs]))
     assert np.array_equal(outs[0], outs[1])
-    with pytest.raises(PTXError, match="'.aligned' once"):
+    with pytest.raises(PTXError, match="takes '.aligned'"):
         Warp(1).run(stmt.replace(canon, "mma.sync.aligned.aligned.m16n8k32.row.col.s32.s8.u8.s32"))

@@ -137,7 +137,8 @@ _COUNTS = {
     "wgmma": {"sync": (1, None), "aligned": (0, 1), "shape": (1, 1), "layout": (0, None), "satfinite": (0, None),
               "sparse": (0, 1)},
 }
-_WHAT = {"sync": "'.sync'", "aligned": "'.aligned'", "shape": "a shape (.mMnNkK)", "layout": "layout ('.row'/'.col')",
+_WHAT = {"sync": "'.sync' (as in '.sync.aligned')", "aligned": "'.aligned' (as in '.sync.aligned')",
+         "shape": "a shape (.mMnNkK)", "layout": "the A and B layouts ('.row'/'.col')",
          "satfinite": "'.satfinite'", "sparse": "sparsity qualifier ('.sp' / '.sp::ordered_metadata')",
          "kind": "'.kind::'", "block_scale": "'.block_scale'", "scale_vec": "'.scale_vec::'"}
 
@@ -177,12 +178,19 @@ def _spelling_key(s: str):
     for t in toks:
         cls = _qualifier_class(t, iclass)
         if cls is None:
-            raise ValueError(f"{s!r}: unknown qualifier '.{t}' for {head}")
+            if re.fullmatch(r"(?:[fsube]|bf|tf|ue)\d+(?:m\d+)?", t):
+                raise ValueError(f"{s!r}: unknown type '.{t}'; types: {', '.join('.' + x for x in TYPES)}")
+            if t.startswith("sp"):
+                allowed = "'.sp', '.sp::ordered_metadata'" if iclass == "mma" else "'.sp' (wgmma has no other)"
+                raise ValueError(f"{s!r}: unknown sparse form '.{t}'; allowed: {allowed}")
+            raise ValueError(f"{s!r}: unknown qualifier '.{t}' for {head}; it takes .sync, .aligned, a shape, "
+                             + ("layouts, .kind::, .block_scale, .scale_vec::, " if iclass == "mma" else "")
+                             + ".satfinite, .sp, types and a bit operation ('.xor.popc' / '.and.popc')")
         groups.setdefault(cls, []).append(t)
     for cls, (lo, hi) in _COUNTS[iclass].items():
         n = len(groups.get(cls, ()))
         if n < lo:
-            raise ValueError(f"{s!r}: {head} needs {_WHAT[cls]}" + (f" ({lo} of them)" if lo > 1 else ""))
+            raise ValueError(f"{s!r}: {head} needs {_WHAT[cls]}" + (f", got {n}" if lo > 1 else ""))
         if hi is not None and n > hi:
             raise ValueError(f"{s!r}: {head} takes {_WHAT[cls]} " + ("once" if hi == 1 else f"{hi} times")
                              + f", got {n}")
