@@ -12,6 +12,10 @@
 from .regfile import PTXError, Warp
 from . import wmma as _wmma  # noqa: F401  (registers the wmma rows of the instruction table)
 from . import warpgroup as _warpgroup  # noqa: F401  (registers the wgmma rows)
+from . import int_ops as _int_ops  # noqa: F401  (integer rows: div/rem, carry chains, prmt modes, ...)
+from . import float_ops as _float_ops  # noqa: F401  (f32/f64 rounding modes, div/rcp/sqrt, approx)
+from . import packed_ops as _packed_ops  # noqa: F401  (f16/bf16 and f16x2/bf16x2 arithmetic)
+from .alu_rows import instruction_status
 from .module import Module, load
 
 __all__ = ["PTXError", "Warp", "load", "Module"]
