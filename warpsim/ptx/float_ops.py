@@ -209,9 +209,7 @@ _APPROX_NOTE = ("special-function unit (MUFU): modelled as the correctly rounded
 
 
 def _rcp_approx(a, ftz):
-    # the unit flushes subnormal inputs and results (its range is the normal numbers)
-    r = _host("f32", lambda x: 1.0 / x, a, ftz=True)
-    return r
+    return _host("f32", lambda x: 1.0 / x, a, ftz=ftz)
 
 
 @row(r"rcp\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
@@ -225,11 +223,17 @@ def _rcp_approx64(m, a):
     return _host("f64", lambda x: 1.0 / x, flush(a, "f64"))
 
 
-@row(r"div\.(?P<kind>approx|full)(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], status=APPROXIMATE,
-     note="a * rcp.approx(b) (b's reciprocal flushed below 2**-126, so |b| > 2**126 gives 0); "
-          "rounding of the reciprocal modelled as correct rounding")
+@row(r"div\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], status=APPROXIMATE,
+     note="a * rcp.approx(b), the reciprocal flushed below 2**-126 (so |b| > 2**126 gives 0, as the ISA "
+          "says); the reciprocal's rounding modelled as correct rounding")
 def _div_approx(m, a, b):
     return arith("mul", a, _rcp_approx(b, True), "f32", "rn", ftz=bool(m["ftz"]))
+
+
+@row(r"div\.full(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], status=APPROXIMATE,
+     note="full-range division within 2 ulp (PTX ISA); modelled as the correctly rounded quotient")
+def _div_full(m, a, b):
+    return _host("f32", np.divide, a, b, ftz=bool(m["ftz"]))
 
 
 @row(r"sqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
@@ -239,7 +243,7 @@ def _sqrt_approx(m, a):
 
 @row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
 def _rsqrt_approx(m, a):
-    return _host("f32", lambda x: 1.0 / np.sqrt(x), a, ftz=True)
+    return _host("f32", lambda x: 1.0 / np.sqrt(x), a, ftz=bool(m["ftz"]))
 
 
 @row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f64", "f64", ["f64"], status=APPROXIMATE, note=_APPROX_NOTE)
@@ -253,7 +257,7 @@ _SFU = {"ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np
 @row(r"(?P<fn>ex2|lg2|sin|cos|tanh)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
      note=_APPROX_NOTE)
 def _sfu(m, a):
-    return _host("f32", _SFU[m["fn"]], a, ftz=True)
+    return _host("f32", _SFU[m["fn"]], a, ftz=bool(m["ftz"]))
 
 
 # ----------------------------------------------------------------------------------------------

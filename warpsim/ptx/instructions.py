@@ -52,8 +52,8 @@ def alu(pattern, nsrc):
 
 
 def _bases(pattern):
-    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z|]+)\)", pattern)
-    return m.group(1).split("|") if m else [re.match(r"[a-z]+", pattern).group(0)]
+    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z0-9|]+)\)", pattern)
+    return m.group(1).split("|") if m else [re.match(r"[a-z][a-z0-9]*", pattern).group(0)]
 
 
 def known_bases():
