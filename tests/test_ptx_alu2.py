@@ -288,3 +288,12 @@ def test_replay_kernel_builds():
     for f in G.FORMS:
         mod = wp.load(kernel_ptx(f))
         assert mod.entries == ["k"] or "k" in mod.entries
+
+
+def test_explain_says_approximate():
+    import warpsim
+    text = str(warpsim.explain("tanh.approx.f32"))
+    assert "approximate, not bit-exact" in text
+    assert warpsim.explain("add.rz.f32").status == "exact"
+    with pytest.raises(TypeError, match="needs the register words"):
+        warpsim.explain("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
