@@ -54,3 +54,79 @@ def run_form(f: G.Form, count: int = G.N):
     block = min(count, G.BLOCK)
     wp.load(kernel_ptx(f)).launch("k", count // block, block, ins + outs)
     return outs
+
+
+def ulps(a, b, bits):
+    """|a - b| in units in the last place: distance on the monotone integer line of the format."""
+    sign = np.uint64(1 << (bits - 1))
+
+    def line(x):
+        x = x.astype(np.uint64)
+        mag = (x & ~sign).astype(np.float64)
+        return np.where((x & sign) != 0, -mag, mag)
+    return np.abs(line(a) - line(b))
+
+
+# the PTX ISA's stated accuracy: (kind, bound, input domain); ulp bounds on normal results
+APPROX_BOUNDS = {
+    "rcp": ("ulp", 2, None), "sqrt": ("ulp", 2, None), "rsqrt": ("ulp", 2, None), "div": ("ulp", 2, None),
+    "ex2": ("ulp", 4, None),
+    "lg2": ("abs", 2.0 ** -22, (0.5, 2.0)),
+    "sin": ("abs", 2.0 ** -20, (-np.pi, np.pi)), "cos": ("abs", 2.0 ** -20, (-np.pi, np.pi)),
+    "tanh": ("rel", 2.0 ** -10.9, None),
+}
+F64_APPROX_ULP = 1 << 33        # the f64 approximations give about 20 correct bits
+
+
+def approx_error(f, got, want):
+    """Error of warpsim's words ``got`` against the H100's ``want`` for approximate form ``f``:
+    max ulp and fraction of words equal on finite normal results, NaN agreement, and whether the
+    PTX ISA's bound for the unit holds (on its documented input domain)."""
+    with np.errstate(all="ignore"):
+        return _approx_error(f, got, want)
+
+
+def _approx_error(f, got, want):
+    bits = f.outs[0]
+    fl = np.float32 if bits == 32 else np.float64
+    gv, wv = got.view(fl).astype(np.float64), want.view(fl).astype(np.float64)
+    x = np.asarray(G.inputs()[f.ins[0]]).view(fl).astype(np.float64)
+    ok = np.isfinite(gv) & np.isfinite(wv) & (np.abs(wv) >= np.finfo(fl).tiny)
+    u = ulps(got[ok], want[ok], bits)
+    op = f.body.split()[0]
+    kind, bound, dom = APPROX_BOUNDS[op.split(".")[0]]
+    if dom is not None:
+        ok &= (x >= dom[0]) & (x <= dom[1])
+    if bits == 64:
+        kind, bound = "ulp", F64_APPROX_ULP
+    if kind == "ulp":
+        err = ulps(got[ok], want[ok], bits)
+    elif kind == "abs":
+        err = np.abs(gv[ok] - wv[ok])
+    else:
+        err = np.abs(gv[ok] - wv[ok]) / np.maximum(np.abs(wv[ok]), np.finfo(fl).tiny)
+    worst = float(err.max()) if err.size else 0.0
+    return {"op": op, "max_ulp": float(u.max()) if u.size else 0.0, "equal": float(np.mean(got == want)),
+            "nan_agree": float(np.mean(np.isnan(gv) == np.isnan(wv))), "kind": kind, "worst": worst,
+            "bound": bound, "within_bound": worst <= bound}
+
+
+def report():
+    """Print the measured error of every approximate form (for docs/ptx_alu.md)."""
+    from warpsim.ptx import instruction_status
+    cap = np.load(CAPTURE)
+    print("| form | words equal | max ulp | bound kind | worst | bound |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for f in G.FORMS:
+        op = f.body.split()[0]
+        try:
+            if instruction_status(op)[0] != "approximate":
+                continue
+        except ValueError:
+            continue
+        st = approx_error(f, run_form(f)[0], cap[f"{f.name}.o0"])
+        print(f"| `{op}` | {st['equal']:.4f} | {st['max_ulp']:.0f} | {st['kind']} | {st['worst']:.3g} | {st['bound']:.3g} |")
+
+
+if __name__ == "__main__":
+    report()
