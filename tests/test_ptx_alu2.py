@@ -143,6 +143,19 @@ EXAMPLES = [
     ("packed", "mov.b32 %r1, 0x40003C00; mov.b32 %r2, 0x3C003C00; add.rn.f16x2 %r3, %r1, %r2; "
      "mov.b32 %r4, 0x3F80BF80; mul.rn.bf16x2 %r5, %r4, %r4; max.bf16x2 %r6, %r4, %r2; neg.f16x2 %r7, %r1;",
      {"%r3": 0x42004000, "%r5": 0x3F803F80, "%r6": 0x3F803C00, "%r7": 0xC000BC00}),
+    ("int16", "mul.hi.s16 %rs1, -2, 0x4000; mul.wide.u16 %r1, 0xFFFF, 0xFFFF; mad.lo.s16 %rs2, 300, 300, 1; "
+     "min.s16 %rs3, -1, 1; max.u16 %rs4, 0xFFFF, 1; cnot.b16 %rs5, 0; not.b64 %rd1, 0; "
+     "setp.lo.u64 %p1, 1, 0xFFFFFFFFFFFFFFFF; setp.lt.s64 %p2, 1, -1;",
+     {"%rs1": 0xFFFF, "%r1": 0xFFFE0001, "%rs2": (90001 & 0xFFFF), "%rs3": 0xFFFF, "%rs4": 0xFFFF, "%rs5": 1,
+      "%rd1": (1 << 64) - 1, "%p1": 1, "%p2": 0}),
+    # approximate units at points where every implementation is exact; div.approx of |b| > 2^126
+    # is 0 (the ISA's stated behaviour)
+    ("approx-exact-points", "rcp.approx.f32 %f1, 0f40000000; sqrt.approx.f32 %f2, 0f40800000; "
+     "rsqrt.approx.f32 %f3, 0f40800000; ex2.approx.f32 %f4, 0f00000000; lg2.approx.f32 %f5, 0f3F800000; "
+     "sin.approx.f32 %f6, 0f00000000; cos.approx.f32 %f7, 0f00000000; tanh.approx.f32 %f8, 0f00000000; "
+     "div.approx.f32 %f9, 0f3F800000, 0f7F000000; div.full.f32 %f10, 0f3F800000, 0f40800000;",
+     {"%f1": 0x3F000000, "%f2": 0x40000000, "%f3": 0x3F000000, "%f4": 0x3F800000, "%f5": 0, "%f6": 0,
+      "%f7": 0x3F800000, "%f8": 0, "%f9": 0, "%f10": 0x3E800000}),
     # packed cvt: the first source goes to the upper half (PTX ISA)
     ("cvt.packed", "cvt.rn.f16x2.f32 %r1, 0f3F800000, 0f40000000; cvt.rn.bf16x2.f32 %r2, 0fBF800000, 0f3F808000; "
      "cvt.rn.satfinite.e4m3x2.f32 %rs1, 0f447A0000, 0f3F800000; cvt.rn.satfinite.e5m2x2.f32 %rs2, 0f49742400, 0fBF800000;",
