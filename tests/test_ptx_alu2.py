@@ -39,6 +39,8 @@ EXAMPLES = [
      {"%r1": 0, "%r2": 0xFFFFFFFF}),
     ("min.relu", "min.relu.s32 %r1, -5, 3; max.relu.s32 %r2, -5, -3; max.relu.s32 %r3, 7, 3;",
      {"%r1": 0, "%r2": 0, "%r3": 7}),
+    ("minmax.x2", "min.s16x2 %r1, 0x8000FFFF, 0x00010002; max.u16x2 %r2, 0x8000FFFF, 0x00010002; "
+     "max.relu.s16x2 %r3, 0x8000FFFF, 0xFFF0FFFE;", {"%r1": 0x8000FFFF, "%r2": 0x8000FFFF, "%r3": 0}),
     ("sad", "sad.u32 %r1, 3, 10, 100; sad.s32 %r2, -3, 4, 1; sad.u16 %rs1, 0xFFFF, 1, 0;",
      {"%r1": 107, "%r2": 8, "%rs1": 0xFFFE}),
     # shf: {b, a} as 64 bits; wrap takes n & 31, clamp min(n, 32)

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from .instructions import TYPES, instr
+from .instructions import instr
 
 VERIFIED, EXACT, APPROXIMATE = "verified", "exact", "approximate"
 STATUS: list = []        # (compiled pattern, status, note) in registration order
@@ -79,6 +79,3 @@ def instruction_status(opcode: str) -> tuple[str, str]:
     raise ValueError(f"{opcode!r} is not an ALU opcode with a recorded status (integer, float, f16/bf16 "
                      "arithmetic and comparisons are; mma/wgmma have warpsim.explain)")
 
-
-def bits_of(t):
-    return TYPES[t][0]

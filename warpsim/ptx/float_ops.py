@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numerics.softfloat import NAN_CANONICAL, NAN_PROPAGATE_ABC, NAN_PROPAGATE_BCA
 from .alu_rows import APPROXIMATE, EXACT, note_status, row
 from .instructions import _CMPS, _compare, instr
 
@@ -77,7 +78,6 @@ def saturate(x, fmt):
 
 def fma(a, b, c, fmt, rmode="rn", *, nan_mode=0, ftz=False, sat=False):
     """Correctly rounded a * b + c on raw bits (arrays of one shape)."""
-    from ..numerics.softfloat import NAN_CANONICAL
     eb, mb, dt, dnan = FMT[fmt]
     if ftz:
         a, b, c = flush(a, fmt), flush(b, fmt), flush(c, fmt)
@@ -120,7 +120,7 @@ def arith(op, a, b, fmt, rmode="rn", **kw):
 # add / sub / mul / fma / mad, f32 and f64
 
 _RND = r"(?:\.(?P<rnd>rn|rz|rm|rp))"
-_F64_NAN = 123          # f64: a NaN operand comes out quieted, a before b (b before c before a in fma)
+_F64_NAN, _F64_FMA_NAN = NAN_PROPAGATE_ABC, NAN_PROPAGATE_BCA    # f64 NaN operand priority (fma as DMMA)
 _F64_NOTE = "f64 NaN operands propagate quieted (modelled on DMMA's rule; capture pending)"
 
 
@@ -142,7 +142,7 @@ def _f64_arith(m, a, b):
 
 @row(r"(?P<op>fma|mad)" + _RND + r"\.f64", "f64", ["f64", "f64", "f64"], note=_F64_NOTE)
 def _f64_fma(m, a, b, c):
-    return fma(a, b, c, "f64", m["rnd"], nan_mode=231)
+    return fma(a, b, c, "f64", m["rnd"], nan_mode=_F64_FMA_NAN)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .alu_rows import EXACT, note_status, row
-from .instructions import SINT, TYPES, UINT, instr
+from .instructions import TYPES, UINT, _mulhi, instr
 
 _ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -147,7 +147,6 @@ def _add_sub_carry(ctx, m):
 @instr(_MADC_PAT)
 def _mad_carry(ctx, m):
     """mad.lo.cc / mad.hi.cc / madc.lo / madc.hi (.cc): the lo or hi half of a*b, plus c and CC.CF."""
-    from .instructions import _mulhi
     t = m["t"]
     bits = TYPES[t][0]
     d, a, b, c = ctx.need(4)
@@ -198,6 +197,23 @@ def _shf(m, a, b, c):
     else:
         r = np.where(n == 32, b.astype(np.uint64), pair >> np.minimum(n, np.uint64(31)))
     return (r & _mask(32)).astype(np.uint32)
+
+
+@row(r"(?P<op>min|max)(?P<relu>\.relu)?\.(?P<t>[us]16x2)", "b32", ["b32", "b32"])
+def _minmax_x2(m, a, b):
+    """Per 16-bit half; .relu (s16x2 only in PTX) clamps each half at 0."""
+    signed = m["t"][0] == "s"
+    out = np.zeros(a.shape, np.uint32)
+    for sh in (0, 16):
+        ha = ((a >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16)
+        hb = ((b >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16)
+        if signed:
+            ha, hb = ha.view(np.int16), hb.view(np.int16)
+        r = np.minimum(ha, hb) if m["op"] == "min" else np.maximum(ha, hb)
+        if m["relu"]:
+            r = np.maximum(r, 0).astype(r.dtype)
+        out |= r.view(np.uint16).astype(np.uint32) << np.uint32(sh)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -246,6 +246,9 @@ for t, bits in (("u32", "32"), ("u64", "64"), ("s32", "32")):
     body(f"carry.madc.{t}", f"add.cc.{t} {{o0}}, {{i0}}, {{i2}}; madc.lo.cc.{t} {{o1}}, {{i0}}, {{i1}}, {{i2}}; "
          f"madc.hi.{t} {{o2}}, {{i0}}, {{i1}}, {{i2}};", (w, w, w), (a, b, c))
 form("min.relu.s32", 32, ("ia", "ib"))
+for t in ("u16x2", "s16x2", "relu.s16x2"):
+    form(f"min.{t}", 32, ("ia", "ib"))
+    form(f"max.{t}", 32, ("ia", "ib"))
 form("max.relu.s32", 32, ("ia", "ib"))
 for d in ("l", "r"):
     for mode in ("wrap", "clamp"):
