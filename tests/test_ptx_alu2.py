@@ -110,6 +110,13 @@ EXAMPLES = [
      "sqrt.rn.f32 %f10, 0fBF800000; sqrt.rn.f32 %f11, 0f80000000;",
      {"%f1": 0x3EAAAAAB, "%f2": 0x7F800000, "%f3": 0x7FFFFFFF, "%f4": 0x7F800000, "%f5": 0x00200000,
       "%f6": 0, "%f7": 0x3EAAAAAB, "%f8": 0xFF800000, "%f9": 0x3FB504F3, "%f10": 0x7FFFFFFF, "%f11": 0x80000000}),
+    # 1/3 = 0x3EAAAAAA.AAA..: below 0x3EAAAAAB; sqrt(2) = 1.41421356..: 0x3FB504F3 (1.41421354) below it
+    ("directed.div.sqrt", "div.rz.f32 %f1, 0f3F800000, 0f40400000; div.rp.f32 %f2, 0f3F800000, 0f40400000; "
+     "div.rm.f32 %f3, 0fBF800000, 0f40400000; div.rz.f32 %f4, 0f3F800000, 0f40800000; "
+     "rcp.rz.f32 %f5, 0f40400000; rcp.rp.f32 %f6, 0f40400000; sqrt.rz.f32 %f7, 0f40000000; "
+     "sqrt.rp.f32 %f8, 0f40000000; sqrt.rm.f32 %f9, 0f41100000; div.rz.f32 %f10, 0f7F7FFFFF, 0f3F000000;",
+     {"%f1": 0x3EAAAAAA, "%f2": 0x3EAAAAAB, "%f3": 0xBEAAAAAB, "%f4": 0x3E800000, "%f5": 0x3EAAAAAA,
+      "%f6": 0x3EAAAAAB, "%f7": 0x3FB504F3, "%f8": 0x3FB504F4, "%f9": 0x40400000, "%f10": 0x7F7FFFFF}),
     ("f64.div.sqrt", "sqrt.rn.f64 %fd1, 0d4000000000000000; rcp.rn.f64 %fd2, 0d4008000000000000; "
      "div.rn.f64 %fd3, 0d3FF0000000000000, 0d4008000000000000;",
      {"%fd1": 0x3FF6A09E667F3BCD, "%fd2": 0x3FD5555555555555, "%fd3": 0x3FD5555555555555}),
@@ -193,7 +200,7 @@ def test_inputs_unchanged_and_errors():
     with pytest.raises(PTXError, match="p\\|q"):
         Warp().run("mov.b32 %r1, 0; setp.lt.f16x2 %p1, %r1, %r1;")
     with pytest.raises(PTXError, match="unsupported"):
-        Warp().run("div.rz.f32 %f1, 0f3F800000, 0f3F800000;")
+        Warp().run("div.rz.f64 %fd1, 0d3FF0000000000000, 0d3FF0000000000000;")
 
 
 def test_status_registry():

@@ -179,6 +179,57 @@ def _div_rn32(m, a, b):
     return _host("f32", np.divide, a, b, ftz=bool(m["ftz"]))
 
 
+def directed32(kind, mode, xs, ftz=False):
+    """div / rcp / sqrt of f32 bits rounded towards zero, -inf or +inf, exactly: the float64
+    result q is rounded by ``mode``; only when q itself lies on the f32 grid can the exact value be
+    on either side of it, and an exact float64 comparison (a against q*b, or q*q) says which."""
+    from .convert import encode
+    if ftz:
+        xs = [flush(x, "f32") for x in xs]
+    with np.errstate(all="ignore"):
+        v = [np.asarray(x).astype(np.uint32).view(np.float32).astype(np.float64) for x in xs]
+        if kind == "div":
+            a, b = v
+        elif kind == "rcp":
+            a, b = np.ones_like(v[0]), v[0]
+        else:
+            a, b = v[0], None
+        q = np.sqrt(a) if kind == "sqrt" else a / b
+        y = encode(q, "f32", mode).astype(np.uint32)
+        on_grid = np.isfinite(q) & (q != 0) & (q.astype(np.float32).astype(np.float64) == q)
+        above = (a > q * b) == (b > 0) if b is not None else a > q * q     # exact value above q
+        below = (a < q * b) == (b > 0) if b is not None else a < q * q
+        if b is not None:
+            above, below = above & (a != q * b), below & (a != q * b)
+        yf = y.view(np.float32)
+        up = np.nextafter(yf, np.float32(np.inf)).view(np.uint32)
+        down = np.nextafter(yf, np.float32(-np.inf)).view(np.uint32)
+        neg = q < 0
+        step_up = above & ((mode == "rp") | ((mode == "rz") & neg))
+        step_down = below & ((mode == "rm") | ((mode == "rz") & ~neg))
+    out = np.where(on_grid & step_up, up, np.where(on_grid & step_down, down, y)).astype(np.uint32)
+    out = np.where(np.isnan(q), np.uint32(0x7FFFFFFF), out)
+    return flush(out, "f32") if ftz else out
+
+
+_DIRECTED = r"(?P<rnd>rz|rm|rp)(?P<ftz>\.ftz)?\.f32"
+
+
+@row(r"div\." + _DIRECTED, "f32", ["f32", "f32"])
+def _div_directed32(m, a, b):
+    return directed32("div", m["rnd"], [a, b], bool(m["ftz"]))
+
+
+@row(r"rcp\." + _DIRECTED, "f32", ["f32"])
+def _rcp_directed32(m, a):
+    return directed32("rcp", m["rnd"], [a], bool(m["ftz"]))
+
+
+@row(r"sqrt\." + _DIRECTED, "f32", ["f32"])
+def _sqrt_directed32(m, a):
+    return directed32("sqrt", m["rnd"], [a], bool(m["ftz"]))
+
+
 @row(r"div\.rn\.f64", "f64", ["f64", "f64"], note=_F64_NOTE)
 def _div_rn64(m, a, b):
     return _host("f64", np.divide, a, b)
