@@ -16,12 +16,13 @@ from alu2_replay import CAPTURE, G, approx_error, kernel_ptx, run_form
 # from the rule in the PTX ISA (or IEEE 754 for the rounding), written next to it
 
 EXAMPLES = [
-    # div / rem: truncating; x / 0 as modelled (all ones unsigned, -1 / 1 signed; x % 0 = x)
+    # div / rem: truncating; x / 0 and x % 0 as modelled (all ones; capture pending)
     ("div.u32", "div.u32 %r1, 100, 7; rem.u32 %r2, 100, 7;", {"%r1": 14, "%r2": 2}),
     ("div.s32-trunc", "div.s32 %r1, -7, 2; rem.s32 %r2, -7, 2;", {"%r1": 0xFFFFFFFD, "%r2": 0xFFFFFFFF}),
     ("div.s32-min", "div.s32 %r1, 0x80000000, -1; rem.s32 %r2, 0x80000000, -1;", {"%r1": 0x80000000, "%r2": 0}),
-    ("div.u32-by0", "div.u32 %r1, 5, 0; rem.u32 %r2, 5, 0;", {"%r1": 0xFFFFFFFF, "%r2": 5}),
-    ("div.s32-by0", "div.s32 %r1, 5, 0; div.s32 %r2, -5, 0; rem.s32 %r3, -5, 0;", {"%r1": 0xFFFFFFFF, "%r2": 1, "%r3": 0xFFFFFFFB}),
+    ("div.u32-by0", "div.u32 %r1, 5, 0; rem.u32 %r2, 5, 0;", {"%r1": 0xFFFFFFFF, "%r2": 0xFFFFFFFF}),
+    ("div.s32-by0", "div.s32 %r1, 5, 0; div.s32 %r2, -5, 0; rem.s32 %r3, -5, 0;",
+     {"%r1": 0xFFFFFFFF, "%r2": 0xFFFFFFFF, "%r3": 0xFFFFFFFF}),
     ("div.s16", "div.s16 %rs1, -32768, -1; rem.s16 %rs2, 7, -3;", {"%rs1": 0x8000, "%rs2": 1}),
     ("div.u64", "div.u64 %rd1, 0xFFFFFFFFFFFFFFFF, 3; rem.u64 %rd2, 0xFFFFFFFFFFFFFFFF, 10;",
      {"%rd1": 0x5555555555555555, "%rd2": 5}),

@@ -38,10 +38,11 @@ def _out(v, t):
 
 
 # ----------------------------------------------------------------------------------------------
-# division and remainder: truncating; x / 0 and x % 0 as the H100's division sequence returns them
+# division and remainder: truncating; x / 0 and x % 0 give all ones
 
-_DIV_NOTE = ("division by zero: unsigned quotient all ones, signed quotient -1 for a >= 0 and 1 for a < 0, "
-             "remainder a (modelled on the H100 division sequence; capture pending); MIN / -1 wraps to MIN")
+_DIV_NOTE = ("division by zero: quotient and remainder all ones, signed or unsigned (the integer "
+             "division sequences NVIDIA GPUs run end that way, as reported publicly; H100 capture pending); "
+             "MIN / -1 wraps to MIN, MIN % -1 is 0")
 
 
 def _divmod(a, b, t):
@@ -56,10 +57,11 @@ def _divmod(a, b, t):
         ma, mb = _u64(a), _u64(b)
     zero = mb == 0
     safe = np.where(zero, np.uint64(1), mb)
-    q = np.where(zero, _mask(bits), ma // safe)
-    r = np.where(zero, ma, ma % safe)
+    q, r = ma // safe, ma % safe
     q = np.where(sa != sb, (~q + np.uint64(1)), q)
     r = np.where(sa, (~r + np.uint64(1)), r)
+    q = np.where(zero, _mask(bits), q)
+    r = np.where(zero, _mask(bits), r)
     return _out(q, t), _out(r, t)
 
 
