@@ -118,6 +118,13 @@ EXAMPLES = [
      "sqrt.rp.f32 %f8, 0f40000000; sqrt.rm.f32 %f9, 0f41100000; div.rz.f32 %f10, 0f7F7FFFFF, 0f3F000000;",
      {"%f1": 0x3EAAAAAA, "%f2": 0x3EAAAAAB, "%f3": 0xBEAAAAAB, "%f4": 0x3E800000, "%f5": 0x3EAAAAAA,
       "%f6": 0x3EAAAAAB, "%f7": 0x3FB504F3, "%f8": 0x3FB504F4, "%f9": 0x40400000, "%f10": 0x7F7FFFFF}),
+    # f64: 1/3 rounds to 0x3FD5555555555555 (below 1/3); sqrt(2) to 0x3FF6A09E667F3BCD (above sqrt 2)
+    ("directed.f64", "div.rz.f64 %fd1, 0d3FF0000000000000, 0d4008000000000000; "
+     "div.rp.f64 %fd2, 0d3FF0000000000000, 0d4008000000000000; rcp.rm.f64 %fd3, 0d4008000000000000; "
+     "sqrt.rp.f64 %fd4, 0d4000000000000000; sqrt.rz.f64 %fd5, 0d4000000000000000; "
+     "div.rz.f64 %fd6, 0d7FEFFFFFFFFFFFFF, 0d3FE0000000000000;",
+     {"%fd1": 0x3FD5555555555555, "%fd2": 0x3FD5555555555556, "%fd3": 0x3FD5555555555555,
+      "%fd4": 0x3FF6A09E667F3BCD, "%fd5": 0x3FF6A09E667F3BCC, "%fd6": 0x7FEFFFFFFFFFFFFF}),
     ("f64.div.sqrt", "sqrt.rn.f64 %fd1, 0d4000000000000000; rcp.rn.f64 %fd2, 0d4008000000000000; "
      "div.rn.f64 %fd3, 0d3FF0000000000000, 0d4008000000000000;",
      {"%fd1": 0x3FF6A09E667F3BCD, "%fd2": 0x3FD5555555555555, "%fd3": 0x3FD5555555555555}),
@@ -201,7 +208,7 @@ def test_inputs_unchanged_and_errors():
     with pytest.raises(PTXError, match="p\\|q"):
         Warp().run("mov.b32 %r1, 0; setp.lt.f16x2 %p1, %r1, %r1;")
     with pytest.raises(PTXError, match="unsupported"):
-        Warp().run("div.rz.f64 %fd1, 0d3FF0000000000000, 0d3FF0000000000000;")
+        Warp().run("div.full.f64 %fd1, 0d3FF0000000000000, 0d3FF0000000000000;")
 
 
 def test_status_registry():

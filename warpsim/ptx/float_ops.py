@@ -162,14 +162,7 @@ def _host(fmt, fn, *xs, ftz=False):
         out = r.astype(np.float32).view(np.uint32)
         out = np.where(np.isnan(r), np.uint32(0x7FFFFFFF), out)
     else:
-        out = r.view(np.uint64)
-        nan_in = np.zeros(out.shape, bool)
-        prop = np.zeros(out.shape, np.uint64)
-        for x in reversed(xs):
-            xn = is_nan(x, "f64")
-            prop = np.where(xn, np.asarray(x).astype(np.uint64) | np.uint64(1 << 51), prop)
-            nan_in |= xn
-        out = np.where(np.isnan(r), np.where(nan_in, prop, np.uint64(FMT["f64"][3])), out)
+        out = _host_nan64(r.view(np.uint64), r, xs)
     out = out.astype(dt)
     return flush(out, fmt) if ftz else out
 
@@ -228,6 +221,69 @@ def _rcp_directed32(m, a):
 @row(r"sqrt\." + _DIRECTED, "f32", ["f32"])
 def _sqrt_directed32(m, a):
     return directed32("sqrt", m["rnd"], [a], bool(m["ftz"]))
+
+
+def directed64(kind, mode, xs):
+    """div / rcp / sqrt of f64 bits rounded towards zero, -inf or +inf, exactly: q is the host's
+    correctly rounded (nearest) result; the exact value's side of q comes from rational arithmetic
+    (one Fraction comparison per element), and the directed result is q or its neighbour."""
+    from fractions import Fraction
+    v = [np.asarray(x).astype(np.uint64).view(np.float64) for x in xs]
+    with np.errstate(all="ignore"):
+        if kind == "div":
+            a, b = v
+        elif kind == "rcp":
+            a, b = np.ones_like(v[0]), v[0]
+        else:
+            a, b = v[0], None
+        q = np.sqrt(a) if kind == "sqrt" else a / b
+    side = np.zeros(q.shape, np.int64)           # sign of (exact - q) where q is finite
+    fin = np.isfinite(q) & np.isfinite(a) & (np.ones(q.shape, bool) if b is None else np.isfinite(b))
+    for i in zip(*np.nonzero(fin)):
+        fa, fq = Fraction(float(a[i])), Fraction(float(q[i]))
+        if b is None:
+            d = fa - fq * fq
+        else:
+            fb = Fraction(float(b[i]))
+            d = (fa - fq * fb) * (1 if fb > 0 else -1)
+        side[i] = (d > 0) - (d < 0)
+    up, down = np.nextafter(q, np.inf), np.nextafter(q, -np.inf)
+    neg = np.signbit(q)
+    toward_up = (mode == "rp") | ((mode == "rz") & neg)
+    toward_down = (mode == "rm") | ((mode == "rz") & ~neg)
+    out = np.where((side > 0) & toward_up, up, np.where((side < 0) & toward_down, down, q))
+    # overflow of finite operands: towards zero gives the largest finite number
+    big = np.isinf(q) & np.isfinite(a) & (np.ones(q.shape, bool) if b is None else (np.isfinite(b) & (b != 0)))
+    shrink = big & np.where(neg, mode != "rm", mode != "rp")
+    out = np.where(shrink, np.copysign(np.finfo(np.float64).max, q), out)
+    bits = out.view(np.uint64)
+    return _host_nan64(bits, q, xs)
+
+
+def _host_nan64(bits, r, xs):
+    """NaN results of an f64 operation: a NaN operand quieted (first first), else the default NaN."""
+    nan_in = np.zeros(bits.shape, bool)
+    prop = np.zeros(bits.shape, np.uint64)
+    for x in reversed(xs):
+        xn = is_nan(x, "f64")
+        prop = np.where(xn, np.asarray(x).astype(np.uint64) | np.uint64(1 << 51), prop)
+        nan_in |= xn
+    return np.where(np.isnan(r), np.where(nan_in, prop, np.uint64(FMT["f64"][3])), bits).astype(np.uint64)
+
+
+@row(r"div\.(?P<rnd>rz|rm|rp)\.f64", "f64", ["f64", "f64"], note=_F64_NOTE)
+def _div_directed64(m, a, b):
+    return directed64("div", m["rnd"], [a, b])
+
+
+@row(r"rcp\.(?P<rnd>rz|rm|rp)\.f64", "f64", ["f64"], note=_F64_NOTE)
+def _rcp_directed64(m, a):
+    return directed64("rcp", m["rnd"], [a])
+
+
+@row(r"sqrt\.(?P<rnd>rz|rm|rp)\.f64", "f64", ["f64"], note=_F64_NOTE)
+def _sqrt_directed64(m, a):
+    return directed64("sqrt", m["rnd"], [a])
 
 
 @row(r"div\.rn\.f64", "f64", ["f64", "f64"], note=_F64_NOTE)

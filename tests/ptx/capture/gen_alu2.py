@@ -292,6 +292,9 @@ for r in RND[1:]:
     for fn in ("div", "rcp", "sqrt"):
         form(f"{fn}.{r}.f32", 32, F3[:2] if fn == "div" else F3[:1])
     form(f"div.{r}.ftz.f32", 32, F3[:2])
+    form(f"div.{r}.f64", 64, D3[:2])
+    form(f"rcp.{r}.f64", 64, D3[:1])
+    form(f"sqrt.{r}.f64", 64, D3[:1])
 for fn in ("rcp.rn", "rcp.rn.ftz", "rcp.approx", "rcp.approx.ftz", "sqrt.rn", "sqrt.rn.ftz", "sqrt.approx",
            "sqrt.approx.ftz", "rsqrt.approx", "rsqrt.approx.ftz", "ex2.approx", "ex2.approx.ftz", "lg2.approx",
            "lg2.approx.ftz", "sin.approx", "sin.approx.ftz", "cos.approx", "cos.approx.ftz", "tanh.approx"):
