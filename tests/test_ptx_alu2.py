@@ -301,3 +301,10 @@ def test_explain_says_approximate():
     assert warpsim.explain("add.rz.f32").status == "exact"
     with pytest.raises(TypeError, match="needs the register words"):
         warpsim.explain("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc (CUDA toolkit) not installed")
+def test_capture_plan_compiles_for_sm_90a(tmp_path):
+    # ptxas accepts every form as spelled (the capture plan is what the lead runs on the H100)
+    G.main(["--out", str(tmp_path), "--cubin"])
+    assert (tmp_path / "alu2.cubin").stat().st_size > 100_000

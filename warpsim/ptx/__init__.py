@@ -6,7 +6,9 @@
 * :class:`warpsim.Warpgroup` (:mod:`warpsim.ptx.warpgroup`) -- 128-thread warpgroups with shared memory;
   the ``wgmma`` rows of the instruction table and their in-flight state, which kernels use too.
 * :mod:`warpsim.ptx.instructions` -- the instruction table; :mod:`warpsim.ptx.convert` -- exact
-  ``cvt`` numerics; :mod:`warpsim.ptx.wmma` -- ``wmma`` fragment layouts (captured) and statements.
+  ``cvt`` numerics; :mod:`warpsim.ptx.wmma` -- ``wmma`` fragment layouts (captured) and statements;
+  :mod:`~warpsim.ptx.int_ops`, :mod:`~warpsim.ptx.float_ops`, :mod:`~warpsim.ptx.packed_ops` -- the
+  further ALU rows, each with a status in :mod:`warpsim.ptx.alu_rows` (:func:`instruction_status`).
 """
 
 from .regfile import PTXError, Warp
@@ -18,4 +20,4 @@ from . import packed_ops as _packed_ops  # noqa: F401  (f16/bf16 and f16x2/bf16x
 from .alu_rows import instruction_status
 from .module import Module, load
 
-__all__ = ["PTXError", "Warp", "load", "Module"]
+__all__ = ["PTXError", "Warp", "load", "Module", "instruction_status"]
