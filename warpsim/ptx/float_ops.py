@@ -148,9 +148,18 @@ def _f64_fma(m, a, b, c):
 # ----------------------------------------------------------------------------------------------
 # division, reciprocal, square root
 
+def require_ieee_host():
+    """The host-float rows are exact only while the FPU rounds to nearest and keeps subnormals."""
+    from ..engine.hostfpu import PROBE32, PROBE64, fp_env_ok
+    if not fp_env_ok(PROBE64, PROBE32):
+        raise RuntimeError("the host FPU is not in IEEE round-to-nearest with subnormals (FTZ/DAZ or a "
+                           "directed rounding mode is set): warpsim's div/rcp/sqrt rows would not be exact")
+
+
 def _host(fmt, fn, *xs, ftz=False):
     """fn on float64 values of raw bits; round to fmt (f32: via f64, innocuous double rounding).
     NaN results become the format's canonical NaN (f32) or propagate quieted (f64)."""
+    require_ieee_host()
     dt = FMT[fmt][2]
     if ftz:
         xs = [flush(x, fmt) for x in xs]
@@ -177,6 +186,7 @@ def directed32(kind, mode, xs, ftz=False):
     result q is rounded by ``mode``; only when q itself lies on the f32 grid can the exact value be
     on either side of it, and an exact float64 comparison (a against q*b, or q*q) says which."""
     from .convert import encode
+    require_ieee_host()
     if ftz:
         xs = [flush(x, "f32") for x in xs]
     with np.errstate(all="ignore"):
@@ -228,6 +238,7 @@ def directed64(kind, mode, xs):
     correctly rounded (nearest) result; the exact value's side of q comes from rational arithmetic
     (one Fraction comparison per element), and the directed result is q or its neighbour."""
     from fractions import Fraction
+    require_ieee_host()
     v = [np.asarray(x).astype(np.uint64).view(np.float64) for x in xs]
     with np.errstate(all="ignore"):
         if kind == "div":
