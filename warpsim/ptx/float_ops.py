@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics.softfloat import NAN_CANONICAL, NAN_PROPAGATE_ABC, NAN_PROPAGATE_BCA
 from .alu_rows import APPROXIMATE, EXACT, note_status, row
 from .instructions import _CMPS, _compare, instr
 
-RMODE = {None: 0, "rn": 0, "rz": 1, "rm": 2, "rp": 3}
 # format: (exponent bits, mantissa bits, storage dtype, canonical NaN of arithmetic results)
 FMT = {"f16": (5, 10, np.uint16, 0x7FFF), "bf16": (8, 7, np.uint16, 0x7FFF),
        "f32": (8, 23, np.uint32, 0x7FFFFFFF), "f64": (11, 52, np.uint64, 0xFFF8000000000000)}
@@ -26,7 +24,7 @@ _KERNELS = {}
 
 
 def _kernel():
-    """The soft-float fma over arrays (numba, compiled on first use; never fastmath)."""
+    """The soft-float fma over arrays (numba imported and compiled on first use; never fastmath)."""
     if not _KERNELS:
         from numba import njit
 
@@ -76,17 +74,21 @@ def saturate(x, fmt):
     return out.astype(dt)
 
 
-def fma(a, b, c, fmt, rmode="rn", *, nan_mode=0, ftz=False, sat=False):
-    """Correctly rounded a * b + c on raw bits (arrays of one shape)."""
+def fma(a, b, c, fmt, rmode="rn", *, nan="canonical", ftz=False, sat=False):
+    """Correctly rounded a * b + c on raw bits (arrays of one shape), rounding by ``rmode`` (rn, rz,
+    rm, rp).  NaN results: ``nan`` "canonical" (the format's canonical NaN) or an operand priority
+    "abc" / "bca" (the first NaN operand in that order comes out quieted; see softfloat)."""
+    from ..numerics import softfloat as sf
     eb, mb, dt, dnan = FMT[fmt]
+    rcode = {"rn": sf.ROUND_NEAREST, "rz": sf.ROUND_ZERO, "rm": sf.ROUND_DOWN, "rp": sf.ROUND_UP}[rmode]
+    ncode = {"canonical": sf.NAN_CANONICAL, "abc": sf.NAN_PROPAGATE_ABC, "bca": sf.NAN_PROPAGATE_BCA}[nan]
     if ftz:
         a, b, c = flush(a, fmt), flush(b, fmt), flush(c, fmt)
     a, b, c = np.broadcast_arrays(*(np.asarray(x).astype(np.uint64) for x in (a, b, c)))
     shape = a.shape
     out = np.empty(a.size, np.uint64)
     _kernel()(np.ascontiguousarray(a).reshape(-1), np.ascontiguousarray(b).reshape(-1),
-              np.ascontiguousarray(c).reshape(-1), out, eb, mb, nan_mode or NAN_CANONICAL, np.uint64(dnan),
-              RMODE[rmode])
+              np.ascontiguousarray(c).reshape(-1), out, eb, mb, ncode, np.uint64(dnan), rcode)
     r = out.reshape(shape).astype(dt)
     if ftz:
         r = flush(r, fmt)
@@ -120,7 +122,7 @@ def arith(op, a, b, fmt, rmode="rn", **kw):
 # add / sub / mul / fma / mad, f32 and f64
 
 _RND = r"(?:\.(?P<rnd>rn|rz|rm|rp))"
-_F64_NAN, _F64_FMA_NAN = NAN_PROPAGATE_ABC, NAN_PROPAGATE_BCA    # f64 NaN operand priority (fma as DMMA)
+_F64_NAN, _F64_FMA_NAN = "abc", "bca"      # f64 NaN operand priority (fma as DMMA's)
 _F64_NOTE = "f64 NaN operands propagate quieted (modelled on DMMA's rule; capture pending)"
 
 
@@ -137,12 +139,12 @@ def _f32_fma(m, a, b, c):
 
 @row(r"(?P<op>add|sub|mul)" + _RND + r"?\.f64", "f64", ["f64", "f64"], note=_F64_NOTE)
 def _f64_arith(m, a, b):
-    return arith(m["op"], a, b, "f64", m["rnd"] or "rn", nan_mode=_F64_NAN)
+    return arith(m["op"], a, b, "f64", m["rnd"] or "rn", nan=_F64_NAN)
 
 
 @row(r"(?P<op>fma|mad)" + _RND + r"\.f64", "f64", ["f64", "f64", "f64"], note=_F64_NOTE)
 def _f64_fma(m, a, b, c):
-    return fma(a, b, c, "f64", m["rnd"], nan_mode=_F64_FMA_NAN)
+    return fma(a, b, c, "f64", m["rnd"], nan=_F64_FMA_NAN)
 
 
 # ----------------------------------------------------------------------------------------------
