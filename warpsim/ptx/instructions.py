@@ -52,8 +52,8 @@ def alu(pattern, nsrc):
 
 
 def _bases(pattern):
-    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z|]+)\)", pattern)
-    return m.group(1).split("|") if m else [re.match(r"[a-z]+", pattern).group(0)]
+    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z0-9|]+)\)", pattern)
+    return m.group(1).split("|") if m else [re.match(r"[a-z][a-z0-9]*", pattern).group(0)]
 
 
 def known_bases():
@@ -81,12 +81,12 @@ def _wide(t):
     return (SINT if t[0] == "s" else UINT)[bits * 2] if bits < 64 else None
 
 
-@alu(r"add(?:\.cc)?\." + _I, 2)
+@alu(r"add\." + _I, 2)
 def _add(m, a, b):
     return a + b
 
 
-@alu(r"sub(?:\.cc)?\." + _I, 2)
+@alu(r"sub\." + _I, 2)
 def _sub(m, a, b):
     return a - b
 
@@ -359,7 +359,7 @@ _CMPS = r"(?P<cmp>eq|ne|lt|le|gt|ge|lo|ls|hi|hs|equ|neu|ltu|leu|gtu|geu|num|nan)
 _ST = r"(?P<st>[bus](?:16|32|64)|f32|f64)"
 
 
-@instr(r"setp\." + _CMPS + r"(?:\.(?P<bop>and|or|xor))?(?:\.ftz)?\." + _ST)
+@instr(r"setp\." + _CMPS + r"(?:\.(?P<bop>and|or|xor))?\." + _ST)
 def _setp(ctx, m):
     ops = ctx.operands
     if len(ops) not in (3, 4):
