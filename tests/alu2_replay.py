@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from warpsim.hw.golden import open_golden
+
 HERE = Path(__file__).resolve().parent
-CAPTURE_DIR = HERE / "ptx" / "capture"
-sys.path.insert(0, str(CAPTURE_DIR))
-import gen_alu2 as G  # noqa: E402
+CAPTURE_DIR = HERE / "ptx" / "data"
+from warpsim.hw import ptx_alu2_cases as G  # noqa: E402
 
 CAPTURE = Path(os.environ.get("WARPSIM_ALU2_CAPTURE", CAPTURE_DIR / "cap_alu2.npz"))
 _PRE = {16: "h", 32: "r", 64: "l"}
@@ -114,7 +115,7 @@ def _approx_error(f, got, want):
 def report():
     """Print the measured error of every approximate form (for docs/ptx_alu.md)."""
     from warpsim.ptx import instruction_status
-    cap = np.load(CAPTURE)
+    cap = open_golden(CAPTURE)
     print("| form | words equal | max ulp | bound kind | worst | bound |")
     print("| --- | --- | --- | --- | --- | --- |")
     for f in G.FORMS:

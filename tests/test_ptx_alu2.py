@@ -1,9 +1,11 @@
 """ALU rows of issue 20 (part 2): worked examples derived by hand from the PTX ISA's rules, and the
-replay of the gen_alu2 H100 captures (xfail until tests/ptx/capture/cap_alu2.npz is committed)."""
+replay of the gen_alu2 H100 captures (xfail until tests/ptx/data/cap_alu2.npz is committed)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim.ptx as wp
@@ -222,7 +224,7 @@ def test_status_registry():
 
 
 # ----------------------------------------------------------------------------------------------
-# H100 captures (tests/ptx/capture/cap_alu2.npz, written by device_alu2.py)
+# H100 captures (tests/ptx/data/cap_alu2.npz, written by device_alu2.py)
 
 def _opcodes(f):
     return [s.strip().split()[0] for s in f.body.replace("{ ", "").split(";") if s.strip() and "selp" not in s]
@@ -241,8 +243,8 @@ def _status(op):
 
 def _capture():
     if not CAPTURE.exists():
-        pytest.xfail("captures pending: the lead runs tests/ptx/capture/device_alu2.py on an H100")
-    cap = np.load(CAPTURE)
+        pytest.xfail("captures pending: the lead runs warpsim/hw/device/ptx_alu2.py on an H100")
+    cap = open_golden(CAPTURE)
     assert str(cap["meta.generator"]) == G.GENERATOR and int(cap["meta.seed"]) == G.SEED
     assert str(cap["meta.input_hash"]) == G.input_hash(), "gen_alu2's input stream changed since the capture"
     return cap

@@ -1,6 +1,6 @@
 """Run the gen_alu2 capture plan on a GPU and write $OUT/cap_alu2.npz (the GPU's words only).
 
-    OUT=/some/dir python3 tests/ptx/capture/device_alu2.py      # on an H100 with nvcc and CuPy
+    OUT=/some/dir python3 warpsim/hw/device/ptx_alu2.py      # on an H100 with nvcc and CuPy
 
 Builds alu2.cu with nvcc -arch=sm_90a -cubin, runs every form over the generator's inputs and
 stores ``<kernel>.o<j>`` outputs plus ``meta.*``: generator, seed, input hash, form names, device,
@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_alu2 as G  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import ptx_alu2_cases as G  # noqa: E402  (the plan beside warpsim/hw, imported without warpsim: numpy only)
 
 
 def main():
