@@ -68,8 +68,8 @@ def descriptor_for(op, A, B, C=None, *, types=None, scale_a=None, scale_type=Non
     a, b, d = _types(op, A, B, C, types)
     if op.block_scaled and scale_type is None:
         sdt = np.asarray(scale_a).dtype.name if scale_a is not None else ""
-        scale_type = _SCALE_DTYPES.get(sdt, "ue4m3" if (op.kind == "mxf4nvf4" and op.scale_block == 16
-                                                         and sdt not in ("uint8",)) else "ue8m0")
+        # raw uint8 bits: ue4m3 for 16-element blocks (NVFP4), ue8m0 otherwise; pass scale_type to choose
+        scale_type = _SCALE_DTYPES.get(sdt, "ue4m3" if op.scale_block == 16 else "ue8m0")
     m, n = np.asarray(A).shape[-2], np.asarray(B).shape[-1]
     desc = _t.InstrDesc(kind=op.kind, atype=a, btype=b, dtype=d, m=int(m), n=int(n), sparse=op.sparse,
                         saturate=bool(saturate), negate_a=bool(negate_a), negate_b=bool(negate_b),
