@@ -1,0 +1,271 @@
+"""Tensor memory (sm_100a): one CTA's 128 lanes x 512 columns of 32-bit cells, as plain numpy objects.
+
+``tcgen05.mma`` writes its accumulator here and the epilogue reads it back with ``tcgen05.ld``.
+:class:`TensorMemory` models what the PTX ISA's tcgen05 chapter describes:
+
+* ``alloc`` / ``dealloc`` / ``relinquish_alloc_permit``: column allocations (a power of two, 32..512
+  columns, aligned to their size), addresses ``lane << 16 | column``; an allocation that cannot be
+  satisfied would block forever on hardware and is an error here, as is a dealloc that does not
+  match an allocation or an alloc after the CTA relinquished its permit;
+* ``ld`` / ``st`` with the shapes 32x32b, 16x64b, 16x128b, 16x256b, 16x32bx2, the repeat count
+  ``.num`` (x1 .. x128), ``.pack::16b`` (ld: two adjacent 16-bit columns into one register) and
+  ``.unpack::16b`` (st: one register into two columns);
+* ``cp`` from shared memory (128x256b, 4x256b, 128x128b, 64x128b with multicast warpx2::02_13 /
+  warpx2::01_23, 32x128b with warpx4), ``shift`` (rows down by one), ``commit`` (an mbarrier
+  arrive, with a CTA mask for multicast), ``wait::ld`` / ``wait::st`` and the two fences.
+
+A warp reaches only its quarter of the lanes: warp ``w`` of a warpgroup (``w % 4``) lanes
+``32 * (w % 4)`` .. ``32 * (w % 4) + 31``; anything else is a :class:`TmemError` naming the warp
+and the lanes.  Everything here is synchronous, so the waits and fences only check their
+arguments.  Modelled from the PTX ISA (no B200 was available): the 32x32b thread mapping is the
+PTX ISA's one-lane-per-thread picture; the 16-lane shapes follow its figures as read (rows 0-7 and
+8-15 of the 16 lanes like the ``mma`` accumulator fragment); see docs/tcgen05.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LANES, COLUMNS = 128, 512
+#: ld/st shape -> (lanes, 32-bit columns) one repetition covers
+LDST_SHAPES = {"32x32b": (32, 1), "16x64b": (16, 2), "16x128b": (16, 4), "16x256b": (16, 8), "16x32bx2": (16, 1)}
+NUMS = tuple(1 << i for i in range(8))    # .x1 .. .x128
+#: cp shape -> (rows, bytes per row) read from shared memory
+CP_SHAPES = {"128x256b": (128, 32), "4x256b": (4, 32), "128x128b": (128, 16), "64x128b": (64, 16), "32x128b": (32, 16)}
+CP_MULTICAST = {"128x256b": (None,), "4x256b": (None,), "128x128b": (None,),
+                "64x128b": ("warpx2::02_13", "warpx2::01_23"), "32x128b": ("warpx4",)}
+
+
+class TmemError(ValueError):
+    """A tensor-memory access the hardware does not allow (or that would hang)."""
+
+
+def address(lane: int, column: int) -> int:
+    return (lane << 16) | column
+
+
+def split(taddr: int) -> tuple[int, int]:
+    if isinstance(taddr, bool) or not isinstance(taddr, (int, np.integer)) or not 0 <= int(taddr) < 1 << 32:
+        raise TmemError(f"a tensor-memory address is a 32-bit value (lane << 16 | column), got {taddr!r}")
+    taddr = int(taddr)
+    lane, col = taddr >> 16, taddr & 0xFFFF
+    if lane >= LANES or col >= COLUMNS:
+        raise TmemError(f"tensor-memory address {taddr:#010x}: lane {lane} / column {col} outside 128 x 512")
+    return lane, col
+
+
+def _fragment(shape: str, num: int, half_offset: int = 0):
+    """(lane offset, column offset) of each (thread, register) of one ld/st, shape (32, regs, 2)."""
+    lanes, cols = LDST_SHAPES[shape]
+    t = np.arange(32)
+    per = 1 if shape == "16x32bx2" else lanes * cols // 32     # registers per thread per repetition
+    out = np.zeros((32, per * num, 2), np.int64)
+    for rep in range(num):
+        for r in range(per):
+            j = rep * per + r
+            if shape == "32x32b":
+                ln, cl = t, np.full(32, rep)
+            elif shape == "16x32bx2":
+                ln, cl = t % 16, rep + (t // 16) * half_offset
+            elif shape == "16x64b":
+                ln, cl = t // 2, rep * 2 + t % 2
+            elif shape == "16x128b":
+                ln, cl = t // 4 + 8 * r, rep * 4 + t % 4
+            else:   # 16x256b: the mma m16n8 f32 accumulator picture, 8 columns per repetition
+                ln, cl = t // 4 + 8 * (r // 2), rep * 8 + 2 * (t % 4) + r % 2
+            out[:, j, 0], out[:, j, 1] = ln, cl
+    return out
+
+
+class TensorMemory:
+    """One CTA's tensor memory: ``cells`` (128, 512) uint32, its allocations and its alloc permit."""
+
+    def __init__(self):
+        self.cells = np.zeros((LANES, COLUMNS), np.uint32)
+        self.allocations: dict[int, int] = {}     # first column -> columns
+        self.permit = True
+        self.pending = {"ld": 0, "st": 0}
+        self.arrivals: list[tuple[int, int]] = []  # (mbarrier address, CTA mask) of every commit
+
+    # --- allocation -----------------------------------------------------------------------------
+    def alloc(self, ncols: int) -> int:
+        """Allocate ``ncols`` columns; returns the address (lane 0, first column)."""
+        if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 32 or ncols > COLUMNS \
+                or ncols & (ncols - 1):
+            raise TmemError(f"tcgen05.alloc: the column count must be a power of two in 32..512, got {ncols!r}")
+        if not self.permit:
+            raise TmemError("tcgen05.alloc after tcgen05.relinquish_alloc_permit: this CTA may not allocate any more")
+        used = np.zeros(COLUMNS, bool)
+        for c0, n in self.allocations.items():
+            used[c0:c0 + n] = True
+        for c0 in range(0, COLUMNS, int(ncols)):
+            if not used[c0:c0 + ncols].any():
+                self.allocations[c0] = int(ncols)
+                return address(0, c0)
+        raise TmemError(f"tcgen05.alloc of {ncols} columns: {int((~used).sum())} of 512 columns free, no aligned run "
+                        f"of {ncols}; the hardware would block until another CTA deallocates (a hang here)")
+
+    def dealloc(self, taddr: int, ncols: int) -> None:
+        lane, col = split(taddr)
+        if lane != 0 or self.allocations.get(col) != ncols:
+            have = {f"{address(0, c):#x}": n for c, n in sorted(self.allocations.items())}
+            raise TmemError(f"tcgen05.dealloc({taddr:#x}, {ncols}) matches no allocation; allocated: {have or 'none'}")
+        del self.allocations[col]
+
+    def relinquish_alloc_permit(self) -> None:
+        self.permit = False
+
+    # --- access checks --------------------------------------------------------------------------
+    def _check(self, warp: int, lanes: np.ndarray, cols: np.ndarray, what: str) -> None:
+        q = warp % 4
+        lo, hi = 32 * q, 32 * q + 31
+        bad = (lanes < lo) | (lanes > hi)
+        if bad.any():
+            ls = np.unique(lanes[bad])
+            raise TmemError(f"{what}: warp {warp} (warp {q} of its warpgroup) may access lanes {lo}..{hi} only, "
+                            f"not lane(s) {ls.min()}..{ls.max()}")
+        if (cols >= COLUMNS).any():
+            raise TmemError(f"{what}: columns up to {int(cols.max())} lie beyond column 511")
+        for c in np.unique(cols):
+            if not any(c0 <= c < c0 + n for c0, n in self.allocations.items()):
+                raise TmemError(f"{what}: column {int(c)} is not allocated (allocations: "
+                                f"{sorted((c0, n) for c0, n in self.allocations.items()) or 'none'})")
+
+    def _places(self, warp, taddr, shape, num, half_offset, what):
+        if shape not in LDST_SHAPES:
+            raise TmemError(f"{what}: shape {shape!r} is not one of {list(LDST_SHAPES)}")
+        if num not in NUMS:
+            raise TmemError(f"{what}: .num must be one of x{', x'.join(map(str, NUMS))}, got {num!r}")
+        nregs = _fragment(shape, 1).shape[1] * num
+        if nregs > 128:
+            raise TmemError(f"{what}: {shape}.x{num} needs {nregs} registers per thread; at most 128")
+        if (shape == "16x32bx2") != (half_offset is not None):
+            raise TmemError(f"{what}: the immHalfSplitoff operand is required by 16x32bx2 and only by it")
+        lane0, col0 = split(taddr)
+        f = _fragment(shape, num, half_offset or 0)
+        ln, cl = lane0 + f[..., 0], col0 + f[..., 1]
+        self._check(warp, ln, cl, what)
+        return ln, cl
+
+    # --- ld / st ----------------------------------------------------------------------------------
+    def ld(self, warp: int, taddr: int, shape: str, num: int = 1, *, pack16: bool = False,
+           half_offset: int | None = None) -> np.ndarray:
+        """``tcgen05.ld``: the registers of the warp's 32 threads, uint32 (32, regs)."""
+        what = f"tcgen05.ld.{shape}.x{num}{'.pack::16b' if pack16 else ''}"
+        ln, cl = self._places(warp, taddr, shape, num, half_offset, what)
+        words = self.cells[ln, cl]
+        self.pending["ld"] += 1
+        if pack16:
+            if words.shape[1] % 2:
+                raise TmemError(f"{what}: .pack::16b packs pairs of columns; {words.shape[1]} register(s) is odd")
+            words = (words[:, 0::2] & 0xFFFF) | ((words[:, 1::2] & 0xFFFF) << 16)
+        return words.astype(np.uint32)
+
+    def st(self, warp: int, taddr: int, shape: str, regs, num: int = 1, *, unpack16: bool = False,
+           half_offset: int | None = None) -> None:
+        """``tcgen05.st`` of the warp's registers, uint32 (32, regs)."""
+        what = f"tcgen05.st.{shape}.x{num}{'.unpack::16b' if unpack16 else ''}"
+        ln, cl = self._places(warp, taddr, shape, num, half_offset, what)
+        regs = np.asarray(regs)
+        if regs.dtype != np.uint32:
+            raise TypeError(f"{what}: registers must be numpy.uint32 words, not {regs.dtype}")
+        want = (32, ln.shape[1] // 2 if unpack16 else ln.shape[1])
+        if regs.shape != want:
+            raise TmemError(f"{what}: needs registers of shape {want} (32 threads), got {regs.shape}")
+        if unpack16:
+            regs = np.stack([regs & 0xFFFF, regs >> 16], axis=-1).reshape(32, -1)
+        self.cells[ln, cl] = regs
+        self.pending["st"] += 1
+
+    def wait(self, what: str) -> None:
+        """``tcgen05.wait::ld`` / ``::st``: every earlier ld / st is complete (they are synchronous here)."""
+        if what not in self.pending:
+            raise TmemError(f"tcgen05.wait::{what}: allowed: wait::ld, wait::st")
+        self.pending[what] = 0
+
+    def fence(self, kind: str) -> None:
+        if kind not in ("before_thread_sync", "after_thread_sync"):
+            raise TmemError(f"tcgen05.fence::{kind}: allowed: fence::before_thread_sync, fence::after_thread_sync")
+
+    # --- cp / shift / commit ----------------------------------------------------------------------
+    def cp(self, taddr: int, shape: str, smem, sdesc: int, multicast: str | None = None) -> None:
+        """``tcgen05.cp.cta_group::1.<shape>{.multicast} [taddr], s-desc``: shared memory -> tensor memory.
+
+        The source is read through an sm_100 shared-memory descriptor without swizzle (core matrices of
+        8 rows x 16 bytes: row r, byte b at start + (r // 8) * SBO + (b // 16) * LBO + (r % 8) * 16 + b % 16);
+        row r lands in lane (lane of taddr) + r, its bytes in consecutive columns."""
+        from ..isa.tcgen05 import decode_smem_desc
+
+        if shape not in CP_SHAPES:
+            raise TmemError(f"tcgen05.cp: shape {shape!r} is not one of {list(CP_SHAPES)}")
+        if multicast not in CP_MULTICAST[shape]:
+            raise TmemError(f"tcgen05.cp.{shape}: multicast {multicast!r} not allowed; allowed: {list(CP_MULTICAST[shape])}")
+        d = decode_smem_desc(int(sdesc))
+        if d.swizzle != "none" or d.lbo_mode or d.base_offset:
+            raise NotImplementedError("tcgen05.cp through a swizzled / absolute-LBO / base-offset descriptor is not modelled")
+        rows, nbytes = CP_SHAPES[shape]
+        r = np.arange(rows)[:, None]
+        b = np.arange(nbytes)[None, :]
+        addr = d.start + (r // 8) * d.sbo + (b // 16) * d.lbo + (r % 8) * 16 + b % 16
+        smem = np.asarray(smem)
+        if smem.dtype != np.uint8 or smem.ndim != 1:
+            raise TypeError("smem must be the CTA's shared memory as a 1-D numpy.uint8 array")
+        if addr.max() >= smem.size:
+            raise TmemError(f"tcgen05.cp.{shape}: reads shared bytes up to {int(addr.max())}, the window has {smem.size}")
+        words = smem[addr].reshape(rows, nbytes // 4, 4).copy().view("<u4")[..., 0]
+        lane0, col0 = split(taddr)
+        if multicast is None:
+            dests = [(np.arange(rows), words)]
+        elif multicast == "warpx4":           # 32 rows to every lane quarter
+            dests = [(32 * q + np.arange(32), words) for q in range(4)]
+        elif multicast == "warpx2::02_13":    # rows 0-31 to quarters 0 and 2, rows 32-63 to 1 and 3
+            dests = [(32 * q + np.arange(32), words[32 * (q % 2):32 * (q % 2) + 32]) for q in range(4)]
+        else:                                 # warpx2::01_23: rows 0-31 to quarters 0 and 1, 32-63 to 2 and 3
+            dests = [(32 * q + np.arange(32), words[32 * (q // 2):32 * (q // 2) + 32]) for q in range(4)]
+        cols = col0 + np.arange(nbytes // 4)
+        for lanes, w in dests:
+            ln = lane0 + lanes
+            if ln.max() >= LANES:
+                raise TmemError(f"tcgen05.cp.{shape}: lanes up to {int(ln.max())} lie beyond lane 127")
+            self._check_columns(cols, f"tcgen05.cp.{shape}")
+            self.cells[ln[:, None], cols[None, :]] = w
+
+    def _check_columns(self, cols, what):
+        for c in np.unique(cols):
+            if not any(c0 <= c < c0 + n for c0, n in self.allocations.items()):
+                raise TmemError(f"{what}: column {int(c)} is not allocated")
+
+    def shift_down(self, taddr: int) -> None:
+        """``tcgen05.shift.cta_group::1.down [taddr]``: lanes 0..126 of the 8 columns (32 bytes) at
+        ``taddr`` move down one lane; lane 0 keeps its old contents (modelled choice)."""
+        lane0, col0 = split(taddr)
+        if lane0:
+            raise TmemError(f"tcgen05.shift: the address must name lane 0, got lane {lane0}")
+        cols = col0 + np.arange(8)
+        self._check_columns(cols, "tcgen05.shift")
+        self.cells[1:, cols] = self.cells[:-1, cols].copy()
+
+    def commit(self, mbarrier: int, cta_mask: int | None = None) -> None:
+        """``tcgen05.commit.cta_group::1.mbarrier::arrive::one{.multicast::cluster}``: one arrival on the
+        mbarrier (of every CTA in ``cta_mask`` with multicast) once all earlier tcgen05 operations are
+        done -- at once here, since they are synchronous.  Arrivals are recorded in ``arrivals``."""
+        if cta_mask is not None and not 0 < int(cta_mask) < 1 << 16:
+            raise TmemError(f"tcgen05.commit: the multicast CTA mask is a nonzero 16-bit value, got {cta_mask!r}")
+        self.arrivals.append((int(mbarrier), 1 if cta_mask is None else int(cta_mask)))
+
+    # --- accumulators ---------------------------------------------------------------------------
+    def write_matrix(self, taddr: int, D: np.ndarray) -> None:
+        """Place an M=128 (cta_group::1) accumulator of 32-bit words: row i in lane i, column j in column j."""
+        lane0, col0 = split(taddr)
+        m, n = D.shape
+        if lane0 != 0 or m != 128:
+            raise NotImplementedError("modelled accumulator layout: M = 128 at lane 0 (cta_group::1); others are not")
+        cols = col0 + np.arange(n)
+        self._check_columns(cols, "tcgen05.mma (D)")
+        self.cells[:, cols] = D.astype(np.uint32)
+
+    def read_matrix(self, taddr: int, m: int, n: int) -> np.ndarray:
+        lane0, col0 = split(taddr)
+        if lane0 != 0 or m != 128:
+            raise NotImplementedError("modelled accumulator layout: M = 128 at lane 0 (cta_group::1); others are not")
+        return self.cells[:, col0:col0 + n].copy()
