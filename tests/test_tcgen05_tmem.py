@@ -1,0 +1,155 @@
+"""Tensor memory (warpsim.ptx.tmem) and the descriptor-level tcgen05_mma: placements worked out from
+the PTX ISA's descriptions (lane = row, address = lane << 16 | column, a warp's lane quarter)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import warpsim
+from warpsim.isa import smem as S
+from warpsim.isa import tcgen05 as t5
+from warpsim.ptx.tmem import TensorMemory, TmemError
+
+
+def test_alloc_dealloc_and_permit():
+    tm = TensorMemory()
+    a = tm.alloc(32)
+    b = tm.alloc(128)
+    c = tm.alloc(64)
+    assert (a, b, c) == (0, 128, 64)            # aligned to their size, first fit
+    with pytest.raises(TmemError, match="power of two"):
+        tm.alloc(48)
+    tm.alloc(256)
+    with pytest.raises(TmemError, match="would block"):
+        tm.alloc(64)
+    with pytest.raises(TmemError, match="matches no allocation"):
+        tm.dealloc(b, 64)
+    tm.dealloc(b, 128)
+    assert tm.alloc(128) == 128
+    tm.relinquish_alloc_permit()
+    with pytest.raises(TmemError, match="relinquish"):
+        tm.alloc(32)
+
+
+def test_ld_st_32x32b_and_warp_quarters():
+    tm = TensorMemory()
+    base = tm.alloc(64)
+    vals = (np.arange(32 * 8, dtype=np.uint32).reshape(32, 8) + 1000)
+    tm.st(2, (64 << 16) | base + 3, "32x32b", vals, 8)         # warp 2: lanes 64..95
+    assert (tm.cells[64:96, 3:11] == vals).all()
+    assert (tm.ld(6, (64 << 16) | base + 3, "32x32b", 8) == vals).all()   # warp 6 is quarter 2 too
+    with pytest.raises(TmemError, match=r"warp 1 \(warp 1 of its warpgroup\) may access lanes 32..63 only, not lane\(s\) 64..95"):
+        tm.ld(1, (64 << 16) | base, "32x32b", 1)
+    with pytest.raises(TmemError, match="column 64 is not allocated"):
+        tm.ld(0, base + 60, "32x32b", 8)
+    with pytest.raises(TmemError, match=".num must be"):
+        tm.ld(0, base, "32x32b", 3)
+
+
+def test_16_lane_shapes():
+    tm = TensorMemory()
+    tm.alloc(32)
+    tm.cells[:16, :8] = (np.arange(16)[:, None] * 100 + np.arange(8)[None, :]).astype(np.uint32)
+    # 16x256b: thread t holds lane t//4 columns 2(t%4), 2(t%4)+1, then lane t//4 + 8 (the mma accumulator picture)
+    r = tm.ld(0, 0, "16x256b")
+    t = 5
+    assert list(r[t]) == [100 * 1 + 2, 100 * 1 + 3, 100 * 9 + 2, 100 * 9 + 3]
+    # 16x64b: thread t holds lane t // 2, column t % 2
+    assert list(tm.ld(0, 0, "16x64b")[:4, 0]) == [0, 1, 100, 101]
+    # 16x128b: thread t holds lane t//4 and t//4 + 8, column t % 4
+    assert list(tm.ld(0, 0, "16x128b")[7]) == [100 * 1 + 3, 100 * 9 + 3]
+    # 16x32bx2 with a half split of 4 columns: threads 16.. read the same lanes 4 columns on
+    r = tm.ld(0, 0, "16x32bx2", 2, half_offset=4)
+    assert list(r[3]) == [300, 301] and list(r[19]) == [304, 305]
+    with pytest.raises(TmemError, match="immHalfSplitoff"):
+        tm.ld(0, 0, "16x32bx2")
+
+
+def test_pack_unpack_16b():
+    tm = TensorMemory()
+    tm.alloc(32)
+    regs = np.arange(32 * 2, dtype=np.uint32).reshape(32, 2) * np.uint32(0x10001) + np.uint32(0x00020001)
+    tm.st(0, 0, "32x32b", regs, 4, unpack16=True)
+    assert tm.cells[5, 0] == regs[5, 0] & 0xFFFF and tm.cells[5, 1] == regs[5, 0] >> 16
+    assert (tm.ld(0, 0, "32x32b", 4, pack16=True) == regs).all()
+
+
+def test_cp_multicast_shift_commit_wait_fence():
+    tm = TensorMemory()
+    tm.alloc(32)
+    sm = np.arange(64 * 16, dtype=np.uint32).astype(np.uint8)   # 64 rows x 16 bytes, core matrices adjacent
+    desc = t5.encode_smem_desc(0, 0, 128)                        # SBO = 8 rows x 16 bytes
+    tm.cp(0, "64x128b", sm, desc, "warpx2::02_13")
+    row = lambda r: sm[16 * r:16 * r + 16].view("<u4")            # noqa: E731
+    assert (tm.cells[5, :4] == row(5)).all() and (tm.cells[64 + 5, :4] == row(5)).all()
+    assert (tm.cells[32 + 7, :4] == row(32 + 7)).all() and (tm.cells[96 + 7, :4] == row(32 + 7)).all()
+    tm.cp(0, "32x128b", sm, desc, "warpx4")
+    assert (tm.cells[96 + 2, :4] == row(2)).all()
+    with pytest.raises(TmemError, match="multicast"):
+        tm.cp(0, "128x256b", sm, desc, "warpx4")
+    before = tm.cells[:, :8].copy()
+    tm.shift_down(0)
+    assert (tm.cells[1:, :8] == before[:-1]).all() and (tm.cells[0, :8] == before[0]).all()
+    tm.commit(0x400, cta_mask=0b11)
+    assert tm.arrivals == [(0x400, 3)]
+    tm.wait("ld")
+    tm.fence("before_thread_sync")
+    with pytest.raises(TmemError, match="wait::ld, wait::st"):
+        tm.wait("mma")
+    with pytest.raises(TmemError, match="fence"):
+        tm.fence("acquire")
+
+
+def _smem_operands(A_bits, B_bits, bits):
+    """A (128, K) and B^T (N, K) K-major, no swizzle; returns smem and sm_100 descriptors."""
+    da, sa = S.dense_layout(128, bits, "K", "none", 0)
+    b0 = -(-sa // 1024) * 1024
+    db, sb = S.dense_layout(B_bits.shape[0], bits, "K", "none", b0, kbytes=32)
+    sm = np.zeros((1, b0 + sb), np.uint8)
+    S.write_operand(sm, da, A_bits[None], bits)
+    S.write_operand(sm, db, B_bits[None], bits)
+    to100 = lambda d: t5.encode_smem_desc(*(lambda x: (x.start, x.lbo, x.sbo))(S.decode_descriptor(d)))  # noqa: E731
+    return sm[0], to100(da), to100(db)
+
+
+def test_tcgen05_mma_through_tensor_memory():
+    from warpsim.api.tcgen05 import tcgen05_mma
+
+    rng = np.random.default_rng(3)
+    A = rng.integers(-4, 5, (128, 16)).astype(np.float16)
+    B = rng.integers(-4, 5, (16, 32)).astype(np.float16)
+    sm, da, db = _smem_operands(A.view(np.uint16).astype(np.uint64), B.T.copy().view(np.uint16).astype(np.uint64), 16)
+    tm = TensorMemory()
+    base = tm.alloc(32)
+    tm.cells[:, :32] = np.full((128, 32), 0.5, np.float32).view(np.uint32)     # C = 0.5 everywhere
+    idesc = t5.encode_idesc("f16", "f16", "f16", "f32", 128, 32)
+    tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, base, da, db, idesc, smem=sm)
+    want = A.astype(np.float64) @ B.astype(np.float64) + 0.5                     # small integers: exact
+    assert (tm.cells[:, :32].view(np.float32) == want).all()
+    tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, base, da, db, idesc, smem=sm, enable_input_d=False)
+    assert (tm.ld(3, (96 << 16) | base, "32x32b", 32).view(np.float32) == want[96:] - 0.5).all()
+    with pytest.raises(ValueError, match="A type code 0 is not defined for kind::tf32"):
+        tcgen05_mma("tcgen05.mma.cta_group::1.kind::tf32", tm, base, da, db, idesc, smem=sm)
+    with pytest.raises(ValueError, match="version field"):
+        tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, base, da & ~(1 << 46), db, idesc, smem=sm)
+
+
+def test_tcgen05_mma_block_scaled_scales_from_tmem():
+    import ml_dtypes
+    from warpsim.api.tcgen05 import tcgen05_mma
+
+    A = np.zeros((128, 32), ml_dtypes.float8_e4m3fn)
+    B = np.zeros((32, 16), ml_dtypes.float8_e4m3fn)
+    A[:, 0] = 1.5
+    B[0, :] = 2
+    sm, da, db = _smem_operands(A.view(np.uint8).astype(np.uint64), B.T.copy().view(np.uint8).astype(np.uint64), 8)
+    tm = TensorMemory()
+    base = tm.alloc(32)
+    sfa, sfb = base + 16, base + 17
+    tm.cells[:, 16] = np.uint32(130) << np.uint32(8)      # row scales 2^3 in byte 1 (scale id A = 1)
+    tm.cells[:16, 17] = np.uint32(125)                    # column scales 2^-2 in byte 0
+    idesc = t5.encode_idesc("mxf8f6f4", "e4m3", "e4m3", "f32", 128, 16, scale_type="ue8m0", scale_id_a=1)
+    tcgen05_mma("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale", tm, base, da, db, idesc, smem=sm,
+                enable_input_d=False, scale_a_taddr=sfa, scale_b_taddr=sfb)
+    assert (tm.cells[:, :16].view(np.float32) == 1.5 * 2 * 8 / 4).all()
