@@ -153,3 +153,18 @@ def test_tcgen05_mma_block_scaled_scales_from_tmem():
     tcgen05_mma("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale", tm, base, da, db, idesc, smem=sm,
                 enable_input_d=False, scale_a_taddr=sfa, scale_b_taddr=sfb)
     assert (tm.cells[:, :16].view(np.float32) == 1.5 * 2 * 8 / 4).all()
+
+
+def test_accumulator_svg():
+    import re
+    from warpsim.cli.svg import tmem_accumulator_svg
+
+    s = tmem_accumulator_svg(16, column=32)
+    assert s.startswith("<svg") and s.rstrip().endswith("</svg>")
+    assert s.count("<rect") == 128 * 16
+    assert ">D127,15<" in s and ">col 47<" in s
+    fills = re.findall(r'fill="(#[0-9a-f]{6})"/><text[^>]*>D(\d+),0<', s)
+    by_quarter = {int(r) // 32: f for f, r in fills}
+    assert len(set(by_quarter.values())) == 4 and len({f for f, r in fills if int(r) < 32}) == 1
+    with pytest.raises(ValueError, match="multiple of 8"):
+        tmem_accumulator_svg(12)
