@@ -168,3 +168,18 @@ def test_accumulator_svg():
     assert len(set(by_quarter.values())) == 4 and len({f for f, r in fills if int(r) < 32}) == 1
     with pytest.raises(ValueError, match="multiple of 8"):
         tmem_accumulator_svg(12)
+
+
+def test_capture_kernels_build_and_model_side_runs(tmp_path):
+    import shutil
+    from warpsim.hw import tcgen05_capture as T
+
+    src = T.kernel_source()
+    assert src.count("extern \"C\" __global__") == len(T.CASES)
+    for i, case in enumerate(T.CASES):
+        inp = T.case_inputs(case, i)
+        d = T.model_d(case, inp)
+        assert d.shape == (128, case[4]) and d.dtype == np.uint32
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc on PATH: the sm_100a compile check needs it")
+    assert len(T.compile_cubin(src)) > 10000
