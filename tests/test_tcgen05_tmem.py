@@ -183,3 +183,45 @@ def test_capture_kernels_build_and_model_side_runs(tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc on PATH: the sm_100a compile check needs it")
     assert len(T.compile_cubin(src)) > 10000
+
+
+_KERNEL = """.version 8.8
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out){
+ .reg .b32 %r<8>; .reg .b64 %rd<6>; .reg .pred %p<2>;
+ .shared .align 4 .b32 slot;
+ mov.u32 %r1, %tid.x;
+ shr.u32 %r2, %r1, 5;
+ setp.eq.u32 %p1, %r2, 0;
+ @%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], 64;
+ bar.sync 0;
+ ld.shared.u32 %r3, [slot];
+ shl.b32 %r4, %r2, LANE_SHIFT;
+ add.u32 %r4, %r4, %r3;
+ add.u32 %r5, %r1, 7;
+ tcgen05.st.sync.aligned.32x32b.x1.b32 [%r4], {%r5};
+ tcgen05.wait::st.sync.aligned;
+ tcgen05.ld.sync.aligned.32x32b.x1.b32 {%r6}, [%r4];
+ tcgen05.wait::ld.sync.aligned;
+ ld.param.u64 %rd1, [out];
+ mul.wide.u32 %rd2, %r1, 4;
+ add.u64 %rd3, %rd1, %rd2;
+ st.global.u32 [%rd3], %r6;
+ bar.sync 0;
+ @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 64;
+ ret;
+}
+"""
+
+
+def test_ptx_kernel_allocates_stores_and_loads_tensor_memory():
+    """A kernel's own PTX (ptxas 13.0 accepts it for sm_100a): warp w stores thread id + 7 in its lane quarter
+    (address (32 w) << 16 | column), loads it back, writes it out; two CTAs get separate tensor memories."""
+    import warpsim.ptx as wp
+
+    out = np.zeros(256, np.uint32)
+    wp.load(_KERNEL.replace("LANE_SHIFT", "21")).launch("k", 2, 128, [out[:128]], arch="sm_100a")
+    assert (out[:128] == np.arange(128) + 7).all()
+    with pytest.raises(warpsim.PTXError, match=r"warp 1 \(warp 1 of its warpgroup\) may access lanes 32..63 only, not lane\(s\) 0..31"):
+        wp.load(_KERNEL.replace("LANE_SHIFT", "0")).launch("k", 1, 128, [out[:128]], arch="sm_100a")

@@ -269,3 +269,142 @@ class TensorMemory:
         if lane0 != 0 or m != 128:
             raise NotImplementedError("modelled accumulator layout: M = 128 at lane 0 (cta_group::1); others are not")
         return self.cells[:, col0:col0 + n].copy()
+
+
+# --- rows of the PTX instruction table ------------------------------------------------------------
+# Each CTA of a launch gets its own TensorMemory (kept on the machine, created on first use).  The
+# operands that name tensor memory (addresses, column counts, offsets) must be the same in every
+# lane of a warp, as the PTX ISA requires of .sync.aligned forms.
+
+from .instructions import instr  # noqa: E402  (the table is filled at import, after the model above)
+
+
+def _warps(ctx):
+    """(warp, its CTA, its warp index in the CTA) of every warp that executes the statement."""
+    m = ctx.machine
+    rows = np.arange(ctx.shape[0]) if ctx.rows is None else np.asarray(ctx.rows)
+    wpc = int(getattr(m, "wpc", 1))
+    active = np.ones(len(rows), bool) if ctx.mask is None else ctx.mask.any(axis=1)
+    return [(g, int(w), int(w) // wpc, int(w) % wpc) for g, w in enumerate(rows) if active[g]]
+
+
+def _tmem(ctx, cta) -> TensorMemory:
+    store = ctx.machine.__dict__.setdefault("_tensor_memory", {})
+    return store.setdefault(cta, TensorMemory())
+
+
+def _uniform(ctx, op, what):
+    v = ctx.read(op, "u32", what=what).astype(np.int64)
+    lanes = np.ones(v.shape, bool) if ctx.mask is None else ctx.mask
+    first = v[np.arange(v.shape[0]), lanes.argmax(axis=1)]
+    if ((v != first[:, None]) & lanes).any():
+        ctx.fail(f"{ctx.opcode}: {what} must be the same in every lane of a warp", token=op)
+    return first
+
+
+def _run(ctx, fn):
+    try:
+        return fn()
+    except (TmemError, TypeError) as exc:
+        ctx.fail(str(exc))
+
+
+def _bracket(op):
+    return op[1:-1].strip() if isinstance(op, str) and op.startswith("[") and op.endswith("]") else op
+
+
+@instr(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32")
+def _tc05_alloc(ctx, m):
+    dst, ncols = ctx.need(2)
+    ctx.require_converged()
+    n = _uniform(ctx, ncols, "the column count")
+    addr = ctx.address(dst)
+    for g, w, cta, _ in _warps(ctx):
+        taddr = _run(ctx, lambda: _tmem(ctx, cta).alloc(int(n[g])))
+        word = np.array([taddr], "<u4").view(np.uint8).reshape(1, 1, 4)
+        ctx.memory.store("shared", addr[g:g + 1, :1], word, 4, _Rows(ctx, g))
+
+
+@instr(r"tcgen05\.dealloc\.cta_group::1\.sync\.aligned\.b32")
+def _tc05_dealloc(ctx, m):
+    taddr, ncols = ctx.need(2)
+    ctx.require_converged()
+    t, n = _uniform(ctx, taddr, "the address"), _uniform(ctx, ncols, "the column count")
+    for g, w, cta, _ in _warps(ctx):
+        _run(ctx, lambda: _tmem(ctx, cta).dealloc(int(t[g]), int(n[g])))
+
+
+@instr(r"tcgen05\.relinquish_alloc_permit\.cta_group::1\.sync\.aligned")
+def _tc05_relinquish(ctx, m):
+    ctx.need(0)
+    for g, w, cta, _ in _warps(ctx):
+        _tmem(ctx, cta).relinquish_alloc_permit()
+
+
+_NUM = r"\.x(?P<num>1|2|4|8|16|32|64|128)"
+_SHAPES = r"(?P<shape>32x32b|16x64b|16x128b|16x256b|16x32bx2)"
+
+
+@instr(r"tcgen05\.ld\.sync\.aligned\." + _SHAPES + _NUM + r"(?P<pack>\.pack::16b)?\.b32")
+def _tc05_ld(ctx, m):
+    ops = ctx.operands
+    if len(ops) not in (2, 3):
+        ctx.fail(f"{ctx.opcode} takes registers, [taddr]{{, immHalfSplitoff}}; got {len(ops)} operand(s)")
+    ctx.require_converged()
+    regs = ops[0] if isinstance(ops[0], list) else [ops[0]]
+    t = _uniform(ctx, _bracket(ops[1]), "the tensor-memory address")
+    half = _uniform(ctx, ops[2], "immHalfSplitoff") if len(ops) == 3 else None
+    out = np.zeros(ctx.shape + (len(regs),), np.uint32)
+    for g, w, cta, wic in _warps(ctx):
+        words = _run(ctx, lambda: _tmem(ctx, cta).ld(wic, int(t[g]), m["shape"], int(m["num"]),
+                                                     pack16=bool(m["pack"]),
+                                                     half_offset=None if half is None else int(half[g])))
+        if words.shape[1] != len(regs):
+            ctx.fail(f"{ctx.opcode} fills {words.shape[1]} register(s) per thread, the destination lists {len(regs)}")
+        out[g] = words
+    for i, r in enumerate(regs):
+        ctx.write(r, out[..., i], "b32")
+
+
+@instr(r"tcgen05\.st\.sync\.aligned\." + _SHAPES + _NUM + r"(?P<unpack>\.unpack::16b)?\.b32")
+def _tc05_st(ctx, m):
+    ops = ctx.operands
+    if len(ops) not in (2, 3):
+        ctx.fail(f"{ctx.opcode} takes [taddr]{{, immHalfSplitoff}}, registers; got {len(ops)} operand(s)")
+    ctx.require_converged()
+    t = _uniform(ctx, _bracket(ops[0]), "the tensor-memory address")
+    half = _uniform(ctx, ops[1], "immHalfSplitoff") if len(ops) == 3 else None
+    regs = ops[-1] if isinstance(ops[-1], list) else [ops[-1]]
+    words = np.stack([ctx.read(r, "b32") for r in regs], axis=-1).astype(np.uint32)
+    for g, w, cta, wic in _warps(ctx):
+        _run(ctx, lambda: _tmem(ctx, cta).st(wic, int(t[g]), m["shape"], words[g], int(m["num"]),
+                                             unpack16=bool(m["unpack"]),
+                                             half_offset=None if half is None else int(half[g])))
+
+
+@instr(r"tcgen05\.wait::(?P<what>ld|st)\.sync\.aligned")
+def _tc05_wait(ctx, m):
+    ctx.need(0)
+    for g, w, cta, _ in _warps(ctx):
+        _tmem(ctx, cta).wait(m["what"])
+
+
+@instr(r"tcgen05\.fence::(?P<kind>before_thread_sync|after_thread_sync)")
+def _tc05_fence(ctx, m):
+    ctx.need(0)
+
+
+class _Rows:
+    """A context view for a memory access of one warp (row ``g``) of the statement."""
+
+    def __init__(self, ctx, g):
+        self._ctx, self._g = ctx, g
+        all_rows = np.arange(ctx.shape[0]) if ctx.rows is None else np.asarray(ctx.rows)
+        self.rows = all_rows[g:g + 1]
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def lane_mask(self, lanes=None):
+        mask = self._ctx.lane_mask(lanes)
+        return mask[self._g:self._g + 1, :1] if mask is not None else None
