@@ -409,3 +409,16 @@ def test_explain_says_modelled():
     for key, r in TCGEN05_RECIPES.items():
         assert "MMA-Sim" in r.source and r.unmeasured, key
     assert "modelled" in warpsim.parse(F16).describe()
+
+
+def test_register_level_entry_points_refuse_tcgen05():
+    w = np.zeros((32, 4), np.uint32)
+    for call in (lambda: warpsim.mma(F16, w, w[:, :2], w), lambda: warpsim.explain(F16, w, w[:, :2], w),
+                 lambda: warpsim.wgmma(F16, np.zeros((128, 4), np.uint32), 0, 0, smem=np.zeros(16, np.uint8)),
+                 lambda: warpsim.compress("tcgen05.mma.sp.cta_group::1.kind::f16", np.zeros((128, 16)))):
+        with pytest.raises(ValueError, match="tcgen05.mma spelling .*use warpsim.matmul"):
+            call()
+    with pytest.raises(ValueError, match="not in register fragments"):
+        warpsim.pack(F16, "a", np.zeros((128, 16)))
+    with pytest.raises(NotImplementedError, match="does not run tcgen05.mma main loops"):
+        warpsim.gemm(np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), instruction=F16, arch="sm_100a")

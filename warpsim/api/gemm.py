@@ -112,6 +112,10 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     """
     from ..numerics.arch import check_arch
 
+    if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
+        parse(instruction)   # a clear error for a spelling ptxas refuses
+        raise NotImplementedError(f"{instruction.strip()}: warpsim.gemm does not run tcgen05.mma main loops yet; "
+                                  "warpsim.matmul(..., arch='sm_100a') computes one tcgen05.mma")
     arch = check_arch("sm_90" if arch is None else arch)
     try:
         ins = parse(instruction, arch=arch)
