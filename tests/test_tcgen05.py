@@ -422,3 +422,14 @@ def test_register_level_entry_points_refuse_tcgen05():
         warpsim.pack(F16, "a", np.zeros((128, 16)))
     with pytest.raises(NotImplementedError, match="does not run tcgen05.mma main loops"):
         warpsim.gemm(np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), instruction=F16, arch="sm_100a")
+
+
+def test_cta_group_2_m256_and_batches():
+    op = "tcgen05.mma.cta_group::2.kind::f16"
+    rng = np.random.default_rng(7)
+    A = rng.integers(-3, 4, (2, 256, 16)).astype(np.float16)
+    B = rng.integers(-3, 4, (16, 32)).astype(np.float16)
+    D = warpsim.matmul(op, A, B, arch="sm_100a")
+    assert D.shape == (2, 256, 32) and (D == np.einsum("gmk,kn->gmn", A.astype(np.float64), B.astype(np.float64))).all()
+    with pytest.raises(ValueError, match="allowed M"):
+        warpsim.matmul(op, A[0, :64], B, arch="sm_100a")

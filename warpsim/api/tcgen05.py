@@ -136,6 +136,7 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     batches = {x.shape[0] for x in mats + sc if x.ndim == 3}
     if len(batches) > 1:
         raise ValueError(f"batch sizes differ: {sorted(batches)}")
+    batched = bool(batches)
     G = batches.pop() if batches else 1
 
     def full(x):
@@ -154,7 +155,7 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     if sc:
         SA, SB = full(sc[0]), np.swapaxes(full(sc[1]), 1, 2)
     D = _bits_to_values(compute(ins, Ab, Bb, Cb, SA, SB), dt)
-    return D if batches else D[0]
+    return D if batched else D[0]
 
 
 def _scale_from_tmem(tmem, taddr, count, nscale, sid, what):

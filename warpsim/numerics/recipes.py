@@ -438,6 +438,8 @@ _TC05_SUBBYTE = ("e2m3/e3m2: MMA-Sim lists them as TODO for tcgen05; chosen: the
 _TC05_SPARSE = ("tcgen05.mma.sp: MMA-Sim models dense tcgen05 only; chosen: the dense rule on the K/2 kept products "
                 "(block-scaled: one scale factor per 32 / 16 logical K, each covering half as many kept products)")
 _TC05_CTA2 = "cta_group::2 and .ws: MMA-Sim models cta_group::1 only; chosen: the same per-element rule"
+_TC05_UE4M3 = ("ue4m3: bit 7 ignored (MMA-Sim clears it); the tensor-memory layout of the scale factors (row i in lane i, "
+               "bytes from the descriptor's scale id) is modelled from the PTX ISA, not measured")
 _TC05_MXF4 = ("kind::mxf4 (K = 64, ue8m0 per 32 K): MMA-Sim's K = 64 block-scale path (groups of 16 exact products, "
               "F = 35), which it applies to every K = 64 block-scaled tcgen05")
 
@@ -461,7 +463,7 @@ for _sp in (False, True):
         ("tcgen05", "mxf8f6f4", _sp, "f32"): _tc05(_MXF8, _TC05_BS + ": ST-FDPA F=25, RZ-FP32, e_zero=-133 (as sm_120a)",
                                                    _TC05_SUBBYTE, _ZERO_SIGN, _TC05_CTA2, _sn),
         ("tcgen05", "mxf4nvf4", _sp, "f32"): _tc05(_MXF4, _TC05_BS + ": GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139 "
-                                                   "(as sm_120a)", _ZERO_SIGN, _UE4M3, _TC05_CTA2, _sn),
+                                                   "(as sm_120a)", _ZERO_SIGN, _TC05_UE4M3, _TC05_CTA2, _sn),
         ("tcgen05", "mxf4", _sp, "f32"): _tc05(_MXF4, _TC05_BS + ": GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139 "
                                                "(as sm_120a)", _TC05_MXF4, _ZERO_SIGN, _TC05_CTA2, _sn),
     })
