@@ -51,6 +51,18 @@ def test_catalog_is_exactly_the_ptxas_table():
     assert len(mine) == 464
 
 
+@pytest.mark.parametrize("arch", ["sm_103a", "sm_110a"])
+def test_other_targets_are_exactly_their_ptxas_tables(arch):
+    from warpsim.isa.catalog import tcgen05_forms_on
+
+    with lzma.open(TABLE.replace("sm100a", arch.replace("_", "")), "rt") as f:
+        doc = json.load(f)
+    assert doc["arch"] == arch
+    mine = {op.opcode: list(tcgen05_forms_on(op, arch)) for op in TCGEN05_CATALOG if tcgen05_forms_on(op, arch)}
+    assert mine == doc["accepted"]
+    assert all((arch in op.targets) == bool(tcgen05_forms_on(op, arch)) for op in TCGEN05_CATALOG)
+
+
 def test_parser_accepts_exactly_the_table():
     accepted = set(_table()["accepted"])
     for s in accepted:
@@ -83,8 +95,10 @@ def test_parser_names_the_refused_qualifier(spelling, blamed):
 
 def test_tcgen05_only_on_sm100a():
     assert warpsim.parse(F16, arch="sm_100a").kind == "f16"
-    with pytest.raises(ValueError, match="sm_100a only"):
+    with pytest.raises(ValueError, match="exists on sm_100a, sm_103a, sm_110a only"):
         warpsim.parse(F16, arch="sm_90a")
+    with pytest.raises(ValueError, match="exists on sm_100a, sm_110a only"):
+        warpsim.parse("tcgen05.mma.cta_group::1.kind::i8", arch="sm_103a")
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="no ptxas on PATH: the committed table is checked above")
@@ -387,7 +401,7 @@ def test_matmul_argument_errors():
     B = np.zeros((16, 24), np.float16)
     with pytest.raises(ValueError, match="allowed N: 16..256 step 16"):
         warpsim.matmul(F16, A, B, arch="sm_100a")
-    with pytest.raises(ValueError, match="sm_100a only"):
+    with pytest.raises(ValueError, match=r"sm_110a only \(ptxas 13.0\), not on 'sm_90'"):
         warpsim.matmul(F16, A, B[:, :16])
     with pytest.raises(ValueError, match="block-scaled: pass scale_a"):
         warpsim.matmul("tcgen05.mma.cta_group::1.kind::mxf4.block_scale", np.zeros((128, 64), ml_dtypes.float4_e2m1fn),

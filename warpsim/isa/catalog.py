@@ -540,7 +540,7 @@ class Tcgen05Opcode:
     collector: str | None
     forms: tuple[str, ...]       # accepted operand forms (names above), sorted
     min_ptx: str = "8.6"
-    targets: tuple = ("sm_100a",)
+    targets: tuple = ("sm_100a", "sm_103a", "sm_110a")   # where ptxas 13.0 has the spelling (TCGEN05_TARGETS)
     iclass: str = "tcgen05"
 
     @property
@@ -573,6 +573,27 @@ class Tcgen05Opcode:
         return "\n".join(lines)
 
 
+#: Where the other tcgen05 targets differ from sm_100a (ptxas 13.0, PTX ISA 9.0; tables
+#: tests/golden/ptxas/tcgen05_sm103a.json.xz and _sm110a.json.xz): sm_103a has no kind::i8 spellings;
+#: sm_110a has every spelling, but kind::f16 / kind::tf32 take no scale-input-d there (kind::i8, where the
+#: PTX ISA does not define it, still does).
+TCGEN05_TARGETS: dict[str, dict] = {
+    "sm_100a": {},
+    "sm_103a": {"without_kinds": ("i8",)},
+    "sm_110a": {"without_sid_kinds": ("f16", "tf32")},
+}
+
+
+def tcgen05_forms_on(op: "Tcgen05Opcode", arch: str) -> tuple[str, ...]:
+    """The operand forms ptxas accepts for ``op`` on a tcgen05 target; () where the target lacks the spelling."""
+    rule = TCGEN05_TARGETS[arch]
+    if op.kind in rule.get("without_kinds", ()):
+        return ()
+    if op.kind in rule.get("without_sid_kinds", ()):
+        return tuple(f for f in op.forms if "+sid" not in f)
+    return op.forms
+
+
 def _tcgen05_forms(row: Tcgen05Row, sparse: bool, ashift: bool) -> tuple[str, ...]:
     heads = ("atmem",) if ashift else ("adesc", "atmem")
     if row.block_scale:
@@ -599,10 +620,12 @@ def _expand_tcgen05(rows) -> tuple[Tcgen05Opcode, ...]:
                     parts = ["tcgen05", "mma"] + (["ws"] if row.ws else []) + (["sp"] if sparse else [])
                     parts += [f"cta_group::{cta}", f"kind::{row.kind}"] + ([bs] if bs else [])
                     parts += (["ashift"] if ashift else []) + ([coll] if coll else [])
+                    targets = tuple(a for a, rule in TCGEN05_TARGETS.items()
+                                    if row.kind not in rule.get("without_kinds", ()))
                     out.append(Tcgen05Opcode(
                         opcode=".".join(parts), kind=row.kind, ws=row.ws, sparse=sparse, cta_group=cta,
                         block_scale=bs, scale_block=block, ashift=ashift, collector=coll,
-                        forms=_tcgen05_forms(row, sparse, ashift)))
+                        forms=_tcgen05_forms(row, sparse, ashift), targets=targets))
     return tuple(out)
 
 
