@@ -14,6 +14,7 @@ import numpy as np
 from ..isa import tcgen05 as _t
 from ..isa.catalog import Tcgen05Opcode
 from ..isa.layouts import _bits_to_values, _values_to_bits
+from ..engine.tcgen05 import compute
 from ..isa.types import SCALE_TYPES
 
 #: numpy dtype name -> PTX type name, per role (tf32 matrices are given as float32)
@@ -77,20 +78,6 @@ def descriptor_for(op, A, B, C=None, *, types=None, scale_a=None, scale_type=Non
     _t.decode_idesc(desc.encode(), op.kind)    # every field check of a real descriptor
     _t.check_idesc(desc, op)
     return desc
-
-
-def compute(ins, A, B, C, SA=None, SB=None):
-    """D element bits (G, M, N) of a tcgen05 :class:`Instruction` from raw bits A (G, M, K), B^T (G, N, K),
-    C (G, M, N) and block-scale bits SA (G, M, nscale), SB (G, N, nscale)."""
-    from ..engine import tcgen05 as _eng
-
-    if ins.kind == "i8":
-        from ..numerics.integer import int_params
-
-        return _eng.matrix("int", A, B, C, int_params(ins))
-    from ..numerics.recipes import recipe_params
-
-    return _eng.matrix("tc", A, B, C, recipe_params(ins, "sm_100"), SA, SB)
 
 
 def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale_b=None, scale_type=None,
@@ -158,22 +145,6 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     return D if batched else D[0]
 
 
-def _scale_from_tmem(tmem, taddr, count, nscale, sid, what):
-    """(count, nscale) scale-factor bytes: row / column i at lane i % 128, column (taddr) + i // 128, bytes
-    sid .. sid + nscale - 1 of that 32-bit cell (modelled layout)."""
-    from ..ptx.tmem import split
-
-    lane0, col0 = split(taddr)
-    if lane0 or sid + nscale > 4:
-        raise ValueError(f"{what}: scale factors must start at lane 0 and fit in one 32-bit cell "
-                         f"(scale id {sid} + {nscale} factor(s) > 4 bytes)" if sid + nscale > 4 else
-                         f"{what}: the scale-factor address must name lane 0, got lane {lane0}")
-    i = np.arange(count)
-    cells = tmem.cells[i % 128, col0 + i // 128].astype(np.uint64)
-    shifts = (8 * (sid + np.arange(nscale))).astype(np.uint64)
-    return (cells[:, None] >> shifts[None, :]) & np.uint64(0xFF)
-
-
 def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enable_input_d=True,
                 scale_a_taddr=None, scale_b_taddr=None):
     """One ``tcgen05.mma`` on tensor memory and shared memory, as a kernel issues it (modelled).
@@ -186,56 +157,11 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
     i % 128, column + i // 128, bytes scale-id ..).  Modelled: cta_group::1, dense, M = 128, A from a
     descriptor, 32-bit accumulator cells (f16 D in the low half); anything else raises NotImplementedError.
     """
-    from ..isa import smem as _smem
-    from ..ptx.tmem import TensorMemory
+    from ..ptx import tmem as _tmem
 
-    op = _t.parse_tcgen05(instruction)
-    if not isinstance(tmem, TensorMemory):
+    if not isinstance(tmem, _tmem.TensorMemory):
         raise TypeError(f"tmem must be a warpsim.ptx.tmem.TensorMemory, not {type(tmem).__name__}")
-    if op.sparse or op.ws or op.cta_group != 1 or op.ashift:
-        raise NotImplementedError(f"{op.opcode}: the tensor-memory call models dense cta_group::1 spellings without "
-                                  ".ws / .ashift; use warpsim.matmul for the arithmetic of the others' dense forms")
-    if isinstance(idesc, (np.integer,)):
-        idesc = int(idesc)
-    desc = _t.decode_idesc(idesc, op.kind)
-    ins = _t.instruction(op, desc)
-    m, n, k = ins.mnk
-    if m != 128:
-        raise NotImplementedError(f"M = {m}: the modelled accumulator layout is M = 128 (lane = row)")
-    if not isinstance(smem, np.ndarray) or smem.dtype != np.uint8 or smem.ndim != 1:
-        raise TypeError("smem must be the CTA's shared memory as a 1-D numpy.uint8 array")
-    at, bt, dt = ins.elem("a"), ins.elem("b"), ins.elem("d")
-    # kind::f8f6f4 / mxf8f6f4 keep every element in a byte in shared memory (the value in the low bits: modelled)
-    abits = 8 if op.kind in ("f8f6f4", "mxf8f6f4") else at.bits
-    bbits = 8 if op.kind in ("f8f6f4", "mxf8f6f4") else bt.bits
-    mats = []
-    for name, dsc, rows, bits, tr in (("A", a_desc, m, abits, desc.transpose_a), ("B", b_desc, n, bbits,
-                                                                                 desc.transpose_b)):
-        if tr and bits != 16:
-            raise NotImplementedError(f"{name}: MN-major (transposed) operands are modelled for 16-bit types only")
-        sd = _t.decode_smem_desc(int(dsc))
-        try:
-            x = _smem.read_operand(smem[None], sd.to_sm90(), rows, k, bits, "MN" if tr else "K")[0]
-        except ValueError as exc:
-            raise ValueError(f"{name} descriptor: {exc}") from None
-        mats.append(x & np.uint64((1 << (at if name == "A" else bt).width) - 1))
-    A, B = mats
-    if at.is_float:
-        if desc.negate_a:
-            A = A ^ np.uint64(1 << (at.width - 1))
-        if desc.negate_b:
-            B = B ^ np.uint64(1 << (bt.width - 1))
-    if enable_input_d:
-        C = tmem.read_matrix(d_taddr, m, n).astype(np.uint64) & np.uint64((1 << dt.bits) - 1)
-    else:
-        C = np.zeros((m, n), np.uint64)
-    SA = SB = None
-    if op.block_scaled:
-        if scale_a_taddr is None or scale_b_taddr is None:
-            raise ValueError(f"{op.opcode} is block-scaled: pass scale_a_taddr and scale_b_taddr")
-        SA = _scale_from_tmem(tmem, scale_a_taddr, m, ins.nscale, desc.scale_id_a, "scale A")[None]
-        SB = _scale_from_tmem(tmem, scale_b_taddr, n, ins.nscale, desc.scale_id_b, "scale B")[None]
-    elif scale_a_taddr is not None or scale_b_taddr is not None:
-        raise ValueError(f"{op.opcode} is not block-scaled: it takes no scale-factor addresses")
-    D = compute(ins, A[None], B[None], C[None], SA, SB)[0]
-    tmem.write_matrix(d_taddr, D)
+    if isinstance(idesc, bool) or not isinstance(idesc, (int, np.integer)):
+        raise TypeError(f"idesc must be the 32-bit instruction descriptor (an integer), not {type(idesc).__name__}")
+    _tmem.mma(tmem, _t.parse_tcgen05(instruction), d_taddr, a_desc, b_desc, int(idesc), smem,
+              enable_input_d=enable_input_d, scale_a_taddr=scale_a_taddr, scale_b_taddr=scale_b_taddr)

@@ -43,3 +43,15 @@ def matrix(kind: str, A, B, C, p, SA=None, SB=None) -> np.ndarray:
                 np.ascontiguousarray(C, np.uint64), np.asarray(p, dtype=np.int64),
                 np.ascontiguousarray(SA, np.uint64), np.ascontiguousarray(SB, np.uint64), out)
     return out
+
+
+def compute(ins, A, B, C, SA=None, SB=None) -> np.ndarray:
+    """D element bits (G, M, N) of a tcgen05 catalog ``Instruction`` (``warpsim.isa.tcgen05.instruction``):
+    the integer dot for kind::i8, the sm_100 tcgen05 recipe of the exact fused dot otherwise."""
+    if ins.kind == "i8":
+        from ..numerics.integer import int_params
+
+        return matrix("int", A, B, C, int_params(ins))
+    from ..numerics.recipes import recipe_params
+
+    return matrix("tc", A, B, C, recipe_params(ins, "sm_100"), SA, SB)

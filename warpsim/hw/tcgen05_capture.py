@@ -5,7 +5,7 @@ K-major, unswizzled, laid out by :mod:`warpsim.isa.smem`), allocates tensor memo
 for block-scaled kinds, the scale-factor cells) with ``tcgen05.st.32x32b``, issues one
 ``tcgen05.mma`` from one thread with sm_100 shared-memory descriptors and the instruction
 descriptor, commits to an mbarrier, waits, reads D back with ``tcgen05.ld.32x32b`` and stores it.
-The host compares D with :func:`warpsim.tcgen05_mma` on the same bytes.
+The host compares D with :func:`warpsim.ptx.tmem.mma` (what ``warpsim.tcgen05_mma`` runs) on the same bytes.
 
     python -m warpsim.hw.tcgen05_capture --out DIR          # compile; run and compare where an sm_100 GPU is
     python -m warpsim.hw.tcgen05_capture --source k.cu      # only write the CUDA source
@@ -180,8 +180,7 @@ def case_inputs(case, seed: int):
 
 def model_d(case, inp, enable_d=1):
     """D words (128, N) as warpsim models them, from the same bytes the kernel reads."""
-    from ..api.tcgen05 import tcgen05_mma
-    from ..ptx.tmem import TensorMemory
+    from ..ptx.tmem import TensorMemory, mma
 
     sp, _, _, _, n = case
     tm = TensorMemory()
@@ -189,7 +188,7 @@ def model_d(case, inp, enable_d=1):
     tm.cells[:, :n] = inp["c"]
     tm.cells[:, SF_COL_A:SF_COL_A + 16] = inp["sf"]
     kw = dict(scale_a_taddr=SF_COL_A, scale_b_taddr=SF_COL_B) if ".block_scale" in sp else {}
-    tcgen05_mma(sp, tm, 0, inp["adesc"], inp["bdesc"], inp["idesc"], smem=inp["img"], enable_input_d=bool(enable_d), **kw)
+    mma(tm, sp, 0, inp["adesc"], inp["bdesc"], inp["idesc"], inp["img"], enable_input_d=bool(enable_d), **kw)
     return tm.cells[:, :n].copy()
 
 

@@ -271,6 +271,74 @@ class TensorMemory:
         return self.cells[:, col0:col0 + n].copy()
 
 
+def _scale_cells(tmem, taddr, count, nscale, sid, what):
+    """(count, nscale) scale-factor bytes: row / column i at lane i % 128, column (taddr) + i // 128, bytes
+    sid .. sid + nscale - 1 of that 32-bit cell (modelled layout)."""
+    lane0, col0 = split(taddr)
+    if lane0:
+        raise TmemError(f"{what}: the scale-factor address must name lane 0, got lane {lane0}")
+    if sid + nscale > 4:
+        raise TmemError(f"{what}: scale id {sid} + {nscale} factor(s) do not fit in one 32-bit cell")
+    i = np.arange(count)
+    cells = tmem.cells[i % 128, col0 + i // 128].astype(np.uint64)
+    shifts = (8 * (sid + np.arange(nscale))).astype(np.uint64)
+    return (cells[:, None] >> shifts[None, :]) & np.uint64(0xFF)
+
+
+def mma(tmem: TensorMemory, op, d_taddr, a_desc, b_desc, idesc, smem, *, enable_input_d=True,
+        scale_a_taddr=None, scale_b_taddr=None) -> None:
+    """One ``tcgen05.mma`` on ``tmem`` with operands read from ``smem`` (the CTA's shared bytes from 0).
+
+    Modelled: cta_group::1, dense, not .ws / .ashift, M = 128, A from a descriptor, 32-bit accumulator
+    cells (an f16 D in the low half); NotImplementedError for the rest, ValueError for bad operands."""
+    from ..engine.tcgen05 import compute
+    from ..isa import smem as _smem
+    from ..isa import tcgen05 as _t
+
+    op = _t.parse_tcgen05(op)
+    if op.sparse or op.ws or op.cta_group != 1 or op.ashift:
+        raise NotImplementedError(f"{op.opcode}: the tensor-memory MMA models dense cta_group::1 spellings without "
+                                  ".ws / .ashift; warpsim.matmul computes the arithmetic of the other dense forms")
+    desc = _t.decode_idesc(int(idesc), op.kind)
+    ins = _t.instruction(op, desc)
+    m, n, k = ins.mnk
+    if m != 128:
+        raise NotImplementedError(f"M = {m}: the modelled accumulator layout is M = 128 (lane = row)")
+    if not isinstance(smem, np.ndarray) or smem.dtype != np.uint8 or smem.ndim != 1:
+        raise TypeError("smem must be the CTA's shared memory as a 1-D numpy.uint8 array")
+    at, bt, dt = ins.elem("a"), ins.elem("b"), ins.elem("d")
+    # kind::f8f6f4 / mxf8f6f4 keep every element in a byte of shared memory (value in the low bits: modelled)
+    wide = op.kind in ("f8f6f4", "mxf8f6f4")
+    mats = []
+    for name, dsc, rows, t, tr in (("A", a_desc, m, at, desc.transpose_a), ("B", b_desc, n, bt, desc.transpose_b)):
+        bits = 8 if wide else t.bits
+        if tr and bits != 16:
+            raise NotImplementedError(f"{name}: MN-major (transposed) operands are modelled for 16-bit types only")
+        sd = _t.decode_smem_desc(int(dsc))
+        try:
+            x = _smem.read_operand(smem[None], sd.to_sm90(), rows, k, bits, "MN" if tr else "K")[0]
+        except ValueError as exc:
+            raise ValueError(f"{name} descriptor: {exc}") from None
+        x = x & np.uint64((1 << t.width) - 1)
+        if t.is_float and (desc.negate_a if name == "A" else desc.negate_b):
+            x = x ^ np.uint64(1 << (t.width - 1))
+        mats.append(x)
+    if enable_input_d:
+        C = tmem.read_matrix(d_taddr, m, n).astype(np.uint64) & np.uint64((1 << dt.bits) - 1)
+    else:
+        C = np.zeros((m, n), np.uint64)
+    SA = SB = None
+    if op.block_scaled:
+        if scale_a_taddr is None or scale_b_taddr is None:
+            raise ValueError(f"{op.opcode} is block-scaled: it needs the scale-factor addresses of A and B")
+        SA = _scale_cells(tmem, scale_a_taddr, m, ins.nscale, desc.scale_id_a, "scale A")[None]
+        SB = _scale_cells(tmem, scale_b_taddr, n, ins.nscale, desc.scale_id_b, "scale B")[None]
+    elif scale_a_taddr is not None or scale_b_taddr is not None:
+        raise ValueError(f"{op.opcode} is not block-scaled: it takes no scale-factor addresses")
+    D = compute(ins, mats[0][None], mats[1][None], C[None], SA, SB)[0]
+    tmem.write_matrix(d_taddr, D)
+
+
 # --- rows of the PTX instruction table ------------------------------------------------------------
 # Each CTA of a launch gets its own TensorMemory (kept on the machine, created on first use).  The
 # operands that name tensor memory (addresses, column counts, offsets) must be the same in every
