@@ -225,3 +225,86 @@ def test_ptx_kernel_allocates_stores_and_loads_tensor_memory():
     assert (out[:128] == np.arange(128) + 7).all()
     with pytest.raises(warpsim.PTXError, match=r"warp 1 \(warp 1 of its warpgroup\) may access lanes 32..63 only, not lane\(s\) 0..31"):
         wp.load(_KERNEL.replace("LANE_SHIFT", "0")).launch("k", 1, 128, [out[:128]], arch="sm_100a")
+
+
+_MMA_KERNEL = """.version 8.8
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 img, .param .u64 adesc, .param .u64 bdesc, .param .u32 idesc){
+ .reg .b32 %r<16>; .reg .b64 %rd<12>; .reg .pred %p<3>;
+ .shared .align 16 .b32 slot;
+ .shared .align 1024 .b8 tiles[6144];
+ mov.u32 %r1, %tid.x;
+ shr.u32 %r2, %r1, 5;
+ setp.eq.u32 %p1, %r2, 0;
+ @%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [slot], 32;
+ ld.param.u64 %rd7, [img];
+ mul.wide.u32 %rd8, %r1, 48;
+ add.u64 %rd7, %rd7, %rd8;
+ mov.u32 %r5, tiles;
+ mad.lo.u32 %r11, %r1, 48, %r5;
+ ld.global.v4.u32 {%r12, %r13, %r14, %r15}, [%rd7];
+ st.shared.v4.u32 [%r11], {%r12, %r13, %r14, %r15};
+ ld.global.v4.u32 {%r12, %r13, %r14, %r15}, [%rd7+16];
+ st.shared.v4.u32 [%r11+16], {%r12, %r13, %r14, %r15};
+ ld.global.v4.u32 {%r12, %r13, %r14, %r15}, [%rd7+32];
+ st.shared.v4.u32 [%r11+32], {%r12, %r13, %r14, %r15};
+ bar.sync 0;
+ ld.shared.u32 %r3, [slot];
+ ld.param.u64 %rd4, [adesc];
+ ld.param.u64 %rd5, [bdesc];
+ ld.param.u32 %r4, [idesc];
+ shr.u32 %r5, %r5, 4;
+ cvt.u64.u32 %rd6, %r5;
+ add.u64 %rd4, %rd4, %rd6;
+ add.u64 %rd5, %rd5, %rd6;
+ setp.eq.u32 %p2, %r1, 0;
+ setp.ne.u32 %p1, %r1, 999;
+ tcgen05.fence::after_thread_sync;
+ @%p2 tcgen05.mma.cta_group::1.kind::f16 [%r3], %rd4, %rd5, %r4, %p1;
+ bar.sync 0;
+ tcgen05.fence::after_thread_sync;
+ shl.b32 %r6, %r2, 21;
+ add.u32 %r6, %r6, %r3;
+ tcgen05.ld.sync.aligned.32x32b.x4.b32 {%r7, %r8, %r9, %r10}, [%r6];
+ tcgen05.wait::ld.sync.aligned;
+ ld.param.u64 %rd1, [out];
+ mul.wide.u32 %rd2, %r1, 16;
+ add.u64 %rd3, %rd1, %rd2;
+ st.global.v4.u32 [%rd3], {%r7, %r8, %r9, %r10};
+ bar.sync 0;
+ setp.eq.u32 %p1, %r2, 0;
+ @%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;
+ ret;
+}
+"""
+
+
+def test_ptx_kernel_issues_tcgen05_mma():
+    """One thread issues tcgen05.mma from shared-memory descriptors; every warp reads its quarter of D.
+    ptxas 13.0 accepts the kernel for sm_100a.  D = A x B exactly (small integers)."""
+    import warpsim.ptx as wp
+
+    rng = np.random.default_rng(11)
+    A = rng.integers(-3, 4, (128, 16)).astype(np.float16)
+    B = rng.integers(-3, 4, (16, 32)).astype(np.float16)
+    img, da, db = _smem_operands(A.view(np.uint16).astype(np.uint64), B.T.copy().view(np.uint16).astype(np.uint64), 16)
+    img = np.concatenate([img, np.zeros(6144 - img.size, np.uint8)])
+    out = np.zeros((128, 4), np.uint32)
+    idesc = t5.encode_idesc("f16", "f16", "f16", "f32", 128, 32)
+    wp.load(_MMA_KERNEL).launch("k", 1, 128, [out, img, np.uint64(da), np.uint64(db), np.uint32(idesc)], arch="sm_100a")
+    assert (out.view(np.float32) == (A.astype(np.float64) @ B.astype(np.float64))[:, :4]).all()
+
+
+def test_the_test_kernels_assemble_for_sm100a(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("no ptxas on PATH")
+    for name, text in (("st_ld", _KERNEL.replace("LANE_SHIFT", "21")), ("mma", _MMA_KERNEL)):
+        p = tmp_path / f"{name}.ptx"
+        p.write_text(text)
+        r = subprocess.run(["ptxas", "-arch=sm_100a", str(p), "-o", str(tmp_path / f"{name}.cubin")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr

@@ -476,3 +476,66 @@ class _Rows:
     def lane_mask(self, lanes=None):
         mask = self._ctx.lane_mask(lanes)
         return mask[self._g:self._g + 1, :1] if mask is not None else None
+
+
+def _lanes(ctx):
+    """(row g, lane l, CTA) of every thread that executes the statement."""
+    out = []
+    for g, w, cta, _ in _warps(ctx):
+        lanes = range(32) if ctx.mask is None else np.nonzero(ctx.mask[g])[0]
+        out += [(g, int(l), cta) for l in lanes]
+    return out
+
+
+_MMA = (r"tcgen05\.mma(?:\.ws)?(?:\.sp)?\.cta_group::[12]\.kind::\w+(?:\.block_scale(?:\.scale_vec::\dX|\.block\d\d)?)?"
+        r"(?:\.ashift)?(?:\.collector::\w+::\w+)?")
+
+
+@instr(_MMA)
+def _tc05_mma(ctx, m):
+    """``tcgen05.mma``: issued by every thread that executes it (kernels guard it to one thread)."""
+    from ..isa.tcgen05 import parse_tcgen05
+
+    try:
+        op = parse_tcgen05(ctx.opcode)
+    except ValueError as exc:
+        ctx.fail(str(exc))
+    ops = ctx.operands
+    want = 7 if op.block_scaled else 5
+    if len(ops) != want or any(isinstance(o, list) for o in ops):
+        ctx.fail(f"{ctx.opcode}: warpsim runs the form [d-tmem], a-desc, b-desc, idesc"
+                 f"{', [scale-A-tmem], [scale-B-tmem]' if op.block_scaled else ''}, enable-input-d "
+                 "(A from a descriptor; no disable-output-lane / scale-input-d); got "
+                 f"{len(ops)} operand(s)")
+    d = ctx.read(_bracket(ops[0]), "u32", what="the D tensor-memory address")
+    a = ctx.read(ops[1], "u64", what="the A descriptor")
+    b = ctx.read(ops[2], "u64", what="the B descriptor")
+    idesc = ctx.read(ops[3], "u32", what="the instruction descriptor")
+    sfa = ctx.read(_bracket(ops[4]), "u32") if op.block_scaled else None
+    sfb = ctx.read(_bracket(ops[5]), "u32") if op.block_scaled else None
+    en = ctx.read(ops[-1], "pred")
+    for g, l, cta in _lanes(ctx):
+        kw = dict(scale_a_taddr=int(sfa[g, l]), scale_b_taddr=int(sfb[g, l])) if op.block_scaled else {}
+        try:
+            mma(_tmem(ctx, cta), op, int(d[g, l]), int(a[g, l]), int(b[g, l]), int(idesc[g, l]),
+                ctx.memory.shared[cta], enable_input_d=bool(en[g, l]), **kw)
+        except (ValueError, TypeError, NotImplementedError) as exc:
+            ctx.fail(f"thread {l} of warp {g}: {exc}")
+
+
+@instr(r"tcgen05\.cp\.cta_group::1\.(?P<shape>128x256b|4x256b|128x128b|64x128b|32x128b)"
+       r"(?:\.(?P<mc>warpx2::02_13|warpx2::01_23|warpx4))?")
+def _tc05_cp(ctx, m):
+    taddr, sdesc = ctx.need(2)
+    t = ctx.read(_bracket(taddr), "u32")
+    s = ctx.read(sdesc, "u64")
+    for g, l, cta in _lanes(ctx):
+        _run(ctx, lambda: _tmem(ctx, cta).cp(int(t[g, l]), m["shape"], ctx.memory.shared[cta], int(s[g, l]), m["mc"]))
+
+
+@instr(r"tcgen05\.shift\.cta_group::1\.down")
+def _tc05_shift(ctx, m):
+    (taddr,) = ctx.need(1)
+    t = ctx.read(_bracket(taddr), "u32")
+    for g, l, cta in _lanes(ctx):
+        _run(ctx, lambda: _tmem(ctx, cta).shift_down(int(t[g, l])))
