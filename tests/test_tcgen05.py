@@ -410,8 +410,12 @@ def test_matmul_argument_errors():
         warpsim.matmul(F16, A.astype(ml_dtypes.float8_e4m3fn), B[:, :16], arch="sm_100a")
     with pytest.raises(ValueError, match=r"A of .* must have shape"):
         warpsim.matmul(F16, np.zeros((128, 32), np.float16), np.zeros((32, 16), np.float16), arch="sm_100a")
-    with pytest.raises(NotImplementedError, match="dense tcgen05.mma only"):
-        warpsim.matmul("tcgen05.mma.sp.cta_group::1.kind::f16", A, B[:, :16], arch="sm_100a")
+    with pytest.raises(NotImplementedError, match="block-scaled sparse"):
+        warpsim.matmul("tcgen05.mma.sp.cta_group::1.kind::mxf4.block_scale", np.zeros((128, 128), ml_dtypes.float4_e2m1fn),
+                       np.zeros((128, 16), ml_dtypes.float4_e2m1fn), arch="sm_100a")
+    with pytest.raises(ValueError, match="2:4 sparse along K.*row 0, K 0..3 has 4"):
+        warpsim.matmul("tcgen05.mma.sp.cta_group::1.kind::f16", np.ones((128, 32), np.float16), B[:32, :16],
+                       arch="sm_100a")
     A0, B0 = A.copy(), B.copy()
     warpsim.matmul(F16, A, B[:, :16], arch="sm_100a", types=("f16", "f16", "f32"))
     assert (A == A0).all() and (B == B0).all()
@@ -434,8 +438,9 @@ def test_register_level_entry_points_refuse_tcgen05():
             call()
     with pytest.raises(ValueError, match="not in register fragments"):
         warpsim.pack(F16, "a", np.zeros((128, 16)))
-    with pytest.raises(NotImplementedError, match="does not run tcgen05.mma main loops"):
-        warpsim.gemm(np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), instruction=F16, arch="sm_100a")
+    with pytest.raises(NotImplementedError, match="runs tcgen05 main loops for dense kind::f16"):
+        warpsim.gemm(np.zeros((128, 64), np.int8), np.zeros((64, 64), np.int8),
+                     instruction="tcgen05.mma.cta_group::1.kind::i8", arch="sm_100a")
 
 
 def test_cta_group_2_m256_and_batches():
@@ -447,3 +452,34 @@ def test_cta_group_2_m256_and_batches():
     assert D.shape == (2, 256, 32) and (D == np.einsum("gmk,kn->gmn", A.astype(np.float64), B.astype(np.float64))).all()
     with pytest.raises(ValueError, match="allowed M"):
         warpsim.matmul(op, A[0, :64], B, arch="sm_100a")
+
+
+def test_sparse_f16_sums_the_kept_products():
+    # logical K = 32, 2 of every 4 kept: 1 * 1 at k = 0 and 8 products 1.5 * 2^-25 each truncated to 2^-25:
+    # the same truncation as dense -> 1 + 2^-22; the descriptor carries the sparse bit
+    op = "tcgen05.mma.sp.cta_group::1.kind::f16"
+    a = np.zeros(32, np.float16)
+    b = np.zeros(32, np.float16)
+    a[0] = b[0] = 1
+    small = [1, 4, 5, 8, 9, 12, 13, 16]          # at most 2 of every 4
+    a[small], b[small] = 1.5 * 2**-13, 2**-12
+    assert _mm(op, a, b) == np.float32(1 + 2**-22)
+    # tf32 1:2
+    op = "tcgen05.mma.sp.cta_group::1.kind::tf32"
+    a = _row([3.0, 0, 0, 5.0], 16, np.float32)
+    b = _row([2.0, 7.0, 1.0, 0.5], 16, np.float32)
+    assert _mm(op, a, b) == np.float32(8.5)
+
+
+@pytest.mark.parametrize("op, dt, k", [(F16, np.float16, 16), ("tcgen05.mma.cta_group::1.kind::tf32", np.float32, 8)])
+def test_gemm_is_the_chain_of_tcgen05_mmas(op, dt, k):
+    """A main loop: D_0 = 0, D_{s+1} = tcgen05.mma(A[:, Ks], B[Ks], D_s) in K order (plumbing: the chain and the
+    twin mma's recipe; the arithmetic of one MMA is checked above)."""
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((128, 64)).astype(dt)
+    B = rng.standard_normal((64, 32)).astype(dt)
+    G = warpsim.gemm(A, B, instruction=op, arch="sm_100a")
+    D = np.zeros((128, 32), np.float32)
+    for k0 in range(0, 64, k):
+        D = warpsim.matmul(op, A[:, k0:k0 + k], B[k0:k0 + k], D, arch="sm_100a")
+    assert G.dtype == np.float32 and (G.view(np.uint32) == D.view(np.uint32)).all()

@@ -80,6 +80,21 @@ def descriptor_for(op, A, B, C=None, *, types=None, scale_a=None, scale_type=Non
     return desc
 
 
+def _check_sparsity(op, A):
+    """A sparse tcgen05.mma takes the logical A: at most 2 nonzeros in every 4 consecutive K (tf32: 1 in 2)."""
+    group, keep = (2, 1) if op.kind == "tf32" else (4, 2)
+    k = A.shape[-1]
+    if k % group:
+        return   # the shape check names the problem
+    nz = (A.astype(np.float64) != 0) if A.dtype.kind != "V" else (A != 0)
+    per = nz.reshape(A.shape[:-1] + (k // group, group)).sum(axis=-1)
+    if (per > keep).any():
+        where = tuple(int(x) for x in np.argwhere(per > keep)[0])
+        raise ValueError(f"{op.opcode}: A must be {keep}:{group} sparse along K (at most {keep} nonzeros in every "
+                         f"{group} consecutive elements); row {where[-2]}, K {where[-1] * group}..{where[-1] * group + group - 1} "
+                         f"has {int(per[where])}")
+
+
 def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale_b=None, scale_type=None,
                    negate_a=False, negate_b=False, saturate=False):
     """D = A x B + C as one ``tcgen05.mma`` computes it (modelled from MMA-Sim; status "modelled").
@@ -89,13 +104,18 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     the spelling's cta_group allows.  Element types from the dtypes (tf32: float32 arrays) or ``types=(a,
     b, d)``.  Block-scaled kinds: ``scale_a`` ([batch,] M, K/block), ``scale_b`` ([batch,] K/block, N) as
     scale-type values or raw uint8 bits; ``scale_type`` "ue8m0" / "ue4m3" (default from the dtype).
-    ``negate_a`` / ``negate_b`` / ``saturate``: the descriptor bits.  Inputs are never modified.
+    ``negate_a`` / ``negate_b`` / ``saturate``: the descriptor bits.  Sparse spellings (``.sp``, not
+    block-scaled): A is the logical M x K matrix, 2:4 sparse along K (tf32 1:2), K twice the dense one; the
+    result is the dense rule on the kept products, which for these kinds (zero products never set the
+    exponent) is the fused sum over the logical row.  Inputs are never modified.
     """
     op = _t.parse_tcgen05(instruction)
-    if op.sparse:
-        raise NotImplementedError(f"{op.opcode}: the matrix-level call runs dense tcgen05.mma only; the sparse "
-                                  "spellings are catalogued and their descriptors decoded, their data path is not wired")
+    if op.sparse and op.block_scaled:
+        raise NotImplementedError(f"{op.opcode}: block-scaled sparse tcgen05.mma is not wired (its zero-term rule "
+                                  "makes the kept-products sum differ from the logical one); the dense spellings are")
     A, B = np.asarray(A), np.asarray(B)
+    if op.sparse:
+        _check_sparsity(op, A)
     for name, x in (("A", A), ("B", B)):
         if x.ndim not in (2, 3):
             raise ValueError(f"{name} must have shape ([batch,] rows, cols), got {x.shape}")
