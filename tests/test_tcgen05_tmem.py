@@ -308,3 +308,12 @@ def test_the_test_kernels_assemble_for_sm100a(tmp_path):
         r = subprocess.run(["ptxas", "-arch=sm_100a", str(p), "-o", str(tmp_path / f"{name}.cubin")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_hw_cli_writes_the_tcgen05_source(tmp_path):
+    from warpsim.hw.capture import main
+
+    out = tmp_path / "k.cu"
+    assert main(["source", "--family", "tcgen05", "--arch", "sm_100a", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16 [%0], %1, %2, %3, [%5], [%6], p;" in text
