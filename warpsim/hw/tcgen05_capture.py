@@ -129,7 +129,6 @@ def compile_cubin(source: str, nvcc: str = "nvcc") -> bytes:
 
 def case_inputs(case, seed: int):
     """Host-side inputs of one case: smem image, descriptors, idesc, C words, scale cells, A/B/scale values."""
-    import ml_dtypes  # noqa: F401  (dtypes of the element types)
 
     from ..isa import smem as S
     from ..isa import tcgen05 as t5
