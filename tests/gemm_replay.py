@@ -19,7 +19,7 @@ import numpy as np
 from warpsim.hw.golden import open_golden
 
 from warpsim.isa.types import TYPES
-from warpsim.isa.layouts import _bits_to_values
+from warpsim.isa.codec import to_values
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 FILES = ("gemm_sm90_mma.npz", "gemm_sm90_triton.npz")
@@ -42,7 +42,7 @@ def load():
 
 
 def _vals(bits, tname):
-    return _bits_to_values(np.asarray(bits, dtype=np.uint64), TYPES[tname])
+    return to_values(np.asarray(bits, dtype=np.uint64), TYPES[tname])
 
 
 _TRITON_OP = {

@@ -294,7 +294,7 @@ def test_tiled_capture_kernel_is_the_chain():
     """warpsim.hw.gemm packs tiles exactly as its kernel walks them: chaining warpsim.mma over the
     packed words (what the generated kernel does on the GPU) gives warpsim.gemm's words."""
     from warpsim.hw.gemm import gemm_kernel_source, pack_tiles, unpack_tiles
-    from warpsim.isa.layouts import _values_to_bits
+    from warpsim.isa.codec import to_bits
 
     op = "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"
     ins = warpsim.parse(op)
@@ -302,7 +302,7 @@ def test_tiled_capture_kernel_is_the_chain():
     A = rng.standard_normal((32, 64)).astype(ins.elem("a").numpy_dtype)
     B = rng.standard_normal((64, 16)).astype(ins.elem("b").numpy_dtype)
     C = rng.standard_normal((32, 16)).astype(np.float32)
-    pk = pack_tiles(op, *(_values_to_bits(x, ins.elem(r)) for x, r in ((A, "a"), (B, "b"), (C, "c"))))
+    pk = pack_tiles(op, *(to_bits(x, ins.elem(r)) for x, r in ((A, "a"), (B, "b"), (C, "c"))))
     Tm, Tn, S = pk["Tm"], pk["Tn"], pk["S"]
     a, b = pk["a"].reshape(Tm, S, 32, -1), pk["b"].reshape(Tn, S, 32, -1)
     t = np.arange(Tm * Tn)

@@ -316,16 +316,16 @@ def test_matmul_equals_the_numerics_corpus_matrices():
         _, d, a, b, kw = _call(NUMERICS, e, ent["spec"])
         from warpsim.api.wgmma import operands
         _, _, A, Bt, C = operands(op, d, a, b, **kw)
-        from warpsim.isa.layouts import _bits_to_values
-        Am, Bm, Cm = (_bits_to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
+        from warpsim.isa.codec import to_values
+        Am, Bm, Cm = (to_values(x, ins.elem(r)) for x, r in ((A, "a"), (np.swapaxes(Bt, 1, 2), "b"), (C, "d")))
         D = warpsim.matmul(op, Am, Bm, Cm)
         hw = np.zeros(C.shape, np.uint64)
         tab = layout(op, "d")
         from warpsim.isa.bits import words_to_elements
         hw[:, tab[..., 1], tab[..., 2]] = words_to_elements(NUMERICS[f"{e}.dout"], ins.elem("d").bits)
-        from warpsim.isa.layouts import _values_to_bits
+        from warpsim.isa.codec import to_bits
         acc = NUMERICS[f"{e}.sd"] == 1                     # matmul accumulates (scale-d = 1)
-        assert (_values_to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
+        assert (to_bits(D, ins.elem("d"))[acc] == hw[acc]).all(), op
         checked += 1
     assert checked >= 10
 
@@ -516,9 +516,9 @@ def test_kernel_wgmma_hazards_and_warpgroups():
         launch(text.replace(wait, "st.shared.u32 [%r5], %r14;\n\t" + wait))
     # the same store after the wait is fine
     launch(text.replace(wait, wait + "\n\tst.shared.u32 [%r5], %r14;"))
-    # a register written after the fence
-    with pytest.raises(warpsim.PTXError, match="register %rd19 was written .* after the last wgmma.fence"):
-        launch(text.replace("wgmma.fence.sync.aligned;", "wgmma.fence.sync.aligned;\n\tadd.s64 %rd19, %rd19, 0;"))
+    # a descriptor register written after the fence is fine (the ISA fences accumulator and A-fragment
+    # registers only; nvcc's CUTLASS 3 code writes descriptors between wgmma.fence and wgmma.mma_async)
+    launch(text.replace("wgmma.fence.sync.aligned;", "wgmma.fence.sync.aligned;\n\tadd.s64 %rd19, %rd19, 0;"))
     # CTAs that are not whole warpgroups, and a warpgroup that is not converged
     with pytest.raises(warpsim.PTXError, match="CTA of 3 warps .* multiple of 128 threads"):
         launch(text, per_cta=1, block=96)

@@ -232,7 +232,8 @@ def test_replay_captures(chunk, n):
 def test_matmul_on_captured_groups():
     """warpsim.matmul with the compressed A, the captured metadata, B and C as matrices: equal to the H100's D."""
     from warpsim.isa import smem as S
-    from warpsim.isa.layouts import _bits_to_values, unpack
+    from warpsim.isa.codec import to_values
+    from warpsim.isa.layouts import unpack
 
     z, man = _load(GOLDEN[0])
     seen = set()
@@ -245,7 +246,7 @@ def test_matmul_on_captured_groups():
         g = next(i for i, m in enumerate(L["meta"]) if m["sd"] == 1 and m["b"]["major"] == "K")
         desc = int(z[f"{j}.desc"][g, 1])
         bt = S.read_operand(z[f"{j}.smem"][g], desc, ins.n, ins.k, ins.elem("b").bits)
-        B = _bits_to_values(np.ascontiguousarray(bt.T), ins.elem("b"))
+        B = to_values(np.ascontiguousarray(bt.T), ins.elem("b"))
         Cm = unpack(ins, "d", z[f"{j}.d"][g])
         Ac = unpack(ins, "a", z[f"{j}.a"][g])
         D = warpsim.matmul(op, Ac, B, Cm, metadata=z[f"{j}.e"][g], selector=int(sel))

@@ -17,25 +17,8 @@ import numpy as np
 
 from .mma import mma, validate
 from ..isa.layouts import layout, unpack
+from ..isa.codec import exact_value
 from ..isa.types import ElemType
-
-
-def _value(raw: int, t: ElemType):
-    """Exact value of one raw element (Fraction), or a float for inf/NaN."""
-    if t.kind != "float":
-        v = raw
-        if t.kind == "int" and t.signed and raw >= 1 << (t.bits - 1):
-            v -= 1 << t.bits
-        return Fraction(v)
-    if t.ignored_low_bits:
-        raw &= ~((1 << t.ignored_low_bits) - 1)
-    store = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
-    if t.width < t.bits or t.width < 8:   # e2m1 / e2m3 / e3m2: the encoding in the low bits
-        raw &= (1 << t.width) - 1
-    if t.name == "ue4m3":                  # unsigned: bit 7 is not part of the value
-        raw &= 0x7F
-    x = float(np.array([raw], dtype=store).view(t.numpy_dtype)[0])
-    return x if not math.isfinite(x) else Fraction(x)
 
 
 def ulp(x: Fraction, t: ElemType) -> Fraction:
@@ -152,14 +135,14 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
         taba = layout(ins.opcode, "a")
         pairs = sorted((int(cols[ln, k]), int(taba[ln, k, 2]), ln, k) for ln in range(32) for k in range(taba.shape[1])
                        if taba[ln, k, 1] == i)
-        terms = [(_value(A[p, i, cc], ta), _value(B[p, lc, j], tb)) for lc, cc, _, _ in pairs]
+        terms = [(exact_value(A[p, i, cc], ta), exact_value(B[p, lc, j], tb)) for lc, cc, _, _ in pairs]
     else:
-        terms = [(_value(A[p, i, k], ta), _value(B[p, k, j], tb)) for k in range(ins.k)]
-    cv = _value(C[p, i, j], tc)
+        terms = [(exact_value(A[p, i, k], ta), exact_value(B[p, k, j], tb)) for k in range(ins.k)]
+    cv = exact_value(C[p, i, j], tc)
     scales = ()
     if sfs is not None:
         st = ins.scale_elem()
-        scales = tuple((_value(int(sfs[0][warp, i, s]), st), _value(int(sfs[1][warp, j, s]), st))
+        scales = tuple((exact_value(int(sfs[0][warp, i, s]), st), exact_value(int(sfs[1][warp, j, s]), st))
                        for s in range(ins.nscale))
         per = len(terms) // ins.nscale   # terms (kept terms when sparse) per scale block
         terms = [(x * scales[t // per][0], y * scales[t // per][1]) if all(isinstance(v, Fraction) for v in (x, y) + scales[t // per])
@@ -173,7 +156,7 @@ def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element
         with np.errstate(all="ignore"):
             exact = float(sum(float(x) * float(y) for x, y in terms) + float(cv))
         rounded = exact
-    model = float(_value(int(D[p, i, j]), td))
+    model = float(exact_value(int(D[p, i, j]), td))
     ulps = None
     if isinstance(exact, Fraction) and math.isfinite(model):
         ulps = float((Fraction(model) - exact) / ulp(exact, td))

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ..isa.layouts import _bits_to_values, _values_to_bits
+from ..isa.codec import to_storage, to_values
 from ..isa.parse import parse
 from ..isa.sparse import unit_elements
 from ..isa.types import TYPES
@@ -203,17 +203,6 @@ def _fit(name, size, mult, what, pad):
                      "(what a kernel with masked, zero-filled loads computes)")
 
 
-_STORE = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-
-
-def _raw(x, t):
-    """Raw element bits of a matrix: float types as their unsigned storage integers (no copy when x
-    already has the type), integer and b1 types as uint64 (range-checked)."""
-    if t.is_float:
-        return np.ascontiguousarray(np.asarray(x).astype(t.numpy_dtype, copy=False)).view(_STORE[t.bits])
-    return _values_to_bits(x, t)
-
-
 def _u64(x):
     return np.ascontiguousarray(x, dtype=np.uint64)
 
@@ -251,7 +240,7 @@ def _values(bits, t):
     if t.ignored_low_bits:
         bits = bits & ~np.uint64((1 << t.ignored_low_bits) - 1)
     with np.errstate(invalid="ignore"):       # NaN payloads of ml_dtypes types
-        v = _bits_to_values(bits, t).astype(np.float64)
+        v = to_values(bits, t).astype(np.float64)
     fin = np.isfinite(v)
     return np.where(fin, v, 0.0), fin
 
@@ -335,9 +324,9 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     Kp = _fit("K", K, kmult, f"the k step{' x split_k' if split_k > 1 else ''}"
               f"{' x promote_every' if promote_every else ''} of {ins.opcode}", pad)
     ta, tb, tc, td = (ins.elem(r) for r in "abcd")
-    Ab = _raw(A, ta)
-    Bb = _raw(B, tb)
-    Cb = _raw(np.zeros((M, N), tc.numpy_dtype) if C is None else C, tc)
+    Ab = to_storage(A, ta)
+    Bb = to_storage(B, tb)
+    Cb = to_storage(np.zeros((M, N), tc.numpy_dtype) if C is None else C, tc)
     if (Mp, Np, Kp) != (M, N, K):
         Ab = np.pad(Ab, ((0, Mp - M), (0, Kp - K)))
         Bb = np.pad(Bb, ((0, Kp - K), (0, Np - N)))
@@ -347,7 +336,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     p = np.ascontiguousarray(p, dtype=np.int64)
     sparse = ins.is_sparse
     if sparse:
-        Av = _bits_to_values(Ab, ta)
+        Av = to_values(Ab, ta)
         Ab, RI = _compress(ins, Ab, Av)
         ka = k // 2
     else:
@@ -430,9 +419,9 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
                          fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32)
             prog(r1)
     elif fast == "int":
-        Ai = _bits_to_values(Ab, ta).astype(np.int16)
-        BTi = np.ascontiguousarray(_bits_to_values(Bb, tb).astype(np.int16).T)
-        Ci = _bits_to_values(Cb, tc).astype(np.int64)
+        Ai = to_values(Ab, ta).astype(np.int16)
+        BTi = np.ascontiguousarray(to_values(Bb, tb).astype(np.int16).T)
+        Ci = to_values(Cb, tc).astype(np.int64)
         Di = np.zeros((Mp, Np), np.int64)
         op = eg.INT_XOR if ins.bitop == "xor" else eg.INT_MUL
         for r0, r1 in blocks:
@@ -462,7 +451,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             eg.exact_tasks(kind, p, g, Ab, RI, BT, Cb, D, ti, tj)
     elif fast is None:
         prog(Mp)
-    out = _bits_to_values(D[:M, :N], td)
+    out = to_values(D[:M, :N], td)
     return out
 
 

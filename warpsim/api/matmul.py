@@ -11,7 +11,7 @@ import numpy as np
 
 from ..isa.layouts import pack, unpack
 from ..isa.parse import parse
-from .sparse import compress
+from ..isa.sparse_matrix import sparse_a
 
 __all__ = ["matmul"]
 
@@ -64,13 +64,7 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
             raise ValueError(f"{name} of {ins.opcode} must have shape ([batch,] {prod}rows, cols), got {x.shape}")
     e = None
     if ins.is_sparse:
-        if metadata is None:
-            aw, e = compress(ins, A, selector)
-        else:
-            e = np.asarray(metadata)
-            if e.dtype != np.uint32:
-                raise TypeError(f"metadata must be numpy.uint32 words, got {e.dtype}")
-            aw = pack(ins, "a", A)
+        aw, e = sparse_a(ins, A, metadata, selector)
     else:
         if metadata is not None:
             raise ValueError(f"{ins.opcode} is dense: it takes no metadata")

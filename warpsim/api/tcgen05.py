@@ -13,7 +13,7 @@ import numpy as np
 
 from ..isa import tcgen05 as _t
 from ..isa.catalog import Tcgen05Opcode
-from ..isa.layouts import _bits_to_values, _values_to_bits
+from ..isa.codec import to_bits as _values_to_bits, to_values as _bits_to_values
 from ..engine.tcgen05 import compute
 from ..isa.types import SCALE_TYPES
 

@@ -35,7 +35,7 @@ PERCENTILES = (50, 90, 99, 99.9, 100)
 
 def report(A, B, C, D, ins):
     """Statistics of D (what warpsim.gemm returned) against the exactly rounded A @ B + C."""
-    from ..isa.layouts import _values_to_bits
+    from ..isa.codec import to_bits
 
     td = ins.elem("d")
     out = {"outputs": int(D.size)}
@@ -59,8 +59,8 @@ def report(A, B, C, D, ins):
     exact_products(np.ascontiguousarray(a0), np.ascontiguousarray(b0.T), np.ascontiguousarray(c0), X, R)
     dt = np.dtype(td.numpy_dtype)
     ref = _to_format(X, R, dt)
-    dbits = _values_to_bits(np.asarray(D), td)
-    rbits = _values_to_bits(ref, td)
+    dbits = to_bits(np.asarray(D), td)
+    rbits = to_bits(ref, td)
     df = np.asarray(D, dtype=np.float64)
     fin = ok & np.isfinite(df) & np.isfinite(ref.astype(np.float64))
     ulp = np.abs(_ordered(dbits, td.bits) - _ordered(rbits, td.bits))[fin]
@@ -133,7 +133,7 @@ def _esc(s):
 def inputs(ins, M, N, K, dist, seed):
     """Seeded matrices of the operand types from one of the corpus distributions (raw bits -> values)."""
     from ..hw.inputs import BIT_DISTS, FLOAT_DISTS, INT_DISTS, float_elements, int_elements
-    from ..isa.layouts import _bits_to_values
+    from ..isa.codec import to_values
 
     rng = np.random.default_rng(seed)
     out = []
@@ -147,7 +147,7 @@ def inputs(ins, M, N, K, dist, seed):
         d = dist if dist in allowed else allowed[0]
         gen = float_elements if t.is_float else int_elements
         bits = gen(t, d, role, rng, int(np.prod(shape))).reshape(shape)
-        out.append(_bits_to_values(bits, t))
+        out.append(to_values(bits, t))
     if ins.is_sparse:             # keep the first two of every four (tf32: one of two)
         a = out[0].copy()
         per, keep = (2, 1) if ins.atype == "tf32" else (4, 2)

@@ -17,7 +17,8 @@ import numpy as np
 from ..isa.layouts import OPERANDS, layout
 from ..isa.parse import parse
 
-__all__ = ["svg", "text_grid", "cells", "label", "lane_color", "wmma_svg", "wmma_text_grid", "wmma_form"]
+__all__ = ["svg", "text_grid", "cells", "label", "lane_color", "wmma_svg", "wmma_text_grid", "wmma_form",
+           "tma_box_svg", "tma_box_cells"]
 
 
 def label(lane: int, operand: str, element: int, sep: str = " ") -> str:
@@ -405,3 +406,40 @@ def tmem_accumulator_svg(n: int = 16, *, column: int = 0, dtype: str = "f32") ->
              '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
     caption = '<text x="10" y="20" class="t">tcgen05.mma accumulator in tensor memory (modelled)</text>'
     return "\n".join([header, style, "<title>tcgen05 accumulator layout</title>", caption] + out + ["</svg>", ""])
+
+
+def tma_box_cells(tm, smem_addr: int = 0) -> dict:
+    """{(128-byte shared row, 16-byte chunk): (box row, chunk of that row)} of a TMA box landing at ``smem_addr``."""
+    from ..ptx.tma import smem_addresses
+
+    tm_addrs = smem_addresses(tm, smem_addr)
+    row_bytes = tm.inner_box_bytes()
+    out = {}
+    for o in range(0, len(tm_addrs), 16):
+        a = int(tm_addrs[o]) - smem_addr
+        out[(a // 128, (a % 128) // 16)] = (o // row_bytes, (o % row_bytes) // 16)
+    return out
+
+
+def tma_box_svg(tm, smem_addr: int = 0) -> str:
+    """A picture of a TMA box in shared memory: 128-byte rows of 16-byte chunks, each labelled
+    ``r<box row>.c<chunk>`` and coloured by box row (the swizzle shows as the chunks' order)."""
+    cmap = tma_box_cells(tm, smem_addr)
+    rows = 1 + max(r for r, _ in cmap)
+    out = []
+
+    def content(r, c):
+        if (r, c) not in cmap:
+            return "#ffffff", ""
+        br, bc = cmap[(r, c)]
+        return lane_color(br % 32), f"r{br}.c{bc}"
+
+    title = (f"{tm.dtype} box {'x'.join(map(str, tm.box_dim))}, swizzle {tm.swizzle}, shared address {smem_addr:#x}: "
+             "16-byte chunk (column) of each 128-byte row")
+    w, h = _grid_svg(out, 10, 30, rows, 8, content, title)
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(w + 20, 620):.0f}" height="{h + 50:.0f}" '
+              f'font-family="monospace" font-size="10">')
+    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
+             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+    return "\n".join([header, style, f"<title>TMA box in shared memory, swizzle {escape(tm.swizzle)}</title>"]
+                     + out + ["</svg>", ""])

@@ -24,7 +24,6 @@ the hardware's NaN words, so:
 from __future__ import annotations
 
 import sys
-import types
 
 import numpy as np
 from numba import njit, prange
@@ -35,6 +34,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
 from ..numerics.fused import _bits_f64 as _as_f64
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
+from .jitcache import named_copy
 
 
 def _f16_table() -> np.ndarray:
@@ -382,15 +382,8 @@ def _chain_fast(mode, a3, b3, c3, d3, P, M, N, K, ta, tb, tc, td, c16, d16, p, t
             _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab)
 
 
-def _named(fn, name):
-    """A copy of ``fn`` under another name (distinct numba cache slots; see ``warpsim.engine.kernel._named``)."""
-    f = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    f.__qualname__ = name
-    return f
-
-
-_fast_serial = njit(cache=True, nogil=True)(_named(_chain_fast, "_chain_fast_serial"))
-_fast_parallel = njit(cache=True, nogil=True, parallel=True)(_named(_chain_fast, "_chain_fast_parallel"))
+_fast_serial = njit(cache=True, nogil=True)(named_copy(_chain_fast, "_chain_fast_serial"))
+_fast_parallel = njit(cache=True, nogil=True, parallel=True)(named_copy(_chain_fast, "_chain_fast_parallel"))
 
 #: set to False to force the exact integer path everywhere (cross-checks)
 FAST = True

@@ -19,7 +19,6 @@ chunks on numba's threads and every chunk allocates its scratch once.
 from __future__ import annotations
 
 import os
-import types
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,6 +34,7 @@ from ..numerics.chain import chain_dot
 from ..isa.catalog import BY_OPCODE, Instruction
 from ..isa.layouts import layout
 from ..isa.sparse import metadata_table
+from .jitcache import named_copy
 
 #: dot-product kinds a recipe may name (the kernel's dispatch table)
 DOT_INT, DOT_TC, DOT_CHAIN = 0, 1, 2
@@ -247,45 +247,8 @@ def _kernel(kind, params, a, b, c, e, d, P, M, N, K, Ka,
                         d[w, lane, wd[lane, jj]] |= np.uint32((D[fd[lane, jj]] & mask) << np.uint64(sd[lane, jj]))
 
 
-def _callee_stamp() -> str:
-    """Digest of the modules whose jitted functions the kernels inline.
-
-    numba's cache notices edits to the file that defines a kernel, not to its callees in other
-    modules; folding this digest into the kernels' names gives changed arithmetic a fresh cache slot.
-    """
-    import hashlib
-
-    h = hashlib.sha1()
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    numerics = os.path.join(pkg, "numerics")
-    paths = [os.path.join(numerics, f) for f in sorted(os.listdir(numerics)) if f.endswith(".py")]
-    paths.append(os.path.join(pkg, "engine", "hostfpu.py"))
-    for path in paths:
-        with open(path, "rb") as f:
-            h.update(f.read())
-    return h.hexdigest()[:12]
-
-
-_CALLEE_STAMP = _callee_stamp()
-
-
-def _named(fn, name):
-    """A copy of ``fn`` under another name.
-
-    numba's on-disk cache keys an entry by the function's module, qualified name, first line and
-    signature -- not by the compile flags -- so one Python function compiled both serial and
-    parallel=True shares one cache slot, and whichever build is saved first is loaded for both
-    (the parallel dispatcher then silently runs the serial code).  Distinct names give distinct slots.
-    """
-    name = f"{name}_{_CALLEE_STAMP}"
-    f = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    f.__qualname__ = name
-    f.__doc__ = fn.__doc__
-    return f
-
-
-_serial = njit(cache=True, nogil=True)(_named(_kernel, "_kernel_serial"))
-_parallel = njit(cache=True, nogil=True, parallel=True)(_named(_kernel, "_kernel_parallel"))
+_serial = njit(cache=True, nogil=True)(named_copy(_kernel, "_kernel_serial"))
+_parallel = njit(cache=True, nogil=True, parallel=True)(named_copy(_kernel, "_kernel_parallel"))
 
 
 # --- the integer / b1 kernel ---------------------------------------------------------------
@@ -392,8 +355,8 @@ def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, s
                 d[w, lane, wi] = np.uint32(acc & 0xFFFFFFFF)
 
 
-_int_serial = njit(cache=True, nogil=True)(_named(_int_kernel, "_int_kernel_serial"))
-_int_parallel = njit(cache=True, nogil=True, parallel=True)(_named(_int_kernel, "_int_kernel_parallel"))
+_int_serial = njit(cache=True, nogil=True)(named_copy(_int_kernel, "_int_kernel_serial"))
+_int_parallel = njit(cache=True, nogil=True, parallel=True)(named_copy(_int_kernel, "_int_kernel_parallel"))
 
 
 def scale_factors(ins: Instruction, scale_a, scale_b, sel_a, sel_b):

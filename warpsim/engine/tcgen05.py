@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kernel import DOT_KINDS, _dot, _named
+from .jitcache import named_copy
+from .kernel import DOT_KINDS, _dot
 
 
 def _matrix(kind, A, B, C, p, SA, SB, out):
@@ -24,8 +25,8 @@ def _matrix(kind, A, B, C, p, SA, SB, out):
             out[g, i, j] = _dot(kind, A[g, i], B[g, j], K, C[g, i, j], p, SA[g, i], SB[g, j])
 
 
-# its own cache slot (see warpsim.engine.kernel._named)
-_matrix_jit = njit(cache=True, parallel=True)(_named(_matrix, "_tcgen05_matrix"))
+# its own cache slot (see warpsim.engine.jitcache.named_copy)
+_matrix_jit = njit(cache=True, parallel=True)(named_copy(_matrix, "_tcgen05_matrix"))
 
 
 def matrix(kind: str, A, B, C, p, SA=None, SB=None) -> np.ndarray:

@@ -32,6 +32,7 @@ from numba import njit, prange
 from ..numerics import fused as ar
 from ..numerics.fused import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
                      _bits_f32, _bits_f64, _f64_bits, _fround, tc_fast_ok)
+from .jitcache import named_copy
 from .hostfpu import PROBE32 as _PROBE32, PROBE64 as _PROBE64, fp_env_ok as _fp_env_ok
 
 from llvmlite import ir as _ir  # noqa: E402
@@ -674,10 +675,8 @@ def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, s
 
 
 def _build():
-    from .kernel import _named
-
-    return (njit(cache=True, nogil=True)(_named(_tc_kernel, "_tc_kernel_serial")),
-            njit(cache=True, nogil=True, parallel=True)(_named(_tc_kernel, "_tc_kernel_parallel")))
+    return (njit(cache=True, nogil=True)(named_copy(_tc_kernel, "_tc_kernel_serial")),
+            njit(cache=True, nogil=True, parallel=True)(named_copy(_tc_kernel, "_tc_kernel_parallel")))
 
 
 _KERNELS = None

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .kernel import DOT_KINDS, _dot, _named
+from .jitcache import named_copy
+from .kernel import DOT_KINDS, _dot
 
 #: wgmma has no block scales: the dot's scale operands are empty
 _NOSCALE = np.zeros(1, np.uint64)
@@ -32,8 +33,8 @@ def _matrix(kind, A, B, C, p, out):
             out[g, i, j] = _dot(kind, A[g, i], B[g, i, j], K, C[g, i, j], p, _NOSCALE, _NOSCALE)
 
 
-# distinct cache slots per version of the inlined arithmetic (see warpsim.engine.kernel._named)
-_matrix_jit = njit(cache=True, parallel=True)(_named(_matrix, "_wgmma_matrix"))
+# distinct cache slots per version of the inlined arithmetic (see warpsim.engine.jitcache)
+_matrix_jit = njit(cache=True, parallel=True)(named_copy(_matrix, "_wgmma_matrix"))
 
 
 def matrix(kind: str, A, B, C, p, out) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api.sparse import compress
+from ..isa.sparse_matrix import compress
 from ..isa.bits import words_to_elements
 from ..isa.catalog import BY_OPCODE
-from ..isa.layouts import _bits_to_values, layout
+from ..isa.codec import to_values
+from ..isa.layouts import layout
 from .inputs import _pack_raw
 
 
@@ -34,7 +35,7 @@ def pack_tiles(opcode, A, B, C, selector=0):
     B = np.asarray(B).reshape(S, k, Tn, n).transpose(2, 0, 1, 3).reshape(Tn * S, k, n)
     C = np.asarray(C).reshape(Tm, m, Tn, n).transpose(0, 2, 1, 3).reshape(Tm * Tn, m, n)
     if ins.is_sparse:
-        aw, e = compress(ins.opcode, _bits_to_values(A.astype(np.uint64), ins.elem("a")), selector)
+        aw, e = compress(ins.opcode, to_values(A.astype(np.uint64), ins.elem("a")), selector)
     else:
         aw = _pack_raw(ins, "a", A[:, None])
         e = np.zeros((1, 32), np.uint32)

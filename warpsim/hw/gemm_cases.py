@@ -132,7 +132,43 @@ def pack_case(op, sname, sel):
     return pack_tiles(op, s["A"], s["B"], s["C_" + BY_OPCODE[op].ctype], sel)
 
 
-if __name__ == "__main__":
+#: CUTLASS 3 Hopper GEMM launches (warpsim/hw/device/cutlass3.py): A (M x K, row-major) and B
+#: (N x K, K-major) from the corpus generators, C (M x N, f32), D = alpha * A @ B^T + beta * C in f32.
+CUTLASS3_CASES = [
+    dict(dtype="f16", M=256, N=256, K=256, seed=3101, alpha=1.0, beta=1.0),
+    dict(dtype="f16", M=256, N=128, K=512, seed=3102, alpha=1.0, beta=0.0),
+    dict(dtype="e4m3", M=256, N=256, K=256, seed=3103, alpha=1.0, beta=1.0),
+    dict(dtype="e4m3", M=256, N=128, K=512, seed=3104, alpha=1.0, beta=0.0),
+]
+
+
+def cutlass3_inputs(dtype: str, M: int, N: int, K: int, seed: int) -> dict:
+    """Raw element bits of one CUTLASS 3 case: ``A`` (M, K), ``B`` (N, K), ``C`` (M, N) f32 words.
+    Registered with :mod:`warpsim.hw.golden` as ``cutlass3_inputs``."""
+    rng = np.random.default_rng(seed)
+    t = TYPES[dtype]
+    dt = np.uint16 if t.bits == 16 else np.uint8
+    A = float_elements(t, "normal", "a", rng, M * K).reshape(M, K).astype(dt)
+    B = float_elements(t, "normal", "b", rng, N * K).reshape(N, K).astype(dt)
+    C = float_elements(TYPES["f32"], "normal", "c", rng, M * N).reshape(M, N).astype(np.uint32)
+    return {"A": A, "B": B, "C": C}
+
+
+def write_cutlass3_inputs(out):
+    """Inputs of every CUTLASS3_CASES entry as raw files for warpsim/hw/device/cutlass3.py."""
+    os.makedirs(out, exist_ok=True)
+    for i, case in enumerate(CUTLASS3_CASES):
+        d = os.path.join(out, f"case{i}")
+        os.makedirs(d, exist_ok=True)
+        for k, v in cutlass3_inputs(**{k: case[k] for k in ("dtype", "M", "N", "K", "seed")}).items():
+            v.tofile(os.path.join(d, f"{k}.bin"))
+    with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump(CUTLASS3_CASES, f)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["cutlass3"]:
+    write_cutlass3_inputs(sys.argv[2])
+elif __name__ == "__main__":
     OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
     os.makedirs(OUT, exist_ok=True)
     kcases = []
@@ -156,3 +192,4 @@ if __name__ == "__main__":
     meta = {"runs": runs, "sets": {n: {k: v for k, v in s.items() if not (k in "AB" or k.startswith("C_"))} for n, s in SETS.items()}}
     np.savez_compressed(os.path.join(OUT, "payload.npz"), meta=np.array(json.dumps(meta)), **arrays)
     print(len(runs), "mma runs,", len(SETS), "sets")
+

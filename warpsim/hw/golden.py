@@ -43,6 +43,7 @@ GENERATORS = {
     "wgmma_launch": "warpsim.hw.wgmma_cases:launch_inputs",
     "wgmma_sp_launch": "warpsim.hw.wgmma_sp_cases:launch_inputs",
     "gemm_set": "warpsim.hw.gemm_cases:set_arrays",
+    "cutlass3_inputs": "warpsim.hw.gemm_cases:cutlass3_inputs",
     "ptx_capture_inputs": "warpsim.hw.ptx_cases:capture_inputs",
 }
 

@@ -145,7 +145,7 @@ def case_inputs(case, seed: int):
         if e.kind == "int":
             return rng.integers(0, 1 << e.bits, shape).astype(np.uint64)
         vals = rng.choice([0.5, 1.0, 1.5, 2.0, -1.0, -0.5, 3.0, 0.25], size=shape)
-        from ..isa.layouts import _values_to_bits
+        from ..isa.codec import to_bits as _values_to_bits
 
         return _values_to_bits(vals.astype(np.float32 if t == "tf32" else e.numpy_dtype), e)
 

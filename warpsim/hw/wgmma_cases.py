@@ -29,6 +29,11 @@ from ..isa.layouts import layout
 SWZ = ("none", "32B", "64B", "128B")
 
 
+#: groups kept per launch, by purpose (coverage keeps one A form per opcode above n = 32,
+#: alternating register / descriptor A along N)
+CORPUS_CAPS = {"coverage": 1, "numerics": 6, "scale": 2, "trans": 2, "probe": 1000}
+
+
 def layout_params(rows, major, sw, variant):
     """(lbo, sbo, bytes) of a non-overlapping layout of a rows x 32-byte operand."""
     W = S.SWIZZLE_BYTES[sw]

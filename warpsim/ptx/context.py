@@ -40,8 +40,19 @@ class Context:
 
     def require_converged(self):
         if self.mask is not None and not (self.mask.all(axis=1) | ~self.mask.any(axis=1)).all():
-            self.fail(f"{self.opcode} is .sync.aligned: every lane of the warp must execute it, "
-                      "but its guard predicate differs between lanes")
+            k = int(np.argmin(self.mask.all(axis=1) | ~self.mask.any(axis=1)))
+            w = k if self.rows is None else int(self.rows[k])
+            on, off = np.nonzero(self.mask[k])[0], np.nonzero(~self.mask[k])[0]
+            show = lambda x: ", ".join(map(str, x[:8])) + (", ..." if len(x) > 8 else "")
+            self.fail(f"{self.opcode} needs every lane of the warp (.sync.aligned), but in warp {w} lanes "
+                      f"{show(on)} execute it and lanes {show(off)} do not (a divergent branch, lanes that "
+                      "left, or a guard that differs between lanes)")
+
+    def param_store(self, op, data):
+        store = getattr(self.machine, "param_store", None)
+        if store is None:
+            self.fail("st.param writes a function's .param variables: it needs a kernel (warpsim.ptx.load)")
+        store(op, np.broadcast_to(data, self.shape + data.shape[-1:]), self)
 
     # --- registers ----------------------------------------------------------------------------
 
@@ -87,7 +98,10 @@ class Context:
         if sym is not None:
             return self._cast_bits(np.full(self.shape, sym, dtype=np.uint64), bits, dt)
         if typ == "pred":
-            self.fail(f"{op!r} is not a predicate register", token=op)
+            v = parse_int(op) if isinstance(op, str) else None
+            if v is None or v not in (0, 1, -1):
+                self.fail(f"{op!r} is not a predicate register or a predicate immediate (0, 1 or -1)", token=op)
+            return np.full(self.shape, v != 0, dtype=bool)
         try:
             val = immediate_bits(op, typ, bits)
         except ValueError as exc:

@@ -150,6 +150,50 @@ def _mad_wide(m, a, b, c):
     return a.astype(w) * b.astype(w) + c
 
 
+def _divide(a, b, t):
+    """Truncating quotient and remainder.  Division by zero (undefined in PTX) is modelled as the
+    H100's integer division sequence leaves it: quotient all ones (signed: -1 for a >= 0, 1 for
+    a < 0), remainder a; the signed overflow MIN / -1 gives MIN remainder 0."""
+    bits = TYPES[t][0]
+    zero = b == 0
+    if t[0] == "u":
+        bb = np.where(zero, 1, b).astype(a.dtype)
+        q = np.where(zero, ~np.zeros_like(a), a // bb)
+        r = np.where(zero, a, a % bb)
+        return q.astype(a.dtype), r.astype(a.dtype)
+    lo = np.array(-(1 << (bits - 1))).astype(a.dtype)
+    ovf = (a == lo) & (b == -1)
+    bb = np.where(zero | ovf, 1, b).astype(a.dtype)
+    ua = np.abs(a.astype(np.int64)) if bits < 64 else np.abs(a)
+    ub = np.abs(bb.astype(np.int64)) if bits < 64 else np.abs(bb)
+    if bits == 64:
+        ua, ub = a.view(np.uint64), bb.view(np.uint64)
+        ua = np.where(a < 0, (~ua) + np.uint64(1), ua)
+        ub = np.where(bb < 0, (~ub) + np.uint64(1), ub)
+    qa = ua // ub
+    ra = ua - qa * ub
+    neg_q = (a < 0) != (bb < 0)
+    if bits == 64:
+        q = np.where(neg_q, (~qa) + np.uint64(1), qa).view(np.int64)
+        r = np.where(a < 0, (~ra) + np.uint64(1), ra).view(np.int64)
+    else:
+        q = np.where(neg_q, -qa, qa).astype(a.dtype)
+        r = np.where(a < 0, -ra, ra).astype(a.dtype)
+    q = np.where(zero, np.where(a < 0, 1, -1).astype(a.dtype), np.where(ovf, lo, q))
+    r = np.where(zero, a, np.where(ovf, 0, r))
+    return q.astype(a.dtype), r.astype(a.dtype)
+
+
+@alu(r"div\." + _I, 2)
+def _div(m, a, b):
+    return _divide(a, b, m["t"])[0]
+
+
+@alu(r"rem\." + _I, 2)
+def _rem(m, a, b):
+    return _divide(a, b, m["t"])[1]
+
+
 @alu(r"(?P<op>min|max)\." + _I, 2)
 def _minmax(m, a, b):
     return np.minimum(a, b) if m["op"] == "min" else np.maximum(a, b)
@@ -535,8 +579,9 @@ def _cvt(ctx, m):
 # ----------------------------------------------------------------------------------------------
 # memory
 
-_SPACE = r"(?:\.(?P<space>global|shared(?:::cta)?|param|local|const))?"
-_CACHE = r"(?:\.(?:nc|ca|cg|cs|lu|cv|wb|wt|weak|relaxed\.(?:cta|gpu|sys)|volatile|L1::\w+|L2::\w+))*"
+_SPACE = r"(?:\.(?P<space>global|shared(?:::cta|::cluster)?|param(?:::entry|::func)?|local|const))?"
+_CACHE = (r"(?:\.(?:nc|ca|cg|cs|lu|cv|wb|wt|weak|mmio|(?:relaxed|acquire|release)\.(?:cta|cluster|gpu|sys)|volatile|"
+          r"L1::\w+|L2::\w+))*")
 _VEC = r"(?:\.v(?P<vec>2|4|8))?"
 _LDT = r"(?P<t>[bus](?:8|16|32|64)|f16|f16x2|bf16|bf16x2|f32|f64)"
 
@@ -551,11 +596,11 @@ def _ldst_parts(ctx, m, reg_operand):
 
 @instr(r"ld" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
 def _ld(ctx, m):
-    d, src = ctx.need(2)
+    d, src = _mem_operands(ctx)
     t = m["t"]
     bits = TYPES[t][0]
     regs = _ldst_parts(ctx, m, d)
-    space = (m["space"] or "generic").replace("::cta", "")
+    space = (m["space"] or "generic").split("::")[0]
     ctx.relaxed = True
     if space == "param":
         data = ctx.param_bytes(src, len(regs) * bits // 8)
@@ -572,15 +617,27 @@ def _ld(ctx, m):
 
 @instr(r"st" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
 def _st(ctx, m):
-    dst, s = ctx.need(2)
+    dst, s = _mem_operands(ctx)
     t = m["t"]
     bits = TYPES[t][0]
     regs = _ldst_parts(ctx, m, s)
-    space = (m["space"] or "generic").replace("::cta", "")
+    space = (m["space"] or "generic").split("::")[0]
     ctx.relaxed = True
-    addr = ctx.address(dst)
     parts = [_to_bytes(ctx.read(r, f"b{bits}" if bits >= 8 else t), bits) for r in regs]
+    if space == "param":        # a call's argument or a .func's result: the function's own .param bytes
+        ctx.param_store(dst, np.concatenate(parts, axis=-1))
+        return
+    addr = ctx.address(dst)
     ctx.memory.store(space, addr, np.concatenate(parts, axis=-1), bits // 8, ctx)
+
+
+def _mem_operands(ctx):
+    """The two operands of ld/st; a .L2::cache_hint form has a cache-policy operand after them."""
+    if "L2::cache_hint" in ctx.opcode:
+        a, b, policy = ctx.need(3)
+        ctx.read(policy, "b64")
+        return a, b
+    return ctx.need(2)
 
 
 def _bytes_to(chunk, bits):
@@ -664,9 +721,24 @@ def _movmatrix(ctx, m):
 # ----------------------------------------------------------------------------------------------
 # control: barriers and no-ops (branches, ret and exit are the executor's, it owns the program counter)
 
-@instr(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive|red\.\w+)(?:\.aligned)?")
+@instr(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive)(?:\.aligned)?")
 def _bar(ctx, m):
     ctx.barrier()
+
+
+@instr(r"(?:bar|barrier)(?:\.cta)?\.red\.\w+(?:\.aligned)?(?:\.\w+)*")
+def _bar_red(ctx, m):
+    ctx.fail("bar.red (a barrier with a reduction across the CTA) is not modelled")
+
+
+@instr(r"prefetchu?(?:\.(?:global|local|const|param|tensormap))?\.(?:L1|L2|L2::evict_last|L2::evict_normal)")
+def _prefetch(ctx, m):
+    ctx.need(1)           # a cache hint: no effect on the values a program sees
+
+
+@instr(r"nanosleep\.u32")
+def _nanosleep(ctx, m):
+    ctx.read(ctx.need(1)[0], "u32")     # time is the scheduler's step count: sleeping changes nothing
 
 
 @instr(r"bar\.warp\.sync")
@@ -750,26 +822,59 @@ def _activemask(ctx, m):
 # cp.async: global -> shared copies.  warpsim completes the copy at once (reading the destination
 # before cp.async.wait_group/wait_all is undefined in PTX, so no program can tell the difference).
 
-@instr(r"cp\.async\.(?:ca|cg)\.shared(?:::cta)?\.global(?:\.L2::cache_hint)?(?:\.L2::(?:64|128|256)B)?")
+@instr(r"cp\.async\.(?P<cache>ca|cg)\.shared(?:::cta)?\.global(?P<hint>\.L2::cache_hint)?(?:\.L2::(?:64|128|256)B)?"
+       r"(?(hint)|(?:\.L2::cache_hint)?)")
 def _cp_async(ctx, m):
     ops = ctx.operands
-    if len(ops) < 3:
-        ctx.fail(f"{ctx.opcode} takes [dst], [src], cp-size[, src-size][, cache-policy] or [dst], [src], cp-size, ignore-src")
+    hint = "L2::cache_hint" in ctx.opcode
+    if len(ops) < 3 or len(ops) > 4 + hint:
+        ctx.fail(f"{ctx.opcode} takes [dst], [src], cp-size[, src-size]{'[, cache-policy]' if hint else ''} or "
+                 f"[dst], [src], cp-size[, ignore-src]{'[, cache-policy]' if hint else ''}")
     size = ctx.read(ops[2], "u32")
     if not (size == size.flat[0]).all() or int(size.flat[0]) not in (4, 8, 16):
         ctx.fail("cp-size must be the immediate 4, 8 or 16", token=ops[2] if isinstance(ops[2], str) else None)
     n = int(size.flat[0])
+    if m["cache"] == "cg" and n != 16:
+        ctx.fail(f"cp.async.cg copies 16 bytes; cp-size {n} needs .ca")
+    rest = list(ops[3:])
+    if hint:
+        if len(rest) == 0:
+            ctx.fail(f"{ctx.opcode} needs its cache-policy operand last")
+        ctx.read(rest.pop(), "b64")
     src_size = np.full(ctx.shape, n, dtype=np.int64)
-    if len(ops) >= 4 and isinstance(ops[3], str):
-        if ctx.machine.is_register(ops[3]) and ctx.machine.register_width(ops[3], ctx) == 1:
-            src_size = np.where(ctx.read(ops[3], "pred"), 0, src_size)       # ignore-src predicate
-        elif not ctx.opcode.endswith("cache_hint") or len(ops) == 5:
-            src_size = ctx.read(ops[3], "u32").astype(np.int64)
+    if rest:
+        tok = rest[0]
+        neg = isinstance(tok, str) and tok.startswith("!")
+        reg = tok[1:] if neg else tok
+        if isinstance(reg, str) and ctx.machine.is_register(reg) and ctx.machine.register_width(reg, ctx) == 1:
+            ignore = ctx.read(reg, "pred")
+            src_size = np.where(~ignore if neg else ignore, 0, src_size)       # ignore-src predicate
+        else:
+            src_size = ctx.read(tok, "u32").astype(np.int64)
+            active = ctx.lane_mask()
+            bad = (src_size > n) & (True if active is None else active)
+            if bad.any():
+                ctx.fail(f"src-size {int(src_size[bad][0])} is larger than cp-size {n}", token=tok)
     dst = ctx.address(ops[0])
     src = ctx.address(ops[1])
-    data = ctx.memory.load("global", src, n, n, ctx)
-    keep = np.arange(n)[None, None, :] < np.minimum(src_size, n)[..., None]
-    ctx.memory.store("shared", dst, np.where(keep, data, 0).astype(np.uint8), n, ctx)
+    data = np.zeros(ctx.shape + (n,), dtype=np.uint8)
+    active = ctx.lane_mask()
+    active = np.ones(ctx.shape, bool) if active is None else active
+    saved = ctx.mask
+    try:            # the source is read only where src-size is not zero, byte by byte when partial
+        full = active & (src_size == n)
+        if full.any():
+            ctx.mask = full
+            data[full] = ctx.memory.load("global", src, n, n, ctx)[full]
+        part = active & (src_size > 0) & (src_size < n)
+        for j in range(n if part.any() else 0):
+            sel = part & (src_size > j)
+            if sel.any():
+                ctx.mask = sel
+                data[sel, j] = ctx.memory.load("global", src + np.uint64(j), 1, 1, ctx)[sel][:, 0]
+    finally:
+        ctx.mask = saved
+    ctx.memory.store("shared", dst, data, n, ctx)
 
 
 @instr(r"cp\.async\.(?:commit_group|wait_group|wait_all)")

@@ -1,120 +1,266 @@
-"""Shared memory (one byte array per CTA) and a flat global memory made of numpy buffers."""
+"""The state spaces a kernel addresses: global memory (numpy arrays mapped in place at device
+addresses), shared memory (one byte array per CTA), local memory (bytes per thread) and the
+kernel parameters (read-only bytes).
+
+Generic addresses: a global address is itself; shared, local and parameter addresses sit in
+windows of their own (``cvta.shared`` adds ``SHARED_WINDOW``, and so on), so a generic load or
+store goes to the space its address falls in.  Memory is sequentially consistent: every access
+completes in program order, in the lane order the executor runs them.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-GLOBAL_BASE = 0x0000_0100_0000_0000      # first kernel-argument buffer
-SHARED_WINDOW = 0x0000_7F00_0000_0000    # generic addresses of shared memory (cvta.shared)
+GLOBAL_BASE = 0x0000_0100_0000_0000      # first address GlobalMemory.map chooses
+# The windows sit above the 47-bit user address range, so that any device address a real launch
+# had (CUDA hands out addresses up to 0x7fff_ffff_ffff) can be mapped as global memory.
+PARAM_WINDOW = 0x0000_8000_0000_0000     # generic addresses of the kernel parameters (cvta.param)
+LOCAL_WINDOW = 0x0000_8100_0000_0000     # generic addresses of a thread's local memory (cvta.local)
+SHARED_WINDOW = 0x0000_8200_0000_0000    # generic addresses of shared memory (cvta.shared)
+_WINDOW = 1 << 32
+
+_GLOBAL, _SHARED, _LOCAL, _PARAM = 0, 1, 2, 3
+_SPACE_KIND = {"global": _GLOBAL, "const": _GLOBAL, "shared": _SHARED, "local": _LOCAL, "param": _PARAM}
+_WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
+
+
+class GlobalMemory:
+    """Device global memory made of numpy arrays mapped in place.
+
+    >>> gm = GlobalMemory()
+    >>> x = np.arange(4, dtype=np.uint32)
+    >>> hex(gm.map(x))
+    '0x10000000000'
+    >>> hex(gm.map(np.zeros(2, np.uint64), address=0x2000_0000_0000))
+    '0x200000000000'
+
+    A kernel's loads and stores through an address inside a mapped array read and write that
+    array's bytes; any other address is an error naming the lane and the address.
+    """
+
+    def __init__(self):
+        self.bases: list[int] = []          # sorted
+        self.buffers: list[np.ndarray] = []  # uint8 views of the mapped arrays, same order
+        self.module_symbols: dict = {}      # (id(module), name) -> address of a module variable
+
+    def __repr__(self):
+        return f"GlobalMemory({len(self.bases)} arrays, {sum(b.size for b in self.buffers)} bytes)"
+
+    def map(self, array, address=None) -> int:
+        """Map ``array`` (C-contiguous, writeable: stores land in it) at ``address`` (None: the next
+        free 64 KiB-aligned address) and return the address."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"GlobalMemory.map takes a numpy array, not {type(array).__name__}")
+        if not array.flags.c_contiguous:
+            raise ValueError("mapped arrays must be C-contiguous (np.ascontiguousarray) so that the kernel's "
+                             "stores land in them")
+        if not array.flags.writeable:
+            raise ValueError("mapped arrays must be writeable")
+        view = array.reshape(-1).view(np.uint8)
+        if address is None:
+            top = max((b + v.size for b, v in zip(self.bases, self.buffers)), default=GLOBAL_BASE - 0x10000)
+            address = (top + 0xFFFF) // 0x10000 * 0x10000 + (0x10000 if self.bases else 0)
+        if isinstance(address, bool) or not isinstance(address, (int, np.integer)):
+            raise TypeError(f"address must be an int or None, not {type(address).__name__}")
+        address = int(address)
+        align = max(array.dtype.itemsize, 1)
+        if address <= 0 or address + view.size > PARAM_WINDOW:
+            raise ValueError(f"address 0x{address:x} is outside global memory: use 1 .. 0x{PARAM_WINDOW - 1:x}")
+        if address % align:
+            raise ValueError(f"address 0x{address:x} is not aligned to the array's {align}-byte elements "
+                             f"({array.dtype})")
+        for b, v in zip(self.bases, self.buffers):
+            if address < b + max(v.size, 1) and b < address + max(view.size, 1):
+                raise ValueError(f"[0x{address:x}, 0x{address + view.size:x}) overlaps the array already mapped at "
+                                 f"[0x{b:x}, 0x{b + v.size:x})")
+        k = int(np.searchsorted(np.array(self.bases, dtype=np.uint64), np.uint64(address)))
+        self.bases.insert(k, address)
+        self.buffers.insert(k, view)
+        return address
+
+    def read(self, address, nbytes) -> bytes:
+        """``nbytes`` bytes at ``address`` (inside one mapped array)."""
+        k, off = self._find(int(address), int(nbytes))
+        return self.buffers[k][off:off + nbytes].tobytes()
+
+    def _find(self, address, nbytes):
+        for k, (b, v) in enumerate(zip(self.bases, self.buffers)):
+            if b <= address and address + nbytes <= b + v.size:
+                return k, address - b
+        raise ValueError(f"[0x{address:x}, 0x{address + nbytes:x}) is not inside one mapped array")
+
+    def locate(self, off, nbytes, sel, ctx):
+        """Lanes ``sel`` at addresses ``off`` -> (array index, byte offset); fails naming a lane."""
+        if not self.bases:
+            bad = sel
+        else:
+            bases = np.array(self.bases, dtype=np.uint64)
+            sizes = np.array([b.size for b in self.buffers], dtype=np.uint64)
+            k = np.searchsorted(bases, off, side="right").astype(np.int64) - 1
+            kk = np.maximum(k, 0)
+            ok = (k >= 0) & (off + np.uint64(nbytes) <= bases[kk] + sizes[kk])
+            bad = sel & ~ok
+        if bad.any():
+            w, l = np.argwhere(bad)[0]
+            ctx.fail(f"global address 0x{int(off[w, l]):x} (lane {l}, {nbytes} bytes) lies outside every "
+                     "kernel-argument array and every array mapped with GlobalMemory.map")
+        return np.where(sel, kk, -1), np.where(sel, (off - bases[kk]).astype(np.int64), 0)
 
 
 class Memory:
-    def __init__(self, nctas=1, shared_bytes=0, warp_cta=None):
+    """Every state space of one launch (or of a Warpgroup: shared memory only)."""
+
+    def __init__(self, nctas=1, shared_bytes=0, warp_cta=None, *, glob=None, local_bytes=0, nwarps=None,
+                 params=b""):
         self.shared = np.zeros((nctas, shared_bytes), dtype=np.uint8)
         self.shared_bytes = shared_bytes
         self.warp_cta = np.zeros(1, dtype=np.int64) if warp_cta is None else warp_cta
-        self.bases = []           # sorted global buffer base addresses
-        self.buffers = []         # uint8 views, in place
+        self.glob = GlobalMemory() if glob is None else glob
+        nw = len(self.warp_cta) if nwarps is None else nwarps
+        self.local = np.zeros((nw, 32, local_bytes), dtype=np.uint8)
+        self.local_bytes = local_bytes
+        self.params = np.frombuffer(bytes(params), dtype=np.uint8)
+        self.cluster_cta = None   # (nctas, cluster size) CTA index of each rank of a CTA's cluster (DSMEM)
         self.watch = None         # called as watch(ctx, shared lanes, flat offsets, nbytes) before a shared store
 
     def add_buffer(self, arr):
         """Map a numpy array into global memory (in place) and return its address."""
-        if not arr.flags.c_contiguous:
-            raise ValueError("kernel-argument arrays must be C-contiguous (np.ascontiguousarray) so that "
-                             "the kernel's stores land in them")
-        if not arr.flags.writeable:
-            raise ValueError("kernel-argument arrays must be writeable")
-        view = arr.reshape(-1).view(np.uint8)
-        base = GLOBAL_BASE if not self.bases else \
-            (self.bases[-1] + self.buffers[-1].size + 0xFFFF) // 0x10000 * 0x10000 + 0x10000
-        self.bases.append(base)
-        self.buffers.append(view)
-        return base
+        return self.glob.map(arr)
 
     # --- address spaces -------------------------------------------------------------------
 
     def cvta(self, v, space, to, ctx):
-        if space == "global":
+        if space in ("global", "const"):
             return v
-        if space == "shared":
-            return v - np.uint64(SHARED_WINDOW) if to else v + np.uint64(SHARED_WINDOW)
-        ctx.fail(f"cvta for .{space} is not supported (global and shared are)")
+        w = np.uint64(_WINDOWS[space])
+        return v - w if to else v + w
 
     def _split(self, space, addr, ctx):
-        """-> (is_shared (g,L) bool, offsets (g,L) uint64) for a state space."""
-        if space == "shared":
-            return np.ones(addr.shape, dtype=bool), addr
-        if space == "global":
-            return np.zeros(addr.shape, dtype=bool), addr
-        if space == "generic":
-            sh = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + (1 << 32)))
-            return sh, np.where(sh, addr - np.uint64(SHARED_WINDOW), addr)
-        ctx.fail(f".{space} memory is not modelled (global, shared and param are)")
+        """-> (kind (g,L) int: global/shared/local/param, offsets within the space (g,L) uint64)."""
+        if space != "generic":
+            return np.full(addr.shape, _SPACE_KIND[space], dtype=np.int64), addr
+        kind = np.zeros(addr.shape, dtype=np.int64)
+        off = addr.copy()
+        for name, w in _WINDOWS.items():
+            inside = (addr >= np.uint64(w)) & (addr < np.uint64(w + _WINDOW))
+            kind[inside] = _SPACE_KIND[name]
+            off = np.where(inside, addr - np.uint64(w), off)
+        return kind, off
 
-    def _locate(self, space, addr, nbytes, align, ctx, lanes):
+    def _locate(self, space, addr, nbytes, align, ctx, lanes, write):
         active = ctx.lane_mask(lanes)
         if active is None:
             active = np.ones(addr.shape, dtype=bool)
+        l0 = lanes.start if isinstance(lanes, slice) else 0
         bad = (addr % np.uint64(align) != 0) & active
         if bad.any():
             w, l = np.argwhere(bad)[0]
-            l = l + (lanes.start if isinstance(lanes, slice) else 0)
-            ctx.fail(f"address 0x{int(addr[w, l - (lanes.start if isinstance(lanes, slice) else 0)]):x} of lane {l} is "
-                     f"not aligned to {align} bytes (a .{ctx.opcode.split('.')[-1]} access of {nbytes} bytes)")
-        is_sh, off = self._split(space, addr, ctx)
-        rows = np.arange(addr.shape[0]) if ctx.rows is None else ctx.rows
-        cta = self.warp_cta[rows][:, None]
-        # shared
+            ctx.fail(f"address 0x{int(addr[w, l]):x} of lane {l + l0} is not aligned to {align} bytes "
+                     f"(a .{ctx.opcode.split('.')[-1]} access of {nbytes} bytes)")
+        kind, off = self._split(space, addr, ctx)
+        rows = np.arange(addr.shape[0]) if ctx.rows is None else np.asarray(ctx.rows)
+        o = off.astype(np.int64)
         flat = np.zeros(addr.shape, dtype=np.int64)
-        sh = is_sh & active
-        if sh.any():
-            o = off.astype(np.int64)
-            out = sh & ((o < 0) | (o + nbytes > self.shared_bytes))
+        parts = {}
+        for k, size, what in ((_SHARED, self.shared_bytes, "the CTA's {} bytes of shared memory"),
+                              (_LOCAL, self.local_bytes, "the thread's {} bytes of local memory"),
+                              (_PARAM, self.params.size, "the kernel's {} bytes of parameters")):
+            sel = (kind == k) & active
+            if not sel.any():
+                continue
+            if k == _PARAM and write:
+                ctx.fail("kernel parameters are read-only (st.param writes a function's own .param variables)")
+            target = None
+            if k == _SHARED:      # a shared::cluster address (rank + 1) << 24 | offset reaches another CTA
+                rank = np.where(sel, o >> 24, 0)
+                if (rank > 0).any():
+                    nrank = 1 if self.cluster_cta is None else self.cluster_cta.shape[1]
+                    badr = sel & (rank > nrank)
+                    if badr.any():
+                        w, l = np.argwhere(badr)[0]
+                        ctx.fail(f"shared::cluster address 0x{int(o[w, l]):x} (lane {l + l0}) names CTA rank "
+                                 f"{int(rank[w, l]) - 1}, but the cluster has {nrank} CTA(s)")
+                    own = self.warp_cta[rows][:, None]
+                    target = np.where(rank > 0, self.cluster_cta[own, np.maximum(rank - 1, 0)], own)
+                    o = np.where(sel, o & 0xFFFFFF, o)
+            out = sel & ((o < 0) | (o + nbytes > size))
             if out.any():
                 w, l = np.argwhere(out)[0]
-                ctx.fail(f"shared-memory address 0x{int(o[w, l]):x} (lane {l + (lanes.start if isinstance(lanes, slice) else 0)}, "
-                         f"{nbytes} bytes) is outside the CTA's {self.shared_bytes} bytes of shared memory")
-            flat = np.where(sh, cta * self.shared_bytes + o, flat)
-        gl = ~is_sh & active
+                sp = {_SHARED: "shared", _LOCAL: "local", _PARAM: "parameter"}[k]
+                ctx.fail(f"{sp} address 0x{int(o[w, l]):x} (lane {l + l0}, {nbytes} bytes) is outside "
+                         + what.format(size))
+            if k == _SHARED:
+                base = (self.warp_cta[rows][:, None] if target is None else target) * self.shared_bytes
+            elif k == _LOCAL:
+                base = (rows[:, None] * 32 + np.arange(l0, l0 + addr.shape[1])[None, :]) * self.local_bytes
+            else:
+                base = np.zeros((len(rows), 1), dtype=np.int64)
+            flat = np.where(sel, base + o, flat)
+            parts[k] = sel
+        gl = (kind == _GLOBAL) & active
         buf = np.full(addr.shape, -1, dtype=np.int64)
         if gl.any():
-            if not self.bases:
-                ctx.fail("global memory access, but the kernel was given no array arguments")
-            bases = np.array(self.bases, dtype=np.uint64)
-            k = np.searchsorted(bases, off, side="right").astype(np.int64) - 1
-            kk = np.maximum(k, 0)
-            sizes = np.array([b.size for b in self.buffers], dtype=np.uint64)
-            ok = (k >= 0) & (off + np.uint64(nbytes) <= bases[kk] + sizes[kk])
-            out = gl & ~ok
-            if out.any():
-                w, l = np.argwhere(out)[0]
-                ctx.fail(f"global address 0x{int(off[w, l]):x} (lane {l}, {nbytes} bytes) lies outside every "
-                         "kernel-argument array")
-            buf = np.where(gl, kk, -1)
-            flat = np.where(gl, (off - bases[kk]).astype(np.int64), flat)
-        return sh, gl, buf, flat
+            buf, goff = self.glob.locate(off, nbytes, gl, ctx)
+            flat = np.where(gl, goff, flat)
+        parts[_GLOBAL] = gl
+        return parts, buf, flat
+
+    def _store_of(self, k):
+        return {_SHARED: self.shared, _LOCAL: self.local, _PARAM: self.params}[k].reshape(-1)
 
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
-        sh, gl, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes)
+        parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
         idx = flat[..., None] + np.arange(nbytes)
-        if sh.any():
-            src = self.shared.reshape(-1)
-            out[sh] = src[idx[sh]]
-        for k in np.unique(buf[gl]) if gl.any() else ():
-            sel = gl & (buf == k)
-            out[sel] = self.buffers[k][idx[sel]]
+        for k, sel in parts.items():
+            if not sel.any():
+                continue
+            if k == _GLOBAL:
+                for b in np.unique(buf[sel]):
+                    s = sel & (buf == b)
+                    out[s] = self.glob.buffers[b][idx[s]]
+            else:
+                out[sel] = self._store_of(k)[idx[sel]]
         return out
 
     def store(self, space, addr, data, align, ctx, lanes=None):
         nbytes = data.shape[-1]
-        sh, gl, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes)
-        if self.watch is not None and sh.any():
-            self.watch(ctx, sh, flat, nbytes)
+        parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
+        if self.watch is not None and _SHARED in parts:
+            self.watch(ctx, parts[_SHARED], flat, nbytes)
         idx = flat[..., None] + np.arange(nbytes)
-        if sh.any():
-            dst = self.shared.reshape(-1)
-            dst[idx[sh]] = data[sh]
-        for k in np.unique(buf[gl]) if gl.any() else ():
-            sel = gl & (buf == k)
-            self.buffers[k][idx[sel]] = data[sel]
+        for k, sel in parts.items():
+            if not sel.any():
+                continue
+            if k == _GLOBAL:
+                for b in np.unique(buf[sel]):
+                    s = sel & (buf == b)
+                    self.glob.buffers[b][idx[s]] = data[s]
+            else:
+                self._store_of(k)[idx[sel]] = data[sel]
+
+    def atomic(self, space, addr, nbytes, ctx, update):
+        """A read-modify-write per active lane, lanes in increasing order within a warp and warps in
+        order: ``update(old_bytes (n, nbytes), lane_indices (n,)) -> new_bytes`` runs on each group of
+        lanes that hit the same address, in that order.  Returns the old bytes, (g, L, nbytes)."""
+        parts, buf, flat = self._locate(space, addr, nbytes, nbytes, ctx, None, True)
+        old = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
+        order = np.arange(addr.size).reshape(addr.shape)
+        for k, sel in parts.items():
+            if not sel.any():
+                continue
+            if k == _GLOBAL:
+                groups = [(self.glob.buffers[b], sel & (buf == b)) for b in np.unique(buf[sel])]
+            else:
+                groups = [(self._store_of(k), sel)]
+            for store, s in groups:
+                lanes = order[s]                       # row-major: warps in order, lanes increasing
+                where = flat[s]
+                for a in np.unique(where):
+                    these = lanes[where == a]
+                    cur = store[a:a + nbytes].copy()
+                    olds, new = update(cur, these)
+                    store[a:a + nbytes] = new
+                    old.reshape(-1, nbytes)[these] = olds
+        return old

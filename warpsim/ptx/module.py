@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .memory import Memory
+from .cluster import ClusterState
+from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .syntax import PTXError, make_statement, parse_int, parse_module, statements
 
@@ -43,41 +44,153 @@ def load(path_or_text) -> "Module":
     return Module(path_or_text)
 
 
-class _Program:
-    """An entry's statements with labels resolved, its registers and shared variables."""
+_CALL = re.compile(r"call(?:\.uni)?\s+(?:\(\s*([^)]*?)\s*\)\s*,\s*)?([\w$]+)\s*(?:,\s*\(\s*([^)]*?)\s*\))?\s*\Z")
+_PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d+)\])?\Z")
+_LOCAL_DECL = re.compile(r"\.local\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?\.(\w+)\s+([\w$]+)((?:\s*\[\d+\])*)\Z")
+EXIT_PC = -2          # reconvergence point of a branch whose paths meet only when lanes leave
 
-    def __init__(self, entry, module_shared):
+
+class _Function:
+    """One entry or .func laid out in the program: its pc range, labels, registers and variables."""
+
+    def __init__(self, ent, start):
+        self.entry = ent
+        self.name = ent.name
+        self.start = start
+        self.end = start
+        self.labels = {}
+        self.scoped_labels = {}    # (brace block number, name) -> pc: labels local to a { } block
+        self.reg_decls = []        # (line, text)
+        self.params = {}           # .param variable -> (offset, size) in the function's frame
+        self.frame_bytes = 0
+        self.locals = []           # (name, align, size, line)
+        self.formals = [p.name for p in ent.params] if ent.kind == "func" else []
+        self.rets = [p.name for p in ent.returns]
+        if ent.kind == "func":
+            for p in list(ent.returns) + list(ent.params):
+                self.param_var(p.name, p.align or max(p.bits // 8, 1), p.array or max(p.bits // 8, 1))
+
+    def param_var(self, name, align, size):
+        """A .param variable; a scoped redeclaration (each call block declares its own param0) that
+        is larger or more aligned moves the name to a new slot (the blocks never overlap in time)."""
+        if name in self.params:
+            off, have = self.params[name]
+            if have >= size and off % align == 0:
+                return
+        off = (self.frame_bytes + align - 1) // align * align
+        self.params[name] = (off, size)
+        self.frame_bytes = off + size
+
+
+class _Program:
+    """An entry and every .func of the module, laid out as one statement list: labels resolved,
+    registers and variables per function, the reconvergence point of every branch."""
+
+    def __init__(self, entry, mod):
         self.entry = entry
         self.code = []            # Statement list
-        self.labels = {}
-        self.reg_decls = []       # (line, text)
         self.shared = []          # (name, align, size, extern, line)
-        off = entry.body_line - 1
-        for decl, line in module_shared:
+        self.functions = {}
+        self.fn_of = []           # pc -> _Function
+        for decl, line in mod.shared:
             self._shared_decl(decl, line)
-        for kind, line, item in statements(entry.body):
+        for ent in [entry] + [f for f in mod.functions.values()]:
+            self._lay_out(ent, mod)
+        self.labels = self.functions[entry.name].labels
+        self.reg_decls = self.functions[entry.name].reg_decls
+        for fn in self.functions.values():
+            for pc in range(fn.start, fn.end):
+                st = self.code[pc]
+                if _BRANCH.match(st.opcode):
+                    target = _label_of(fn, st)
+                    if target is None:
+                        raise PTXError(f"branch target {st.operands[0] if st.operands else ''!r} is not a label of "
+                                       f"{fn.name}", line=st.line, statement=st.text,
+                                       token=st.operands[0] if st.operands and isinstance(st.operands[0], str) else None)
+                    st.target = target
+                elif st.opcode.startswith("call"):
+                    self._call(st, mod)
+        self.reconverge = {}
+        for fn in self.functions.values():
+            self.reconverge.update(_post_dominators(self.code, fn))
+
+    def _lay_out(self, ent, mod):
+        fn = _Function(ent, len(self.code))
+        self.functions[ent.name] = fn
+        off = ent.body_line - 1
+        chain = ()                 # the brace blocks enclosing the current statement, innermost last
+        nblocks = 0
+        for kind, line, item in statements(ent.body, scopes=True):
             line += off
+            if kind == "scope":
+                if item == "{":
+                    nblocks += 1
+                    chain = chain + (nblocks,)
+                else:
+                    chain = chain[:-1]
+                continue
             if kind == "label":
-                self.labels[item] = len(self.code)
+                if chain:
+                    fn.scoped_labels[(chain[-1], item)] = len(self.code)
+                else:
+                    fn.labels[item] = len(self.code)
                 continue
             text = " ".join(item.split())
             if text.startswith(".reg"):
-                self.reg_decls.append((line, text))
+                fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
                 self._shared_decl(text, line)
-            elif text.startswith(".pragma") or text.startswith(".loc") or text.startswith(".file"):
+            elif text.split()[0] in (".pragma", ".loc", ".file"):
                 continue
-            elif text.startswith((".local", ".global", ".const", ".param")):
-                raise PTXError(f"{text.split()[0]} variables inside an entry are not supported", line=line,
-                               statement=text, token=text.split()[0])
+            elif text.startswith(".param"):
+                m = _PARAM_DECL.match(text)
+                if not m or m.group(2) not in _SIZES:
+                    raise PTXError("cannot read this .param declaration (expected e.g. '.param .b32 param0;' or "
+                                   "'.param .align 8 .b8 param0[16];')", line=line, statement=text)
+                align, typ, name, count = m.groups()
+                size = _SIZES[typ] * int(count or 1)
+                fn.param_var(name, int(align or _SIZES[typ]), size)
+            elif text.startswith(".local"):
+                m = _LOCAL_DECL.match(text)
+                if not m or m.group(3) not in _SIZES:
+                    raise PTXError("cannot read this .local declaration (expected e.g. "
+                                   "'.local .align 16 .b8 __local_depot0[64];')", line=line, statement=text)
+                align, vec, typ, name, dims = m.groups()
+                size = _SIZES[typ] * int(vec or 1)
+                for d in re.findall(r"\d+", dims or ""):
+                    size *= int(d)
+                fn.locals.append((name, int(align or _SIZES[typ]), size, line))
+            elif text.startswith((".global", ".const")):
+                raise PTXError(f"{text.split()[0]} variables inside a function are not supported (declare them at "
+                               "module level)", line=line, statement=text, token=text.split()[0])
             else:
-                self.code.append(make_statement(line, text))
-        for st in self.code:
-            if _BRANCH.match(st.opcode):
-                if len(st.operands) != 1 or not isinstance(st.operands[0], str) or st.operands[0] not in self.labels:
-                    raise PTXError(f"branch target {st.operands[0] if st.operands else ''!r} is not a label of "
-                                   f"{entry.name}", line=st.line, statement=st.text,
-                                   token=st.operands[0] if st.operands and isinstance(st.operands[0], str) else None)
+                st = make_statement(line, text)
+                st.scopes = chain
+                self.code.append(st)
+                self.fn_of.append(fn)
+        fn.end = len(self.code)
+
+    def _call(self, st, mod):
+        body = st.text[len(st.guard and st.text.split(None, 1)[0] or ""):].strip() if st.guard else st.text
+        m = _CALL.match(body)
+        if not m or m.group(2).startswith("%"):
+            raise PTXError("cannot read this call (expected 'call (ret), func, (arg, ...);'; indirect calls "
+                           "through a register are not modelled)", line=st.line, statement=st.text, token=st.opcode)
+        rets = [x.strip() for x in (m.group(1) or "").split(",") if x.strip()]
+        name = m.group(2)
+        args = [x.strip() for x in (m.group(3) or "").split(",") if x.strip()]
+        if name not in self.functions:
+            if name in mod.declared:
+                st.call = (None, name, args)      # an extern without a body: an error only when reached
+                return
+            raise PTXError(f"call of {name}: it is not a .func of this module", line=st.line, statement=st.text,
+                           token=name)
+        callee = self.functions[name]
+        if len(args) != len(callee.formals) or len(rets) != len(callee.rets):
+            raise PTXError(f"{name} takes {len(callee.formals)} parameter(s) and returns {len(callee.rets)}; "
+                           f"this call passes {len(args)} and receives {len(rets)}", line=st.line,
+                           statement=st.text, token=name)
+        st.call = (callee, rets, args)
 
     def _shared_decl(self, text, line):
         m = _SHARED_DECL.match(text)
@@ -93,6 +206,81 @@ class _Program:
             if n:
                 count *= int(n)
         self.shared.append((name, int(align or _SIZES[typ]), 0 if extern else count * _SIZES[typ], extern, line))
+
+
+def _label_of(fn, st):
+    """The pc a branch names: the innermost enclosing brace block's label of that name, else the function's."""
+    if len(st.operands) != 1 or not isinstance(st.operands[0], str):
+        return None
+    name = st.operands[0]
+    for block in reversed(getattr(st, "scopes", ())):
+        if (block, name) in fn.scoped_labels:
+            return fn.scoped_labels[(block, name)]
+    return fn.labels.get(name)
+
+
+def _post_dominators(code, fn):
+    """pc of every conditional branch of ``fn`` -> its reconvergence pc: the first statement of the
+    immediate post-dominator of the branch's basic block (EXIT_PC when the paths meet only at exit)."""
+    lo, hi = fn.start, fn.end
+    if lo == hi:
+        return {}
+    leaders = {lo} | {pc for pc in list(fn.labels.values()) + list(fn.scoped_labels.values()) if lo <= pc < hi}
+    for pc in range(lo, hi):
+        op = code[pc].opcode
+        if _BRANCH.match(op) or op in ("ret", "exit"):
+            if pc + 1 < hi:
+                leaders.add(pc + 1)
+    starts = sorted(leaders)
+    block_of = {}
+    for b, s0 in enumerate(starts):
+        for pc in range(s0, starts[b + 1] if b + 1 < len(starts) else hi):
+            block_of[pc] = b
+    nb = len(starts)
+    exit_node = nb
+    succ = []
+    for b, s0 in enumerate(starts):
+        last = (starts[b + 1] if b + 1 < nb else hi) - 1
+        st = code[last]
+        out = set()
+        fall = block_of.get(last + 1, exit_node)
+        if _BRANCH.match(st.opcode):
+            out.add(block_of.get(st.target, exit_node))
+            if st.guard is not None:
+                out.add(fall)
+        elif st.opcode in ("ret", "exit"):
+            out.add(exit_node)
+            if st.guard is not None:
+                out.add(fall)
+        else:
+            out.add(fall)
+        succ.append(out)
+    full = (1 << (nb + 1)) - 1
+    pdom = [full] * nb + [1 << exit_node]
+    changed = True
+    while changed:
+        changed = False
+        for b in range(nb - 1, -1, -1):
+            acc = full
+            for s in succ[b]:
+                acc &= pdom[s]
+            new = acc | (1 << b)
+            if new != pdom[b]:
+                pdom[b], changed = new, True
+    out = {}
+    for pc in range(lo, hi):
+        st = code[pc]
+        if st.guard is None or not (_BRANCH.match(st.opcode) or st.opcode in ("ret", "exit")):
+            continue
+        b = block_of[pc]
+        strict = pdom[b] & ~(1 << b)
+        ip = exit_node
+        for d in range(nb + 1):
+            if strict >> d & 1 and pdom[d] == strict:
+                ip = d
+                break
+        out[pc] = EXIT_PC if ip == exit_node else starts[ip]
+    return out
 
 
 class Module:
@@ -124,16 +312,29 @@ class Module:
 
     def program(self, entry):
         if entry not in self._programs:
-            self._programs[entry] = _Program(self._entry(entry), self._mod.shared)
+            self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
 
-    def launch(self, entry, grid, block, args, shared_bytes=0, *, arch="sm_90", max_steps=10_000_000):
+    @property
+    def variables(self) -> dict:
+        """Module-level .global / .const variables: name -> their bytes as initialised."""
+        return {v.name: v.data for v in self._mod.variables}
+
+    def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
+               max_steps=10_000_000, cluster=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
-        numpy arrays for pointer parameters (global buffers: the kernel's stores land in them,
-        in place) and Python/numpy scalars for the others.  shared_bytes: dynamic shared memory
-        (``.extern .shared`` arrays) per CTA.  Returns nothing.
+        numpy arrays for pointer parameters (mapped into global memory in place: the kernel's
+        stores land in them), ints (device addresses in ``memory`` included) and floats for
+        scalars, and ``bytes`` for ``.b8`` array parameters (a parameter struct, passed verbatim,
+        device pointers included).  shared_bytes: dynamic shared memory (``.extern .shared``)
+        per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
+        module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
+        statements executed (one per group of warps at a program counter) before the launch
+        stops with an error naming where it was.  cluster: CTAs per cluster, an int or 1- to
+        3-tuple dividing the grid (default: the entry's ``.reqnctapercluster``, else 1); the CTAs
+        of a cluster share their shared memory (``mapa``, ``.shared::cluster``).  Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -144,11 +345,37 @@ class Module:
                              "must be a multiple of 32")
         if nthreads > 1024:
             raise ValueError(f"block {b} has {nthreads} threads; a CTA has at most 1024")
+        dirs = prog.entry.directives
+        if "reqntid" in dirs and tuple(dirs["reqntid"]) + (1,) * (3 - len(dirs["reqntid"])) != b:
+            raise ValueError(f"{entry} declares .reqntid {', '.join(map(str, dirs['reqntid']))}: block must be that, "
+                             f"got {b}")
+        if "maxntid" in dirs and nthreads > int(np.prod(dirs["maxntid"])):
+            raise ValueError(f"{entry} declares .maxntid {', '.join(map(str, dirs['maxntid']))}: at most "
+                             f"{int(np.prod(dirs['maxntid']))} threads per block, got {nthreads}")
         if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
             raise ValueError(f"shared_bytes must be a non-negative integer, got {shared_bytes!r}")
-        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name)
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        if memory is None:
+            memory = GlobalMemory()
+        elif not isinstance(memory, GlobalMemory):
+            raise TypeError(f"memory must be a warpsim.ptx.GlobalMemory, not {type(memory).__name__}")
+        want = tuple(dirs["reqnctapercluster"]) + (1,) * (3 - len(dirs["reqnctapercluster"])) \
+            if "reqnctapercluster" in dirs else None
+        cl = _dims(cluster, "cluster") if cluster is not None else (want or (1, 1, 1))
+        if want is not None and cl != want:
+            raise ValueError(f"{entry} declares .reqnctapercluster {', '.join(map(str, want))}: cluster must be that, "
+                             f"got {cl}")
+        if any(gi % ci for gi, ci in zip(g, cl)):
+            raise ValueError(f"cluster {cl} must divide the grid {g} in every dimension")
+        if cl[0] * cl[1] * cl[2] > 16:
+            raise ValueError(f"cluster {cl} has {cl[0] * cl[1] * cl[2]} CTAs; at most 16 (8 portable) are allowed")
+        if "maxclusterrank" in dirs and cl[0] * cl[1] * cl[2] > int(dirs["maxclusterrank"][0]):
+            raise ValueError(f"{entry} declares .maxclusterrank {dirs['maxclusterrank'][0]}: cluster {cl} is larger")
+        explicit = cluster is not None or want is not None or "explicitcluster" in dirs
+        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit)
         k.bind(args)
-        k.run(max_steps)
+        k.run(int(max_steps))
 
 
 def _dims(v, what):
@@ -162,17 +389,41 @@ def _dims(v, what):
     return tuple(int(x) for x in v) + (1,) * (3 - len(v))
 
 
-class _Kernel(Warp):
-    """The register file of every warp of a launch, with shared and global memory."""
+class _Frame:
+    """A call in flight on one warp: where its results go and the callee state it hides."""
 
-    def __init__(self, prog, grid, block, shared_bytes, arch, modname):
+    def __init__(self, callee, caller, rets, mask, saved):
+        self.callee, self.caller, self.rets, self.mask, self.saved = callee, caller, rets, mask, saved
+
+
+class _Kernel(Warp):
+    """The register files of every warp of a launch, its memory and its SIMT scheduler.
+
+    Control flow: each warp keeps a reconvergence stack of entries (pc, active lanes,
+    reconvergence pc).  A branch whose guard differs between the active lanes splits the top
+    entry: it becomes the continuation at the branch's immediate post-dominator, and the taken
+    and not-taken lanes get entries of their own that pop when they reach it.  ``ret`` and
+    ``exit`` remove lanes; ``call`` pushes an entry that pops when all its lanes have returned.
+    Among warps, the ones with the lowest pc run first (one statement for all warps at that pc).
+    """
+
+    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module, cluster=(1, 1, 1),
+                 explicit=False):
         nctas = grid[0] * grid[1] * grid[2]
         self.wpc = block[0] * block[1] * block[2] // 32
         super().__init__(nctas * self.wpc, undefined="zero", arch=arch)
         self.prog = prog
         self.grid, self.block = grid, block
-        for line, text in prog.reg_decls:
-            self.declare(line, text)
+        self.modname = modname
+        # per-function register files
+        self._files = {}
+        for fn in prog.functions.values():
+            self._regs, self._declared, self._declared_ranges = {}, {}, {}
+            for line, text in fn.reg_decls:
+                self.declare(line, text)
+            self._files[fn.name] = (self._regs, self._declared, self._declared_ranges)
+        self._fn = None
+        self._use(prog.functions[prog.entry.name])
         # shared memory layout: static variables in order, then dynamic (extern) ones at the end
         off = 0
         externs = []
@@ -186,15 +437,44 @@ class _Kernel(Warp):
         for name, align in externs:
             off = (off + align - 1) // align * align
             self._symbols[name] = off
+        self.dynamic_smem = shared_bytes
         total = off + shared_bytes
-        self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc))
+        # local memory: every function's .local variables, one static area per thread
+        loc = 0
+        self.local_range = {}
+        for fn in prog.functions.values():
+            lo = loc
+            for name, align, size, line in fn.locals:
+                loc = (loc + align - 1) // align * align
+                self._symbols[name] = loc
+                loc += size
+            self.local_range[fn.name] = (lo, loc)
+        # module variables in global memory (mapped once per GlobalMemory)
+        for v in module._mod.variables:
+            key = (id(module), v.name)
+            if key not in glob.module_symbols:
+                arr = np.frombuffer(v.data, dtype=np.uint8).copy() if v.data else np.zeros(1, np.uint8)
+                glob.module_symbols[key] = (glob.map(arr), arr)
+            self._symbols[v.name] = glob.module_symbols[key][0]
+        self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc), glob=glob, local_bytes=loc)
+        maxnreg = prog.entry.directives.get("maxnreg")
+        self.cluster = ClusterState(grid, cluster, self.wpc, explicit, block[0] * block[1] * block[2],
+                                    int(maxnreg[0]) if maxnreg else None)
+        self.memory.cluster_cta = self.cluster.cta_of
+        self.frames = {fn.name: np.zeros((self.warps, 32, fn.frame_bytes), np.uint8)
+                       for fn in prog.functions.values()}
         if any(st.opcode.startswith("wgmma.") for st in prog.code):
             from .warpgroup import WgmmaUnit
 
             self._async = WgmmaUnit(self, self.wpc)     # in-flight wgmmas and their hazards, per warpgroup
         self.params = b""
         self.param_offsets = {}
-        self.modname = modname
+        self.clock = 0
+
+    def _use(self, fn):
+        if self._fn is not fn:
+            self._regs, self._declared, self._declared_ranges = self._files[fn.name]
+            self._fn = fn
 
     def _geometry(self):
         W = self.warps
@@ -206,6 +486,39 @@ class _Kernel(Warp):
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1).astype(np.uint32)
         return tid, np.array(self.block, np.uint32), ctaid, np.array(self.grid, np.uint32), \
             (np.arange(W) % self.wpc).astype(np.uint32), self.wpc
+
+    def special(self, name, ctx):
+        """Special registers; the cluster ones from the launch's cluster shape."""
+        m = _CLUSTER_SPECIAL.match(name) if isinstance(name, str) else None
+        if not m:
+            return super().special(name, ctx)
+        kind, axis = m.groups()
+        cl = self.cluster
+        rows = np.arange(self.warps) if ctx is None or ctx.rows is None else np.asarray(ctx.rows)
+        cta = self.memory.warp_cta[rows]
+        ax = "xyz".index(axis) if axis else None
+        if (ax is None) == (kind not in ("cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")):
+            return super().special(name, ctx)          # its error message for a wrong suffix
+        per_cta = {"clusterid": lambda: cl.clusterid[cta, ax],
+                   "nclusterid": lambda: np.full(len(rows), self.grid[ax] // cl.cluster[ax]),
+                   "cluster_ctaid": lambda: cl.cluster_ctaid[cta, ax],
+                   "cluster_nctaid": lambda: np.full(len(rows), cl.cluster[ax]),
+                   "cluster_ctarank": lambda: cl.rank[cta],
+                   "cluster_nctarank": lambda: np.full(len(rows), cl.size),
+                   "is_explicit_cluster": lambda: np.full(len(rows), int(cl.explicit))}[kind]()
+        return np.broadcast_to(np.asarray(per_cta, np.uint32)[:, None], (len(rows), 32))
+
+    def launch_value(self, kind):
+        """Values of the special registers a launch defines (deterministic clocks: the step count)."""
+        if kind in ("clock", "clock64", "clock_hi", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
+            t = self.clock * (1000 if kind.startswith("globaltimer") else 1)
+            return {"clock_hi": t >> 32, "globaltimer_hi": t >> 32, "clock": t & 0xFFFFFFFF,
+                    "globaltimer_lo": t & 0xFFFFFFFF}.get(kind, t)
+        if kind in ("dynamic_smem_size",):
+            return self.dynamic_smem
+        if kind in ("total_smem_size", "aggr_smem_size"):
+            return self.memory.shared_bytes
+        return super().launch_value(kind)
 
     # --- kernel arguments -------------------------------------------------------------------
 
@@ -237,7 +550,8 @@ class _Kernel(Warp):
             if p.array:
                 if not isinstance(a, (bytes, bytearray)) or len(a) != p.array:
                     raise TypeError(f"argument {i} of {name} ({p.name}) is a {p.array}-byte .param array: pass "
-                                    f"{p.array} bytes")
+                                    f"{p.array} bytes (got {type(a).__name__}"
+                                    f"{' of length %d' % len(a) if isinstance(a, (bytes, bytearray)) else ''})")
                 blob += bytes(a)
                 continue
             if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, float, np.integer, np.floating)):
@@ -255,84 +569,475 @@ class _Kernel(Warp):
                     raise ValueError(f"argument {i} of {name} ({p.name}) = {v} does not fit .{p.type}")
                 blob += (v & ((1 << p.bits) - 1)).to_bytes(p.bits // 8, "little")
         self.params = bytes(blob)
+        self.memory.params = np.frombuffer(self.params, dtype=np.uint8)
+        for pname, off in self.param_offsets.items():
+            self._symbols[pname] = off            # mov %rd, param: its address in the .param space
+
+    def _param_ref(self, op, ctx):
+        m = re.fullmatch(r"\[\s*([\w$%]+)\s*(?:([+-])\s*(-?\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
+        if not m:
+            ctx.fail(f"a .param operand is [name], [name+offset] or [register+offset], not {op!r}",
+                     token=op if isinstance(op, str) else None)
+        off = parse_int(m.group(3)) if m.group(3) else 0
+        if off is None:
+            ctx.fail(f"the offset in {op!r} must be an integer immediate", token=op)
+        return m.group(1), (-off if m.group(2) == "-" else off)
 
     def param_bytes(self, op, nbytes, ctx):
-        m = re.fullmatch(r"\[\s*([\w$]+)\s*(?:\+\s*(\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
-        if not m or m.group(1) not in self.param_offsets:
-            ctx.fail(f"ld.param reads a kernel parameter: [name] or [name+offset]; {op!r} names none of "
-                     f"{list(self.param_offsets)}", token=op if isinstance(op, str) else None)
-        off = self.param_offsets[m.group(1)] + (parse_int(m.group(2)) if m.group(2) else 0)
-        if off + nbytes > len(self.params):
-            ctx.fail(f"ld.param of {nbytes} bytes at offset {off} runs past the parameters", token=op)
-        data = np.frombuffer(self.params[off:off + nbytes], dtype=np.uint8)
-        return np.broadcast_to(data, ctx.shape + (nbytes,))
+        name, off = self._param_ref(op, ctx)
+        fn = self._fn
+        if name in fn.params:
+            base, size = fn.params[name]
+            if not 0 <= off <= size - nbytes:
+                ctx.fail(f"ld.param of {nbytes} bytes at offset {off} runs past .param {name} ({size} bytes)", token=op)
+            f = self.frames[fn.name]
+            data = f[slice(None) if ctx.rows is None else ctx.rows, :, base + off:base + off + nbytes]
+            return data
+        if name in self.param_offsets:
+            off += self.param_offsets[name]
+            if not 0 <= off <= len(self.params) - nbytes:
+                ctx.fail(f"ld.param of {nbytes} bytes at offset {off} runs past the kernel's {len(self.params)} "
+                         "bytes of parameters", token=op)
+            data = np.frombuffer(self.params[off:off + nbytes], dtype=np.uint8)
+            return np.broadcast_to(data, ctx.shape + (nbytes,))
+        if self.is_register(name):
+            addr = ctx.address(op)         # a .param-space address of the kernel parameters
+            return self.memory.load("param", addr, nbytes, 1, ctx)
+        ctx.fail(f"ld.param reads a parameter: {name!r} is none of {fn.name}'s .param variables "
+                 f"({', '.join(fn.params) or 'none'}) or the kernel's ({', '.join(self.param_offsets)})", token=op)
+
+    def param_store(self, op, data, ctx):
+        name, off = self._param_ref(op, ctx)
+        fn = self._fn
+        if name not in fn.params:
+            ctx.fail(f"st.param writes a .param variable of {fn.name} (a call's argument or a .func's return "
+                     f"value); {name!r} is none of {', '.join(fn.params) or 'none'}", token=op)
+        base, size = fn.params[name]
+        n = data.shape[-1]
+        if not 0 <= off <= size - n:
+            ctx.fail(f"st.param of {n} bytes at offset {off} runs past .param {name} ({size} bytes)", token=op)
+        f = self.frames[fn.name]
+        rows = slice(None) if ctx.rows is None else ctx.rows
+        cur = f[rows, :, base + off:base + off + n]
+        mask = np.ones(ctx.shape, bool) if ctx.mask is None else ctx.mask
+        f[rows, :, base + off:base + off + n] = np.where(mask[..., None], data, cur)
 
     def barrier(self, ctx):
         raise _Barrier()
 
     # --- the scheduler ------------------------------------------------------------------------
 
+    def _top(self, w):
+        e = self.stacks[w][-1]
+        self.pc[w], self.act[w], self.rpc[w] = e[0], e[1], e[2]
+
+    def _save(self, w):
+        e = self.stacks[w][-1]
+        e[0], e[1] = int(self.pc[w]), self.act[w].copy()
+
+    def _settle(self, w):
+        """Pop finished entries of warp w: reconverged (pc == its reconvergence pc) or empty."""
+        st = self.stacks[w]
+        self._save(w)
+        while st and (st[-1][0] == st[-1][2] or not st[-1][1].any()):
+            e = st.pop()
+            if e[3] is not None:
+                self._return(w, e[3])
+        if st:
+            self._top(w)
+        else:
+            self.alive[w] = False
+            self.act[w] = False
+
+    def _return(self, w, fr):
+        """All lanes of a call have returned: results to the caller's .param variables, callee state back."""
+        callee, caller = fr.callee, fr.caller
+        cf, kf = self.frames[caller.name], self.frames[callee.name]
+        results = kf[w].copy()
+        regs, frame, local = fr.saved          # restore first: a recursive call shares the frame
+        for name, v in regs.items():
+            self._files[callee.name][0][name][w] = v
+        kf[w] = frame
+        if local is not None:
+            lo, hi = self.local_range[callee.name]
+            self.memory.local[w, :, lo:hi] = local
+        for r, formal in zip(fr.rets, callee.rets):
+            cb, cs = caller.params[r]
+            kb, ks = callee.params[formal]
+            n = min(cs, ks)
+            cf[w, fr.mask, cb:cb + n] = results[fr.mask, kb:kb + n]
+
+    def _remove(self, w, lanes, upto_frame):
+        """Lanes leave (exit: every entry; ret: the entries of the innermost call)."""
+        st = self.stacks[w]
+        self._save(w)
+        for e in reversed(st):
+            e[1] = e[1] & ~lanes
+            if upto_frame and e[3] is not None:
+                break
+        if not upto_frame:
+            self.live[w] &= ~lanes
+        self._top(w)
+
+    def _diverged(self, what, st, w, lanes):
+        on, off = np.nonzero(lanes)[0], np.nonzero(self.live[w] & ~lanes)[0]
+        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {w // self.wpc} lanes "
+                       f"{_lanes(on)} execute it while lanes {_lanes(off)} are elsewhere or have left; it needs every "
+                       "lane of the warp", line=st.line, statement=st.text, token=st.opcode)
+
     def run(self, max_steps):
         code = self.prog.code
         W = self.warps
-        pc = np.zeros(W, dtype=np.int64)
-        alive = np.ones(W, dtype=bool)
+        self.pc = np.zeros(W, dtype=np.int64)
+        self.act = np.ones((W, 32), dtype=bool)
+        self.live = np.ones((W, 32), dtype=bool)
+        self.rpc = np.full(W, -1, dtype=np.int64)
+        self.stacks = [[[0, self.act[w].copy(), -1, None]] for w in range(W)]
+        self.alive = alive = np.ones(W, dtype=bool)
         waiting = np.zeros(W, dtype=bool)
+        bar_key = [None] * W
+        arrived = {}
         cta = np.arange(W) // self.wpc
+        nctas = W // self.wpc
+        fn_of = self.prog.fn_of
         steps = 0
+
+        def release(key):
+            """Let the warps waiting at barrier key = (cta, id) go if enough threads arrived."""
+            c = key[0]
+            need = arrived[key][1] or int((alive & (cta == c)).sum()) * 32
+            if arrived[key][0] < need:
+                return False
+            for w in range(c * self.wpc, (c + 1) * self.wpc):
+                if waiting[w] and bar_key[w] == key:
+                    waiting[w] = False
+                    bar_key[w] = None
+                    self.pc[w] += 1
+                    self._settle(w)
+            del arrived[key]
+            return True
+
+        cl = self.cluster
+        mb_wait = {}                            # warp -> (mbarrier key, phase, blocking try_wait)
+        parked = np.zeros(W, dtype=bool)        # blocked on an mbarrier (try_wait) or spinning on test_wait
+        cl_wait = np.zeros(W, dtype=bool)       # at barrier.cluster.wait, its phase not complete
+        ncl = int(cl.cluster_index.max()) + 1
+        cl_phase = np.zeros(ncl, dtype=np.int64)
+        cl_count = np.zeros(ncl, dtype=np.int64)
+        cl_arrived = np.full(W, -1, dtype=np.int64)
+        warp_cluster = cl.cluster_index[cta]
+        seen_version = [cl.version]
+        spins = [0]
+
+        def cl_release(c):
+            """Complete cluster c's barrier phase once every warp still running has arrived."""
+            need = int((alive & (warp_cluster == c)).sum())
+            if cl_count[c] == 0 or cl_count[c] < need:
+                return False
+            cl_phase[c] += 1
+            cl_count[c] = 0
+            cl_wait[cl_wait & (warp_cluster == c)] = False
+            return True
+
+        def wake():
+            """Warps parked on an mbarrier whose phase moved on (or that was invalidated) run again."""
+            seen_version[0] = cl.version
+            for w in list(mb_wait):
+                key, phase, _ = mb_wait[w]
+                bar = cl.mbarriers.get(key)
+                if bar is None or not bar.valid or bar.phase != phase:
+                    del mb_wait[w]
+                    parked[w] = False
+
         while alive.any():
-            run = alive & ~waiting
+            if cl.version != seen_version[0] and mb_wait:
+                wake()
+            run = alive & ~waiting & ~parked & ~cl_wait
             if not run.any():
-                # release every CTA whose live warps all wait at a barrier
-                live = np.bincount(cta, weights=alive, minlength=W // self.wpc)
-                wait = np.bincount(cta, weights=waiting & alive, minlength=W // self.wpc)
-                ready = (live == wait)[cta] & waiting
-                if not ready.any():
-                    raise PTXError("deadlock: every warp waits at a barrier that other warps never reach")
-                waiting[ready] = False
-                pc[ready] += 1
-                continue
-            p = int(pc[run].min())
-            grp = run & (pc == p)
+                if any(release(k) for k in list(arrived)) or any(cl_release(c) for c in range(ncl)):
+                    continue
+                spinners = [w for w, (_, _, blocking) in mb_wait.items() if not blocking]
+                if spinners and spins[0] < 64:         # test_wait loops get bounded extra rounds
+                    spins[0] += 1
+                    for w in spinners:
+                        del mb_wait[w]
+                        parked[w] = False
+                    continue
+                self._deadlock(code, waiting, bar_key, mb_wait, cl_wait, alive)
+            if cl.version != seen_version[0]:
+                spins[0] = 0
+            p = int(self.pc[run].min())
+            grp = run & (self.pc == p)
+            idx = np.nonzero(grp)[0]
+            rows = None if len(idx) == W else idx
             steps += 1
+            self.clock = steps
             if steps > max_steps:
-                raise PTXError(f"{self.prog.entry.name} did not finish within {max_steps} statements (an endless loop?)")
-            if p >= len(code):
-                alive[grp] = False
-                continue
+                st = code[p] if p < len(code) else None
+                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (an "
+                               "endless loop?); it was here", line=st and st.line, statement=st and st.text,
+                               token=st and st.opcode)
+            fn = fn_of[p] if p < len(code) else None
+            if fn is None or p >= fn.end:
+                raise PTXError(f"control ran past the end of the code (pc {p})")
+            self._use(fn)
             st = code[p]
-            rows = None if grp.all() else np.nonzero(grp)[0]
-            idx = np.arange(W) if rows is None else rows
             op = st.opcode
-            if _BRANCH.match(op) or op in ("ret", "exit"):
-                taken = np.ones(len(idx), dtype=bool)
-                if st.guard is not None:
-                    lanes = self.guard_mask(st, rows)
-                    uniform = lanes.all(axis=1) | ~lanes.any(axis=1)
-                    if not uniform.all():
-                        w = int(idx[np.argmin(uniform)])
-                        on = np.nonzero(lanes[np.argmin(uniform)])[0]
-                        raise PTXError(f"divergent branch: in warp {w % self.wpc} of CTA {w // self.wpc} lanes "
-                                       f"{_lanes(on)} take '{st.text}' and the others do not; warpsim runs "
-                                       "control flow that is uniform across each warp only",
-                                       line=st.line, statement=st.text, token=st.guard[1])
-                    taken = lanes[:, 0]
-                if op in ("ret", "exit"):
-                    alive[idx[taken]] = False
-                    pc[idx[~taken]] += 1
-                else:
-                    target = self.prog.labels[st.operands[0]]
-                    pc[idx] = np.where(taken, target, p + 1)
+            act = self.act[idx]
+            lanes = act
+            if st.guard is not None:
+                lanes = act & self.guard_mask(st, rows)
+            if _BRANCH.match(op):
+                taken = lanes
+                some, every = taken.any(axis=1), (taken == act).all(axis=1)
+                self.pc[idx[every]] = st.target
+                self.pc[idx[~some]] = p + 1
+                for k in np.nonzero(some & ~every)[0]:
+                    w = int(idx[k])
+                    self._split(w, p, st.target, taken[k], act[k])
+                for w in idx:
+                    if self.pc[w] == self.rpc[w]:
+                        self._settle(w)
                 continue
-            if op.startswith(("call", "bra")):
-                raise PTXError(f"'{op}' is not supported (function calls and indirect branches)", line=st.line,
-                               statement=st.text, token=op)
-            try:
-                self.execute(st, rows, None)
-            except _Barrier:
-                waiting[idx] = True
+            if op in ("ret", "exit"):
+                entry_level = fn.entry.kind == "entry" or op == "exit"
+                for k, w in enumerate(idx):
+                    w = int(w)
+                    if lanes[k].any():
+                        self._remove(w, lanes[k], not entry_level)
+                    if self.act[w].any() and self.pc[w] == p:
+                        self.pc[w] = p + 1
+                    self._settle(w)
                 continue
-            pc[idx] += 1
+            if op.startswith("call"):
+                if not hasattr(st, "call"):
+                    raise PTXError(f"'{op}' is not supported", line=st.line, statement=st.text, token=op)
+                self._calls(st, idx, lanes, p)
+                continue
+            if op.startswith("bra"):
+                raise PTXError(f"'{op}' is not supported (indirect branches)", line=st.line, statement=st.text,
+                               token=op)
+            cbar = _CLUSTER_BAR.match(op)
+            if cbar:
+                for k, w in enumerate(idx):
+                    w = int(w)
+                    if not (lanes[k] == self.live[w]).all():
+                        if cbar["aligned"] or lanes[k].any():
+                            self._diverged(op, st, w, lanes[k])
+                        continue           # a warp whose guard is off everywhere does not take part
+                    c = int(warp_cluster[w])
+                    if cbar["op"] == "arrive":
+                        if cl_arrived[w] >= 0 and cl_arrived[w] >= cl_phase[c]:
+                            raise PTXError(f"barrier.cluster.arrive twice without a wait in between (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        cl_arrived[w] = cl_phase[c]
+                        cl_count[c] += 1
+                    else:
+                        if cl_arrived[w] < 0:
+                            raise PTXError(f"barrier.cluster.wait without a preceding barrier.cluster.arrive (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        if cl_arrived[w] >= cl_phase[c]:
+                            cl_wait[w] = True
+                            continue
+                        cl_arrived[w] = -1
+                    self.pc[w] = p + 1
+                for c in set(int(warp_cluster[w]) for w in idx):
+                    cl_release(c)
+                for w in idx:
+                    if self.pc[w] != p:
+                        self._settle(int(w))
+                continue
+            bar = _BAR.match(op)
+            if bar:
+                for k, w in enumerate(idx):
+                    if not (lanes[k] == self.live[w]).all():
+                        self._diverged(op, st, int(w), lanes[k])
+                ctx_ops = st.operands
+                if not 1 <= len(ctx_ops) <= 2:
+                    raise PTXError(f"{op} takes a barrier number and optionally a thread count", line=st.line,
+                                   statement=st.text, token=op)
+                ctx = _ctx(self, st, rows)
+                bid = ctx.read(ctx_ops[0], "u32")
+                cnt = ctx.read(ctx_ops[1], "u32") if len(ctx_ops) == 2 else np.zeros_like(bid)
+                arrive = ".arrive" in op
+                keys = set()
+                for k, w in enumerate(idx):
+                    key = (int(cta[w]), int(bid[k, 0]))
+                    if key[1] > 15:
+                        raise PTXError(f"barrier number {key[1]} is out of range 0..15", line=st.line,
+                                       statement=st.text, token=ctx_ops[0])
+                    cur = arrived.setdefault(key, [0, int(cnt[k, 0])])
+                    cur[0] += 32
+                    keys.add(key)
+                    if arrive:
+                        self.pc[w] += 1
+                    else:
+                        waiting[w] = True
+                        bar_key[w] = key
+                for key in keys:
+                    release(key)
+                if arrive:
+                    for w in idx:
+                        self._settle(int(w))
+                continue
+            if op == "bar.warp.sync" or op.startswith("nanosleep") or op.startswith("prefetch"):
+                pass
+            else:
+                on = lanes.any(axis=1)
+                if on.any():
+                    r2 = idx[on]
+                    m2 = lanes[on]
+                    full = m2.all()
+                    self.execute(st, None if (full and len(r2) == W) else r2, None if full else m2)
+            if cl.blocked:
+                stay = []
+                for w, key, phase, blocking in cl.blocked:
+                    mb_wait[w] = (key, phase, blocking)
+                    parked[w] = True
+                    if blocking:
+                        stay.append(w)           # try_wait: suspended; it runs the statement again
+                cl.blocked.clear()
+                if stay:
+                    self.pc[np.asarray(stay)] -= 1
+            self.pc[idx] += 1
+            hit = idx[self.pc[idx] == self.rpc[idx]]
+            for w in hit:
+                self._settle(int(w))
+
+    def _deadlock(self, code, waiting, bar_key, mb_wait, cl_wait, alive):
+        """Every running warp waits and nothing can release it: name the barriers and the waiters."""
+        lines = []
+        by_bar = {}
+        for w, (key, phase, blocking) in mb_wait.items():
+            by_bar.setdefault(key, []).append(w)
+        for key, ws in by_bar.items():
+            if key[0] == "setmaxnreg":
+                lines.append(f"setmaxnreg.inc in CTA {key[1]}: {len(ws)} warp(s) wait for registers other warpgroups "
+                             f"never release ({mb_wait[ws[0]][1]} requested of {65536})")
+                continue
+            bar = self.cluster.mbarriers.get(key)
+            who = ", ".join(f"warp {w % self.wpc} of CTA {w // self.wpc}" for w in ws[:6]) + (", ..." if len(ws) > 6 else "")
+            state = bar.deadlock_message(waiting={}) if bar is not None else f"barrier at {key[1]:#x}"
+            lines.append(f"mbarrier of CTA {key[0]}: {state.split('; waiting warps')[0]}; waiting for phase "
+                         f"{mb_wait[ws[0]][1]} to complete: {who}")
+        cw = np.nonzero(cl_wait)[0]
+        if len(cw):
+            lines.append(f"barrier.cluster.wait: {len(cw)} warp(s) (first: warp {cw[0] % self.wpc} of CTA "
+                         f"{cw[0] // self.wpc}) wait for warps of their cluster that never arrive")
+        bw = np.nonzero(waiting)[0]
+        if len(bw):
+            lines.append(f"bar.sync: {len(bw)} warp(s) (first: warp {bw[0] % self.wpc} of CTA {bw[0] // self.wpc}, "
+                         f"barrier {bar_key[bw[0]][1]}) wait for threads that never arrive")
+        first = next(iter(mb_wait), None)
+        if first is None:
+            first = int(cw[0]) if len(cw) else int(bw[0])
+        st = code[self.pc[first]]
+        raise PTXError("deadlock: every running warp waits and nothing can release it -- " + "; ".join(lines),
+                       line=st.line, statement=st.text, token=st.opcode)
+
+    def _split(self, w, p, target, taken, act):
+        """A divergent branch of warp w at pc p (see the class docstring)."""
+        R = self.prog.reconverge.get(p, EXIT_PC)
+        st = self.stacks[w]
+        self._save(w)
+        top = st[-1]
+        if R == top[2] and top[3] is None:
+            st.pop()
+        else:
+            top[0] = R
+        nt = act & ~taken
+        if target != R:
+            st.append([target, taken.copy(), R, None])
+        if p + 1 != R:
+            st.append([p + 1, nt, R, None])
+        self._top(w)
+
+    def _calls(self, st, idx, lanes, p):
+        callee, rets, args = st.call
+        if callee is None:
+            if lanes.any():
+                self._extern_call(st, rets, args, idx, lanes)
+            self.pc[idx] = p + 1
+            for w in idx:
+                if self.pc[w] == self.rpc[w]:
+                    self._settle(int(w))
+            return
+        caller = self._fn
+        for k, w in enumerate(idx):
+            w = int(w)
+            self.pc[w] = p + 1
+            m = lanes[k]
+            if not m.any():
+                if self.pc[w] == self.rpc[w]:
+                    self._settle(w)
+                continue
+            cf, kf = self.frames[caller.name], self.frames[callee.name]
+            saved = ({n: v[w].copy() for n, v in self._files[callee.name][0].items()}, kf[w].copy(),
+                     self.memory.local[w, :, slice(*self.local_range[callee.name])].copy() if callee.locals else None)
+            for a, formal in zip(args, callee.formals):
+                if a not in caller.params:
+                    raise PTXError(f"call argument {a!r} is not a .param variable of {caller.name}", line=st.line,
+                                   statement=st.text, token=a)
+                ab, asz = caller.params[a]
+                kb, ksz = callee.params[formal]
+                n = min(asz, ksz)
+                kf[w, m, kb:kb + n] = cf[w, m, ab:ab + n]
+            for r in rets:
+                if r not in caller.params:
+                    raise PTXError(f"call result {r!r} is not a .param variable of {caller.name}", line=st.line,
+                                   statement=st.text, token=r)
+            self._save(w)
+            self.stacks[w].append([callee.start, m.copy(), p + 1, _Frame(callee, caller, rets, m.copy(), saved)])
+            self._top(w)
+            if callee.start == callee.end:
+                raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)
+
+
+    def _extern_call(self, st, name, args, idx, lanes):
+        """A call of a function declared without a body: ``__assertfail`` (CUDA's device ``assert``)
+        reports the assertion's message; anything else is refused when reached."""
+        k, l = np.argwhere(lanes)[0]
+        w = int(idx[k])
+        where = f"warp {w % self.wpc} of CTA {w // self.wpc}, lane {l}"
+        if name == "__assertfail" and len(args) >= 3:
+            caller = self._fn
+            f = self.frames[caller.name]
+
+            def arg(a, n):
+                if a not in caller.params:
+                    return None
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + n].tobytes(), "little")
+
+            def text(addr):
+                try:
+                    raw = self.memory.glob.read(addr, 1)
+                    out = bytearray()
+                    while raw != b"\0" and len(out) < 4096:
+                        out += raw
+                        raw = self.memory.glob.read(addr + len(out), 1)
+                    return out.decode(errors="replace")
+                except (ValueError, TypeError):
+                    return "?"
+            msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
+            raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
+                           f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
+                       "functions are not modelled", line=st.line, statement=st.text, token=name)
+
+
+_CLUSTER_SPECIAL = re.compile(r"%(clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
+                              r"is_explicit_cluster)(?:\.([xyz]))?\Z")
+_CLUSTER_BAR = re.compile(r"barrier\.cluster\.(?P<op>arrive|wait)(?:\.(?:relaxed|release|acquire))?(?P<aligned>\.aligned)?\Z")
+_BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive)(?:\.aligned)?\Z")
+
+
+def _ctx(machine, st, rows):
+    from .context import Context
+
+    return Context(machine, st, rows, None)
 
 
 class _Barrier(Exception):
@@ -341,4 +1046,6 @@ class _Barrier(Exception):
 
 def _lanes(on):
     on = list(int(x) for x in on)
+    if not on:
+        return "none"
     return ", ".join(map(str, on[:8])) + (", ..." if len(on) > 8 else "")

@@ -46,7 +46,13 @@ _WIDE_PREFIXES = ("rd", "fd")
 _PRED_PREFIXES = ("p",)
 _HALF_PREFIXES = ("rs", "h")
 _STORE = {1: np.bool_, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-_SPECIAL = re.compile(r"%(laneid|warpid|nwarpid|tid|ntid|ctaid|nctaid|lanemask_(?:eq|lt|le|gt|ge))(?:\.([xyz]))?\Z")
+_SPECIAL = re.compile(r"%(laneid|warpid|nwarpid|tid|ntid|ctaid|nctaid|lanemask_(?:eq|lt|le|gt|ge)|clock|clock_hi|clock64|"
+                      r"globaltimer|globaltimer_lo|globaltimer_hi|smid|nsmid|gridid|dynamic_smem_size|"
+                      r"total_smem_size|aggr_smem_size|clusterid|nclusterid|cluster_ctaid|cluster_nctaid|"
+                      r"cluster_ctarank|cluster_nctarank|is_explicit_cluster)(?:\.([xyz]))?\Z")
+_AXES = ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid")
+#: an H100 SXM has 132 SMs; CTA c is reported on SM c % 132
+NSM = 132
 
 
 
@@ -224,9 +230,8 @@ class Warp:
         rows = None if ctx is None else ctx.rows
         g = self.warps if rows is None else len(rows)
         sel = slice(None) if rows is None else rows
-        dims = ("tid", "ntid", "ctaid", "nctaid")
-        if (kind in dims) != (axis is not None):
-            raise PTXError(f"special register {name}: %tid, %ntid, %ctaid and %nctaid take .x, .y or .z; "
+        if (kind in _AXES) != (axis is not None):
+            raise PTXError(f"special register {name}: {', '.join('%' + k for k in _AXES)} take .x, .y or .z; "
                            f"%{kind} takes none", line=getattr(getattr(ctx, 'stmt', None), 'line', None),
                            token=name)
         tid, ntid, ctaid, nctaid, wic, nw = self._geometry()
@@ -246,11 +251,32 @@ class Warp:
             return np.broadcast_to(wic[sel][:, None], (g, 32))
         if kind == "nwarpid":
             return np.full((g, 32), nw, np.uint32)
+        if kind == "clusterid":          # every CTA is a cluster of one
+            return np.broadcast_to(ctaid[sel, ax][:, None], (g, 32))
+        if kind == "nclusterid":
+            return np.full((g, 32), nctaid[ax], np.uint32)
+        if kind in ("cluster_ctaid", "cluster_ctarank", "is_explicit_cluster"):
+            return np.zeros((g, 32), np.uint32)
+        if kind in ("cluster_nctaid", "cluster_nctarank"):
+            return np.ones((g, 32), np.uint32)
+        if kind == "smid":
+            return np.broadcast_to((self._cta_index()[sel] % NSM).astype(np.uint32)[:, None], (g, 32))
+        if not kind.startswith("lanemask"):
+            v = int(self.launch_value(kind))
+            return np.full((g, 32), v, np.uint64 if v >> 32 else np.uint32)
         op = kind.split("_")[1]
         one = np.uint32(1) << np.arange(32, dtype=np.uint32)
         val = {"eq": one, "lt": one - np.uint32(1), "le": (one - np.uint32(1)) | one,
                "gt": ~((one - np.uint32(1)) | one), "ge": ~(one - np.uint32(1))}[op]
         return np.broadcast_to(val, (g, 32))
+
+    def _cta_index(self):
+        tid, ntid, ctaid, nctaid, wic, nw = self._geometry()
+        return ctaid[:, 0] + nctaid[0] * (ctaid[:, 1] + nctaid[1] * ctaid[:, 2])
+
+    def launch_value(self, kind):
+        """Launch-wide special registers: clocks (deterministic), %nsmid, %gridid, shared sizes."""
+        return {"nsmid": NSM, "gridid": 1}.get(kind, 0)
 
     def read_register(self, name, ctx):
         if self._async is not None:
@@ -394,7 +420,7 @@ class Warp:
         ctx.write(st.operands[0], out, dt, what=f"destination of {st.opcode}")
 
     def _mma(self, ctx):
-        from ..api.mma import mma
+        from ..engine.warp_mma import execute as mma
         from ..isa.parse import parse
 
         line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands

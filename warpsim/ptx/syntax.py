@@ -164,6 +164,7 @@ class Statement:
     match: object = None
 
 
+_LINE_DIRECTIVE = re.compile(r"\.(?:loc|file)\s")
 _LABEL = re.compile(r"([A-Za-z_$%][\w$]*)\s*:(?!:)")
 _GUARD = re.compile(r"@(!?)(%?[\w$]+)\s+")
 
@@ -182,9 +183,11 @@ def make_statement(line: int, text: str) -> Statement:
     return Statement(line, stmt, opcode, split_operands(rest, line, stmt) if rest else [], guard)
 
 
-def statements(text: str):
+def statements(text: str, scopes: bool = False):
     """Yield ('label', line, name) and ('stmt', line, text) items of a statement list (a snippet or an
-    entry's body): ';'-terminated statements, ``name:`` labels and ``{`` ``}`` scope braces."""
+    entry's body): ';'-terminated statements, ``name:`` labels and ``{`` ``}`` scope braces (yielded
+    as ('scope', line, '{' or '}') when ``scopes``: labels inside a brace block are local to it, as
+    in inline-asm blocks that each define ``DONE:``)."""
     clean = strip_comments(text)
     i, n = 0, len(clean)
     depth = 0
@@ -197,12 +200,20 @@ def statements(text: str):
         if ch == "{":
             depth += 1
             i += 1
+            if scopes:
+                yield ("scope", line, "{")
             continue
         if ch == "}":
             depth -= 1
             if depth < 0:
                 raise PTXError("unbalanced '}'", line=line)
             i += 1
+            if scopes:
+                yield ("scope", line, "}")
+            continue
+        if _LINE_DIRECTIVE.match(clean, i):       # .loc / .file end at the end of their line, no ';'
+            j = clean.find("\n", i)
+            i = n if j < 0 else j
             continue
         m = _LABEL.match(clean, i)
         if m and not clean.startswith(".", i):
@@ -233,11 +244,24 @@ class Param:
 
 @dataclass
 class Entry:
+    """An ``.entry`` or a ``.func`` with a body."""
     name: str
     params: list
     body: str
     body_line: int        # line of the body's first character in the module text
     directives: dict = field(default_factory=dict)
+    kind: str = "entry"
+    returns: list = field(default_factory=list)    # a .func's return parameters
+
+
+@dataclass
+class Variable:
+    """A module-level ``.global`` or ``.const`` variable: its bytes as initialised."""
+    name: str
+    space: str
+    align: int
+    data: bytes
+    line: int
 
 
 @dataclass
@@ -247,11 +271,19 @@ class ModuleText:
     address_size: int
     entries: dict
     shared: list          # module-level .shared declarations (text, line)
+    functions: dict = field(default_factory=dict)     # name -> Entry (kind "func") with a body
+    declared: set = field(default_factory=set)        # .func names declared (prototypes included)
+    variables: list = field(default_factory=list)     # Variable
 
 
 _TYPE_BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
               "b32": 32, "u32": 32, "s32": 32, "f32": 32, "b64": 64, "u64": 64, "s64": 64, "f64": 64,
               "pred": 1, "f16x2": 32, "bf16x2": 32, "b128": 128}
+
+# performance and cluster directives between a kernel's signature and its body
+DIRECTIVES = {"maxntid": (1, 3), "reqntid": (1, 3), "minnctapersm": (1, 1), "maxnctapersm": (1, 1),
+              "maxnreg": (1, 1), "reqnctapercluster": (1, 3), "explicitcluster": (0, 0), "maxclusterrank": (1, 1),
+              "noreturn": (0, 0), "blocksareclusters": (0, 0)}
 
 
 def _match_brace(text, i, open_="{", close="}"):
@@ -266,11 +298,16 @@ def _match_brace(text, i, open_="{", close="}"):
     return -1
 
 
+_FUNC = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s*")
+_VAR = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(global|const)\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?"
+                  r"\.(\w+)\s+([\w$]+)((?:\s*\[\d*\])*)\s*(?:=\s*(.*))?\Z", re.S)
+
+
 def parse_module(text: str) -> ModuleText:
     clean = strip_comments(text)
     version = target = None
     address_size = 64
-    entries = {}
+    entries, functions, declared, variables = {}, {}, set(), []
     shared = []
     i, n = 0, len(clean)
     while i < n:
@@ -293,13 +330,32 @@ def parse_module(text: str) -> ModuleText:
             address_size = int(head.split()[1])
             i = eol
             continue
-        m = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s+").match(clean, i)
+        if head.split()[0] in (".file", ".loc"):          # debug line tables: nothing to run
+            i = eol
+            continue
+        if head.startswith(".pragma"):
+            j = clean.find(";", i)
+            i = n if j < 0 else j + 1
+            continue
+        if head.startswith(".section"):                 # DWARF sections of -G / -lineinfo / Triton
+            b = clean.find("{", i)
+            e = _match_brace(clean, b) if b >= 0 else -1
+            if e < 0:
+                raise PTXError("a .section block has no closing '}'", line=line, statement=head)
+            i = e + 1
+            continue
+        m = _FUNC.match(clean, i)
         if m:
             kind = m.group(1)
-            # a .func may have a return list in parentheses before its name
             j = m.end()
-            if clean[j:].lstrip().startswith("("):
-                j = _match_brace(clean, clean.index("(", j), "(", ")") + 1
+            returns = []
+            if kind == "func" and clean[j:].lstrip().startswith("("):
+                k0 = clean.index("(", j)
+                k = _match_brace(clean, k0, "(", ")")
+                if k < 0:
+                    raise PTXError("unbalanced '(' in the return list of a .func", line=line)
+                returns = [_param(p.strip(), line, "a .func") for p in clean[k0 + 1:k].split(",") if p.strip()]
+                j = k + 1
             nm = re.compile(r"\s*([\w$]+)").match(clean, j)
             if not nm:
                 raise PTXError(f"malformed .{kind} declaration", line=line)
@@ -319,32 +375,90 @@ def parse_module(text: str) -> ModuleText:
             b = j
             while b < n and clean[b] not in "{;":
                 b += 1
-            dirs = {}
-            for dm in re.finditer(r"\.(\w+)\s+([0-9,\s]+)", clean[j:b]):
-                dirs[dm.group(1)] = [int(x) for x in dm.group(2).replace(",", " ").split()]
+            dirs = _directives(clean[j:b], clean.count("\n", 0, j) + 1, name)
+            if kind == "func":
+                declared.add(name)
             if b >= n or clean[b] == ";":
                 i = b + 1     # a prototype: nothing to run
                 continue
             e = _match_brace(clean, b)
             if e < 0:
                 raise PTXError(f"the body of {name} has no closing '}}'", line=line)
-            if kind == "entry":
-                entries[name] = Entry(name, params, text[b + 1:e], clean.count("\n", 0, b + 1) + 1, dirs)
+            ent = Entry(name, params, text[b + 1:e], clean.count("\n", 0, b + 1) + 1, dirs, kind, returns)
+            (entries if kind == "entry" else functions)[name] = ent
             i = e + 1
             continue
-        if head.startswith((".shared", ".extern .shared", ".global", ".const", ".extern")):
+        if head.startswith((".shared", ".extern", ".global", ".const", ".visible", ".weak")):
             j = clean.find(";", i)
+            if j < 0:
+                raise PTXError("declaration is missing its terminating ';'", line=line, statement=head)
             decl = " ".join(clean[i:j].split())
-            if ".shared" in decl.split()[:2]:
-                shared.append((decl, line))
-            elif not decl.startswith(".extern"):
-                raise PTXError("module-level .global/.const variables are not supported (only .shared)",
-                               line=line, statement=decl)
             i = j + 1
+            if ".shared" in decl.split()[:3]:
+                shared.append((decl.replace(".visible ", "").replace(".weak ", ""), line))
+            elif decl.startswith(".extern"):
+                continue               # defined in another module: using it is an error at run time
+            else:
+                variables.append(_variable(decl, line))
             continue
         raise PTXError(f"unexpected text at module level: {head[:60]!r} (expected .version, .target, "
-                       ".address_size, .entry, .func or a .shared declaration)", line=line)
-    return ModuleText(version, target, address_size, entries, shared)
+                       ".address_size, .entry, .func, .global/.const/.shared variables, .file, .section or "
+                       ".pragma)", line=line)
+    return ModuleText(version, target, address_size, entries, shared, functions, declared, variables)
+
+
+def _directives(text, line, name):
+    dirs = {}
+    for tok in re.finditer(r"\.(\w+)((?:\s*,?\s*\d+)*)", text):
+        key, nums = tok.group(1), [int(x) for x in tok.group(2).replace(",", " ").split()]
+        if key == "pragma":
+            continue
+        if key not in DIRECTIVES:
+            raise PTXError(f"unknown directive .{key} of {name} (known: "
+                           f"{', '.join('.' + k for k in DIRECTIVES)})", line=line, token="." + key)
+        lo, hi = DIRECTIVES[key]
+        if not lo <= len(nums) <= hi:
+            raise PTXError(f".{key} of {name} takes {lo} to {hi} integers, got {len(nums)}", line=line,
+                           token="." + key)
+        dirs[key] = nums
+    rest = re.sub(r"\.(\w+)((?:\s*,?\s*\d+)*)", " ", text)
+    rest = re.sub(r'"[^"]*"\s*;?', " ", rest)
+    if rest.strip():
+        raise PTXError(f"cannot read {rest.strip()[:40]!r} between the signature and the body of {name}", line=line)
+    return dirs
+
+
+def _variable(decl, line):
+    m = _VAR.match(decl)
+    if not m:
+        raise PTXError("cannot read this module-level variable (expected e.g. '.global .align 4 .b32 "
+                       "table[4] = {1, 2, 3, 4};')", line=line, statement=decl)
+    space, align, vec, typ, name, dims, init = m.groups()
+    if typ not in _TYPE_BITS or typ in ("pred", "b128"):
+        raise PTXError(f"unknown type .{typ} of module variable {name}", line=line, statement=decl, token="." + typ)
+    size = _TYPE_BITS[typ] // 8
+    count = int(vec or 1)
+    unknown = False
+    for d in re.findall(r"\[(\d*)\]", dims or ""):
+        if d == "":
+            unknown = True
+        else:
+            count *= int(d)
+    values = []
+    if init is not None:
+        toks = [t for t in re.split(r"[\s,{}]+", init) if t]
+        for t in toks:
+            v = immediate_bits(t, typ, size * 8) if not t.startswith(("generic(", "%")) else None
+            if v is None:
+                raise PTXError(f"initializer {t!r} of {name} is not a number of type .{typ} (symbol addresses "
+                               "in initializers are not modelled)", line=line, statement=decl, token=t)
+            values.append(v)
+        if unknown:
+            count = max(count, len(values)) if count else len(values)
+        if len(values) > count:
+            raise PTXError(f"{name} has {count} element(s) but {len(values)} initializer(s)", line=line, statement=decl)
+    data = b"".join(int(v).to_bytes(size, "little") for v in values) + bytes(size * (count - len(values)))
+    return Variable(name, space, int(align or size), data, line)
 
 
 def _param(ptxt, line, entry):

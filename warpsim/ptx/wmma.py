@@ -176,7 +176,7 @@ def _pack(mat, tab, bits):
 
 @instr(_MMA)
 def _wmma_mma(ctx, m):
-    from ..api.mma import mma
+    from ..engine.warp_mma import execute as mma
     from ..isa.layouts import layout
 
     shape = m["shape"]

@@ -42,7 +42,7 @@ def _mma(old):
 
 def _wgmma_entries(old, build, sparse):
     """Match each entry of a wgmma corpus to its launch (and groups) of the seeded plan."""
-    from ..offline.wgmma_corpus import CAPS
+    from ..wgmma_cases import CORPUS_CAPS as CAPS
     man = json.loads(bytes(old["manifest"]).decode())
     seed = 2027 if sparse else 2026
     launches = build(seed)[1]

@@ -19,9 +19,7 @@ from warpsim.hw.offline.convert_golden import write_compact
 from .wgmma_replay import load
 
 
-#: groups kept per launch, by purpose (coverage keeps one A form per opcode above n = 32,
-#: alternating register / descriptor A along N)
-CAPS = {"coverage": 1, "numerics": 6, "scale": 2, "trans": 2, "probe": 1000}
+from warpsim.hw.wgmma_cases import CORPUS_CAPS as CAPS  # noqa: E402
 
 
 def keep(L):
