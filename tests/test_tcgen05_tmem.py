@@ -176,10 +176,20 @@ def test_capture_kernels_build_and_model_side_runs(tmp_path):
 
     src = T.kernel_source()
     assert src.count("extern \"C\" __global__") == len(T.CASES)
+    from warpsim.hw.offline.tcgen05_replay import model_d, replay
+
+    arrays = {"cases": np.array([__import__("json").dumps(list(c)) for c in T.CASES])}
     for i, case in enumerate(T.CASES):
         inp = T.case_inputs(case, i)
-        d = T.model_d(case, inp)
+        d = model_d(case, inp)
         assert d.shape == (128, case[4]) and d.dtype == np.uint32
+        for key in ("img", "c", "sf"):
+            arrays[f"{i}.{key}"] = inp[key]
+        arrays[f"{i}.desc"] = np.array([inp["adesc"], inp["bdesc"], inp["idesc"]], np.uint64)
+        arrays[f"{i}.gpu"] = d ^ np.uint32(i == 2)          # a planted difference in case 2 (the replay must see it)
+    np.savez(tmp_path / "cap.npz", **arrays)
+    res = replay(tmp_path / "cap.npz")
+    assert [r["differing_words"] for r in res] == [0, 0, 128 * T.CASES[2][4]] + [0] * (len(T.CASES) - 3)
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc on PATH: the sm_100a compile check needs it")
     assert len(T.compile_cubin(src)) > 10000

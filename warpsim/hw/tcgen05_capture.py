@@ -5,14 +5,15 @@ K-major, unswizzled, laid out by :mod:`warpsim.isa.smem`), allocates tensor memo
 for block-scaled kinds, the scale-factor cells) with ``tcgen05.st.32x32b``, issues one
 ``tcgen05.mma`` from one thread with sm_100 shared-memory descriptors and the instruction
 descriptor, commits to an mbarrier, waits, reads D back with ``tcgen05.ld.32x32b`` and stores it.
-The host compares D with :func:`warpsim.ptx.tmem.mma` (what ``warpsim.tcgen05_mma`` runs) on the same bytes.
+``warpsim/hw/offline/tcgen05_replay.py`` then compares D with :func:`warpsim.tcgen05_mma` on the same bytes.
 
-    python -m warpsim.hw.tcgen05_capture --out DIR          # compile; run and compare where an sm_100 GPU is
+    python -m warpsim.hw.tcgen05_capture --out DIR          # compile; run where an sm_100 GPU is
     python -m warpsim.hw.tcgen05_capture --source k.cu      # only write the CUDA source
+    python warpsim/hw/offline/tcgen05_replay.py DIR/tcgen05_sm100a.npz   # compare with the model
 
 Without an sm_100 device (an H100, say) it still compiles the kernels with ``nvcc -arch=sm_100a`` and
 writes ``DIR/tcgen05_capture.json`` saying so; nothing runs.  ``DIR/tcgen05_sm100a.npz`` holds, per
-case, the inputs, the descriptor, the GPU's D words and the model's.
+case, the inputs, the descriptors and the GPU's D words.
 """
 
 from __future__ import annotations
@@ -177,20 +178,6 @@ def case_inputs(case, seed: int):
                 sf=sf, A=A, B=B)
 
 
-def model_d(case, inp, enable_d=1):
-    """D words (128, N) as warpsim models them, from the same bytes the kernel reads."""
-    from ..ptx.tmem import TensorMemory, mma
-
-    sp, _, _, _, n = case
-    tm = TensorMemory()
-    tm.alloc(NCOLS)
-    tm.cells[:, :n] = inp["c"]
-    tm.cells[:, SF_COL_A:SF_COL_A + 16] = inp["sf"]
-    kw = dict(scale_a_taddr=SF_COL_A, scale_b_taddr=SF_COL_B) if ".block_scale" in sp else {}
-    mma(tm, sp, 0, inp["adesc"], inp["bdesc"], inp["idesc"], inp["img"], enable_input_d=bool(enable_d), **kw)
-    return tm.cells[:, :n].copy()
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="directory for tcgen05_sm100a.npz and tcgen05_capture.json")
@@ -238,13 +225,12 @@ def main(argv=None):
                               np.uint32(inp["idesc"]), cp.asarray(inp["c"]), cp.asarray(inp["sf"]), d, np.int32(1)),
                shared_mem=smem)
             gpu = cp.asnumpy(d)
-            model = model_d(case, inp)
-            diff = int((gpu != model).sum())
-            report["results"].append({"case": list(case), "differing_words": diff, "words": int(gpu.size)})
+            report["results"].append({"case": list(case), "words": int(gpu.size)})
             for key in ("img", "c", "sf", "A", "B"):
                 arrays[f"{i}.{key}"] = inp[key]
             arrays[f"{i}.desc"] = np.array([inp["adesc"], inp["bdesc"], inp["idesc"]], np.uint64)
-            arrays[f"{i}.gpu"], arrays[f"{i}.model"] = gpu, model
+            arrays[f"{i}.gpu"] = gpu
+        arrays["cases"] = np.array([json.dumps(list(c)) for c in CASES])
         np.savez_compressed(os.path.join(a.out, "tcgen05_sm100a.npz"), **arrays)
     with open(os.path.join(a.out, "tcgen05_capture.json"), "w") as f:
         json.dump(report, f, indent=1)
