@@ -314,6 +314,12 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         if k_order.shape != (K,) or not np.array_equal(np.sort(k_order), np.arange(K)):
             raise ValueError(f"k_order must be a permutation of range(K) = range({K})")
         A, B = A[:, k_order], B[k_order]
+    if K == 0:
+        raise ValueError(f"A is {M}x0 and B is 0x{N}: K must be at least 1 (with K = 0 no {ins.opcode} runs, "
+                         "so there is no tensor-core arithmetic to emulate)")
+    if split_k > -(-K // k):
+        raise ValueError(f"split_k = {split_k} exceeds the {-(-K // k)} k step(s) of {ins.opcode} in K = {K}: "
+                         "every slice needs at least one k step")
     Mp = _fit("M", M, m, f"the tile's m of {ins.opcode}", pad)
     Np = _fit("N", N, n, f"the tile's n of {ins.opcode}", pad)
     kmult = k * split_k

@@ -230,6 +230,13 @@ class Instruction:
     iclass: str = "mma"          # instruction class: "mma" or "wgmma"
     imm_scale: bool = False      # wgmma: imm-scale-a / imm-scale-b operands
     imm_trans: bool = False      # wgmma: imm-trans-a / imm-trans-b operands
+    #: the opcode as the user wrote it (ptxas accepts qualifiers in many orders); for messages only,
+    #: so it takes no part in equality or hashing: every spelling is the same catalog entry
+    spelling: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self):
+        if not self.spelling:
+            object.__setattr__(self, "spelling", self.opcode)
 
     @property
     def threads(self) -> int:

@@ -44,12 +44,14 @@ _WINDOW = 1 << 32
 class ClusterState:
     """Clusters, mbarriers and register budgets of one launch (see the module docstring)."""
 
-    def __init__(self, grid, cluster, wpc, explicit, nthreads, maxnreg=None):
+    def __init__(self, grid, cluster, wpc, explicit, nthreads, maxnreg=None, first_cta=0, nctas=None):
+        """CTA-indexed tables cover the CTAs of one batch: local index k is CTA first_cta + k of the
+        grid (a launch with clusters of more than one CTA runs as one batch)."""
         self.grid, self.cluster, self.wpc, self.explicit = grid, cluster, wpc, explicit
         gx, gy, gz = grid
         cx, cy, cz = cluster
-        n = gx * gy * gz
-        c = np.arange(n)
+        n = gx * gy * gz if nctas is None else nctas
+        c = first_cta + np.arange(n)
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1)
         self.cluster_ctaid = ctaid % np.array(cluster)
         self.clusterid = ctaid // np.array(cluster)

@@ -13,6 +13,7 @@ holds a warp until every warp of its CTA has arrived.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +28,43 @@ __all__ = ["load", "Module"]
 _BRANCH = re.compile(r"bra(?:\.uni)?\Z")
 _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d*)\])?"
                           r"(?:\s*\[(\d+)\])?\Z")
+#: default launch limits: CTAs in one grid, and CTAs run together in one batch
+MAX_CTAS = 1 << 16
+CTAS_PER_BATCH = 256
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
+def _alignment(align, typ, line, text) -> int:
+    """A declaration's ``.align`` (default: its element size); PTX requires a power of two."""
+    a = int(align) if align else _SIZES.get(typ, 1)
+    if a < 1 or a & (a - 1):
+        raise PTXError(f".align {a}: an alignment must be a power of two", line=line, statement=text)
+    return a
+
+
 def load(path_or_text) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
+    if isinstance(path_or_text, str) and not path_or_text.strip():
+        raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
+                         "entries) or a path to a .ptx file")
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and not path_or_text.lstrip().startswith(".")):
+                                          and not path_or_text.lstrip().startswith(".")
+                                          and not any(c in path_or_text for c in ";{}")):
         p = Path(path_or_text)
-        if not p.exists():
+        try:
+            exists = p.exists()
+        except OSError as exc:        # e.g. a name too long for the file system
+            raise ValueError(f"{str(p)[:60]!r}...: neither PTX text nor a readable path ({exc.strerror})") from None
+        if not exists:
             raise FileNotFoundError(f"no PTX file {str(p)!r} (pass a path to a .ptx file or the PTX text)")
-        return Module(p.read_text(), name=str(p))
+        if not p.is_file():
+            raise ValueError(f"{str(p)!r} is not a file (pass a path to a .ptx file or the PTX text)")
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read PTX file {str(p)!r}: {exc}") from None
+        return Module(text, name=str(p))
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
     return Module(path_or_text)
@@ -136,6 +162,8 @@ class _Program:
                     fn.labels[item] = len(self.code)
                 continue
             text = " ".join(item.split())
+            if not text or re.fullmatch(r"@!?%?[\w$]+", text):
+                continue            # an empty statement (';;'), as ptxas takes it
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -149,7 +177,7 @@ class _Program:
                                    "'.param .align 8 .b8 param0[16];')", line=line, statement=text)
                 align, typ, name, count = m.groups()
                 size = _SIZES[typ] * int(count or 1)
-                fn.param_var(name, int(align or _SIZES[typ]), size)
+                fn.param_var(name, _alignment(align, typ, line, text), size)
             elif text.startswith(".local"):
                 m = _LOCAL_DECL.match(text)
                 if not m or m.group(3) not in _SIZES:
@@ -159,7 +187,7 @@ class _Program:
                 size = _SIZES[typ] * int(vec or 1)
                 for d in re.findall(r"\d+", dims or ""):
                     size *= int(d)
-                fn.locals.append((name, int(align or _SIZES[typ]), size, line))
+                fn.locals.append((name, _alignment(align, typ, line, text), size, line))
             elif text.startswith((".global", ".const")):
                 raise PTXError(f"{text.split()[0]} variables inside a function are not supported (declare them at "
                                "module level)", line=line, statement=text, token=text.split()[0])
@@ -205,7 +233,7 @@ class _Program:
         for n in (n1, n2):
             if n:
                 count *= int(n)
-        self.shared.append((name, int(align or _SIZES[typ]), 0 if extern else count * _SIZES[typ], extern, line))
+        self.shared.append((name, _alignment(align, typ, line, text), 0 if extern else count * _SIZES[typ], extern, line))
 
 
 def _label_of(fn, st):
@@ -321,7 +349,8 @@ class Module:
         return {v.name: v.data for v in self._mod.variables}
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
-               max_steps=10_000_000, cluster=None):
+               max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
+               progress=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -331,10 +360,15 @@ class Module:
         device pointers included).  shared_bytes: dynamic shared memory (``.extern .shared``)
         per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
         module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
-        statements executed (one per group of warps at a program counter) before the launch
-        stops with an error naming where it was.  cluster: CTAs per cluster, an int or 1- to
-        3-tuple dividing the grid (default: the entry's ``.reqnctapercluster``, else 1); the CTAs
-        of a cluster share their shared memory (``mapa``, ``.shared::cluster``).  Returns nothing.
+        statements executed per batch of CTAs (one per group of warps at a program counter)
+        before the launch stops with an error naming where it was.  cluster: CTAs per cluster, an
+        int or 1- to 3-tuple dividing the grid (default: the entry's ``.reqnctapercluster``, else
+        1); the CTAs of a cluster share their shared memory (``mapa``, ``.shared::cluster``).  The
+        grid runs in batches of ``ctas_per_batch`` CTAs (bounded memory; CTAs of different batches
+        never run at the same time, as on a GPU too small to hold the grid; a launch with clusters
+        of more than one CTA runs as one batch); a grid of more than ``max_ctas`` CTAs is refused
+        (raise the limit to run it).  progress: print a batch counter to stderr (default: when
+        there is more than one batch and stderr is a terminal).  Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -356,6 +390,14 @@ class Module:
             raise ValueError(f"shared_bytes must be a non-negative integer, got {shared_bytes!r}")
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        for name, v in (("max_ctas", max_ctas), ("ctas_per_batch", ctas_per_batch)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        nctas = g[0] * g[1] * g[2]
+        if nctas > max_ctas:
+            raise ValueError(f"grid {g} has {nctas} CTAs, more than max_ctas={max_ctas}: pass a larger max_ctas= "
+                             f"to run it (CTAs run in batches of ctas_per_batch={ctas_per_batch}; time grows with "
+                             "the grid)")
         if memory is None:
             memory = GlobalMemory()
         elif not isinstance(memory, GlobalMemory):
@@ -373,9 +415,25 @@ class Module:
         if "maxclusterrank" in dirs and cl[0] * cl[1] * cl[2] > int(dirs["maxclusterrank"][0]):
             raise ValueError(f"{entry} declares .maxclusterrank {dirs['maxclusterrank'][0]}: cluster {cl} is larger")
         explicit = cluster is not None or want is not None or "explicitcluster" in dirs
-        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit)
-        k.bind(args)
-        k.run(int(max_steps))
+        per = nctas if cl[0] * cl[1] * cl[2] > 1 else max(1, min(int(ctas_per_batch), nctas))
+        batches = range(0, nctas, per)
+        if progress is None:
+            progress = len(batches) > 1 and sys.stderr.isatty()
+        first_batch = None
+        for i, first in enumerate(batches):
+            if progress:
+                print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
+                      f"{len(batches)})", end="", file=sys.stderr, flush=True)
+            k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
+                        first_cta=first, nctas=min(per, nctas - first))
+            if first_batch is None:
+                k.bind(args)
+                first_batch = k
+            else:                   # the arguments as the first batch mapped them (same addresses)
+                k.bind_like(first_batch)
+            k.run(int(max_steps))
+        if progress:
+            print(file=sys.stderr)
 
 
 def _dims(v, what):
@@ -408,8 +466,9 @@ class _Kernel(Warp):
     """
 
     def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module, cluster=(1, 1, 1),
-                 explicit=False):
-        nctas = grid[0] * grid[1] * grid[2]
+                 explicit=False, first_cta=0, nctas=None):
+        nctas = grid[0] * grid[1] * grid[2] if nctas is None else nctas
+        self.first_cta = first_cta      # this batch runs CTAs first_cta .. first_cta + nctas - 1 of the grid
         self.wpc = block[0] * block[1] * block[2] // 32
         super().__init__(nctas * self.wpc, undefined="zero", arch=arch)
         self.prog = prog
@@ -459,7 +518,7 @@ class _Kernel(Warp):
         self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc), glob=glob, local_bytes=loc)
         maxnreg = prog.entry.directives.get("maxnreg")
         self.cluster = ClusterState(grid, cluster, self.wpc, explicit, block[0] * block[1] * block[2],
-                                    int(maxnreg[0]) if maxnreg else None)
+                                    int(maxnreg[0]) if maxnreg else None, first_cta=first_cta, nctas=nctas)
         self.memory.cluster_cta = self.cluster.cta_of
         self.frames = {fn.name: np.zeros((self.warps, 32, fn.frame_bytes), np.uint8)
                        for fn in prog.functions.values()}
@@ -481,7 +540,7 @@ class _Kernel(Warp):
         bx, by, bz = self.block
         t = (np.arange(W) % self.wpc)[:, None] * 32 + np.arange(32)[None, :]
         tid = np.stack([t % bx, (t // bx) % by, t // (bx * by)], axis=-1).astype(np.uint32)
-        c = np.arange(W) // self.wpc
+        c = self.first_cta + np.arange(W) // self.wpc
         gx, gy, gz = self.grid
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1).astype(np.uint32)
         return tid, np.array(self.block, np.uint32), ctaid, np.array(self.grid, np.uint32), \
@@ -568,7 +627,14 @@ class _Kernel(Warp):
                 if not lo <= v < (1 << p.bits):
                     raise ValueError(f"argument {i} of {name} ({p.name}) = {v} does not fit .{p.type}")
                 blob += (v & ((1 << p.bits) - 1)).to_bytes(p.bits // 8, "little")
-        self.params = bytes(blob)
+        self._set_params(bytes(blob), self.param_offsets)
+
+    def bind_like(self, other: "_Kernel"):
+        """Take the argument block another batch of the same launch bound."""
+        self._set_params(other.params, dict(other.param_offsets))
+
+    def _set_params(self, blob, offsets):
+        self.params, self.param_offsets = blob, offsets
         self.memory.params = np.frombuffer(self.params, dtype=np.uint8)
         for pname, off in self.param_offsets.items():
             self._symbols[pname] = off            # mov %rd, param: its address in the .param space
@@ -681,7 +747,7 @@ class _Kernel(Warp):
 
     def _diverged(self, what, st, w, lanes):
         on, off = np.nonzero(lanes)[0], np.nonzero(self.live[w] & ~lanes)[0]
-        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {w // self.wpc} lanes "
+        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {self.first_cta + w // self.wpc} lanes "
                        f"{_lanes(on)} execute it while lanes {_lanes(off)} are elsewhere or have left; it needs every "
                        "lane of the warp", line=st.line, statement=st.text, token=st.opcode)
 
@@ -774,9 +840,12 @@ class _Kernel(Warp):
             self.clock = steps
             if steps > max_steps:
                 st = code[p] if p < len(code) else None
-                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (an "
-                               "endless loop?); it was here", line=st and st.line, statement=st and st.text,
-                               token=st and st.opcode)
+                here = ", ".join(f"CTA {self.first_cta + w // self.wpc} warp {w % self.wpc}" for w in idx[:4])
+                more = f" and {len(idx) - 4} more warps" if len(idx) > 4 else ""
+                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (counted "
+                               f"per batch of CTAs, here CTAs {self.first_cta}..{self.first_cta + nctas - 1}; an "
+                               f"endless loop?); {here}{more} were here", line=st and st.line,
+                               statement=st and st.text, token=st and st.opcode)
             fn = fn_of[p] if p < len(code) else None
             if fn is None or p >= fn.end:
                 raise PTXError(f"control ran past the end of the code (pc {p})")

@@ -327,7 +327,10 @@ def parse_module(text: str) -> ModuleText:
             i = eol
             continue
         if head.startswith(".address_size"):
-            address_size = int(head.split()[1])
+            words = head.rstrip(";").split()
+            if len(words) != 2 or words[1] not in ("32", "64"):
+                raise PTXError("expected '.address_size 32' or '.address_size 64'", line=line, statement=head)
+            address_size = int(words[1])
             i = eol
             continue
         if head.split()[0] in (".file", ".loc"):          # debug line tables: nothing to run
