@@ -35,6 +35,10 @@ EXAMPLES = [
     ("subc-borrow", "sub.cc.u32 %r1, 0, 1; subc.u32 %r2, 5, 2;", {"%r1": 0xFFFFFFFF, "%r2": 2}),
     ("subc-noborrow", "sub.cc.u32 %r1, 5, 3; subc.u32 %r2, 5, 2;", {"%r1": 2, "%r2": 3}),
     ("addc.u64", "add.cc.u64 %rd1, 0xFFFFFFFFFFFFFFFF, 2; addc.u64 %rd2, 0, 0;", {"%rd1": 1, "%rd2": 1}),
+    # mixing the two: CF is the adder's carry out, so subc after an add.cc without carry takes 1 more
+    # and addc after a sub.cc without borrow adds 1 (H100 capture: carry_addsub_*, carry_subadd_*)
+    ("carry.mixed", "add.cc.u32 %r1, 1, 1; subc.u32 %r2, 5, 2; sub.cc.u32 %r3, 5, 3; addc.u32 %r4, 5, 2; "
+     "sub.cc.u32 %r5, 0, 1; addc.u32 %r6, 5, 2;", {"%r2": 2, "%r4": 8, "%r6": 7}),
     ("addc.cc-chain", "add.cc.u32 %r1, 0xFFFFFFFF, 1; addc.cc.u32 %r2, 0xFFFFFFFF, 0; addc.u32 %r3, 0, 0;",
      {"%r1": 0, "%r2": 0, "%r3": 1}),
     # (2^32-1)^2 = 2^64 - 2^33 + 1: lo 1, hi 0xfffffffe; 1 + 0xffffffff carries
@@ -217,8 +221,14 @@ def test_inputs_unchanged_and_errors():
 def test_status_registry():
     assert instruction_status("ex2.approx.ftz.f32")[0] == "approximate"
     assert instruction_status("div.full.f32")[0] == "approximate"
-    assert instruction_status("div.rn.f32")[0] == "exact"
+    assert instruction_status("rcp.approx.ftz.f64")[0] == "approximate"
+    assert instruction_status("div.rn.f32") == ("verified", "replayed word for word against H100 captures "
+                                                "(tests/ptx/data/cap_alu2.npz)")
     assert instruction_status("fma.rn.f32")[0] == "verified"
+    # forms outside both captures keep the ISA-rule status
+    assert instruction_status("rcp.rz.ftz.f32")[0] == "exact"
+    assert instruction_status("setp.gt.f16")[0] == "exact"
+    assert instruction_status("div.s32")[0] == "verified"
     assert "division by zero" in instruction_status("div.s32")[1]
     with pytest.raises(ValueError, match="not an ALU opcode"):
         instruction_status("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
@@ -266,6 +276,17 @@ APPROX_FORMS = [f for f in G.FORMS if _is_approx(f)]
 
 
 @pytest.mark.xfail(not CAPTURE.exists(), reason="captures pending", strict=False)
+def test_status_matches_capture():
+    # every opcode of an exact form in the capture reports "verified", every approximate one stays
+    # "approximate": warpsim.ptx.alu_rows._CAPTURED_ALU2 and the plan agree
+    _capture()
+    exact = sorted({op for f in EXACT_FORMS for op in _opcodes(f)})
+    assert len(exact) > 250
+    assert [op for op in exact if _status(op) != "verified"] == []
+    assert all(_status(op) == "approximate" for f in APPROX_FORMS for op in _opcodes(f))
+
+
+@pytest.mark.xfail(not CAPTURE.exists(), reason="captures pending", strict=False)
 @pytest.mark.parametrize("form", [pytest.param(f, id=f.name[6:]) for f in EXACT_FORMS])
 def test_capture_exact(form):
     if form.name[6:] in REFUTED_BY_CAPTURE:
@@ -309,7 +330,8 @@ def test_explain_says_approximate():
     import warpsim
     text = str(warpsim.explain("tanh.approx.f32"))
     assert "approximate, not bit-exact" in text
-    assert warpsim.explain("add.rz.f32").status == "exact"
+    assert warpsim.explain("add.rz.f32").status == "verified"
+    assert warpsim.explain("sqrt.rm.ftz.f32").status == "exact"
     with pytest.raises(TypeError, match="needs the register words"):
         warpsim.explain("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
 

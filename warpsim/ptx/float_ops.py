@@ -123,7 +123,7 @@ def arith(op, a, b, fmt, rmode="rn", **kw):
 
 _RND = r"(?:\.(?P<rnd>rn|rz|rm|rp))"
 _F64_FMA_NAN = "bca"      # f64 fma NaN operand priority (DMMA's rule, as the capture confirms)
-_F64_NOTE = "f64 NaN operands propagate quieted, payload and sign kept"
+_F64_NOTE = "a NaN operand comes out quieted, a before b, payload and sign kept; invalid operations 0xfff8000000000000"
 _F64_ARITH_NOTE = ("NaN results: b's NaN quieted if b is a NaN, else a's (sub keeps b's sign); invalid "
                    "operations 0xfff8000000000000 (H100 capture)")
 _QUIET64 = np.uint64(1 << 51)
@@ -360,8 +360,8 @@ _HI32 = np.uint64(0xFFFFFFFF00000000)
 @row(r"rcp\.approx\.ftz\.f64", "f64", ["f64"], status=APPROXIMATE,
      note="MUFU.RCP64H (H100 capture): reads only the upper word of a (20 fraction bits), writes only the "
           "upper word (the lower word is 0); subnormal inputs and results flush to zero, a NaN gives "
-          "0x7fffffff00000000; modelled as 1/hi(a) truncated to the upper word, which the H100 returns in "
-          "94% of words and otherwise 1 unit of the upper word (2**-20 relative) higher")
+          "0x7fffffff00000000; modelled as 1/hi(a) truncated to the upper word: 95% of the captured words "
+          "equal, the rest 1 unit of the upper word (2**-20 relative) lower than the H100's")
 def _rcp_approx64(m, a):
     hi = flush(np.asarray(a).astype(np.uint64) & _HI32, "f64")
     with np.errstate(all="ignore"):
@@ -395,7 +395,7 @@ def _rsqrt_approx(m, a):
 
 @row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f64", "f64", ["f64"], status=APPROXIMATE,
      note="modelled as the correctly rounded 1/sqrt(a); the H100's words are within 1 ulp of it (captured: "
-          "67% equal), subnormal inputs kept without .ftz, a < 0 gives 0xfff8000000000000, -0 gives -inf, "
+          "84% of the words equal), subnormal inputs kept without .ftz, a < 0 gives 0xfff8000000000000, -0 gives -inf, "
           "a NaN comes out quieted")
 def _rsqrt_approx64(m, a):
     return _host("f64", lambda x: 1.0 / np.sqrt(x), flush(a, "f64") if m["ftz"] else a)

@@ -1,8 +1,8 @@
 """Integer ALU rows that compilers emit beyond the basic table: division, carry chains, funnel
 shifts, byte permutes, lop3, bit search, dot products, sad.
 
-Semantics follow the PTX ISA; where the ISA leaves a result to the hardware (division by zero)
-warpsim returns what the H100's code sequence returns (see STATUS notes and docs/ptx_alu.md).
+Semantics follow the PTX ISA; where the ISA leaves a result to the hardware (division by zero,
+the carry flag of subtraction) warpsim returns what the H100 captures show (docs/ptx_alu.md).
 The carry flag (CC.CF) is per thread state kept beside the register file.
 """
 
@@ -38,11 +38,10 @@ def _out(v, t):
 
 
 # ----------------------------------------------------------------------------------------------
-# division and remainder: truncating; x / 0 and x % 0 give all ones
+# division and remainder: truncating; x / 0 and x % 0 give all ones (captured)
 
-_DIV_NOTE = ("division by zero: quotient and remainder all ones, signed or unsigned (the integer "
-             "division sequences NVIDIA GPUs run end that way, as reported publicly; H100 capture pending); "
-             "MIN / -1 wraps to MIN, MIN % -1 is 0")
+_DIV_NOTE = ("division by zero: quotient and remainder all ones, signed or unsigned, every width (H100 "
+             "capture); MIN / -1 wraps to MIN, MIN % -1 is 0")
 
 
 def _divmod(a, b, t):
