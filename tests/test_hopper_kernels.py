@@ -12,8 +12,7 @@ import pytest
 
 import warpsim
 from warpsim.hw.golden import open_golden
-from warpsim.isa.tensormap import encode_tiled
-from warpsim.isa.tensormap_driver import decode_driver_tensormap
+from warpsim.isa.tensormap import decode_tensormap, encode_tiled
 from warpsim.ptx import GlobalMemory, load
 
 GOLDEN = Path(__file__).parent / "golden" / "cutlass3_sm90a.npz"
@@ -45,7 +44,12 @@ def test_cutlass3_gemm_replays_h100_words(golden, case):
 
 
 def test_driver_tensormaps_decode_to_the_launch(golden):
-    """The 16 descriptors cuTensorMapEncodeTiled wrote on the H100 decode to the buffers and tiles of the launch."""
+    """The 16 descriptors cuTensorMapEncodeTiled wrote on the H100 decode to the buffers and tiles of the launch.
+
+    CUTLASS hands its f16 and e4m3 operands to the driver as unsigned integers of the same width
+    (uint16 / uint8: data-type codes 1 and 0); the f32 epilogue tensors as float32.  Re-encoding
+    each decoded descriptor gives the driver's 128 bytes back.
+    """
     for case, info in enumerate(golden.manifest["cases"]):
         p = np.asarray(golden[f"{case}.params"]).tobytes()
         M, N, K = info["M"], info["N"], info["K"]
@@ -53,16 +57,19 @@ def test_driver_tensormaps_decode_to_the_launch(golden):
         for name, (dims, box) in {"A": ((K, M, 1), (128 if fp8 else 64, 128, 1)),
                                   "B": ((K, N, 1), (128 if fp8 else 64, 64, 1)),
                                   "C": ((N, M, 1), (32, 128, 1)), "D": ((N, M, 1), (32, 128, 1))}.items():
-            tm = decode_driver_tensormap(p[TMAP_OFFSETS[name]:TMAP_OFFSETS[name] + 128])
+            raw = p[TMAP_OFFSETS[name]:TMAP_OFFSETS[name] + 128]
+            tm = decode_tensormap(raw)
             assert tm.global_address == int(info["launch"][name][0])
             assert tm.global_dim == dims and tm.box_dim == box and tm.swizzle == "128B"
+            assert tm.l2_promotion == "128B" and tm.global_strides[1] == 0
             es = 4 if name in "CD" else (1 if fp8 else 2)
-            assert tm.dtype == {4: "float32", 2: "float16", 1: "uint8"}[es]
+            assert tm.dtype == {4: "float32", 2: "uint16", 1: "uint8"}[es]
             assert tm.global_strides[0] == dims[0] * es
+            assert tm.encode().tobytes() == raw
     bad = bytearray(np.asarray(golden["0.params"]).tobytes()[128:256])
-    bad[100] = 1                                    # a byte no captured descriptor uses
-    with pytest.raises(ValueError, match="bits set where no captured descriptor"):
-        decode_driver_tensormap(bytes(bad))
+    bad[100] = 1                                    # a byte the driver never writes
+    with pytest.raises(ValueError, match="bits set outside every known field"):
+        decode_tensormap(bytes(bad))
 
 
 # --- small kernels ----------------------------------------------------------------------------

@@ -229,7 +229,17 @@ def parse(instruction, arch=None) -> Instruction:
 
     >>> parse("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").k
     16
+
+    A ``tcgen05.mma`` spelling (sm_100a) returns its :class:`~warpsim.isa.catalog.Tcgen05Opcode` instead:
+    its shape and types live in the instruction descriptor (:mod:`warpsim.isa.tcgen05`).
     """
+    if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
+        from .tcgen05 import parse_tcgen05
+
+        op = parse_tcgen05(instruction.strip().rstrip(";").rstrip())
+        if arch is not None and (not isinstance(arch, str) or arch.strip().lower() not in op.targets):
+            raise ValueError(f"{op.opcode} exists on {', '.join(op.targets)} only (ptxas 13.0), not on {arch!r}")
+        return op
     if arch is not None:
         from .archs import require
 

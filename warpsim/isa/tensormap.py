@@ -1,16 +1,19 @@
 """The 128-byte ``CUtensorMap`` of Hopper's tensor memory accelerator (TMA): encoder and decoder.
 
 :func:`encode_tiled` takes the arguments of the CUDA driver's ``cuTensorMapEncodeTiled`` and
-applies the validation rules its documentation (``cuda.h`` of CUDA 13) states; every invalid
-field raises a ``ValueError`` naming the field and what is allowed.  :func:`decode_tensormap`
-turns 128 bytes back into a :class:`TensorMap`, which is what ``cp.async.bulk.tensor`` reads.
+returns the 128 bytes the driver writes; :func:`decode_tensormap` turns 128 bytes -- written by
+the driver (e.g. inside CUTLASS's kernel parameters) or by :func:`encode_tiled` -- back into a
+:class:`TensorMap`, which is what ``cp.async.bulk.tensor`` reads.
 
-**The byte layout is not published.**  Until descriptors encoded by the driver on an H100 are
-captured (``warpsim/hw/device/tensormap_capture.py``) and fitted, :data:`LAYOUT` is warpsim's
-own provisional packing: encoder and decoder agree with each other, but a descriptor made by
-the real driver does not decode with it.  The table is declarative, so fitting the captured
-layout is an edit of :data:`LAYOUT` only.  The tests that compare with driver bytes are xfail
-("captures pending").
+**Byte layout: fitted to the driver.**  :data:`LAYOUT` was read off 1,014 calls of
+``cuTensorMapEncodeTiled`` on an H100 (CUDA 13.0, driver 580; ``tests/golden/tensormaps_sm90.npz``,
+made by ``warpsim/hw/device/tensormap_capture.py``): the encoder reproduces the driver's bytes
+for all 269 accepted calls, and :func:`make_tensormap` accepts exactly the calls the driver
+accepted (CUDA_SUCCESS) and refuses the 745 it refused.  Where the driver differs from ``cuda.h``'s
+documentation the driver wins (docs/tma.md lists the differences): on sm_90 it refuses the packed
+16U4/16U6 types and the 128B-atom swizzles, it does not insist on swizzle 32B with interleave 32B,
+and it refuses boxes of more than :data:`MAX_BOX_BYTES` bytes.  Rules that the capture cannot
+distinguish (no call probed them) follow ``cuda.h`` and say so in their message.
 
 The enumerations (names and the ``CU_TENSOR_MAP_*`` integer values) follow ``cuda.h``; either
 form is accepted.
@@ -30,7 +33,7 @@ DATA_TYPES = {
     "tfloat32": (11, 32, True), "tfloat32_ftz": (12, 32, True),
     "16u4_align8b": (13, 4, False), "16u4_align16b": (14, 4, False), "16u6_align16b": (15, 6, False),
 }
-#: packed sub-byte types: name -> bytes that 16 values occupy in memory
+#: packed sub-byte types (sm_100 and later; the sm_90 driver refuses them)
 PACKED_TYPES = {"16u4_align8b": 8, "16u4_align16b": 16, "16u6_align16b": 16}
 INTERLEAVES = {"none": 0, "16B": 1, "32B": 2}
 SWIZZLES = {"none": 0, "32B": 1, "64B": 2, "128B": 3, "128B_atom_32B": 4, "128B_atom_32B_flip_8B": 5,
@@ -40,12 +43,16 @@ SWIZZLE_SPAN = {"none": 0, "32B": 32, "64B": 64, "128B": 128, "128B_atom_32B": 1
                 "128B_atom_32B_flip_8B": 128, "128B_atom_64B": 128}
 L2_PROMOTIONS = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 OOB_FILLS = {"none": 0, "nan_request_zero_fma": 1}
-#: swizzles each packed type allows (cuda.h; loads and stores together)
-_PACKED_SWIZZLES = {"16u6_align16b": ("none", "128B", "128B_atom_32B", "128B_atom_64B"),
-                    "16u4_align16b": ("none", "128B", "128B_atom_32B")}
+
+#: what the sm_90 driver encodes (the rest of the cuda.h enumerations it refuses on an H100)
+SM90_DATA_TYPES = tuple(k for k in DATA_TYPES if k not in PACKED_TYPES)
+SM90_SWIZZLES = ("none", "32B", "64B", "128B")
 
 MAX_RANK = 5
 TENSORMAP_BYTES = 128
+#: the largest box (bytes, after element strides) the driver accepts (captured: 196,608 accepted,
+#: 245,760 refused; 227 KiB, the most shared memory a CTA can have, is the bound this uses)
+MAX_BOX_BYTES = 227 * 1024
 
 
 def _enum(field: str, value, table: dict) -> str:
@@ -112,8 +119,20 @@ class TensorMap:
         """Bytes of one box row (dimension 0) in memory; packed types count their 16-value groups."""
         return _row_bytes(self.dtype, self.box_dim[0])
 
+    @property
+    def encoded_box_bytes(self) -> int:
+        """The byte count the driver stores (bytes 64..67): ``prod(box[i] // es[i])`` elements.
+
+        Note the floor: with element strides that do not divide the box this is less than the
+        ``ceil`` count the PTX ISA gives for the elements a copy moves (docs/tma.md).
+        """
+        n = self.elem_bits
+        for b, e in zip(self.box_dim, self.element_strides):
+            n *= b // e
+        return n // 8
+
     def encode(self) -> np.ndarray:
-        """The 128 descriptor bytes (uint8), in :data:`LAYOUT`."""
+        """The 128 descriptor bytes (uint8), as the CUDA driver writes them."""
         return _pack(self)
 
 
@@ -125,12 +144,18 @@ def _row_bytes(dtype: str, n: int) -> int:
 
 def make_tensormap(dtype, rank, global_address, global_dim, global_strides, box_dim, element_strides,
                    interleave="none", swizzle="none", l2_promotion="none", oob_fill="none") -> TensorMap:
-    """Validate ``cuTensorMapEncodeTiled`` arguments (the rules of ``cuda.h``, CUDA 13) -> :class:`TensorMap`."""
+    """Validate ``cuTensorMapEncodeTiled`` arguments as the sm_90 driver does -> :class:`TensorMap`."""
     dtype = _enum("data type (tensorDataType)", dtype, DATA_TYPES)
     interleave = _enum("interleave", interleave, INTERLEAVES)
     swizzle = _enum("swizzle", swizzle, SWIZZLES)
     l2_promotion = _enum("L2 promotion (l2Promotion)", l2_promotion, L2_PROMOTIONS)
     oob_fill = _enum("out-of-bounds fill (oobFill)", oob_fill, OOB_FILLS)
+    if dtype not in SM90_DATA_TYPES:
+        raise ValueError(f"data type (tensorDataType) {dtype!r} is refused by the CUDA driver on sm_90 (H100) "
+                         f"(packed types need sm_100); allowed: {list(SM90_DATA_TYPES)}")
+    if swizzle not in SM90_SWIZZLES:
+        raise ValueError(f"swizzle {swizzle!r} is refused by the CUDA driver on sm_90 (H100) (128B atom swizzles "
+                         f"need sm_100); allowed: {list(SM90_SWIZZLES)}")
     if isinstance(rank, (bool, np.bool_)) or not isinstance(rank, (int, np.integer)):
         raise TypeError(f"rank (tensorRank) must be an integer, not {type(rank).__name__}")
     rank = int(rank)
@@ -138,63 +163,57 @@ def make_tensormap(dtype, rank, global_address, global_dim, global_strides, box_
         raise ValueError(f"rank (tensorRank) must be 1 .. {MAX_RANK}, got {rank}")
     if interleave != "none" and rank < 3:
         raise ValueError(f"rank (tensorRank) must be >= 3 with interleave {interleave!r}, got {rank}")
-    align32 = interleave == "32B" or dtype in ("16u4_align16b", "16u6_align16b")
+    align32 = interleave == "32B"
     if isinstance(global_address, (bool, np.bool_)) or not isinstance(global_address, (int, np.integer)):
         raise TypeError(f"global address must be an integer, not {type(global_address).__name__}")
     ga = int(global_address)
     need = 32 if align32 else 16
     if ga < 0 or ga >= 1 << 64 or ga % need:
-        why = " (interleave 32B or a 16-byte-aligned packed type)" if align32 else ""
+        why = " (interleave 32B)" if align32 else ""
         raise ValueError(f"global address {ga:#x} must be a {need}-byte aligned 64-bit address{why}")
     dims = _ints("global dims (globalDim)", global_dim, rank, 1, 1 << 32, "one per dimension")
-    if dtype in ("16u4_align16b", "16u6_align16b") and dims[0] % 128:
-        raise ValueError(f"global dims (globalDim)[0] = {dims[0]} must be a multiple of 128 for {dtype}")
-    if dtype == "16u4_align8b" and dims[0] % 2:
-        raise ValueError(f"global dims (globalDim)[0] = {dims[0]} must be a multiple of 2 for {dtype}")
     strides = _ints("global strides (globalStrides)", global_strides, rank - 1, 0, (1 << 40) - 1,
                     "byte strides of dimensions 1 .. rank-1")
     smul = 32 if align32 else 16
     for i, s in enumerate(strides):
-        if s == 0 or s % smul:
-            raise ValueError(f"global strides (globalStrides)[{i}] = {s} must be a non-zero multiple of {smul} "
-                             f"below 2^40")
+        if s % smul:
+            raise ValueError(f"global strides (globalStrides)[{i}] = {s} must be a multiple of {smul} below 2^40")
     box = _ints("box dims (boxDim)", box_dim, rank, 1, 256, "one per dimension")
     row = _row_bytes(dtype, box[0])
-    if interleave == "none" and row % 16:
+    if row % 16:
         raise ValueError(f"box dims (boxDim)[0] = {box[0]} of {dtype} makes {row} bytes per box row; "
-                         "with interleave 'none' that must be a multiple of 16 bytes")
-    if dtype in ("16u4_align16b", "16u6_align16b") and box[0] != 128:
-        raise ValueError(f"box dims (boxDim)[0] must be 128 for {dtype}, got {box[0]}")
+                         "that must be a multiple of 16 bytes (the driver asks it with every interleave)")
     es = _ints("element strides (elementStrides)", element_strides, rank, 1, 8, "one per dimension")
-    if interleave == "32B" and swizzle != "32B":
-        raise ValueError(f"swizzle must be '32B' with interleave '32B', got {swizzle!r}")
-    if dtype == "16u6_align16b" and interleave != "none":
-        raise ValueError(f"interleave must be 'none' for {dtype}, got {interleave!r}")
-    if dtype in _PACKED_SWIZZLES and swizzle not in _PACKED_SWIZZLES[dtype]:
-        raise ValueError(f"swizzle {swizzle!r} is not allowed for {dtype}; allowed: {list(_PACKED_SWIZZLES[dtype])}")
     span = SWIZZLE_SPAN[swizzle]
     if interleave == "none" and span and row > span:
         raise ValueError(f"box dims (boxDim)[0] = {box[0]} of {dtype} makes {row} bytes per box row; "
                          f"swizzle {swizzle!r} allows at most {span}")
-    if oob_fill != "none" and (not DATA_TYPES[dtype][2] or dtype in PACKED_TYPES):
+    if oob_fill != "none" and not DATA_TYPES[dtype][2]:
         raise ValueError(f"out-of-bounds fill (oobFill) {oob_fill!r} needs a floating-point data type, not {dtype}; "
                          "use 'none'")
-    return TensorMap(dtype, rank, ga, dims, strides, box, es, interleave, swizzle, l2_promotion, oob_fill)
+    tm = TensorMap(dtype, rank, ga, dims, strides, box, es, interleave, swizzle, l2_promotion, oob_fill)
+    if tm.encoded_box_bytes > MAX_BOX_BYTES:
+        raise ValueError(f"box dims (boxDim) {box} with element strides {es} make a box of {tm.encoded_box_bytes} "
+                         f"bytes of {dtype}; the driver allows at most {MAX_BOX_BYTES}")
+    return tm
 
 
 def encode_tiled(dtype, rank, global_address, global_dim, global_strides, box_dim, element_strides,
                  interleave="none", swizzle="none", l2_promotion="none", oob_fill="none") -> np.ndarray:
-    """``cuTensorMapEncodeTiled`` on the host: validated arguments -> 128 bytes (uint8, provisional layout)."""
+    """``cuTensorMapEncodeTiled`` on the host: validated arguments -> the driver's 128 bytes (uint8)."""
     return make_tensormap(dtype, rank, global_address, global_dim, global_strides, box_dim, element_strides,
                           interleave, swizzle, l2_promotion, oob_fill).encode()
 
 
 # ----------------------------------------------------------------------------------------------
-# byte layout (provisional -- see the module docstring)
+# byte layout, fitted to the driver's descriptors (see the module docstring)
 
 @dataclass(frozen=True)
 class Field:
-    """One bit field of the descriptor: ``value`` is stored as ``(value - bias) >> shift``."""
+    """One bit field: it stores bits ``shift .. shift + width - 1`` of ``value - bias``.
+
+    A value wider than one field is split over several fields of the same name (the strides).
+    """
 
     name: str
     bit: int           # first bit, counting from bit 0 of byte 0 (little-endian)
@@ -204,38 +223,52 @@ class Field:
     shift: int = 0
 
 
-#: warpsim's provisional layout (NOT the driver's; replace by the fitted layout once captured)
+#: the driver's internal data-type code (bits 71..74) and its tf32 flag (bit 80), per data type
+DTYPE_CODES = {"uint8": (0, 0), "uint16": (1, 0), "uint32": (2, 0), "int32": (3, 0), "uint64": (4, 0),
+               "int64": (5, 0), "float16": (6, 0), "float32": (7, 0), "float32_ftz": (8, 0), "float64": (9, 0),
+               "bfloat16": (10, 0), "tfloat32": (7, 1), "tfloat32_ftz": (8, 1)}
+#: bytes 72..73 (bits 576..591) as a function of the swizzle alone (meaning not known: a constant per mode)
+SWIZZLE_MARKS = {"none": 0x0010, "32B": 0x0100, "64B": 0x0200, "128B": 0x0400}
+
+#: the CUDA 13 driver's layout on sm_90 (every bit not in a field is zero in all 269 captured descriptors)
 LAYOUT = (
-    Field("global_address", 0, 64),
-    *(Field("global_dim", 64 + 32 * i, 32, i, bias=1) for i in range(5)),          # bytes 8..27
-    Field("dtype", 224, 4), Field("rank", 228, 3, bias=1), Field("interleave", 231, 2),
-    Field("swizzle", 233, 3), Field("l2_promotion", 236, 2), Field("oob_fill", 238, 1),
-    *(Field("global_strides", 256 + 64 * i, 36, i, shift=4) for i in range(4)),     # bytes 32..63
-    *(Field("box_dim", 512 + 8 * i, 8, i, bias=1) for i in range(5)),              # bytes 64..68
-    *(Field("element_strides", 552 + 4 * i, 3, i, bias=1) for i in range(5)),      # bytes 69..71
+    Field("global_address", 0, 64),                                                   # bytes 0..7
+    Field("rank", 68, 3, bias=1), Field("dtype_code", 71, 4), Field("interleave", 75, 2),
+    Field("swizzle", 77, 2), Field("oob_fill", 79, 1), Field("tf32", 80, 1), Field("l2_promotion", 81, 2),
+    *(Field("global_strides", 96 + 32 * i, 32, i, shift=4) for i in range(4)),       # bytes 12..27: bits 4..35
+    *(Field("global_strides", 224 + 4 * i, 4, i, shift=36) for i in range(4)),       # bytes 28..29: bits 36..39
+    *(Field("global_dim", 256 + 32 * i, 32, i, bias=1) for i in range(5)),           # bytes 32..51
+    *(Field("element_strides", 416 + 3 * i, 3, i, bias=1) for i in range(5)),        # bytes 52..53
+    *(Field("box_dim", 440 + 8 * i, 8, i, bias=1) for i in range(5)),                # bytes 55..59
+    Field("encoded_box_bytes", 512, 32),                                              # bytes 64..67
+    Field("swizzle_mark", 576, 16),                                                   # bytes 72..73
 )
-_ENUM_FIELDS = {"dtype": DATA_TYPES, "interleave": INTERLEAVES, "swizzle": SWIZZLES,
-                "l2_promotion": L2_PROMOTIONS, "oob_fill": OOB_FILLS}
+_ENUM_FIELDS = {"interleave": INTERLEAVES, "swizzle": SWIZZLES, "l2_promotion": L2_PROMOTIONS, "oob_fill": OOB_FILLS}
+_PER_DIM = ("global_dim", "global_strides", "box_dim", "element_strides")
 
 
-def _enum_value(table, name):
-    v = table[name]
-    return v[0] if isinstance(v, tuple) else v
+def _field_values(tm: TensorMap) -> dict:
+    """Every LAYOUT name -> the integer (or tuple of integers) it stores for ``tm``."""
+    vals = {"global_address": tm.global_address, "rank": tm.rank, "encoded_box_bytes": tm.encoded_box_bytes,
+            "dtype_code": DTYPE_CODES[tm.dtype][0], "tf32": DTYPE_CODES[tm.dtype][1],
+            "swizzle_mark": SWIZZLE_MARKS[tm.swizzle]}
+    for name, table in _ENUM_FIELDS.items():
+        vals[name] = table[getattr(tm, name)]
+    for name in _PER_DIM:
+        vals[name] = getattr(tm, name)
+    return vals
 
 
 def _pack(tm: TensorMap) -> np.ndarray:
+    vals = _field_values(tm)
     word = 0
     for f in LAYOUT:
-        v = getattr(tm, f.name)
+        v = vals[f.name]
         if f.index >= 0:
             if f.index >= len(v):
-                continue
+                continue               # dimensions beyond the rank stay zero
             v = v[f.index]
-        if f.name in _ENUM_FIELDS:
-            v = _enum_value(_ENUM_FIELDS[f.name], v)
-        stored = (int(v) - f.bias) >> f.shift
-        assert 0 <= stored < 1 << f.width, (f, v)
-        word |= stored << f.bit
+        word |= (((int(v) - f.bias) >> f.shift) & ((1 << f.width) - 1)) << f.bit
     return np.frombuffer(word.to_bytes(TENSORMAP_BYTES, "little"), dtype=np.uint8).copy()
 
 
@@ -252,11 +285,30 @@ def _as_bytes(data) -> bytes:
     return b
 
 
-def decode_tensormap(data) -> TensorMap:
-    """128 descriptor bytes -> :class:`TensorMap` (validated as the encoder validates).
+def _unpack(word: int) -> dict:
+    raw: dict = {}
+    for f in LAYOUT:
+        part = ((word >> f.bit) & ((1 << f.width) - 1)) << f.shift
+        if f.index >= 0:
+            raw.setdefault(f.name, [0] * 5)[f.index] += part
+        else:
+            raw[f.name] = raw.get(f.name, 0) + part
+    return raw
 
-    Raises ValueError for bits outside every field of :data:`LAYOUT`, unknown enum values and
-    descriptors the encoder would refuse.
+
+def _reverse(table: dict, field: str, code):
+    for k, v in table.items():
+        if v == code:
+            return k
+    raise ValueError(f"tensormap {field} field holds {code}, which the driver never writes; known: {table}")
+
+
+def decode_tensormap(data) -> TensorMap:
+    """128 descriptor bytes (the driver's, or :func:`encode_tiled`'s) -> :class:`TensorMap`.
+
+    Raises ValueError naming what is wrong for bits outside every field of :data:`LAYOUT`, codes
+    the driver does not write, dimensions set beyond the rank, derived fields (box bytes,
+    swizzle mark) that disagree with the rest, and descriptors the encoder would refuse.
     """
     word = int.from_bytes(_as_bytes(data), "little")
     used = 0
@@ -264,24 +316,26 @@ def decode_tensormap(data) -> TensorMap:
         used |= ((1 << f.width) - 1) << f.bit
     if word & ~used:
         raise ValueError(f"tensormap has bits set outside every known field (mask {word & ~used:#x}); "
-                         "it was not made by warpsim's encoder (driver-made descriptors: layout pending captures)")
-    vals: dict = {}
-    for f in LAYOUT:
-        v = (((word >> f.bit) & ((1 << f.width) - 1)) << f.shift) + f.bias
-        if f.index >= 0:
-            vals.setdefault(f.name, [0] * 5)[f.index] = v
-        else:
-            vals[f.name] = v
-    rank = vals["rank"]
+                         "the CUDA driver never writes those")
+    raw = _unpack(word)
+    rank = raw["rank"] + 1
     if not 1 <= rank <= MAX_RANK:
         raise ValueError(f"tensormap rank field decodes to {rank}; allowed 1 .. {MAX_RANK}")
-    for name in ("global_dim", "box_dim", "element_strides", "global_strides"):
-        n = rank - 1 if name == "global_strides" else rank
-        unused = vals[name][n:]
-        bias = 1 if name != "global_strides" else 0
-        if any(u != bias for u in unused):
-            raise ValueError(f"tensormap {name} has entries beyond rank {rank}: {vals[name]}")
-        vals[name] = vals[name][:n]
-    return make_tensormap(vals["dtype"], rank, vals["global_address"], vals["global_dim"], vals["global_strides"],
-                          vals["box_dim"], vals["element_strides"], vals["interleave"], vals["swizzle"],
-                          vals["l2_promotion"], vals["oob_fill"])
+    per_dim = {}
+    for f in LAYOUT:
+        if f.index >= 0 and f.name not in per_dim:
+            n = rank - 1 if f.name == "global_strides" else rank
+            stored = raw[f.name]
+            if any(stored[n:]):
+                raise ValueError(f"tensormap {f.name} has entries beyond rank {rank}: "
+                                 f"{[v + f.bias for v in stored]}")
+            per_dim[f.name] = [v + f.bias for v in stored[:n]]
+    dtype = _reverse(DTYPE_CODES, "data-type code (bits 71..74, tf32 bit 80)", (raw["dtype_code"], raw["tf32"]))
+    names = {k: _reverse(t, k, raw[k]) for k, t in _ENUM_FIELDS.items()}
+    tm = make_tensormap(dtype, rank, raw["global_address"], per_dim["global_dim"], per_dim["global_strides"],
+                        per_dim["box_dim"], per_dim["element_strides"], **names)
+    for name in ("encoded_box_bytes", "swizzle_mark"):
+        want = _field_values(tm)[name]
+        if raw[name] != want:
+            raise ValueError(f"tensormap {name} field holds {raw[name]:#x}, but the other fields make it {want:#x}")
+    return tm

@@ -14,6 +14,7 @@
 from .regfile import PTXError, Warp
 from . import wmma as _wmma  # noqa: F401  (registers the wmma rows of the instruction table)
 from . import warpgroup as _warpgroup  # noqa: F401  (registers the wgmma rows)
+from . import tmem as _tmem  # noqa: F401  (registers the tcgen05 tensor-memory rows)
 from . import atomics as _atomics  # noqa: F401  (registers the atom / red rows)
 from . import cluster as _cluster  # noqa: F401  (registers the mbarrier / TMA / cluster rows)
 from . import int_ops as _int_ops  # noqa: F401  (integer rows: div/rem, carry chains, prmt modes, ...)

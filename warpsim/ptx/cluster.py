@@ -27,7 +27,6 @@ import re
 import numpy as np
 
 from ..isa.tensormap import TENSORMAP_BYTES, decode_tensormap
-from ..isa.tensormap_driver import decode_driver_tensormap
 from . import tma
 from .instructions import instr
 from .mbarrier import MBarrier, MBarrierError
@@ -113,13 +112,10 @@ class ClusterState:
         raw = bytes(raw)
         if raw not in self.tensormaps:
             try:
-                tm = decode_driver_tensormap(raw)
-            except ValueError as driver_err:
-                try:
-                    tm = decode_tensormap(raw)
-                except ValueError as own_err:
-                    ctx.fail(f"invalid tensormap: not a descriptor as the CUDA driver writes it ({driver_err}) nor "
-                             f"as warpsim.isa.tensormap encodes one ({own_err})")
+                tm = decode_tensormap(raw)
+            except ValueError as err:
+                ctx.fail(f"invalid tensormap: not a descriptor as the CUDA driver (or warpsim.isa.tensormap) "
+                         f"encodes one: {err}")
             self.tensormaps[raw] = tm
         return self.tensormaps[raw]
 
@@ -582,8 +578,8 @@ def _tensormap_copy(ctx, m):
 
 @instr(r"tensormap\.replace\S*")
 def _tensormap_replace(ctx, m):
-    ctx.fail("tensormap.replace edits fields of a descriptor in the driver's byte layout, which warpsim knows only "
-             "partly (warpsim.isa.tensormap_driver); not modelled yet")
+    ctx.fail("tensormap.replace (device-side edits of a descriptor's fields) is not modelled yet; the byte layout "
+             "it edits is warpsim.isa.tensormap.LAYOUT")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,13 +2,19 @@
 
 Run from the repository root on a machine with an H100, CUDA 13 (nvcc), CuPy and numpy:
     OUT=/some/dir python3 warpsim/hw/device/tma_capture.py
+(about a minute; capped at TMA_DEADLINE_S = 200 s whatever happens).
 Writes $OUT/tma_boxes.npz; commit it as tests/golden/tma_boxes_sm90.npz (tests/test_tma.py
 replays it with warpsim/hw/offline/tma_replay.py).  Each case: a tensor of seeded random bytes
 (stored as seed + SHA-256 only), a tensormap encoded by the driver (its 128 bytes are kept),
 coordinates (negative and past-the-end included), element strides, every swizzle, element
 sizes 1/2/4/8, NaN fill; the kernel (tma_capture.cu) fills a shared window with 0xA5, lands the
 box through an mbarrier (expect_tx = warpsim's box byte count; a timeout is recorded, never a
-hang) and copies the window out.  No warpsim import: this runs on a bare GPU machine.
+hang; the bytes still pending then are measured) and copies the window out.  The tensormap is a
+``const __grid_constant__`` kernel parameter, as CUTLASS 3 passes it (the first version's pointer to
+a global buffer died with cudaErrorIllegalInstruction; a probe reruns the first cases that way and
+records the outcome in ``probe_gmem_status``).  Cases run in child processes; one that kills the
+CUDA context is recorded (result -1, ``crash_log``) and the next child goes on after it, so the
+results are always written.  No warpsim import: this runs on a bare GPU machine.
 """
 
 import ctypes
@@ -24,6 +30,7 @@ import numpy as np
 OUT = os.environ.get("OUT", ".")
 SEED = 90210
 N_CASES = 640
+N_PROBE = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: element size -> (float dtype enum, int dtype enum) of CUtensorMapDataType
 DTYPES = {1: (None, 0), 2: (6, 1), 4: (7, 2), 8: (8, 4)}
@@ -71,18 +78,26 @@ def pad(v, n, fill):
     return list(v) + [fill] * (n - len(v))
 
 
-def run_range(lo, hi, cubin, dest):
-    """Cases [lo, hi) in this process (a case that kills the context fails the whole range)."""
+TMAP_ARG = np.dtype([("raw", np.uint8, (128,))])    # a CUtensorMap passed by value (__grid_constant__)
+DEADLINE_S = float(os.environ.get("TMA_DEADLINE_S", "200"))   # the whole capture stays well under 5 minutes
+MAX_CRASHES = 12                                               # then the remaining cases are marked "not run"
+
+
+def run_cases(lo, hi, cubin, tmp, kernel="tma_load"):
+    """Cases [lo, hi) in this process; each finished case is saved at once as tmp/c<i>.npz.
+
+    A case that kills the CUDA context kills this process; the parent sees which case was the
+    last one saved, records the next as crashed and starts a new process after it.
+    """
     import cupy as cp
 
-    fn = cp.RawModule(path=cubin).get_function("tma_load")
+    fn = cp.RawModule(path=cubin).get_function(kernel)
     fn.max_dynamic_shared_size_bytes = 200 * 1024
     cu = ctypes.CDLL("libcuda.so.1")
     cu.cuTensorMapEncodeTiled.restype = ctypes.c_int
     host_map = (ctypes.c_uint8 * 192)()
     hm = (ctypes.addressof(host_map) + 63) // 64 * 64
     rng = np.random.default_rng(SEED)
-    res_all = {}
     for i in range(hi):
         c = make_case(rng, i)
         if i < lo:
@@ -96,40 +111,47 @@ def run_range(lo, hi, cubin, dest):
             (ctypes.c_uint32 * 5)(*pad(c["es"], 5, 1)), 0, c["swizzle"], 0, c["oob"])
         tmap_bytes = np.frombuffer(ctypes.string_at(hm, 128), dtype=np.uint8).copy()
         window = c["dst_off"] + c["nbytes"] + 1024
-        status = np.zeros(3, np.int32)
+        status = np.zeros(4, np.int32)
         out = np.zeros(window, np.uint8)
-        if res == 0 and os.environ.get("TMA_DIAG"):
-            print("case", i, {k: c[k] for k in ("rank", "dtype", "esz", "swizzle", "oob", "box", "es", "dims", "coords",
-                                                "nbytes", "dst_off")}, flush=True)
+        print("case", i, flush=True)      # the last line of a crashed child's output names its case
         if res == 0:
-            tm = cp.asarray(tmap_bytes)
+            if kernel == "tma_load":
+                tm = np.frombuffer(tmap_bytes.tobytes(), dtype=TMAP_ARG)[0]
+            else:
+                tm = cp.asarray(tmap_bytes)
             co = cp.asarray(np.array(pad(c["coords"], 5, 0), np.int32))
-            st, ob = cp.zeros(3, cp.int32), cp.zeros(window, cp.uint8)
+            st, ob = cp.zeros(4, cp.int32), cp.zeros(window, cp.uint8)
             fn((1,), (128,), (tm, co, np.int32(r), np.uint32(c["nbytes"]), np.uint32(c["dst_off"]), np.uint32(window),
-                              ob, st), shared_mem=window)
+                              ob, st), shared_mem=window + 1024)
             cp.cuda.Device().synchronize()
             status, out = st.get(), ob.get()
-        res_all[f"{i}.result"] = np.array(res, np.int32)
-        res_all[f"{i}.tensormap"] = tmap_bytes
-        res_all[f"{i}.status"] = status
-        res_all[f"{i}.window"] = out
-        res_all[f"{i}.gaddr"] = np.array(g.data.ptr, np.uint64)
-    np.savez(dest, **res_all)
+        np.savez(os.path.join(tmp, f"{kernel}.c{i}.npz"), result=np.array(res, np.int32), tensormap=tmap_bytes,
+                 status=status, window=out, gaddr=np.array(g.data.ptr, np.uint64))
 
 
-def _ranges(lo, hi, cubin, tmp, log):
-    """Run [lo, hi) in a child process; on a crash, split it until the failing cases stand alone."""
-    dest = os.path.join(tmp, f"r{lo}_{hi}.npz")
-    r = subprocess.run([sys.executable, __file__, "--range", str(lo), str(hi), cubin, dest], capture_output=True, text=True)
-    if r.returncode == 0:
-        return [dest], []
-    if hi - lo == 1:
-        log.append(f"case {lo}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
-        return [], [lo]
-    mid = (lo + hi) // 2
-    a, fa = _ranges(lo, mid, cubin, tmp, log)
-    b, fb = _ranges(mid, hi, cubin, tmp, log)
-    return a + b, fa + fb
+def _run_all(n, cubin, tmp, t0, log, kernel="tma_load"):
+    """Every case in child processes, linear in the crashes; returns (crashed, not_run) case lists."""
+    crashed, nxt = [], 0
+    while nxt < n:
+        left = DEADLINE_S - (time.time() - t0)
+        if left < 5 or len(crashed) >= MAX_CRASHES:
+            log.append(f"{kernel}: stopped before case {nxt} ({'time cap' if left < 5 else 'too many crashes'})")
+            return crashed, list(range(nxt, n))
+        try:
+            r = subprocess.run([sys.executable, __file__, "--cases", str(nxt), str(n), cubin, tmp, kernel],
+                               capture_output=True, text=True, timeout=left)
+            ok, err = r.returncode == 0, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        except subprocess.TimeoutExpired:
+            ok, err = False, "timeout"
+        done = [i for i in range(nxt, n) if os.path.exists(os.path.join(tmp, f"{kernel}.c{i}.npz"))]
+        last = max(done) if done else nxt - 1
+        if ok:
+            return crashed, []
+        bad = last + 1                      # the case running when the child died
+        crashed.append(bad)
+        log.append(f"{kernel} case {bad}: {err}")
+        nxt = bad + 1
+    return crashed, []
 
 
 def main():
@@ -138,25 +160,32 @@ def main():
     cubin = os.path.join(tmp, "tma_capture.cubin")
     subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", cubin, os.path.join(HERE, "tma_capture.cu")], check=True)
     log = []
-    parts, failed = [], []
-    for lo in range(0, N_CASES, 80):
-        p, f = _ranges(lo, min(N_CASES, lo + 80), cubin, tmp, log)
-        parts += p
-        failed += f
+    failed, not_run = _run_all(N_CASES, cubin, tmp, t0, log)
+    # probe: the first cases again with the tensormap in global memory (the form that crashed first)
+    probe = []
+    if time.time() - t0 < DEADLINE_S - 30:
+        p_failed, p_not_run = _run_all(N_PROBE, cubin, tmp, time.time() - (DEADLINE_S - 30), log, "tma_load_gmem")
+        for i in range(N_PROBE):
+            f = os.path.join(tmp, f"tma_load_gmem.c{i}.npz")
+            probe.append(-1 if i in p_failed else -2 if i in p_not_run or not os.path.exists(f)
+                         else int(np.load(f)["status"][0]))
     got = {}
-    for p in parts:
-        with np.load(p) as z:
-            got.update({k: z[k] for k in z.files})
+    for i in range(N_CASES):
+        f = os.path.join(tmp, f"tma_load.c{i}.npz")
+        if os.path.exists(f):
+            with np.load(f) as z:
+                got[i] = {k: z[k] for k in z.files}
     rng = np.random.default_rng(SEED)
     cs = [make_case(rng, i) for i in range(N_CASES)]
     rows, windows = [], []
     for i, c in enumerate(cs):
-        if i in failed:       # the launch crashed the context: recorded as result -1, no window
-            rows.append((c, -1, np.zeros(128, np.uint8), np.array([-1, 0, 0], np.int32), 0))
+        if i not in got:      # crashed the context (-1) or not reached before the time cap (-2): no window
+            rows.append((c, -1 if i in failed else -2, np.zeros(128, np.uint8), np.array([-1, 0, 0, 0], np.int32), 0))
             windows.append(np.zeros(0, np.uint8))
             continue
-        rows.append((c, int(got[f"{i}.result"]), got[f"{i}.tensormap"], got[f"{i}.status"], int(got[f"{i}.gaddr"])))
-        windows.append(got[f"{i}.window"])
+        g = got[i]
+        rows.append((c, int(g["result"]), g["tensormap"], g["status"], int(g["gaddr"])))
+        windows.append(g["window"])
     sha = [hashlib.sha256(data_bytes(c["seed"], c["gbytes"]).tobytes()).hexdigest() for c in cs]
     offs = np.cumsum([0] + [w.size for w in windows])
     np.savez_compressed(
@@ -172,15 +201,16 @@ def main():
         result=np.array([r[1] for r in rows], np.int32), tensormap=np.stack([r[2] for r in rows]),
         status=np.stack([r[3] for r in rows]), gaddr=np.array([r[4] for r in rows], np.uint64),
         sha256=np.array(sha), window_offsets=offs, windows=np.concatenate(windows),
-        crash_log=np.array("\n".join(log)))
+        crash_log=np.array("\n".join(log)), probe_gmem_status=np.array(probe, np.int32))
     done = sum(int(r[3][0]) == 1 for r in rows)
     print(f"{N_CASES} boxes, {sum(r[1] == 0 for r in rows)} encoded, {done} completed, {len(failed)} crashed the "
-          f"context, {time.time() - t0:.1f} s")
+          f"context, {len(not_run)} not run (time cap), {time.time() - t0:.1f} s; global-memory tensormap probe "
+          f"(1 done, 0 timeout, -1 crash, -2 not run): {probe}")
     print("\n".join(log[:40]))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--range"]:
-        run_range(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    if sys.argv[1:2] == ["--cases"]:
+        run_cases(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
     else:
         main()
