@@ -8,8 +8,9 @@ garbage an inactive lane may hold.
 
 ``STATUS`` says, per row, how far warpsim's result is trusted: ``verified`` (words captured on an
 H100 replay exactly), ``exact`` (the PTX ISA's rule implemented bit for bit, checked against
-hand-derived examples; H100 capture pending) or ``approximate`` (a hardware unit whose words are
-not published: warpsim returns the correctly rounded value; the measured error is in the note).
+hand-derived examples; this form is not in an H100 capture) or ``approximate`` (a hardware unit
+whose words are not published: warpsim returns a model within the stated error; the measured
+error is in the note).
 """
 
 from __future__ import annotations
@@ -63,7 +64,38 @@ _CAPTURED = [
     r"setp\.(?:eq|ne|lt|le|gt|ge|equ|neu|ltu|leu|gtu|geu|num|nan)\.f32",
     r"(?:add|sub|mul)\.f32", r"(?:add|mul)\.rn\.f32", r"fma\.rn\.f32", r"(?:min|max|neg|abs)\.f32",
 ]
+# forms replayed word for word against the H100 captures of tests/ptx/data/cap_alu2.npz (the plan
+# warpsim/hw/ptx_alu2_cases.py; tests/test_ptx_alu2.py checks that this list and the plan agree)
+_R, _RD, _H = r"(?:rn|rz|rm|rp)", r"(?:rz|rm|rp)", r"(?:f16|f16x2|bf16|bf16x2)"
+_F64_CMPS = r"(?:eq|ne|lt|le|gt|ge|equ|neu|ltu|leu|gtu|geu|num|nan)"
+_CAPTURED_ALU2 = [
+    # integer
+    r"(?:div|rem|sad)\.[su](?:16|32|64)", r"(?:mul\.hi|mul\.wide|mad\.lo|min|max)\.[su]16", r"mad\.hi\.[su]64",
+    r"(?:abs|neg)\.s(?:16|64)", r"not\.b64", r"cnot\.b16",
+    r"(?:add\.cc|addc\.cc|addc|sub\.cc|subc\.cc|subc|mad\.lo\.cc|madc\.hi\.cc|madc\.lo\.cc|madc\.hi)\.(?:u32|u64|s32)",
+    r"(?:min|max)\.relu\.s32", r"(?:min|max)\.(?:u16x2|s16x2|relu\.s16x2)", r"shf\.[lr]\.(?:wrap|clamp)\.b32",
+    r"prmt\.b32\.(?:f4e|b4e|rc8|ecl|ecr|rc16)", r"lop3\.b32", r"bfind(?:\.shiftamt)?\.[su](?:32|64)",
+    r"dp4a\.[su]32\.[su]32", r"dp2a\.(?:lo|hi)\.[su]32\.[su]32",
+    r"testp\.(?:finite|infinite|number|notanumber|normal|subnormal)\.(?:f32|f64)",
+    r"setp\.(?:lt|ge)\.s(?:16|64)", r"setp\.(?:lo|hs)\.u(?:16|64)",
+    # f32 / f64
+    r"(?:add|sub|mul)\." + _R + r"(?:\.ftz)?\.f32", r"(?:add|sub|mul)\." + _R + r"\.f64",
+    r"(?:add|sub|mul)\.(?:rn\.sat|rz\.ftz\.sat)\.f32", r"fma\." + _R + r"(?:\.ftz|\.sat)?\.f32",
+    r"fma\." + _R + r"\.f64", r"mad\.(?:rz|rn\.ftz\.sat)\.f32",
+    r"div\.rn(?:\.ftz)?\.f32", r"div\." + _RD + r"(?:\.ftz)?\.f32", r"(?:rcp|sqrt)\." + _RD + r"\.f32",
+    r"(?:div|rcp|sqrt)\." + _R + r"\.f64", r"(?:rcp|sqrt)\.rn(?:\.ftz)?\.f32",
+    r"(?:min|max)\.(?:ftz|NaN|xorsign\.abs|ftz\.NaN)\.f32", r"(?:min|max)\.f64",
+    r"(?:abs|neg)\.ftz\.f32", r"(?:abs|neg)\.f64", r"copysign\.(?:f32|f64)",
+    r"setp\.(?:lt|equ|num)\.ftz\.f32", r"setp\." + _F64_CMPS + r"\.f64",
+    r"slct\.s32\.s32", r"slct(?:\.ftz)?\.b32\.f32",
+    # f16 / bf16, scalar and packed (.ftz and .sat exist for f16 only)
+    r"(?:add|sub|mul)\.rn\." + _H, r"(?:add|sub|mul)\.rn\.(?:ftz|sat)\.f16(?:x2)?",
+    r"fma\.rn(?:\.relu)?\." + _H, r"fma\.rn\.(?:ftz|sat)\.f16(?:x2)?",
+    r"(?:min|max)(?:\.NaN|\.xorsign\.abs)?\." + _H, r"(?:min|max)\.ftz\.f16(?:x2)?", r"(?:neg|abs)\." + _H,
+    r"setp\.(?:lt|equ|nan)\.(?:f16|bf16)", r"setp\.(?:lt|geu)\.(?:f16x2|bf16x2)",
+]
 VERIFIED_FORMS = [re.compile(p + r"\Z") for p in _CAPTURED]
+VERIFIED_ALU2 = [re.compile(p + r"\Z") for p in _CAPTURED_ALU2]
 
 
 def instruction_status(opcode: str) -> tuple[str, str]:
@@ -73,6 +105,10 @@ def instruction_status(opcode: str) -> tuple[str, str]:
         raise TypeError(f"opcode must be a str such as 'div.rn.f32', not {type(opcode).__name__}")
     if any(p.match(opcode) for p in VERIFIED_FORMS):
         return VERIFIED, "replayed word for word against H100 captures (tests/ptx/data/cap_alu.npz)"
+    row_note = next((note for pat, _, note in STATUS if pat.match(opcode)), "")
+    if any(p.match(opcode) for p in VERIFIED_ALU2):
+        where = "replayed word for word against H100 captures (tests/ptx/data/cap_alu2.npz)"
+        return VERIFIED, f"{where}; {row_note}" if row_note else where
     for pat, status, note in STATUS:
         if pat.match(opcode):
             return status, note

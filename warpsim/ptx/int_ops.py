@@ -1,8 +1,8 @@
 """Integer ALU rows that compilers emit beyond the basic table: division, carry chains, funnel
 shifts, byte permutes, lop3, bit search, dot products, sad.
 
-Semantics follow the PTX ISA; where the ISA leaves a result to the hardware (division by zero)
-warpsim returns what the H100's code sequence returns (see STATUS notes and docs/ptx_alu.md).
+Semantics follow the PTX ISA; where the ISA leaves a result to the hardware (division by zero,
+the carry flag of subtraction) warpsim returns what the H100 captures show (docs/ptx_alu.md).
 The carry flag (CC.CF) is per thread state kept beside the register file.
 """
 
@@ -38,11 +38,10 @@ def _out(v, t):
 
 
 # ----------------------------------------------------------------------------------------------
-# division and remainder: truncating; x / 0 and x % 0 give all ones
+# division and remainder: truncating; x / 0 and x % 0 give all ones (captured)
 
-_DIV_NOTE = ("division by zero: quotient and remainder all ones, signed or unsigned (the integer "
-             "division sequences NVIDIA GPUs run end that way, as reported publicly; H100 capture pending); "
-             "MIN / -1 wraps to MIN, MIN % -1 is 0")
+_DIV_NOTE = ("division by zero: quotient and remainder all ones, signed or unsigned, every width (H100 "
+             "capture); MIN / -1 wraps to MIN, MIN % -1 is 0")
 
 
 def _divmod(a, b, t):
@@ -128,19 +127,24 @@ _MADC_PAT = r"mad(?P<cin>c)?\.(?P<half>lo|hi)(?P<cc>\.cc)?\." + _CT
 
 @instr(_CARRY_PAT)
 def _add_sub_carry(ctx, m):
-    """add.cc / addc(.cc) / sub.cc / subc(.cc): subtraction's CC.CF is the borrow (PTX ISA)."""
+    """add.cc / addc(.cc) / sub.cc / subc(.cc) as the H100 runs them: one adder and one flag.
+    Subtraction is a + ~b + carry-in (1 for sub.cc, CC.CF for subc) and CC.CF is the adder's
+    carry out, i.e. NOT the borrow: after an add.cc that did not carry, subc gives a - b - 1
+    (captured, tests/ptx/data/cap_alu2.npz: carry_addsub_*, carry_subadd_*)."""
     t = m["t"]
     bits = TYPES[t][0]
     d, a, b = ctx.need(3)
     va = ctx.read(a, t, what=f"source 1 of {ctx.opcode}")
     vb = ctx.read(b, t, what=f"source 2 of {ctx.opcode}")
-    cin = read_carry(ctx) if m["cin"] is not None else np.zeros(ctx.shape, bool)
+    if m["cin"] is not None:
+        cin = read_carry(ctx)
+    else:
+        cin = np.full(ctx.shape, m["op"] == "sub", bool)
     if m["op"] == "add":
         s, cout = _add_carry(va, vb, cin, bits)
-    else:       # a - (b + cin) = a + ~b + !cin; borrow out = no carry out
+    else:
         nb = ((~_u64(vb)) & _mask(bits)).astype(UINT[bits])
-        s, carry = _add_carry(va, nb, ~cin, bits)
-        cout = ~carry
+        s, cout = _add_carry(va, nb, cin, bits)
     ctx.write(d, _out(s, t), t, what=f"destination of {ctx.opcode}")
     if m["cc"]:
         write_carry(ctx, cout)
@@ -163,8 +167,9 @@ def _mad_carry(ctx, m):
         write_carry(ctx, cout)
 
 
-note_status(_CARRY_PAT, EXACT, "CC.CF per lane, 0 before the first .cc; subtraction's CF is the borrow")
-note_status(_MADC_PAT, EXACT, "CC.CF per lane, 0 before the first .cc")
+note_status(_CARRY_PAT, EXACT, "CC.CF per lane, the adder's carry out (subtraction: a + ~b + CF, so CF "
+            "is NOT the borrow); 0 before the first .cc (not captured)")
+note_status(_MADC_PAT, EXACT, "CC.CF per lane, the adder's carry out; 0 before the first .cc (not captured)")
 
 
 # ----------------------------------------------------------------------------------------------

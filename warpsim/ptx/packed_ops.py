@@ -49,11 +49,12 @@ def _half_minmax(m, a, b):
 
 
 @row(r"(?P<op>neg|abs)(?P<ftz>\.ftz)?\." + _H, "{t}", ["{t}"],
-     note="sign bit flipped / cleared, NaN included (capture pending)")
+     note="sign bit flipped / cleared; a NaN becomes the canonical 0x7fff (H100 capture)")
 def _half_absneg(m, a):
     def one(f, x):
         if m["ftz"]:
             x = flush(x, f)
-        return (x ^ np.uint16(0x8000)) if m["op"] == "neg" else (x & np.uint16(0x7FFF))
+        r = (x ^ np.uint16(0x8000)) if m["op"] == "neg" else (x & np.uint16(0x7FFF))
+        return np.where(is_nan(x, f), np.uint16(0x7FFF), r).astype(np.uint16)
     return lanes(one, m["t"], a)
 
