@@ -39,9 +39,6 @@ def test_every_compiled_file_loads(path):
 
 
 def _xfail_known(name):
-    if name == "simt_calls_G":
-        pytest.xfail("known bug: the -G build of simt_calls runs to wrong 'out' words (see "
-                     "test_simt_calls_equals_its_c_source)")
     if name in WGMMA_EARLY_READ:
         pytest.xfail("Triton reads wgmma accumulators after commit_group before wait_group (ptxas serialises "
                      "it); warpsim's wgmma hazard check refuses the read")
@@ -102,9 +99,6 @@ def _simt_calls_reference(x, n=300, salt=7):
 
 @pytest.mark.parametrize("name", ["simt_calls", "simt_calls_G"])
 def test_simt_calls_equals_its_c_source(name):
-    if name.endswith("_G"):
-        pytest.xfail("known bug: the -G build (calls to atomic wrapper .funcs under divergence) gives wrong "
-                     "'out' words; the -O3 build is exact")
     bufs, _ = _run(name)
     assert (bufs["out"] == _simt_calls_reference(bufs["x"])).all()
 

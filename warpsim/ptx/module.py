@@ -47,6 +47,7 @@ _CALL = re.compile(r"call(?:\.uni)?\s+(?:\(\s*([^)]*?)\s*\)\s*,\s*)?([\w$]+)\s*(
 _PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d+)\])?\Z")
 _LOCAL_DECL = re.compile(r"\.local\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?\.(\w+)\s+([\w$]+)((?:\s*\[\d+\])*)\Z")
 EXIT_PC = -2          # reconvergence point of a branch whose paths meet only when lanes leave
+CALL_RPC = -3         # a call's stack entry: no pc equals it, so it pops only when its lanes have all returned
 
 
 class _Function:
@@ -797,7 +798,7 @@ class _Kernel(Warp):
                     raise PTXError(f"call result {r!r} is not a .param variable of {caller.name}", line=st.line,
                                    statement=st.text, token=r)
             self._save(w)
-            self.stacks[w].append([callee.start, m.copy(), p + 1, _Frame(callee, caller, rets, m.copy(), saved)])
+            self.stacks[w].append([callee.start, m.copy(), CALL_RPC, _Frame(callee, caller, rets, m.copy(), saved)])
             self._top(w)
             if callee.start == callee.end:
                 raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)
