@@ -672,13 +672,23 @@ def _matrix_from_frag(words, trans):
     return np.swapaxes(mat, -1, -2) if trans else mat
 
 
-_MATRIX = r"\.sync\.aligned\.m8n8\.x(?P<n>1|2|4)(?P<trans>\.trans)?" + r"(?:\.(?P<space>shared(?:::cta)?))?\.b16"
+# ptxas takes .m8n8, .xN and .trans in any order (CUTLASS writes ldmatrix.sync.aligned.x4.trans.m8n8)
+_MATRIX = r"\.sync\.aligned(?P<quals>(?:\.(?:m8n8|x[124]|trans)){2,3})(?:\.(?P<space>shared(?:::cta)?))?\.b16"
+
+
+def _matrix_form(ctx, m):
+    """(number of matrices, transposed?) from the shape qualifiers, each allowed once in any order."""
+    q = m["quals"].split(".")[1:]
+    xs = [x for x in q if x.startswith("x")]
+    if q.count("m8n8") != 1 or len(xs) != 1 or q.count("trans") > 1:
+        ctx.fail(f"{ctx.opcode}: the qualifiers are .m8n8, one of .x1/.x2/.x4 and optionally .trans, each once")
+    return int(xs[0][1:]), "trans" in q
 
 
 @instr(r"ldmatrix" + _MATRIX)
 def _ldmatrix(ctx, m):
     d, src = ctx.need(2)
-    n = int(m["n"])
+    n, trans = _matrix_form(ctx, m)
     regs = d if isinstance(d, list) else [d]
     if len(regs) != n:
         ctx.fail(f"{ctx.opcode} loads {n} matrices: its destination lists {n} 32-bit register(s), got {len(regs)}")
@@ -690,13 +700,13 @@ def _ldmatrix(ctx, m):
         ctx.check_aligned(rows, 16, f"ldmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
         data = ctx.memory.load(space, rows, 16, 16, ctx, lanes=slice(8 * i, 8 * i + 8))
         mat = np.ascontiguousarray(data).view(np.uint16).reshape(rows.shape[0], 8, 8)
-        ctx.write(r, _frag_from_matrix(mat, bool(m["trans"])), "b32")
+        ctx.write(r, _frag_from_matrix(mat, trans), "b32")
 
 
 @instr(r"stmatrix" + _MATRIX)
 def _stmatrix(ctx, m):
     dst, s = ctx.need(2)
-    n = int(m["n"])
+    n, trans = _matrix_form(ctx, m)
     regs = s if isinstance(s, list) else [s]
     if len(regs) != n:
         ctx.fail(f"{ctx.opcode} stores {n} matrices: its source lists {n} 32-bit register(s), got {len(regs)}")
@@ -706,7 +716,7 @@ def _stmatrix(ctx, m):
     for i, r in enumerate(regs):
         rows = addr[:, 8 * i:8 * i + 8]
         ctx.check_aligned(rows, 16, f"stmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
-        mat = _matrix_from_frag(ctx.read(r, "b32"), bool(m["trans"]))
+        mat = _matrix_from_frag(ctx.read(r, "b32"), trans)
         ctx.memory.store(space, rows, np.ascontiguousarray(mat).view(np.uint8).reshape(rows.shape[0], 8, 16), 16, ctx,
                          lanes=slice(8 * i, 8 * i + 8))
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 GLOBAL_BASE = 0x0000_0100_0000_0000      # first address GlobalMemory.map chooses
-SHARED_WINDOW = 0x0000_7F00_0000_0000    # generic addresses of shared memory (cvta.shared)
-LOCAL_WINDOW = 0x0000_7E00_0000_0000     # generic addresses of a thread's local memory (cvta.local)
-PARAM_WINDOW = 0x0000_7D00_0000_0000     # generic addresses of the kernel parameters (cvta.param)
+# The windows sit above the 47-bit user address range, so that any device address a real launch
+# had (CUDA hands out addresses up to 0x7fff_ffff_ffff) can be mapped as global memory.
+PARAM_WINDOW = 0x0000_8000_0000_0000     # generic addresses of the kernel parameters (cvta.param)
+LOCAL_WINDOW = 0x0000_8100_0000_0000     # generic addresses of a thread's local memory (cvta.local)
+SHARED_WINDOW = 0x0000_8200_0000_0000    # generic addresses of shared memory (cvta.shared)
 _WINDOW = 1 << 32
 
 _GLOBAL, _SHARED, _LOCAL, _PARAM = 0, 1, 2, 3

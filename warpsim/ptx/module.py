@@ -503,7 +503,7 @@ class _Kernel(Warp):
             self._symbols[pname] = off            # mov %rd, param: its address in the .param space
 
     def _param_ref(self, op, ctx):
-        m = re.fullmatch(r"\[\s*([\w$%]+)\s*(?:([+-])\s*(\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
+        m = re.fullmatch(r"\[\s*([\w$%]+)\s*(?:([+-])\s*(-?\w+))?\s*\]", op.strip()) if isinstance(op, str) else None
         if not m:
             ctx.fail(f"a .param operand is [name], [name+offset] or [register+offset], not {op!r}",
                      token=op if isinstance(op, str) else None)
