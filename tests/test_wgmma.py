@@ -503,14 +503,23 @@ def test_kernel_wgmma_hazards_and_warpgroups():
     e, _ = _tile_entry()
     wait = "wgmma.wait_group.sync.aligned 0;"
 
-    def launch(src, per_cta=2, block=None):
+    def launch(src, per_cta=2, block=None, **kw):
         args, grid = _tile_args(e, per_cta)
-        warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=block or 128 * per_cta, args=args)
+        warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=block or 128 * per_cta, args=args, **kw)
+        return args
 
-    # D stored without waiting for the wgmma
+    # D stored without waiting for the wgmma: the ISA's hazard with wgmma_strict=True; by default
+    # what ptxas assembles (it injects the wait, info C7517), with a warning naming both statements
     with pytest.raises(warpsim.PTXError, match=r"reads accumulator register %f0 of a wgmma that is still in flight "
                                                r"\(line 8\d: wgmma.mma_async"):
-        launch(text.replace(wait, ""))
+        launch(text.replace(wait, ""), wgmma_strict=True)
+    from warpsim.ptx.warpgroup import WgmmaSerializedWarning
+
+    with pytest.warns(WgmmaSerializedWarning, match=r"line 8\d: 'st.global.* reads accumulator register %f0 .*"
+                                                    r"\(line 8\d: wgmma.mma_async.*C7517"):
+        serialised = launch(text.replace(wait, ""))
+    waited = launch(text)
+    assert (serialised[3].view(np.uint32) == waited[3].view(np.uint32)).all()      # D's words
     # a store into shared memory an in-flight wgmma (of the other warpgroup of the CTA, too) reads
     with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[0, 4\) that a wgmma still in flight reads"):
         launch(text.replace(wait, "st.shared.u32 [%r5], %r14;\n\t" + wait))

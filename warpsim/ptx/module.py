@@ -291,7 +291,7 @@ class Module:
         return {v.name: v.data for v in self._mod.variables}
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
-               max_steps=10_000_000):
+               max_steps=10_000_000, wgmma_strict=False):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -302,7 +302,9 @@ class Module:
         per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
         module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
         statements executed (one per group of warps at a program counter) before the launch
-        stops with an error naming where it was.  Returns nothing.
+        stops with an error naming where it was.  wgmma_strict: a read of an in-flight wgmma's
+        accumulator registers is an error (the PTX ISA leaves it undefined) instead of what ptxas
+        makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.  Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -329,6 +331,8 @@ class Module:
         elif not isinstance(memory, GlobalMemory):
             raise TypeError(f"memory must be a warpsim.ptx.GlobalMemory, not {type(memory).__name__}")
         k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self)
+        if k._async is not None:
+            k._async.strict = bool(wgmma_strict)
         k.bind(args)
         k.run(int(max_steps))
 
