@@ -762,7 +762,7 @@ def _fence(ctx, m):
 
 
 # ----------------------------------------------------------------------------------------------
-# warp-wide exchange: shfl, vote, activemask (all 32 lanes execute: warpsim refuses divergence)
+# warp-wide exchange: shfl, vote, activemask (.sync forms: the executing lanes must be the membermask)
 
 @instr(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(ctx, m):
@@ -772,11 +772,10 @@ def _shfl(ctx, m):
     dst, p = ops[0], None
     if isinstance(dst, str) and "|" in dst:
         dst, p = [x.strip() for x in dst.split("|")]
-    ctx.require_converged()
+    ctx.require_members(ctx.read(ops[4], "b32"))
     a = ctx.read(ops[1], "b32")
     b = ctx.read(ops[2], "u32").astype(np.int64) & 31
     c = ctx.read(ops[3], "u32").astype(np.int64)
-    ctx.read(ops[4], "b32")
     lane = np.arange(32)[None, :]
     cval, seg = c & 31, (c >> 8) & 31
     min_lane = lane & seg
@@ -803,21 +802,28 @@ def _shfl(ctx, m):
 @instr(r"vote\.sync\.(?P<mode>all|any|uni)\.pred")
 def _vote(ctx, m):
     d, p, mask = ctx.need(3)
-    ctx.require_converged()
+    ctx.require_members(ctx.read(mask, "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask     # the members' votes only
     v = ctx.read(p, "pred")
-    ctx.read(mask, "b32")
-    r = {"all": v.all(axis=1), "any": v.any(axis=1), "uni": v.all(axis=1) | ~v.any(axis=1)}[m["mode"]]
+    r = {"all": (v | ~on).all(axis=1), "any": (v & on).any(axis=1),
+         "uni": (v | ~on).all(axis=1) | ~(v & on).any(axis=1)}[m["mode"]]
     ctx.write(d, np.broadcast_to(r[:, None], ctx.shape), "pred")
 
 
 @instr(r"vote\.sync\.ballot\.b32")
 def _ballot(ctx, m):
     d, p, mask = ctx.need(3)
-    ctx.require_converged()
-    v = ctx.read(p, "pred").astype(np.uint64)
-    ctx.read(mask, "b32")
+    ctx.require_members(ctx.read(mask, "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    v = (ctx.read(p, "pred") & on).astype(np.uint64)
     bits = (v << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
     ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
+
+
+@instr(r"bar\.warp\.sync")
+def _bar_warp_sync(ctx, m):
+    (mask,) = ctx.need(1)
+    ctx.require_members(ctx.read(mask, "b32"))
 
 
 @instr(r"activemask\.b32")

@@ -744,7 +744,7 @@ class _Kernel(Warp):
                     for w in idx:
                         self._settle(int(w))
                 continue
-            if op == "bar.warp.sync" or op.startswith("nanosleep") or op.startswith("prefetch"):
+            if op.startswith("nanosleep") or op.startswith("prefetch"):
                 pass
             else:
                 on = lanes.any(axis=1)
