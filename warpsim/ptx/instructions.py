@@ -751,11 +751,6 @@ def _nanosleep(ctx, m):
     ctx.read(ctx.need(1)[0], "u32")     # time is the scheduler's step count: sleeping changes nothing
 
 
-@instr(r"bar\.warp\.sync")
-def _bar_warp(ctx, m):
-    ctx.need(1)
-
-
 @instr(r"(?:membar|fence)(?:\.[\w:]+)*")
 def _fence(ctx, m):
     pass

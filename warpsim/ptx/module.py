@@ -724,6 +724,14 @@ class _Kernel(Warp):
                 bid = ctx.read(ctx_ops[0], "u32")
                 cnt = ctx.read(ctx_ops[1], "u32") if len(ctx_ops) == 2 else np.zeros_like(bid)
                 arrive = ".arrive" in op
+                if arrive and len(ctx_ops) != 2:
+                    raise PTXError(f"{op} needs a thread count (bar.arrive a, b): the threads that sync on barrier "
+                                   "a", line=st.line, statement=st.text, token=op)
+                bad = (cnt[:, 0] % 32 != 0) | (cnt[:, 0] > 32 * self.wpc) | ((cnt[:, 0] == 0) & (len(ctx_ops) == 2))
+                if bad.any():
+                    raise PTXError(f"the thread count of {op} is {int(cnt[np.argmax(bad), 0])}: it must be a "
+                                   f"non-zero multiple of 32 (the warp size) and at most the CTA's {32 * self.wpc} "
+                                   "threads", line=st.line, statement=st.text, token=ctx_ops[-1])
                 keys = set()
                 for k, w in enumerate(idx):
                     key = (int(cta[w]), int(bid[k, 0]))
