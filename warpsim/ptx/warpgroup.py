@@ -34,7 +34,9 @@ The asynchrony is modelled as the PTX ISA defines it, and what it leaves undefin
 accumulator registers, or writing its A registers, with any statement other than a wgmma
 chained on the same accumulator; writing shared memory an in-flight wgmma reads; a wgmma whose
 registers were written since the last ``wgmma.fence``.  A wgmma is in flight from its issue
-until a ``wgmma.wait_group`` that covers its committed group.  Results are computed at issue
+until a ``wgmma.wait_group`` that covers its committed group (in a kernel launch, unless
+``wgmma_strict=True``, a read of an in-flight accumulator is what ptxas makes of it instead: a
+wait for that wgmma, with a :class:`WgmmaSerializedWarning`).  Results are computed at issue
 (equal to the GPU's whenever no hazard is reported).  The state is a :class:`WgmmaUnit` of the
 executing machine, per warpgroup; it sees every register read and write of the other statements
 and every shared-memory store (``st``, ``stmatrix``, ``cp.async``, :meth:`Warpgroup.write_smem`).
