@@ -24,5 +24,5 @@ MALFORMED = [
     ("mma.sync.aligned.m16n8k16.row.col.f32.f17.f16.f32", "unknown type"),
     ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16", "four types"),
     ("mma.sp::unordered.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "unknown sparse form"),
-    ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.or.popc", "unexpected trailing"),
+    ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.or.popc", "unknown qualifier '.or'"),
 ]

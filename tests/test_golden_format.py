@@ -33,9 +33,9 @@ def test_every_array_reads_back_to_its_recorded_words(path):
 
 
 def test_corpora_stay_within_the_size_budget():
-    """tests/golden/README.md: committed captures at most 20 MB (today's 16 MB plus this round's)."""
+    """tests/golden/README.md: committed captures at most 24 MB (16.0 MB converted + this round's)."""
     total = sum(os.path.getsize(ROOT / f) for f in FILES)
-    assert total <= 20_000_000, f"committed captures take {total} bytes; the budget is 20 MB"
+    assert total <= 24_000_000, f"committed captures take {total} bytes; the budget is 24 MB"
 
 
 def test_tracked_tree_within_budget():
@@ -44,7 +44,7 @@ def test_tracked_tree_within_budget():
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     total = sum(os.path.getsize(ROOT / f.decode()) for f in files if f and (ROOT / f.decode()).exists())
-    assert total <= 25_000_000, f"the tracked tree is {total} bytes; the budget is 25 MB"
+    assert total <= 30_000_000, f"the tracked tree is {total} bytes; the budget is 30 MB"
 
 
 # --- the format itself, on small synthetic files ------------------------------------------------
@@ -166,3 +166,14 @@ def test_corpora_replay_from_the_compact_files_with_the_fast_paths_off(name):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     rows = [line.split() for line in r.stdout.splitlines()[2:] if line.strip()]
     assert rows and all(row[-1] == "bit-exact" and row[-2] == "0" for row in rows), r.stdout
+
+
+def test_text_arrays_round_trip(tmp_path):
+    """0-d strings (manifests) and arrays of strings (form names) come back as they went in."""
+    arrays = {"manifest": np.array('{"a": 1}'), "names": np.array(["div.s32", "rem.u64", "ü"]),
+              "grid": np.array([["a", "bb"], ["ccc", ""]])}
+    save_golden(tmp_path / "t.npz", arrays)
+    z = open_golden(tmp_path / "t.npz")
+    for k, v in arrays.items():
+        assert z[k].shape == v.shape and (z[k] == v).all() and z[k].dtype.kind == "U", k
+    assert z.verify_digests() == []

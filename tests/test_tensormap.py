@@ -3,6 +3,8 @@
 import os
 
 import numpy as np
+
+from warpsim.hw.golden import open_golden
 import pytest
 
 from warpsim.isa import tensormap as T
@@ -111,7 +113,7 @@ def capture_case(z, i):
 def _capture():
     if not os.path.exists(CAPTURE):
         pytest.xfail("captures pending: tests/golden/tensormaps_sm90.npz not yet captured on an H100")
-    return np.load(CAPTURE, allow_pickle=False)
+    return open_golden(CAPTURE)
 
 
 @pytest.mark.xfail(strict=False, reason="captures pending: driver byte layout not yet fitted")

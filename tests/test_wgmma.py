@@ -525,9 +525,9 @@ def test_kernel_wgmma_hazards_and_warpgroups():
         launch(text.replace(wait, "st.shared.u32 [%r5], %r14;\n\t" + wait))
     # the same store after the wait is fine
     launch(text.replace(wait, wait + "\n\tst.shared.u32 [%r5], %r14;"))
-    # a register written after the fence
-    with pytest.raises(warpsim.PTXError, match="register %rd19 was written .* after the last wgmma.fence"):
-        launch(text.replace("wgmma.fence.sync.aligned;", "wgmma.fence.sync.aligned;\n\tadd.s64 %rd19, %rd19, 0;"))
+    # a descriptor register written after the fence is fine (the ISA fences accumulator and A-fragment
+    # registers only; nvcc's CUTLASS 3 code writes descriptors between wgmma.fence and wgmma.mma_async)
+    launch(text.replace("wgmma.fence.sync.aligned;", "wgmma.fence.sync.aligned;\n\tadd.s64 %rd19, %rd19, 0;"))
     # CTAs that are not whole warpgroups, and a warpgroup that is not converged
     with pytest.raises(warpsim.PTXError, match="CTA of 3 warps .* multiple of 128 threads"):
         launch(text, per_cta=1, block=96)

@@ -2,7 +2,7 @@
 
 The public surface: :func:`mma` (warp-level ``mma``/``mma.sp`` on register words) and
 :func:`wgmma` (Hopper's warpgroup ``wgmma.mma_async``, dense and sparse, with shared memory and
-descriptors), :func:`matmul` (matrices through either), :func:`gemm` (whole GEMMs as a kernel's
+descriptors), :func:`tcgen05_mma` (sm_100a ``tcgen05.mma`` on tensor memory; modelled), :func:`matmul` (matrices through either), :func:`gemm` (whole GEMMs as a kernel's
 main loop computes them), :func:`parse` and the catalog, the fragment helpers
 :func:`fragment_map`, :func:`pack` and :func:`unpack`, :func:`compress` / :func:`expand`,
 :func:`explain`, the register files :class:`Warp` and :class:`Warpgroup`, and
@@ -11,6 +11,7 @@ main loop computes them), :func:`parse` and the catalog, the fragment helpers
 
 from .api.mma import mma
 from .api.wgmma import wgmma
+from .api.tcgen05 import tcgen05_mma
 from .isa.catalog import CATALOG, Instruction, entries
 from .isa.layouts import fragment_map, pack, unpack
 from .isa.parse import parse
@@ -24,4 +25,4 @@ from .api.explain import explain
 __version__ = "0.1.0"
 
 __all__ = ["mma", "wgmma", "parse", "pack", "unpack", "fragment_map", "CATALOG", "Instruction", "entries", "__version__",
-           "matmul", "gemm", "Warp", "Warpgroup", "PTXError", "compress", "expand", "explain"]
+           "matmul", "gemm", "tcgen05_mma", "Warp", "Warpgroup", "PTXError", "compress", "expand", "explain"]

@@ -5,6 +5,10 @@ element, and reports the exact real-number result (rational arithmetic on the
 decoded inputs), the hardware-model result, the same exact result rounded once
 to nearest in D's format, and the model's distance from the exact result in
 units in the last place of D's format.
+
+For a PTX ALU opcode (``explain("ex2.approx.f32")``) it returns the row's status instead:
+verified against H100 captures, exact by the ISA's rule, or approximate (a special-function unit
+warpsim models as the correctly rounded function), with what was measured.
 """
 
 from __future__ import annotations
@@ -89,12 +93,32 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(instruction, a, b, c, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
+@dataclass(frozen=True)
+class InstructionStatus:
+    """How far warpsim's result of a PTX ALU opcode is trusted (warpsim.ptx.instruction_status)."""
+    opcode: str
+    status: str              # "verified", "exact" or "approximate"
+    note: str
+
+    def __str__(self):
+        what = {"verified": "verified: replayed word for word against H100 captures",
+                "exact": "exact: the PTX ISA's rule bit for bit (hand-derived examples; H100 capture pending)",
+                "approximate": "approximate, not bit-exact"}[self.status]
+        return f"{self.opcode}\n  {what}" + (f"\n  {self.note}" if self.note else "")
+
+
+def explain(instruction, a=None, b=None, c=None, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
             scale_a=None, scale_b=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0) -> Explanation:
     """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment).
     Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`."""
     from .mma import validate_scales
 
+    if a is None and b is None and c is None and isinstance(instruction, str) \
+            and not instruction.startswith(("mma", "wgmma")):
+        from ..ptx import instruction_status
+        return InstructionStatus(instruction, *instruction_status(instruction))
+    if a is None or b is None or c is None:
+        raise TypeError(f"explain({instruction!r}, a, b, c, ...) needs the register words a, b and c of the mma")
     ins, single, a3, b3, c3, e3 = validate(instruction, a, b, c, e, selector, arch)
     sel4 = (byte_id_a, thread_id_a, byte_id_b, thread_id_b)
     sfs = validate_scales(ins, single, a3.shape[0], scale_a, scale_b, sel4)

@@ -78,6 +78,29 @@ class _Progress:
                   flush=True)
 
 
+def _tcgen05_twin(spelling, A, arch):
+    """The sm_100 ``mma`` whose recipe equals a tcgen05.mma's, and its target: a tcgen05 main loop is a chain
+    of K-step MMAs, each a fused sum with C, which is what that mma chain computes.  kind::f16 (f16 or bf16
+    A/B, f32 D: the m16n8k16 HMMA rule) and kind::tf32 (m16n8k8) have one; the other kinds do not yet."""
+    from ..numerics.recipes import recipe_params
+    from ..isa import tcgen05 as _t
+
+    op = parse(spelling, arch="sm_100a" if arch is None else arch)
+    adt = getattr(getattr(A, "dtype", None), "name", "")
+    twin = {("f16", "float16"): "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+            ("f16", "bfloat16"): "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            ("tf32", "float32"): "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}.get((op.kind, adt))
+    if twin is None or op.sparse:
+        raise NotImplementedError(f"{op.opcode}: warpsim.gemm runs tcgen05 main loops for dense kind::f16 (float16 / "
+                                  "bfloat16 A and B, f32 D) and kind::tf32 (float32) only; warpsim.matmul(..., "
+                                  "arch='sm_100a') computes one tcgen05.mma of every kind")
+    t = twin.split(".")[-3]
+    desc = _t.InstrDesc(kind=op.kind, atype=t, btype=t, dtype="f32", m=128, n=64)
+    if not np.array_equal(recipe_params(_t.instruction(op, desc), "sm_100"), recipe_params(twin, "sm_100")):
+        raise NotImplementedError(f"{op.opcode}: its recipe no longer equals {twin}'s on sm_100")
+    return twin, "sm_100"
+
+
 def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None, progress=False,
          split_k_reduce="serial", pad=False, k_order=None):
     """D = A @ B + C as a tensor-core kernel's main loop computes it with ``instruction``.
@@ -87,7 +110,8 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     (as :func:`warpsim.pack`).  numpy or dask arrays (dask: the result is a dask array, computed
     block by block on the M and N chunks, each task running its block's whole K chain).
     instruction: a float or integer ``mma`` opcode of the catalog, or a ``wgmma`` opcode once the
-    catalog has warpgroup rows (tile 64 x n); its m, n, k are the tile and the k step.  Sparse (``mma.sp``) forms take the logical A, 2:4 sparse (tf32 1:2), as
+    catalog has warpgroup rows (tile 64 x n); its m, n, k are the tile and the k step.  A dense tcgen05
+    kind::f16 / kind::tf32 spelling (arch sm_100a) runs as the sm_100 ``mma`` chain of the same recipe.  Sparse (``mma.sp``) forms take the logical A, 2:4 sparse (tf32 1:2), as
     :func:`warpsim.compress` (in every group the nonzero positions, padded with the lowest unused).
     arch: the target whose recipes compute each instruction (default "sm_90", the one verified on
     hardware; see warpsim.mma for the modelled ones).
@@ -112,6 +136,8 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     """
     from ..numerics.arch import check_arch
 
+    if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
+        instruction, arch = _tcgen05_twin(instruction, A, arch)
     arch = check_arch("sm_90" if arch is None else arch)
     try:
         ins = parse(instruction, arch=arch)
@@ -288,6 +314,12 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         if k_order.shape != (K,) or not np.array_equal(np.sort(k_order), np.arange(K)):
             raise ValueError(f"k_order must be a permutation of range(K) = range({K})")
         A, B = A[:, k_order], B[k_order]
+    if K == 0:
+        raise ValueError(f"A is {M}x0 and B is 0x{N}: K must be at least 1 (with K = 0 no {ins.opcode} runs, "
+                         "so there is no tensor-core arithmetic to emulate)")
+    if split_k > -(-K // k):
+        raise ValueError(f"split_k = {split_k} exceeds the {-(-K // k)} k step(s) of {ins.opcode} in K = {K}: "
+                         "every slice needs at least one k step")
     Mp = _fit("M", M, m, f"the tile's m of {ins.opcode}", pad)
     Np = _fit("N", N, n, f"the tile's n of {ins.opcode}", pad)
     kmult = k * split_k

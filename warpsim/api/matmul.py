@@ -17,7 +17,7 @@ __all__ = ["matmul"]
 
 
 def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch: str = "sm_90",
-           scale_a=None, scale_b=None):
+           scale_a=None, scale_b=None, types=None):
     """D = A x B + C as the GPU computes it with ``instruction``.
 
     A, B, C: matrices of shape ([batch,] [products,] rows, cols) -- ``products`` only for the
@@ -30,10 +30,22 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     ([batch,] m, nscale) and ``scale_b`` of shape ([batch,] nscale, n), one factor per block of k
     (32 elements; 16 for scale_vec::4X), as values of the scale type (ue8m0: powers of two) or raw
     uint8 bits; they are placed in the scale registers with byte-id = thread-id = 0.
+    ``tcgen05.mma`` spellings (sm_100a; pass ``arch="sm_100a"``): M from A, N from B, element types from
+    the dtypes or ``types=(a, b, d)``; see :func:`warpsim.api.tcgen05.matmul_tcgen05` (modelled).
     Returns D in its element type, shape ([batch,] [products,] m, n).
     """
     from .mma import mma
 
+    if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
+        from .tcgen05 import matmul_tcgen05
+
+        parse(instruction, arch=arch)   # sm_100a only: a ValueError naming the target otherwise
+        if metadata is not None or selector:
+            raise ValueError("the tcgen05 matmul path is dense: it takes no metadata or selector")
+        return matmul_tcgen05(instruction, A, B, C, types=types, scale_a=scale_a, scale_b=scale_b)
+    if types is not None:
+        raise ValueError("types= is for tcgen05.mma spellings (their types live in the instruction descriptor); "
+                         "an mma/wgmma opcode names its types itself")
     ins = parse(instruction)
     if ins.is_wgmma:   # warpgroup MMA: A 64xK, B KxN, C 64xN through a canonical shared-memory layout
         from .wgmma import matmul_wgmma

@@ -7,6 +7,7 @@ modelled), 2 usage error (bad arguments, unknown opcode, malformed input).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -540,6 +541,85 @@ def cmd_gemm(a):
     return EXIT_OK
 
 
+def _dot_chains(records):
+    """Group recorded tl.dot calls into accumulator chains (a dot whose C is an earlier dot's D extends it)."""
+    chains, by_out = [], {}
+    for r in records:
+        ch = by_out.pop(id(r["c"]), None)
+        if ch is None:
+            ch = dict(lowering=r["lowering"], a=[], b=[], c=r["c"], launch=r["launch"], types=(r["atype"], r["out"]))
+            chains.append(ch)
+        ch["a"].append(r["a"])
+        ch["b"].append(r["b"])
+        ch["d"] = r["d"]
+        by_out[id(r["d"])] = ch
+    return chains
+
+
+def cmd_triton(a):
+    import runpy
+
+    from . import gemm_report as gr
+    from ..isa.parse import parse
+    os.environ["TRITON_INTERPRET"] = "1"        # before triton is imported: its kernels then build for the interpreter
+    try:
+        import warpsim.triton as wt
+    except ImportError as exc:
+        raise UsageError(f"needs the optional extra warpsim[triton] (triton, torch): {exc}") from None
+    if not os.path.isfile(a.file):
+        raise UsageError(f"no such file: {a.file}")
+    try:
+        ctx = wt.exact(arch=a.arch, device=a.device, num_warps=a.num_warps, path=a.path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    old_argv = sys.argv
+    sys.argv = [a.file] + list(a.args)
+    try:
+        with ctx, wt.record() as records:
+            runpy.run_path(a.file, run_name="__main__")
+    except NotImplementedError as exc:
+        print(f"warpsim triton: not modelled: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    finally:
+        sys.argv = old_argv
+    chains = _dot_chains(records)
+    print(f"warpsim triton: {len(records)} tl.dot calls in {len(chains)} accumulator chains, target {a.arch}")
+    groups = {}
+    for ch in chains:
+        lw = ch["lowering"]
+        groups.setdefault((ch["launch"][0] if ch["launch"] else "?", lw, ch["types"]), []).append(ch)
+    for (kernel, lw, (at, out)), chs in groups.items():
+        merged = None
+        opname = lw.instruction or "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+        ins = parse(opname)
+        for ch in chs:
+            A = np.concatenate(ch["a"], axis=-1)
+            B = np.concatenate(ch["b"], axis=-2)
+            As, Bs = wt._as_operand(A, at), wt._as_operand(B, at)
+            if A.ndim != 2:
+                continue
+            st = gr.report(np.asarray(As, np.float64) if ins.elem("d").is_float else As,
+                           np.asarray(Bs, np.float64) if ins.elem("d").is_float else Bs, ch["c"], ch["d"], ins)
+            if merged is None:
+                merged = dict(st)
+                merged["eq_count"] = st["equal"] * st["ulp"].size
+            else:
+                for key in ("outputs", "finite", "nonfinite", "nonfinite_equal"):
+                    merged[key] += st[key]
+                merged["eq_count"] += st["equal"] * st["ulp"].size
+                merged["ulp"] = np.concatenate([merged["ulp"], st["ulp"]])
+                merged["rel"] = np.concatenate([merged["rel"], st["rel"]])
+        if merged is None:
+            continue
+        merged["equal"] = merged["eq_count"] / max(1, merged["ulp"].size)
+        what = lw.instruction or "f32 FMA chain" if lw.kind != "tf32x3" else f"tf32x3 ({lw.instruction})"
+        print(f"\nkernel {kernel}: {at} -> {out}, {lw.path} path, {what}"
+              + (f", promote_every {lw.promote_every}" if lw.promote_every else "")
+              + f"; {len(chs)} chains (numerics of {lw.arch})")
+        print(gr.table(merged))
+    return EXIT_OK
+
+
 def cmd_bench(argv):
     try:
         from . import bench as _bench
@@ -672,6 +752,19 @@ def build_parser():
     s.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line on stderr")
     s.add_argument("--arch", default="sm_90")
     s.set_defaults(fn=cmd_gemm)
+
+    s = sub.add_parser("triton", help="run a Triton script under the exact interpreter and report tl.dot numerics",
+                       description="Run FILE.py with TRITON_INTERPRET=1 and warpsim.triton.exact: every tl.dot computes what "
+                                   "the kernel compiled for --arch computes; then print, per kernel and lowering, the "
+                                   "numerics report of warpsim gemm (each accumulator chain against the exactly "
+                                   "rounded float64 product).")
+    s.add_argument("file", metavar="FILE.py")
+    s.add_argument("args", nargs="*", help="arguments passed to the script")
+    s.add_argument("--arch", default="sm_90a", help="Triton target: sm_80, sm_86, sm_89, sm_90a, sm_120 (default sm_90a)")
+    s.add_argument("--device", default=None, help="the GPU running the code when not the target's own (e.g. sm_90a)")
+    s.add_argument("--num-warps", type=int, default=None, help="pin num_warps for the lowering rule (default: the launch's)")
+    s.add_argument("--path", choices=["auto", "mma", "wgmma"], default="auto", help="pin the lowering path (sm_90a)")
+    s.set_defaults(fn=cmd_triton)
 
     sub.add_parser("bench", help="benchmarks (arguments are passed on; see `warpsim bench --help`)", add_help=False)
     return p

@@ -376,6 +376,38 @@ def smem_svg(instruction, operand: str, desc, *, trans: int = 0) -> str:
     return "\n".join([header, style, cap] + out + ["</svg>", ""])
 
 
+def tmem_accumulator_svg(n: int = 16, *, column: int = 0, dtype: str = "f32") -> str:
+    """An SVG of where a cta_group::1, M = 128 ``tcgen05.mma`` accumulator sits in tensor memory.
+
+    Rows are tensor-memory lanes, columns are 32-bit columns from ``column`` on; each cell names the
+    D element it holds, coloured by the warp (of a warpgroup) allowed to ``tcgen05.ld`` that lane.
+    The layout (row i in lane i, column j in column ``column + j``, one element per 32-bit cell) is
+    the modelled one of :mod:`warpsim.ptx.tmem`, not verified on a B200."""
+    if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
+        raise ValueError(f"n must be a multiple of 8 in 8..256, got {n!r}")
+    if not isinstance(column, int) or not 0 <= column <= 512 - n:
+        raise ValueError(f"column must leave room for {n} columns in 0..511, got {column!r}")
+    if dtype not in ("f32", "f16", "s32"):
+        raise ValueError(f"dtype must be 'f32', 's32' or 'f16' (in the low half of a cell), got {dtype!r}")
+    out = []
+
+    def content(r, c):
+        return _hex((r // 32) * 90 + 20, 0.80), f"D{r},{c}"
+
+    title = (f"tensor memory: lanes 0-127 x columns {column}-{column + n - 1}; D[row, col] ({dtype}, M=128, N={n}); "
+             "colour = warp w % 4 that may tcgen05.ld the lane (32 lanes each)")
+    w, h = _grid_svg(out, 10, 40, 128, n, content, title)
+    for c in range(n):   # label columns with their tensor-memory column numbers
+        out.append(f'<text x="{10 + PAD + c * CELL_W + CELL_W / 2}" y="{40 + HEAD + 2}" class="h">col {column + c}</text>')
+    total_w, total_h = max(w + 20, 900), 40 + h + 10
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
+              f'font-family="monospace" font-size="10">')
+    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
+             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+    caption = '<text x="10" y="20" class="t">tcgen05.mma accumulator in tensor memory (modelled)</text>'
+    return "\n".join([header, style, "<title>tcgen05 accumulator layout</title>", caption] + out + ["</svg>", ""])
+
+
 def tma_box_cells(tm, smem_addr: int = 0) -> dict:
     """{(128-byte shared row, 16-byte chunk): (box row, chunk of that row)} of a TMA box landing at ``smem_addr``."""
     from ..ptx.tma import smem_addresses

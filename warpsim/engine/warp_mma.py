@@ -41,6 +41,8 @@ def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     """Check everything about a call; returns (instruction, single_warp, a, b, c, e) as (W, 32, ...) views."""
     arch = check_arch(arch)
     ins = parse(instruction)
+    if ins.iclass == "tcgen05":
+        raise ValueError(f"{ins.opcode} is a tcgen05.mma spelling (sm_100a): its operands live in shared and tensor memory; use warpsim.matmul(..., arch='sm_100a') or warpsim.tcgen05_mma")
     if ins.is_wgmma:
         raise ValueError(f"{ins.opcode} is a warpgroup MMA: use warpsim.wgmma (D words, A registers or descriptor, "
                          "B descriptor, shared memory)")

@@ -28,6 +28,8 @@ ARCHS = ("sm_90a",)
 def wgmma_instruction(instruction) -> Instruction:
     """The parsed opcode, refused unless it is a ``wgmma.mma_async`` form."""
     ins = parse(instruction)
+    if ins.iclass == "tcgen05":
+        raise ValueError(f"{ins.opcode} is a tcgen05.mma spelling (sm_100a): its operands live in shared and tensor memory; use warpsim.matmul(..., arch='sm_100a') or warpsim.tcgen05_mma")
     if not ins.is_wgmma:
         raise ValueError(f"{ins.opcode} is a warp-level mma: use warpsim.mma for it (warpsim.wgmma runs "
                          "wgmma.mma_async opcodes)")

@@ -273,7 +273,9 @@ def main(argv=None):
     c.add_argument("--match", action="append", default=[], help="only opcodes containing this text (repeatable)")
     c.add_argument("--edge", action="store_true", help="matrix-level edge cases (signed zeros, cancellation) for dense float entries")
     for q in (s, c):
-        q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable)")
+        q.add_argument("--family", action="append", default=[], help="only this catalog family (repeatable); "
+                                      "'tcgen05' (with --arch sm_100a): the tcgen05.mma kernels of warpsim.hw.tcgen05_capture, "
+                                      "--out then names a directory")
         q.add_argument("--arch", help="target to build for and take opcodes of, e.g. sm_80, sm_86, sm_89, sm_120, sm_120a (sm_120 + the kind:: forms; "
                                       "block-scaled kernels read scale words S, selectors 0) "
                                       "(default: source sm_90a; capture: this machine's GPU)")
@@ -287,6 +289,12 @@ def main(argv=None):
         canonical(a.arch)
     except ValueError as exc:
         p.error(str(exc))
+    if "tcgen05" in a.family:   # sm_100a tcgen05.mma kernels: warpsim.hw.tcgen05_capture (a directory of results)
+        from . import tcgen05_capture
+
+        if a.cmd == "source":
+            return tcgen05_capture.main(["--source", a.out])
+        return tcgen05_capture.main(["--out", a.out, "--nvcc", a.nvcc, "--seed", str(a.seed)])
     entries = select_entries(a.match, a.family, a.arch)
     if not entries:
         p.error(f"no catalog entry of {a.arch} matches {a.match}")

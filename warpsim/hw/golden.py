@@ -92,8 +92,15 @@ def _unshuffle(data: bytes, itemsize: int) -> np.ndarray:
     return b.reshape(itemsize, -1).T.reshape(-1)
 
 
-def _str_manifest(value) -> bool:
+def _is_text(value) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind == "U"
+
+
+def _text_bytes(a: np.ndarray) -> tuple[str, np.ndarray]:
+    """A text array as (kind, UTF-8 bytes): a 0-d string ("str", e.g. a JSON manifest) or an
+    array of strings ("strs", stored as a JSON list)."""
+    data = str(a) if a.ndim == 0 else json.dumps(a.tolist())
+    return ("str" if a.ndim == 0 else "strs"), np.frombuffer(data.encode(), np.uint8)
 
 
 def save_golden(path, arrays: Mapping[str, np.ndarray], *, recipes=(), info: dict | None = None, check=True) -> dict:
@@ -128,12 +135,11 @@ def save_golden(path, arrays: Mapping[str, np.ndarray], *, recipes=(), info: dic
     for name, a in arrays.items():
         if name in covered:
             continue
-        if _str_manifest(a):
-            a = np.frombuffer(str(a).encode(), np.uint8)
-            entries[name] = {"dtype": "str", "shape": []}
+        if _is_text(a):
+            kind, a = _text_bytes(a)
+            entries[name] = {"dtype": kind, "shape": list(arrays[name].shape), "sha256": words_digest(a)}
         else:
-            entries[name] = {"dtype": a.dtype.str, "shape": list(a.shape)}
-        entries[name]["sha256"] = words_digest(arrays[name]) if not _str_manifest(arrays[name]) else words_digest(a)
+            entries[name] = {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": words_digest(a)}
         arrays[name] = a
         groups.setdefault(a.dtype.itemsize, []).append(name)
     members = {}
@@ -199,10 +205,12 @@ class GoldenFile(Mapping):
         if "gen" in e:
             return self._generated(name, e)
         blob = self._blob(e["blob"])
-        itemsize = 1 if e["dtype"] == "str" else np.dtype(e["dtype"]).itemsize
+        itemsize = 1 if e["dtype"] in ("str", "strs") else np.dtype(e["dtype"]).itemsize
         raw = blob[e["offset"] * itemsize:(e["offset"] + e["count"]) * itemsize]
         if e["dtype"] == "str":
             return np.array(bytes(raw).decode())
+        if e["dtype"] == "strs":
+            return np.array(json.loads(bytes(raw).decode()), dtype=str).reshape(e["shape"])
         return raw.copy().view(np.dtype(e["dtype"])).reshape(e["shape"])
 
     def __iter__(self):
@@ -270,8 +278,8 @@ class GoldenFile(Mapping):
         bad = []
         for name, e in self._entries.items():
             a = self[name]
-            if e["dtype"] == "str":
-                a = np.frombuffer(str(a).encode(), np.uint8)
+            if e["dtype"] in ("str", "strs"):
+                a = _text_bytes(a)[1]
             if words_digest(a) != e["sha256"]:
                 bad.append(name)
         return bad

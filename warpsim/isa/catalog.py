@@ -230,6 +230,13 @@ class Instruction:
     iclass: str = "mma"          # instruction class: "mma" or "wgmma"
     imm_scale: bool = False      # wgmma: imm-scale-a / imm-scale-b operands
     imm_trans: bool = False      # wgmma: imm-trans-a / imm-trans-b operands
+    #: the opcode as the user wrote it (ptxas accepts qualifiers in many orders); for messages only,
+    #: so it takes no part in equality or hashing: every spelling is the same catalog entry
+    spelling: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self):
+        if not self.spelling:
+            object.__setattr__(self, "spelling", self.opcode)
 
     @property
     def threads(self) -> int:
@@ -467,3 +474,168 @@ def select(*, family=None, shape=None, atype=None, sparse=None, sm=None):
         if sm is not None and ins.min_sm > sm:
             continue
         yield ins
+
+
+# --- datacenter Blackwell: tcgen05.mma (sm_100a) ------------------------------------------------
+#
+# A tcgen05.mma spelling names no shape and no element type: M, N, the A/B/D types, negation,
+# transposition and sparsity selector are fields of the runtime 32-bit instruction descriptor
+# (warpsim.isa.tcgen05).  A spelling is its qualifiers; each accepts a set of operand forms:
+#   adesc / atmem  A through a shared-memory descriptor / from tensor memory ([a-tmem])
+#   +dol           the disable-output-lane vector (4 words for cta_group::1, 8 for ::2)
+#   +sid           the scale-input-d immediate
+#   +sf            the [scale-A-tmem], [scale-B-tmem] operands of .block_scale
+#   +zcm           the zero-column-mask descriptor of .ws
+# Found with ptxas 13.0 for sm_100a (warpsim/hw/offline/ptxas_tcgen05.py); the acceptance
+# table is tests/golden/ptxas/tcgen05_sm100a.json.xz and tests/test_tcgen05.py checks that these
+# rows expand to exactly it.  PTX ISA 8.6.
+
+#: K of one tcgen05.mma per kind (dense; .sp doubles it)
+TCGEN05_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+TCGEN05_COLLECTOR_OPS = ("fill", "use", "lastuse", "discard")
+#: collector-usage hints: A's collector (non-.ws) and the four B collector buffers (.ws)
+TCGEN05_COLLECTORS_A = tuple(f"collector::a::{op}" for op in TCGEN05_COLLECTOR_OPS)
+TCGEN05_COLLECTORS_B = tuple(f"collector::b{i}::{op}" for i in range(4) for op in TCGEN05_COLLECTOR_OPS)
+#: with .ashift (A from tensor memory, shifted down one row) ptxas allows only these A-collector hints
+TCGEN05_COLLECTORS_ASHIFT = ("collector::a::discard", "collector::a::lastuse")
+
+
+@dataclass(frozen=True)
+class Tcgen05Row:
+    kind: str                    # .kind:: qualifier
+    ws: bool = False             # weight-stationary .ws spellings (cta_group::1 only)
+    block_scale: tuple = ()      # block-scaled kinds: (suffix as spelled, K elements per scale factor)
+    sid: bool = False            # non-.ws: takes the scale-input-d immediate
+    ashift: bool = False         # non-.ws: has .ashift spellings (A from tensor memory)
+    sp_refuses: tuple = ()       # operand forms ptxas 13.0 refuses on the .sp spelling only
+
+
+# fmt: off
+TCGEN05_ROWS: tuple[Tcgen05Row, ...] = (
+    Tcgen05Row("f16",    sid=True, ashift=True),
+    Tcgen05Row("tf32",   sid=True, ashift=True),
+    Tcgen05Row("f8f6f4", ashift=True),
+    # ptxas 13.0 also takes scale-input-d on kind::i8 (the PTX ISA defines it for f16/tf32 only),
+    # but not together with disable-output-lane on .sp
+    Tcgen05Row("i8",     sid=True, ashift=True, sp_refuses=("adesc+dol+sid", "atmem+dol+sid")),
+    Tcgen05Row("mxf8f6f4", block_scale=(("block_scale", 32), ("block_scale.scale_vec::1X", 32),
+                                        ("block_scale.block32", 32))),
+    Tcgen05Row("mxf4",     block_scale=(("block_scale", 32), ("block_scale.scale_vec::2X", 32),
+                                        ("block_scale.block32", 32))),
+    Tcgen05Row("mxf4nvf4", block_scale=(("block_scale.scale_vec::2X", 32), ("block_scale.block32", 32),
+                                        ("block_scale.scale_vec::4X", 16), ("block_scale.block16", 16))),
+    Tcgen05Row("f16",    ws=True),
+    Tcgen05Row("tf32",   ws=True),
+    Tcgen05Row("f8f6f4", ws=True),
+    Tcgen05Row("i8",     ws=True),
+)
+# fmt: on
+
+
+@dataclass(frozen=True)
+class Tcgen05Opcode:
+    """One accepted ``tcgen05.mma`` spelling and the operand forms ptxas takes with it."""
+
+    opcode: str
+    kind: str
+    ws: bool
+    sparse: bool
+    cta_group: int
+    block_scale: str | None      # the .block_scale suffix as spelled, or None
+    scale_block: int             # block-scaled: K elements per scale factor (32 or 16); 0 otherwise
+    ashift: bool
+    collector: str | None
+    forms: tuple[str, ...]       # accepted operand forms (names above), sorted
+    min_ptx: str = "8.6"
+    targets: tuple = ("sm_100a", "sm_103a", "sm_110a")   # where ptxas 13.0 has the spelling (TCGEN05_TARGETS)
+    iclass: str = "tcgen05"
+
+    @property
+    def k(self) -> int:
+        """K of one MMA (sparse: the logical K, twice the dense one)."""
+        return TCGEN05_K[self.kind] * (2 if self.sparse else 1)
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.block_scale is not None
+
+    @property
+    def nscale(self) -> int:
+        """Scale factors per row of A / column of B of one (dense) MMA."""
+        return TCGEN05_K[self.kind] // self.scale_block if self.scale_block else 0
+
+    def describe(self) -> str:
+        lines = [self.opcode,
+                 f"  tcgen05.mma ({'weight-stationary .ws, ' if self.ws else ''}cta_group::{self.cta_group}), "
+                 f"kind::{self.kind}, K = {self.k}{' (sparse A)' if self.sparse else ''}; sm_100a, PTX ISA {self.min_ptx}",
+                 "  M, N, element types, negate/transpose: in the 32-bit instruction descriptor (warpsim.isa.tcgen05)",
+                 f"  operand forms ptxas accepts: {', '.join(self.forms)}"]
+        if self.block_scaled:
+            lines.append(f"  block scale: one factor per {self.scale_block} K elements ({self.nscale} per row of a dense MMA)")
+        if self.ashift:
+            lines.append("  .ashift: A from tensor memory, its rows shifted down by one")
+        if self.collector:
+            lines.append(f"  collector-usage hint .{self.collector} (a hint: no effect on the result)")
+        lines.append("  numerics modelled from published measurements (MMA-Sim), not verified on hardware")
+        return "\n".join(lines)
+
+
+#: Where the other tcgen05 targets differ from sm_100a (ptxas 13.0, PTX ISA 9.0; tables
+#: tests/golden/ptxas/tcgen05_sm103a.json.xz and _sm110a.json.xz): sm_103a has no kind::i8 spellings;
+#: sm_110a has every spelling, but kind::f16 / kind::tf32 take no scale-input-d there (kind::i8, where the
+#: PTX ISA does not define it, still does).
+TCGEN05_TARGETS: dict[str, dict] = {
+    "sm_100a": {},
+    "sm_103a": {"without_kinds": ("i8",)},
+    "sm_110a": {"without_sid_kinds": ("f16", "tf32")},
+}
+
+
+def tcgen05_forms_on(op: "Tcgen05Opcode", arch: str) -> tuple[str, ...]:
+    """The operand forms ptxas accepts for ``op`` on a tcgen05 target; () where the target lacks the spelling."""
+    rule = TCGEN05_TARGETS[arch]
+    if op.kind in rule.get("without_kinds", ()):
+        return ()
+    if op.kind in rule.get("without_sid_kinds", ()):
+        return tuple(f for f in op.forms if "+sid" not in f)
+    return op.forms
+
+
+def _tcgen05_forms(row: Tcgen05Row, sparse: bool, ashift: bool) -> tuple[str, ...]:
+    heads = ("atmem",) if ashift else ("adesc", "atmem")
+    if row.block_scale:
+        tails = ("+sf",)
+    elif row.ws:
+        tails = ("", "+zcm")
+    else:
+        tails = ("", "+dol") + (("+sid", "+dol+sid") if row.sid else ())
+    forms = {h + t for h in heads for t in tails}
+    if sparse:
+        forms -= set(row.sp_refuses)
+    return tuple(sorted(forms))
+
+
+def _expand_tcgen05(rows) -> tuple[Tcgen05Opcode, ...]:
+    out = []
+    for row in rows:
+        for sparse, cta in itertools.product((False, True), (1,) if row.ws else (1, 2)):
+            for bs, block in row.block_scale or ((None, 0),):
+                variants = [(False, c) for c in (None,) + (TCGEN05_COLLECTORS_B if row.ws else TCGEN05_COLLECTORS_A)]
+                if row.ashift:
+                    variants += [(True, c) for c in (None,) + TCGEN05_COLLECTORS_ASHIFT]
+                for ashift, coll in variants:
+                    parts = ["tcgen05", "mma"] + (["ws"] if row.ws else []) + (["sp"] if sparse else [])
+                    parts += [f"cta_group::{cta}", f"kind::{row.kind}"] + ([bs] if bs else [])
+                    parts += (["ashift"] if ashift else []) + ([coll] if coll else [])
+                    targets = tuple(a for a, rule in TCGEN05_TARGETS.items()
+                                    if row.kind not in rule.get("without_kinds", ()))
+                    out.append(Tcgen05Opcode(
+                        opcode=".".join(parts), kind=row.kind, ws=row.ws, sparse=sparse, cta_group=cta,
+                        block_scale=bs, scale_block=block, ashift=ashift, collector=coll,
+                        forms=_tcgen05_forms(row, sparse, ashift), targets=targets))
+    return tuple(out)
+
+
+#: Every ``tcgen05.mma`` spelling ptxas 13.0 accepts for sm_100a.
+TCGEN05_CATALOG: tuple[Tcgen05Opcode, ...] = _expand_tcgen05(TCGEN05_ROWS)
+TCGEN05_BY_OPCODE: dict[str, Tcgen05Opcode] = {t.opcode: t for t in TCGEN05_CATALOG}

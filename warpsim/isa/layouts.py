@@ -102,7 +102,11 @@ def _instruction(instruction) -> Instruction:
         return instruction
     from .parse import parse
 
-    return parse(instruction)
+    ins = parse(instruction)
+    if ins.iclass == "tcgen05":
+        raise ValueError(f"{ins.opcode} is a tcgen05.mma spelling: its operands live in shared and tensor memory, "
+                         "not in register fragments (see warpsim.ptx.tmem and docs/tcgen05.md)")
+    return ins
 
 
 def _check_operand(operand):

@@ -8,6 +8,9 @@ part that is wrong and list what the catalog allows in its place.
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from .catalog import BY_OPCODE, CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG, Instruction
 from .types import SCALE_TYPES, TYPES
 
@@ -119,6 +122,105 @@ def _split(s: str) -> dict:
                 scale=(vec, stype) if block else None)
 
 
+# ---------------------------------------------------------------------------------------------
+# Spellings: ptxas reads the qualifiers after ``mma`` / ``wgmma.mma_async`` as a bag in which only
+# the layouts (A, B), the types (D, A, B, C[, scale]) and the bit operation (op, popc) keep their
+# order among themselves.  How many times each qualifier may appear is the table below, as
+# ptxas 13.0 checks it (tests/golden/ptxas/spellings.json.xz holds its verdicts).
+
+_SHAPE = re.compile(r"m\d+n\d+k\d+\Z")
+#: (min, max) occurrences per qualifier class; None = no limit
+_COUNTS = {
+    "mma": {"sync": (1, None), "aligned": (1, 1), "shape": (1, 1), "layout": (2, 2), "satfinite": (0, None),
+            "sparse": (0, 1), "kind": (0, 1), "block_scale": (0, 1), "scale_vec": (0, 1)},
+    # wgmma: ptxas takes .sync alone and ignores .row/.col (the cubin is the same with or without them)
+    "wgmma": {"sync": (1, None), "aligned": (0, 1), "shape": (1, 1), "layout": (0, None), "satfinite": (0, None),
+              "sparse": (0, 1)},
+}
+_WHAT = {"sync": "'.sync' (as in '.sync.aligned')", "aligned": "'.aligned' (as in '.sync.aligned')",
+         "shape": "a shape (.mMnNkK)", "layout": "the A and B layouts ('.row'/'.col')",
+         "satfinite": "'.satfinite'", "sparse": "sparsity qualifier ('.sp' / '.sp::ordered_metadata')",
+         "kind": "'.kind::'", "block_scale": "'.block_scale'", "scale_vec": "'.scale_vec::'"}
+
+
+def _qualifier_class(tok: str, iclass: str):
+    if tok in ("sync", "aligned", "satfinite", "block_scale"):
+        return tok
+    if tok == "sp" or (tok == "sp::ordered_metadata" and iclass == "mma"):
+        return "sparse"
+    if _SHAPE.match(tok):
+        return "shape"
+    if tok in ("row", "col"):
+        return "layout"
+    if tok in TYPES or tok in SCALE_TYPES:
+        return "type"
+    if tok in ("xor", "and", "popc"):
+        return "op"
+    if iclass == "mma" and tok.startswith("kind::"):
+        return "kind"
+    if iclass == "mma" and tok.startswith("scale_vec::"):
+        return "scale_vec"
+    return None
+
+
+def _spelling_key(s: str):
+    """The meaning of an opcode spelling as a hashable key, or raise ValueError naming what is wrong.
+
+    None when ``s`` is not an mma / wgmma.mma_async spelling at all (the caller explains)."""
+    if s.startswith("wgmma.mma_async."):
+        iclass, head = "wgmma", "wgmma.mma_async"
+    elif s.startswith("mma."):
+        iclass, head = "mma", "mma"
+    else:
+        return None
+    toks = s[len(head) + 1:].split(".")
+    groups: dict[str, list[str]] = {}
+    for t in toks:
+        cls = _qualifier_class(t, iclass)
+        if cls is None:
+            if re.fullmatch(r"(?:[fsube]|bf|tf|ue)\d+(?:m\d+)?", t):
+                raise ValueError(f"{s!r}: unknown type '.{t}'; types: {', '.join('.' + x for x in TYPES)}")
+            if t.startswith("sp"):
+                allowed = "'.sp', '.sp::ordered_metadata'" if iclass == "mma" else "'.sp' (wgmma has no other)"
+                raise ValueError(f"{s!r}: unknown sparse form '.{t}'; allowed: {allowed}")
+            raise ValueError(f"{s!r}: unknown qualifier '.{t}' for {head}; it takes .sync, .aligned, a shape, "
+                             + ("layouts, .kind::, .block_scale, .scale_vec::, " if iclass == "mma" else "")
+                             + ".satfinite, .sp, types and a bit operation ('.xor.popc' / '.and.popc')")
+        groups.setdefault(cls, []).append(t)
+    for cls, (lo, hi) in _COUNTS[iclass].items():
+        n = len(groups.get(cls, ()))
+        if n < lo:
+            raise ValueError(f"{s!r}: {head} needs {_WHAT[cls]}" + (f", got {n}" if lo > 1 else ""))
+        if hi is not None and n > hi:
+            raise ValueError(f"{s!r}: {head} takes {_WHAT[cls]} " + ("once" if hi == 1 else f"{hi} times")
+                             + f", got {n}")
+    ops = tuple(groups.get("op", ()))
+    if ops and (len(ops) != 2 or ops[0] not in ("xor", "and") or ops[1] != "popc"):
+        raise ValueError(f"{s!r}: the bit operation is written '.xor.popc' or '.and.popc' (in that order), "
+                         f"got '.{'.'.join(ops)}'")
+    return (iclass, tuple(groups.get("sparse", ())), tuple(groups["shape"]),
+            tuple(groups.get("layout", ())) if iclass == "mma" else (),
+            tuple(groups.get("kind", ())), "block_scale" in groups, tuple(groups.get("scale_vec", ())),
+            "satfinite" in groups, tuple(groups.get("type", ())), ops)
+
+
+#: every catalog entry under the key of its canonical opcode
+_BY_KEY: dict = {}
+for _ins in CATALOG + WGMMA_CATALOG + WGMMA_SP_CATALOG:
+    _BY_KEY[_spelling_key(_ins.opcode)] = _ins
+
+
+def _canonical_order(key) -> str:
+    """A spelling's qualifiers in the catalog's order, for the not-in-catalog explanations."""
+    iclass, sparse, shape, lay, kind, block, vec, sat, types, ops = key
+    if iclass == "wgmma":
+        parts = ["wgmma", "mma_async", *sparse, "sync", "aligned", *shape, *(["satfinite"] if sat else []), *types]
+    else:
+        parts = ["mma", *sparse, "sync", "aligned", *shape, *lay, *kind, *(["block_scale"] if block else []), *vec,
+                 *(["satfinite"] if sat else []), *types]
+    return ".".join(parts + list(ops))
+
+
 def parse(instruction, arch=None) -> Instruction:
     """The catalog entry of an opcode written as in PTX, operands left out.
 
@@ -127,7 +229,17 @@ def parse(instruction, arch=None) -> Instruction:
 
     >>> parse("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32").k
     16
+
+    A ``tcgen05.mma`` spelling (sm_100a) returns its :class:`~warpsim.isa.catalog.Tcgen05Opcode` instead:
+    its shape and types live in the instruction descriptor (:mod:`warpsim.isa.tcgen05`).
     """
+    if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
+        from .tcgen05 import parse_tcgen05
+
+        op = parse_tcgen05(instruction.strip().rstrip(";").rstrip())
+        if arch is not None and (not isinstance(arch, str) or arch.strip().lower() not in op.targets):
+            raise ValueError(f"{op.opcode} exists on {', '.join(op.targets)} only (ptxas 13.0), not on {arch!r}")
+        return op
     if arch is not None:
         from .archs import require
 
@@ -144,6 +256,19 @@ def parse(instruction, arch=None) -> Instruction:
     ins = BY_OPCODE.get(s)
     if ins is not None:
         return ins
+    key = _spelling_key(s)
+    if key is not None:
+        ins = _BY_KEY.get(key)
+        if ins is not None:
+            return dataclasses.replace(ins, spelling=s)
+        canon = _canonical_order(key)
+        if canon != s:          # explain the catalog-ordered form; the message keeps what the user wrote
+            try:
+                parse(canon)
+            except ValueError as exc:
+                why = str(exc)
+                why = why[len(repr(canon)):].lstrip(": ") if why.startswith(repr(canon)) else why
+                raise ValueError(f"{s!r} (read as {canon!r}): {why}") from None
     if s.startswith("wgmma"):
         _wgmma_error(s)
     want = _split(s)

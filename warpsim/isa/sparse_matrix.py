@@ -21,6 +21,8 @@ TF32_NIBBLES = (0b0100, 0b1110)   # keep the first / the second tf32 element of 
 
 def _sparse_ins(instruction):
     ins = parse(instruction)
+    if ins.iclass == "tcgen05":
+        raise ValueError(f"{ins.opcode} is a tcgen05.mma spelling (sm_100a): its operands live in shared and tensor memory; use warpsim.matmul(..., arch='sm_100a') or warpsim.tcgen05_mma")
     if not ins.is_sparse:
         raise ValueError(f"{ins.opcode} is dense: compress/expand apply to mma.sp and wgmma.mma_async.sp opcodes only")
     return ins

@@ -127,6 +127,8 @@ _CHAIN_FAMILIES = ("f64", "f16x4")
 
 
 def _keys(ins: Instruction):
+    if ins.iclass == "tcgen05":
+        return (("tcgen05", ins.kind, ins.is_sparse, ins.dtype),)
     if ins.is_wgmma:
         return (("wgmma", ins.family, ins.dtype),)
     sp = ins.is_sparse
@@ -423,3 +425,46 @@ for _arch in ("sm_80", "sm_86", "sm_89", "sm_100", "sm_120", "sm_120a"):
         key: {**row, "source": _F16X4_EMULATED if key[0] == "f16x4" else _DMMA}
         for key, row in CHAIN_RECIPES["sm_90"].items()
     }
+
+# --- sm_100a tcgen05.mma (datacenter Blackwell) ---------------------------------------------------
+# No B200 was available: every row is MMA-Sim's published Blackwell tcgen05 model (Xie et al., arXiv
+# 2511.10909; microsoft/MMA-Sim mmasim/simulator/nv_ptx.py classes tcgen05mma and tcgen05mma_block_scale,
+# arithmetic.py nv_fused_dot_add / nv_fused_dot_add_with_block_scale), not a warpsim capture.  They are
+# the same rules MMA-Sim gives RTX Blackwell's kind:: mma (the sm_120a rows above).
+_TC05 = "MMA-Sim (arXiv 2511.10909; microsoft/MMA-Sim nv_ptx.py tcgen05mma, arch 'Blackwell')"
+_TC05_BS = "MMA-Sim (arXiv 2511.10909; microsoft/MMA-Sim nv_ptx.py tcgen05mma_block_scale, arch 'Blackwell')"
+_TC05_SUBBYTE = ("e2m3/e3m2: MMA-Sim lists them as TODO for tcgen05; chosen: the same rule (raw exponents, "
+                 "subnormals at the format's minimum exponent)")
+_TC05_SPARSE = ("tcgen05.mma.sp: MMA-Sim models dense tcgen05 only; chosen: the dense rule on the K/2 kept products "
+                "(block-scaled: one scale factor per 32 / 16 logical K, each covering half as many kept products)")
+_TC05_CTA2 = "cta_group::2 and .ws: MMA-Sim models cta_group::1 only; chosen: the same per-element rule"
+_TC05_UE4M3 = ("ue4m3: bit 7 ignored (MMA-Sim clears it); the tensor-memory layout of the scale factors (row i in lane i, "
+               "bytes from the descriptor's scale id) is modelled from the PTX ISA, not measured")
+_TC05_MXF4 = ("kind::mxf4 (K = 64, ue8m0 per 32 K): MMA-Sim's K = 64 block-scale path (groups of 16 exact products, "
+              "F = 35), which it applies to every K = 64 block-scaled tcgen05")
+
+
+def _tc05(base, src, *notes):
+    return Recipe(**{**base.__dict__, "source": src, "unmeasured": "; ".join(n for n in notes if n)})
+
+
+TCGEN05_RECIPES: dict[tuple, Recipe] = {}
+for _sp in (False, True):
+    _sn = _TC05_SPARSE if _sp else ""
+    TCGEN05_RECIPES.update({
+        ("tcgen05", "f16", _sp, "f32"): _tc05(_HMMA_F32, _TC05 + ": T-FDPA F=25, RZ-FP32", _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "f16", _sp, "f16"): _tc05(_HMMA_F16, _TC05 + ": T-FDPA F=25, RNE-FP16", _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "tf32", _sp, "f32"): _tc05(_HMMA_F32, _TC05 + ": tf32 inputs (low 13 bits ignored), T-FDPA F=25, "
+                                               "RZ-FP32", _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "f8f6f4", _sp, "f32"): _tc05(_QMMA_F32, _TC05 + ": T-FDPA F=25, RZ-FP32", _TC05_SUBBYTE,
+                                                 _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "f8f6f4", _sp, "f16"): _tc05(_QMMA_F16, _TC05 + ": T-FDPA F=25, RNE-FP16", _TC05_SUBBYTE,
+                                                 _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "mxf8f6f4", _sp, "f32"): _tc05(_MXF8, _TC05_BS + ": ST-FDPA F=25, RZ-FP32, e_zero=-133 (as sm_120a)",
+                                                   _TC05_SUBBYTE, _ZERO_SIGN, _TC05_CTA2, _sn),
+        ("tcgen05", "mxf4nvf4", _sp, "f32"): _tc05(_MXF4, _TC05_BS + ": GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139 "
+                                                   "(as sm_120a)", _ZERO_SIGN, _TC05_UE4M3, _TC05_CTA2, _sn),
+        ("tcgen05", "mxf4", _sp, "f32"): _tc05(_MXF4, _TC05_BS + ": GST-FDPA G=16, F=35, RZ-FP32, e_zero=-139 "
+                                               "(as sm_120a)", _TC05_MXF4, _ZERO_SIGN, _TC05_CTA2, _sn),
+    })
+RECIPES["sm_100"].update(TCGEN05_RECIPES)     # sm_100a spells the same target (warpsim.isa.archs)

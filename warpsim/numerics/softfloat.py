@@ -28,6 +28,7 @@ NAN_CANONICAL = 0
 NAN_PROPAGATE_ABC, NAN_PROPAGATE_BCA = 123, 231   # NaN operand priority, 1=a 2=b 3=c
 NAN_PROPAGATE = NAN_PROPAGATE_ABC
 F64_DEFAULT_NAN = U64(0xFFF8000000000000)
+ROUND_NEAREST, ROUND_ZERO, ROUND_DOWN, ROUND_UP = 0, 1, 2, 3     # PTX .rn .rz .rm .rp
 
 
 
@@ -212,6 +213,13 @@ def _decode(x, eb, mb):
 @njit(cache=True, nogil=True)
 def _round_pack(sign, hi, lo, exp, eb, mb):
     """Round sign * (hi, lo) * 2**exp (nonzero) to the format, nearest even; pack the bits."""
+    return _round_pack_mode(sign, hi, lo, exp, eb, mb, ROUND_NEAREST)
+
+
+@njit(cache=True, nogil=True)
+def _round_pack_mode(sign, hi, lo, exp, eb, mb, rmode):
+    """Round sign * (hi, lo) * 2**exp (nonzero) to the format by ``rmode`` (ROUND_*); pack the bits.
+    Directed modes overflow to the largest finite value when they round towards zero."""
     bias = (1 << (eb - 1)) - 1
     emin = 1 - bias
     m = _msb128(hi, lo)
@@ -226,7 +234,13 @@ def _round_pack(sign, hi, lo, exp, eb, mb):
         q = _shr128_low(hi, lo, shift)
         guard = _bit128(hi, lo, shift - 1)
         sticky = _any_below128(hi, lo, shift - 1)
-        if guard and (sticky or (q & _ONE) != _Z):
+        if rmode == ROUND_NEAREST:
+            up = guard and (sticky or (q & _ONE) != _Z)
+        elif rmode == ROUND_ZERO:
+            up = False
+        else:
+            up = (guard or sticky) and ((sign == _ONE) == (rmode == ROUND_DOWN))
+        if up:
             q += _ONE
     if top >= emin:
         field = np.int64(top + bias)
@@ -234,7 +248,9 @@ def _round_pack(sign, hi, lo, exp, eb, mb):
     else:
         bits = q                                    # subnormal; q == 2**mb is the least normal
     if bits >= (_emask(eb) << U64(mb)):
-        bits = _emask(eb) << U64(mb)                # overflow: infinity
+        bits = _emask(eb) << U64(mb)                # overflow: infinity ...
+        if rmode == ROUND_ZERO or (rmode == ROUND_DOWN and sign == _Z) or (rmode == ROUND_UP and sign == _ONE):
+            bits -= _ONE                            # ... or the largest finite value
     return bits | (sign << U64(eb + mb))
 
 
@@ -242,7 +258,14 @@ def _round_pack(sign, hi, lo, exp, eb, mb):
 
 @njit(cache=True, nogil=True)
 def fma_bits(a, b, c, eb, mb, nan_mode, dnan):
-    """Correctly rounded (nearest even) a * b + c on raw bits of one binary format.
+    """Correctly rounded (nearest even) a * b + c: :func:`fma_bits_mode` with ROUND_NEAREST."""
+    return fma_bits_mode(a, b, c, eb, mb, nan_mode, dnan, ROUND_NEAREST)
+
+
+@njit(cache=True, nogil=True)
+def fma_bits_mode(a, b, c, eb, mb, nan_mode, dnan, rmode):
+    """Correctly rounded a * b + c on raw bits of one binary format, rounding by ``rmode``
+    (ROUND_NEAREST even, ROUND_ZERO, ROUND_DOWN towards -inf, ROUND_UP towards +inf).
 
     eb / mb: exponent / stored-mantissa widths (f16 5/10, f32 8/23, f64 11/52).
     NaN results: nan_mode NAN_CANONICAL (0): always ``dnan``; otherwise a three-digit
@@ -291,6 +314,8 @@ def fma_bits(a, b, c, eb, mb, nan_mode, dnan):
         return c
     if za or zb:
         if zc:
+            if sp != sc and rmode == ROUND_DOWN:
+                return _ONE << sbit                 # +0 + -0 rounding down: -0
             return (sp & sc) << sbit                # zero + zero: -0 only if both are -0
         return c
     _, ma, ea = _decode(a, eb, mb)
@@ -301,7 +326,7 @@ def fma_bits(a, b, c, eb, mb, nan_mode, dnan):
     ph, pl = _shl128(ph, pl, sh)
     pe -= sh
     if zc:
-        return _round_pack(sp, ph, pl, pe, eb, mb)
+        return _round_pack_mode(sp, ph, pl, pe, eb, mb, rmode)
     _, mc, ce = _decode(c, eb, mb)
     sh = _TOP - _msb64(mc)
     ch, cl = _shl128(_Z, mc, sh)
@@ -323,8 +348,8 @@ def fma_bits(a, b, c, eb, mb, nan_mode, dnan):
         rh, rl = _sub128(ch, cl, ph, pl)
         s = sc
     if rh == _Z and rl == _Z:
-        return _Z                                   # exact cancellation: +0 to nearest
-    return _round_pack(s, rh, rl, e, eb, mb)
+        return (_ONE << sbit) if rmode == ROUND_DOWN else _Z    # exact cancellation: +0 (-0 rounding down)
+    return _round_pack_mode(s, rh, rl, e, eb, mb, rmode)
 
 
 @njit(cache=True, nogil=True)

@@ -52,8 +52,8 @@ def alu(pattern, nsrc):
 
 
 def _bases(pattern):
-    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z|]+)\)", pattern)
-    return m.group(1).split("|") if m else [re.match(r"[a-z]+", pattern).group(0)]
+    m = re.match(r"\((?:\?P<\w+>|\?:)?([a-z0-9|]+)\)", pattern)
+    return m.group(1).split("|") if m else [re.match(r"[a-z][a-z0-9]*", pattern).group(0)]
 
 
 def known_bases():
@@ -81,12 +81,12 @@ def _wide(t):
     return (SINT if t[0] == "s" else UINT)[bits * 2] if bits < 64 else None
 
 
-@alu(r"add(?:\.cc)?\." + _I, 2)
+@alu(r"add\." + _I, 2)
 def _add(m, a, b):
     return a + b
 
 
-@alu(r"sub(?:\.cc)?\." + _I, 2)
+@alu(r"sub\." + _I, 2)
 def _sub(m, a, b):
     return a - b
 
@@ -148,50 +148,6 @@ def _mad_hi(m, a, b, c):
 def _mad_wide(m, a, b, c):
     w = _wide(m["st"])
     return a.astype(w) * b.astype(w) + c
-
-
-def _divide(a, b, t):
-    """Truncating quotient and remainder.  Division by zero (undefined in PTX) is modelled as the
-    H100's integer division sequence leaves it: quotient all ones (signed: -1 for a >= 0, 1 for
-    a < 0), remainder a; the signed overflow MIN / -1 gives MIN remainder 0."""
-    bits = TYPES[t][0]
-    zero = b == 0
-    if t[0] == "u":
-        bb = np.where(zero, 1, b).astype(a.dtype)
-        q = np.where(zero, ~np.zeros_like(a), a // bb)
-        r = np.where(zero, a, a % bb)
-        return q.astype(a.dtype), r.astype(a.dtype)
-    lo = np.array(-(1 << (bits - 1))).astype(a.dtype)
-    ovf = (a == lo) & (b == -1)
-    bb = np.where(zero | ovf, 1, b).astype(a.dtype)
-    ua = np.abs(a.astype(np.int64)) if bits < 64 else np.abs(a)
-    ub = np.abs(bb.astype(np.int64)) if bits < 64 else np.abs(bb)
-    if bits == 64:
-        ua, ub = a.view(np.uint64), bb.view(np.uint64)
-        ua = np.where(a < 0, (~ua) + np.uint64(1), ua)
-        ub = np.where(bb < 0, (~ub) + np.uint64(1), ub)
-    qa = ua // ub
-    ra = ua - qa * ub
-    neg_q = (a < 0) != (bb < 0)
-    if bits == 64:
-        q = np.where(neg_q, (~qa) + np.uint64(1), qa).view(np.int64)
-        r = np.where(a < 0, (~ra) + np.uint64(1), ra).view(np.int64)
-    else:
-        q = np.where(neg_q, -qa, qa).astype(a.dtype)
-        r = np.where(a < 0, -ra, ra).astype(a.dtype)
-    q = np.where(zero, np.where(a < 0, 1, -1).astype(a.dtype), np.where(ovf, lo, q))
-    r = np.where(zero, a, np.where(ovf, 0, r))
-    return q.astype(a.dtype), r.astype(a.dtype)
-
-
-@alu(r"div\." + _I, 2)
-def _div(m, a, b):
-    return _divide(a, b, m["t"])[0]
-
-
-@alu(r"rem\." + _I, 2)
-def _rem(m, a, b):
-    return _divide(a, b, m["t"])[1]
 
 
 @alu(r"(?P<op>min|max)\." + _I, 2)
@@ -359,7 +315,7 @@ _CMPS = r"(?P<cmp>eq|ne|lt|le|gt|ge|lo|ls|hi|hs|equ|neu|ltu|leu|gtu|geu|num|nan)
 _ST = r"(?P<st>[bus](?:16|32|64)|f32|f64)"
 
 
-@instr(r"setp\." + _CMPS + r"(?:\.(?P<bop>and|or|xor))?(?:\.ftz)?\." + _ST)
+@instr(r"setp\." + _CMPS + r"(?:\.(?P<bop>and|or|xor))?\." + _ST)
 def _setp(ctx, m):
     ops = ctx.operands
     if len(ops) not in (3, 4):
@@ -579,7 +535,7 @@ def _cvt(ctx, m):
 # ----------------------------------------------------------------------------------------------
 # memory
 
-_SPACE = r"(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry|::func)?|local|const))?"
+_SPACE = r"(?:\.(?P<space>global|shared(?:::cta|::cluster)?|param(?:::entry|::func)?|local|const))?"
 _CACHE = (r"(?:\.(?:nc|ca|cg|cs|lu|cv|wb|wt|weak|mmio|(?:relaxed|acquire|release)\.(?:cta|cluster|gpu|sys)|volatile|"
           r"L1::\w+|L2::\w+))*")
 _VEC = r"(?:\.v(?P<vec>2|4|8))?"

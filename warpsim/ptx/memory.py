@@ -121,6 +121,7 @@ class Memory:
         self.local = np.zeros((nw, 32, local_bytes), dtype=np.uint8)
         self.local_bytes = local_bytes
         self.params = np.frombuffer(bytes(params), dtype=np.uint8)
+        self.cluster_cta = None   # (nctas, cluster size) CTA index of each rank of a CTA's cluster (DSMEM)
         self.watch = None         # called as watch(ctx, shared lanes, flat offsets, nbytes) before a shared store
 
     def add_buffer(self, arr):
@@ -170,6 +171,19 @@ class Memory:
                 continue
             if k == _PARAM and write:
                 ctx.fail("kernel parameters are read-only (st.param writes a function's own .param variables)")
+            target = None
+            if k == _SHARED:      # a shared::cluster address (rank + 1) << 24 | offset reaches another CTA
+                rank = np.where(sel, o >> 24, 0)
+                if (rank > 0).any():
+                    nrank = 1 if self.cluster_cta is None else self.cluster_cta.shape[1]
+                    badr = sel & (rank > nrank)
+                    if badr.any():
+                        w, l = np.argwhere(badr)[0]
+                        ctx.fail(f"shared::cluster address 0x{int(o[w, l]):x} (lane {l + l0}) names CTA rank "
+                                 f"{int(rank[w, l]) - 1}, but the cluster has {nrank} CTA(s)")
+                    own = self.warp_cta[rows][:, None]
+                    target = np.where(rank > 0, self.cluster_cta[own, np.maximum(rank - 1, 0)], own)
+                    o = np.where(sel, o & 0xFFFFFF, o)
             out = sel & ((o < 0) | (o + nbytes > size))
             if out.any():
                 w, l = np.argwhere(out)[0]
@@ -177,7 +191,7 @@ class Memory:
                 ctx.fail(f"{sp} address 0x{int(o[w, l]):x} (lane {l + l0}, {nbytes} bytes) is outside "
                          + what.format(size))
             if k == _SHARED:
-                base = self.warp_cta[rows][:, None] * self.shared_bytes
+                base = (self.warp_cta[rows][:, None] if target is None else target) * self.shared_bytes
             elif k == _LOCAL:
                 base = (rows[:, None] * 32 + np.arange(l0, l0 + addr.shape[1])[None, :]) * self.local_bytes
             else:

@@ -13,10 +13,12 @@ holds a warp until every warp of its CTA has arrived.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .syntax import PTXError, make_statement, parse_int, parse_module, statements
@@ -26,18 +28,43 @@ __all__ = ["load", "Module"]
 _BRANCH = re.compile(r"bra(?:\.uni)?\Z")
 _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d*)\])?"
                           r"(?:\s*\[(\d+)\])?\Z")
+#: default launch limits: CTAs in one grid, and CTAs run together in one batch
+MAX_CTAS = 1 << 16
+CTAS_PER_BATCH = 256
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
 
+def _alignment(align, typ, line, text) -> int:
+    """A declaration's ``.align`` (default: its element size); PTX requires a power of two."""
+    a = int(align) if align else _SIZES.get(typ, 1)
+    if a < 1 or a & (a - 1):
+        raise PTXError(f".align {a}: an alignment must be a power of two", line=line, statement=text)
+    return a
+
+
 def load(path_or_text) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
+    if isinstance(path_or_text, str) and not path_or_text.strip():
+        raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
+                         "entries) or a path to a .ptx file")
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and not path_or_text.lstrip().startswith(".")):
+                                          and not path_or_text.lstrip().startswith(".")
+                                          and not any(c in path_or_text for c in ";{}")):
         p = Path(path_or_text)
-        if not p.exists():
+        try:
+            exists = p.exists()
+        except OSError as exc:        # e.g. a name too long for the file system
+            raise ValueError(f"{str(p)[:60]!r}...: neither PTX text nor a readable path ({exc.strerror})") from None
+        if not exists:
             raise FileNotFoundError(f"no PTX file {str(p)!r} (pass a path to a .ptx file or the PTX text)")
-        return Module(p.read_text(), name=str(p))
+        if not p.is_file():
+            raise ValueError(f"{str(p)!r} is not a file (pass a path to a .ptx file or the PTX text)")
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read PTX file {str(p)!r}: {exc}") from None
+        return Module(text, name=str(p))
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
     return Module(path_or_text)
@@ -59,6 +86,7 @@ class _Function:
         self.start = start
         self.end = start
         self.labels = {}
+        self.scoped_labels = {}    # (brace block number, name) -> pc: labels local to a { } block
         self.reg_decls = []        # (line, text)
         self.params = {}           # .param variable -> (offset, size) in the function's frame
         self.frame_bytes = 0
@@ -101,11 +129,12 @@ class _Program:
             for pc in range(fn.start, fn.end):
                 st = self.code[pc]
                 if _BRANCH.match(st.opcode):
-                    if len(st.operands) != 1 or not isinstance(st.operands[0], str) or st.operands[0] not in fn.labels:
+                    target = _label_of(fn, st)
+                    if target is None:
                         raise PTXError(f"branch target {st.operands[0] if st.operands else ''!r} is not a label of "
                                        f"{fn.name}", line=st.line, statement=st.text,
                                        token=st.operands[0] if st.operands and isinstance(st.operands[0], str) else None)
-                    st.target = fn.labels[st.operands[0]]
+                    st.target = target
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
         self.reconverge = {}
@@ -116,12 +145,26 @@ class _Program:
         fn = _Function(ent, len(self.code))
         self.functions[ent.name] = fn
         off = ent.body_line - 1
-        for kind, line, item in statements(ent.body):
+        chain = ()                 # the brace blocks enclosing the current statement, innermost last
+        nblocks = 0
+        for kind, line, item in statements(ent.body, scopes=True):
             line += off
+            if kind == "scope":
+                if item == "{":
+                    nblocks += 1
+                    chain = chain + (nblocks,)
+                else:
+                    chain = chain[:-1]
+                continue
             if kind == "label":
-                fn.labels[item] = len(self.code)
+                if chain:
+                    fn.scoped_labels[(chain[-1], item)] = len(self.code)
+                else:
+                    fn.labels[item] = len(self.code)
                 continue
             text = " ".join(item.split())
+            if not text or re.fullmatch(r"@!?%?[\w$]+", text):
+                continue            # an empty statement (';;'), as ptxas takes it
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -135,7 +178,7 @@ class _Program:
                                    "'.param .align 8 .b8 param0[16];')", line=line, statement=text)
                 align, typ, name, count = m.groups()
                 size = _SIZES[typ] * int(count or 1)
-                fn.param_var(name, int(align or _SIZES[typ]), size)
+                fn.param_var(name, _alignment(align, typ, line, text), size)
             elif text.startswith(".local"):
                 m = _LOCAL_DECL.match(text)
                 if not m or m.group(3) not in _SIZES:
@@ -145,12 +188,14 @@ class _Program:
                 size = _SIZES[typ] * int(vec or 1)
                 for d in re.findall(r"\d+", dims or ""):
                     size *= int(d)
-                fn.locals.append((name, int(align or _SIZES[typ]), size, line))
+                fn.locals.append((name, _alignment(align, typ, line, text), size, line))
             elif text.startswith((".global", ".const")):
                 raise PTXError(f"{text.split()[0]} variables inside a function are not supported (declare them at "
                                "module level)", line=line, statement=text, token=text.split()[0])
             else:
-                self.code.append(make_statement(line, text))
+                st = make_statement(line, text)
+                st.scopes = chain
+                self.code.append(st)
                 self.fn_of.append(fn)
         fn.end = len(self.code)
 
@@ -164,8 +209,11 @@ class _Program:
         name = m.group(2)
         args = [x.strip() for x in (m.group(3) or "").split(",") if x.strip()]
         if name not in self.functions:
-            why = "is declared but has no body in this module" if name in mod.declared else "is not a .func of this module"
-            raise PTXError(f"call of {name}: it {why}", line=st.line, statement=st.text, token=name)
+            if name in mod.declared:
+                st.call = (None, name, args)      # an extern without a body: an error only when reached
+                return
+            raise PTXError(f"call of {name}: it is not a .func of this module", line=st.line, statement=st.text,
+                           token=name)
         callee = self.functions[name]
         if len(args) != len(callee.formals) or len(rets) != len(callee.rets):
             raise PTXError(f"{name} takes {len(callee.formals)} parameter(s) and returns {len(callee.rets)}; "
@@ -186,7 +234,18 @@ class _Program:
         for n in (n1, n2):
             if n:
                 count *= int(n)
-        self.shared.append((name, int(align or _SIZES[typ]), 0 if extern else count * _SIZES[typ], extern, line))
+        self.shared.append((name, _alignment(align, typ, line, text), 0 if extern else count * _SIZES[typ], extern, line))
+
+
+def _label_of(fn, st):
+    """The pc a branch names: the innermost enclosing brace block's label of that name, else the function's."""
+    if len(st.operands) != 1 or not isinstance(st.operands[0], str):
+        return None
+    name = st.operands[0]
+    for block in reversed(getattr(st, "scopes", ())):
+        if (block, name) in fn.scoped_labels:
+            return fn.scoped_labels[(block, name)]
+    return fn.labels.get(name)
 
 
 def _post_dominators(code, fn):
@@ -195,7 +254,7 @@ def _post_dominators(code, fn):
     lo, hi = fn.start, fn.end
     if lo == hi:
         return {}
-    leaders = {lo} | {pc for pc in fn.labels.values() if lo <= pc < hi}
+    leaders = {lo} | {pc for pc in list(fn.labels.values()) + list(fn.scoped_labels.values()) if lo <= pc < hi}
     for pc in range(lo, hi):
         op = code[pc].opcode
         if _BRANCH.match(op) or op in ("ret", "exit"):
@@ -291,7 +350,8 @@ class Module:
         return {v.name: v.data for v in self._mod.variables}
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
-               max_steps=10_000_000, wgmma_strict=False):
+               max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
+               progress=None, wgmma_strict=False):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -301,10 +361,18 @@ class Module:
         device pointers included).  shared_bytes: dynamic shared memory (``.extern .shared``)
         per CTA.  memory: a :class:`GlobalMemory` the kernel addresses (a new one if None); the
         module's ``.global``/``.const`` variables are mapped into it on first use.  max_steps:
-        statements executed (one per group of warps at a program counter) before the launch
-        stops with an error naming where it was.  wgmma_strict: a read of an in-flight wgmma's
-        accumulator registers is an error (the PTX ISA leaves it undefined) instead of what ptxas
-        makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.  Returns nothing.
+        statements executed per batch of CTAs (one per group of warps at a program counter)
+        before the launch stops with an error naming where it was.  cluster: CTAs per cluster, an
+        int or 1- to 3-tuple dividing the grid (default: the entry's ``.reqnctapercluster``, else
+        1); the CTAs of a cluster share their shared memory (``mapa``, ``.shared::cluster``).  The
+        grid runs in batches of ``ctas_per_batch`` CTAs (bounded memory; CTAs of different batches
+        never run at the same time, as on a GPU too small to hold the grid; a launch with clusters
+        of more than one CTA runs as one batch); a grid of more than ``max_ctas`` CTAs is refused
+        (raise the limit to run it).  progress: print a batch counter to stderr (default: when
+        there is more than one batch and stderr is a terminal).  wgmma_strict: a read of an
+        in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
+        instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
+        Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -326,15 +394,52 @@ class Module:
             raise ValueError(f"shared_bytes must be a non-negative integer, got {shared_bytes!r}")
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
             raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+        for name, v in (("max_ctas", max_ctas), ("ctas_per_batch", ctas_per_batch)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        nctas = g[0] * g[1] * g[2]
+        if nctas > max_ctas:
+            raise ValueError(f"grid {g} has {nctas} CTAs, more than max_ctas={max_ctas}: pass a larger max_ctas= "
+                             f"to run it (CTAs run in batches of ctas_per_batch={ctas_per_batch}; time grows with "
+                             "the grid)")
         if memory is None:
             memory = GlobalMemory()
         elif not isinstance(memory, GlobalMemory):
             raise TypeError(f"memory must be a warpsim.ptx.GlobalMemory, not {type(memory).__name__}")
-        k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self)
-        if k._async is not None:
-            k._async.strict = bool(wgmma_strict)
-        k.bind(args)
-        k.run(int(max_steps))
+        want = tuple(dirs["reqnctapercluster"]) + (1,) * (3 - len(dirs["reqnctapercluster"])) \
+            if "reqnctapercluster" in dirs else None
+        cl = _dims(cluster, "cluster") if cluster is not None else (want or (1, 1, 1))
+        if want is not None and cl != want:
+            raise ValueError(f"{entry} declares .reqnctapercluster {', '.join(map(str, want))}: cluster must be that, "
+                             f"got {cl}")
+        if any(gi % ci for gi, ci in zip(g, cl)):
+            raise ValueError(f"cluster {cl} must divide the grid {g} in every dimension")
+        if cl[0] * cl[1] * cl[2] > 16:
+            raise ValueError(f"cluster {cl} has {cl[0] * cl[1] * cl[2]} CTAs; at most 16 (8 portable) are allowed")
+        if "maxclusterrank" in dirs and cl[0] * cl[1] * cl[2] > int(dirs["maxclusterrank"][0]):
+            raise ValueError(f"{entry} declares .maxclusterrank {dirs['maxclusterrank'][0]}: cluster {cl} is larger")
+        explicit = cluster is not None or want is not None or "explicitcluster" in dirs
+        per = nctas if cl[0] * cl[1] * cl[2] > 1 else max(1, min(int(ctas_per_batch), nctas))
+        batches = range(0, nctas, per)
+        if progress is None:
+            progress = len(batches) > 1 and sys.stderr.isatty()
+        first_batch = None
+        for i, first in enumerate(batches):
+            if progress:
+                print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
+                      f"{len(batches)})", end="", file=sys.stderr, flush=True)
+            k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
+                        first_cta=first, nctas=min(per, nctas - first))
+            if k._async is not None:
+                k._async.strict = bool(wgmma_strict)
+            if first_batch is None:
+                k.bind(args)
+                first_batch = k
+            else:                   # the arguments as the first batch mapped them (same addresses)
+                k.bind_like(first_batch)
+            k.run(int(max_steps))
+        if progress:
+            print(file=sys.stderr)
 
 
 def _dims(v, what):
@@ -366,8 +471,10 @@ class _Kernel(Warp):
     Among warps, the ones with the lowest pc run first (one statement for all warps at that pc).
     """
 
-    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module):
-        nctas = grid[0] * grid[1] * grid[2]
+    def __init__(self, prog, grid, block, shared_bytes, arch, modname, glob, module, cluster=(1, 1, 1),
+                 explicit=False, first_cta=0, nctas=None):
+        nctas = grid[0] * grid[1] * grid[2] if nctas is None else nctas
+        self.first_cta = first_cta      # this batch runs CTAs first_cta .. first_cta + nctas - 1 of the grid
         self.wpc = block[0] * block[1] * block[2] // 32
         super().__init__(nctas * self.wpc, undefined="zero", arch=arch)
         self.prog = prog
@@ -415,6 +522,10 @@ class _Kernel(Warp):
                 glob.module_symbols[key] = (glob.map(arr), arr)
             self._symbols[v.name] = glob.module_symbols[key][0]
         self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc), glob=glob, local_bytes=loc)
+        maxnreg = prog.entry.directives.get("maxnreg")
+        self.cluster = ClusterState(grid, cluster, self.wpc, explicit, block[0] * block[1] * block[2],
+                                    int(maxnreg[0]) if maxnreg else None, first_cta=first_cta, nctas=nctas)
+        self.memory.cluster_cta = self.cluster.cta_of
         self.frames = {fn.name: np.zeros((self.warps, 32, fn.frame_bytes), np.uint8)
                        for fn in prog.functions.values()}
         if any(st.opcode.startswith("wgmma.") for st in prog.code):
@@ -435,11 +546,32 @@ class _Kernel(Warp):
         bx, by, bz = self.block
         t = (np.arange(W) % self.wpc)[:, None] * 32 + np.arange(32)[None, :]
         tid = np.stack([t % bx, (t // bx) % by, t // (bx * by)], axis=-1).astype(np.uint32)
-        c = np.arange(W) // self.wpc
+        c = self.first_cta + np.arange(W) // self.wpc
         gx, gy, gz = self.grid
         ctaid = np.stack([c % gx, (c // gx) % gy, c // (gx * gy)], axis=-1).astype(np.uint32)
         return tid, np.array(self.block, np.uint32), ctaid, np.array(self.grid, np.uint32), \
             (np.arange(W) % self.wpc).astype(np.uint32), self.wpc
+
+    def special(self, name, ctx):
+        """Special registers; the cluster ones from the launch's cluster shape."""
+        m = _CLUSTER_SPECIAL.match(name) if isinstance(name, str) else None
+        if not m:
+            return super().special(name, ctx)
+        kind, axis = m.groups()
+        cl = self.cluster
+        rows = np.arange(self.warps) if ctx is None or ctx.rows is None else np.asarray(ctx.rows)
+        cta = self.memory.warp_cta[rows]
+        ax = "xyz".index(axis) if axis else None
+        if (ax is None) == (kind not in ("cluster_ctarank", "cluster_nctarank", "is_explicit_cluster")):
+            return super().special(name, ctx)          # its error message for a wrong suffix
+        per_cta = {"clusterid": lambda: cl.clusterid[cta, ax],
+                   "nclusterid": lambda: np.full(len(rows), self.grid[ax] // cl.cluster[ax]),
+                   "cluster_ctaid": lambda: cl.cluster_ctaid[cta, ax],
+                   "cluster_nctaid": lambda: np.full(len(rows), cl.cluster[ax]),
+                   "cluster_ctarank": lambda: cl.rank[cta],
+                   "cluster_nctarank": lambda: np.full(len(rows), cl.size),
+                   "is_explicit_cluster": lambda: np.full(len(rows), int(cl.explicit))}[kind]()
+        return np.broadcast_to(np.asarray(per_cta, np.uint32)[:, None], (len(rows), 32))
 
     def launch_value(self, kind):
         """Values of the special registers a launch defines (deterministic clocks: the step count)."""
@@ -501,7 +633,14 @@ class _Kernel(Warp):
                 if not lo <= v < (1 << p.bits):
                     raise ValueError(f"argument {i} of {name} ({p.name}) = {v} does not fit .{p.type}")
                 blob += (v & ((1 << p.bits) - 1)).to_bytes(p.bits // 8, "little")
-        self.params = bytes(blob)
+        self._set_params(bytes(blob), self.param_offsets)
+
+    def bind_like(self, other: "_Kernel"):
+        """Take the argument block another batch of the same launch bound."""
+        self._set_params(other.params, dict(other.param_offsets))
+
+    def _set_params(self, blob, offsets):
+        self.params, self.param_offsets = blob, offsets
         self.memory.params = np.frombuffer(self.params, dtype=np.uint8)
         for pname, off in self.param_offsets.items():
             self._symbols[pname] = off            # mov %rd, param: its address in the .param space
@@ -614,7 +753,7 @@ class _Kernel(Warp):
 
     def _diverged(self, what, st, w, lanes):
         on, off = np.nonzero(lanes)[0], np.nonzero(self.live[w] & ~lanes)[0]
-        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {w // self.wpc} lanes "
+        raise PTXError(f"{what} reached by a divergent warp: in warp {w % self.wpc} of CTA {self.first_cta + w // self.wpc} lanes "
                        f"{_lanes(on)} execute it while lanes {_lanes(off)} are elsewhere or have left; it needs every "
                        "lane of the warp", line=st.line, statement=st.text, token=st.opcode)
 
@@ -650,16 +789,55 @@ class _Kernel(Warp):
             del arrived[key]
             return True
 
+        cl = self.cluster
+        mb_wait = {}                            # warp -> (mbarrier key, phase, blocking try_wait)
+        parked = np.zeros(W, dtype=bool)        # blocked on an mbarrier (try_wait) or spinning on test_wait
+        cl_wait = np.zeros(W, dtype=bool)       # at barrier.cluster.wait, its phase not complete
+        ncl = int(cl.cluster_index.max()) + 1
+        cl_phase = np.zeros(ncl, dtype=np.int64)
+        cl_count = np.zeros(ncl, dtype=np.int64)
+        cl_arrived = np.full(W, -1, dtype=np.int64)
+        warp_cluster = cl.cluster_index[cta]
+        seen_version = [cl.version]
+        spins = [0]
+
+        def cl_release(c):
+            """Complete cluster c's barrier phase once every warp still running has arrived."""
+            need = int((alive & (warp_cluster == c)).sum())
+            if cl_count[c] == 0 or cl_count[c] < need:
+                return False
+            cl_phase[c] += 1
+            cl_count[c] = 0
+            cl_wait[cl_wait & (warp_cluster == c)] = False
+            return True
+
+        def wake():
+            """Warps parked on an mbarrier whose phase moved on (or that was invalidated) run again."""
+            seen_version[0] = cl.version
+            for w in list(mb_wait):
+                key, phase, _ = mb_wait[w]
+                bar = cl.mbarriers.get(key)
+                if bar is None or not bar.valid or bar.phase != phase:
+                    del mb_wait[w]
+                    parked[w] = False
+
         while alive.any():
-            run = alive & ~waiting
+            if cl.version != seen_version[0] and mb_wait:
+                wake()
+            run = alive & ~waiting & ~parked & ~cl_wait
             if not run.any():
-                if not any(release(k) for k in list(arrived)):
-                    w = int(np.argmax(waiting))
-                    st = code[self.pc[w]]
-                    raise PTXError(f"deadlock: every warp waits at a barrier that other warps never reach (warp "
-                                   f"{w % self.wpc} of CTA {w // self.wpc} waits here)", line=st.line,
-                                   statement=st.text, token=st.opcode)
-                continue
+                if any(release(k) for k in list(arrived)) or any(cl_release(c) for c in range(ncl)):
+                    continue
+                spinners = [w for w, (_, _, blocking) in mb_wait.items() if not blocking]
+                if spinners and spins[0] < 64:         # test_wait loops get bounded extra rounds
+                    spins[0] += 1
+                    for w in spinners:
+                        del mb_wait[w]
+                        parked[w] = False
+                    continue
+                self._deadlock(code, waiting, bar_key, mb_wait, cl_wait, alive)
+            if cl.version != seen_version[0]:
+                spins[0] = 0
             p = int(self.pc[run].min())
             grp = run & (self.pc == p)
             idx = np.nonzero(grp)[0]
@@ -668,9 +846,12 @@ class _Kernel(Warp):
             self.clock = steps
             if steps > max_steps:
                 st = code[p] if p < len(code) else None
-                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (an "
-                               "endless loop?); it was here", line=st and st.line, statement=st and st.text,
-                               token=st and st.opcode)
+                here = ", ".join(f"CTA {self.first_cta + w // self.wpc} warp {w % self.wpc}" for w in idx[:4])
+                more = f" and {len(idx) - 4} more warps" if len(idx) > 4 else ""
+                raise PTXError(f"{self.prog.entry.name} did not finish within max_steps={max_steps} statements (counted "
+                               f"per batch of CTAs, here CTAs {self.first_cta}..{self.first_cta + nctas - 1}; an "
+                               f"endless loop?); {here}{more} were here", line=st and st.line,
+                               statement=st and st.text, token=st and st.opcode)
             fn = fn_of[p] if p < len(code) else None
             if fn is None or p >= fn.end:
                 raise PTXError(f"control ran past the end of the code (pc {p})")
@@ -711,6 +892,38 @@ class _Kernel(Warp):
             if op.startswith("bra"):
                 raise PTXError(f"'{op}' is not supported (indirect branches)", line=st.line, statement=st.text,
                                token=op)
+            cbar = _CLUSTER_BAR.match(op)
+            if cbar:
+                for k, w in enumerate(idx):
+                    w = int(w)
+                    if not (lanes[k] == self.live[w]).all():
+                        if cbar["aligned"] or lanes[k].any():
+                            self._diverged(op, st, w, lanes[k])
+                        continue           # a warp whose guard is off everywhere does not take part
+                    c = int(warp_cluster[w])
+                    if cbar["op"] == "arrive":
+                        if cl_arrived[w] >= 0 and cl_arrived[w] >= cl_phase[c]:
+                            raise PTXError(f"barrier.cluster.arrive twice without a wait in between (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        cl_arrived[w] = cl_phase[c]
+                        cl_count[c] += 1
+                    else:
+                        if cl_arrived[w] < 0:
+                            raise PTXError(f"barrier.cluster.wait without a preceding barrier.cluster.arrive (warp "
+                                           f"{w % self.wpc} of CTA {w // self.wpc})", line=st.line,
+                                           statement=st.text, token=op)
+                        if cl_arrived[w] >= cl_phase[c]:
+                            cl_wait[w] = True
+                            continue
+                        cl_arrived[w] = -1
+                    self.pc[w] = p + 1
+                for c in set(int(warp_cluster[w]) for w in idx):
+                    cl_release(c)
+                for w in idx:
+                    if self.pc[w] != p:
+                        self._settle(int(w))
+                continue
             bar = _BAR.match(op)
             if bar:
                 for k, w in enumerate(idx):
@@ -761,10 +974,51 @@ class _Kernel(Warp):
                     m2 = lanes[on]
                     full = m2.all()
                     self.execute(st, None if (full and len(r2) == W) else r2, None if full else m2)
+            if cl.blocked:
+                stay = []
+                for w, key, phase, blocking in cl.blocked:
+                    mb_wait[w] = (key, phase, blocking)
+                    parked[w] = True
+                    if blocking:
+                        stay.append(w)           # try_wait: suspended; it runs the statement again
+                cl.blocked.clear()
+                if stay:
+                    self.pc[np.asarray(stay)] -= 1
             self.pc[idx] += 1
             hit = idx[self.pc[idx] == self.rpc[idx]]
             for w in hit:
                 self._settle(int(w))
+
+    def _deadlock(self, code, waiting, bar_key, mb_wait, cl_wait, alive):
+        """Every running warp waits and nothing can release it: name the barriers and the waiters."""
+        lines = []
+        by_bar = {}
+        for w, (key, phase, blocking) in mb_wait.items():
+            by_bar.setdefault(key, []).append(w)
+        for key, ws in by_bar.items():
+            if key[0] == "setmaxnreg":
+                lines.append(f"setmaxnreg.inc in CTA {key[1]}: {len(ws)} warp(s) wait for registers other warpgroups "
+                             f"never release ({mb_wait[ws[0]][1]} requested of {65536})")
+                continue
+            bar = self.cluster.mbarriers.get(key)
+            who = ", ".join(f"warp {w % self.wpc} of CTA {w // self.wpc}" for w in ws[:6]) + (", ..." if len(ws) > 6 else "")
+            state = bar.deadlock_message(waiting={}) if bar is not None else f"barrier at {key[1]:#x}"
+            lines.append(f"mbarrier of CTA {key[0]}: {state.split('; waiting warps')[0]}; waiting for phase "
+                         f"{mb_wait[ws[0]][1]} to complete: {who}")
+        cw = np.nonzero(cl_wait)[0]
+        if len(cw):
+            lines.append(f"barrier.cluster.wait: {len(cw)} warp(s) (first: warp {cw[0] % self.wpc} of CTA "
+                         f"{cw[0] // self.wpc}) wait for warps of their cluster that never arrive")
+        bw = np.nonzero(waiting)[0]
+        if len(bw):
+            lines.append(f"bar.sync: {len(bw)} warp(s) (first: warp {bw[0] % self.wpc} of CTA {bw[0] // self.wpc}, "
+                         f"barrier {bar_key[bw[0]][1]}) wait for threads that never arrive")
+        first = next(iter(mb_wait), None)
+        if first is None:
+            first = int(cw[0]) if len(cw) else int(bw[0])
+        st = code[self.pc[first]]
+        raise PTXError("deadlock: every running warp waits and nothing can release it -- " + "; ".join(lines),
+                       line=st.line, statement=st.text, token=st.opcode)
 
     def _split(self, w, p, target, taken, act):
         """A divergent branch of warp w at pc p (see the class docstring)."""
@@ -785,6 +1039,14 @@ class _Kernel(Warp):
 
     def _calls(self, st, idx, lanes, p):
         callee, rets, args = st.call
+        if callee is None:
+            if lanes.any():
+                self._extern_call(st, rets, args, idx, lanes)
+            self.pc[idx] = p + 1
+            for w in idx:
+                if self.pc[w] == self.rpc[w]:
+                    self._settle(int(w))
+            return
         caller = self._fn
         for k, w in enumerate(idx):
             w = int(w)
@@ -816,6 +1078,42 @@ class _Kernel(Warp):
                 raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)
 
 
+    def _extern_call(self, st, name, args, idx, lanes):
+        """A call of a function declared without a body: ``__assertfail`` (CUDA's device ``assert``)
+        reports the assertion's message; anything else is refused when reached."""
+        k, l = np.argwhere(lanes)[0]
+        w = int(idx[k])
+        where = f"warp {w % self.wpc} of CTA {w // self.wpc}, lane {l}"
+        if name == "__assertfail" and len(args) >= 3:
+            caller = self._fn
+            f = self.frames[caller.name]
+
+            def arg(a, n):
+                if a not in caller.params:
+                    return None
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + n].tobytes(), "little")
+
+            def text(addr):
+                try:
+                    raw = self.memory.glob.read(addr, 1)
+                    out = bytearray()
+                    while raw != b"\0" and len(out) < 4096:
+                        out += raw
+                        raw = self.memory.glob.read(addr + len(out), 1)
+                    return out.decode(errors="replace")
+                except (ValueError, TypeError):
+                    return "?"
+            msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
+            raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
+                           f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
+                       "functions are not modelled", line=st.line, statement=st.text, token=name)
+
+
+_CLUSTER_SPECIAL = re.compile(r"%(clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
+                              r"is_explicit_cluster)(?:\.([xyz]))?\Z")
+_CLUSTER_BAR = re.compile(r"barrier\.cluster\.(?P<op>arrive|wait)(?:\.(?:relaxed|release|acquire))?(?P<aligned>\.aligned)?\Z")
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?:sync|arrive)(?:\.aligned)?\Z")
 
 

@@ -57,6 +57,9 @@ NSM = 132
 
 
 
+_GUARD_ONLY = re.compile(r"@!?%?[\w$]+")
+
+
 def register_bits(name: str) -> int:
     """Width of an undeclared register from its name: 64 for ``%rd*``/``%fd*``, 1 (predicate) for
     ``%p*``, 16 for ``%rs*``/``%h*``, 32 for every other name."""
@@ -343,6 +346,8 @@ class Warp:
         return self
 
     def _statement(self, line, stmt):
+        if not stmt.split() or _GUARD_ONLY.fullmatch(stmt.strip()):
+            return                  # an empty statement (';;'), as ptxas takes it
         st = make_statement(line, stmt)
         if st.opcode == ".reg":
             return self.declare(line, st.text)

@@ -183,9 +183,11 @@ def make_statement(line: int, text: str) -> Statement:
     return Statement(line, stmt, opcode, split_operands(rest, line, stmt) if rest else [], guard)
 
 
-def statements(text: str):
+def statements(text: str, scopes: bool = False):
     """Yield ('label', line, name) and ('stmt', line, text) items of a statement list (a snippet or an
-    entry's body): ';'-terminated statements, ``name:`` labels and ``{`` ``}`` scope braces."""
+    entry's body): ';'-terminated statements, ``name:`` labels and ``{`` ``}`` scope braces (yielded
+    as ('scope', line, '{' or '}') when ``scopes``: labels inside a brace block are local to it, as
+    in inline-asm blocks that each define ``DONE:``)."""
     clean = strip_comments(text)
     i, n = 0, len(clean)
     depth = 0
@@ -198,12 +200,16 @@ def statements(text: str):
         if ch == "{":
             depth += 1
             i += 1
+            if scopes:
+                yield ("scope", line, "{")
             continue
         if ch == "}":
             depth -= 1
             if depth < 0:
                 raise PTXError("unbalanced '}'", line=line)
             i += 1
+            if scopes:
+                yield ("scope", line, "}")
             continue
         if _LINE_DIRECTIVE.match(clean, i):       # .loc / .file end at the end of their line, no ';'
             j = clean.find("\n", i)
@@ -321,7 +327,10 @@ def parse_module(text: str) -> ModuleText:
             i = eol
             continue
         if head.startswith(".address_size"):
-            address_size = int(head.split()[1])
+            words = head.rstrip(";").split()
+            if len(words) != 2 or words[1] not in ("32", "64"):
+                raise PTXError("expected '.address_size 32' or '.address_size 64'", line=line, statement=head)
+            address_size = int(words[1])
             i = eol
             continue
         if head.split()[0] in (".file", ".loc"):          # debug line tables: nothing to run

@@ -262,7 +262,9 @@ class WgmmaUnit:
         # the accumulator may be shared only with in-flight wgmmas chained on the same registers
         self._conflict(dregs, m, "uses", line, stmt, chain=tuple(dregs))
         self._conflict(aregs, m, "reads", line, stmt)
-        for r in list(dregs) + list(aregs) + list(other):
+        # the ISA asks for a fence only for accumulator and A-fragment registers: descriptor registers
+        # ('other') are read at issue (nvcc writes them between wgmma.fence and wgmma.mma_async)
+        for r in list(dregs) + list(aregs):
             u = self.unfenced.get(r)
             if u is not None and (u[2] & m).any():
                 where = f"line {u[0]}: {u[1]}" if u[0] is not None else u[1]

@@ -5,7 +5,7 @@ import zlib
 
 import numpy as np
 
-from triton_kernels import KERNELS
+from triton_sources import KERNELS
 
 SEED = 20
 

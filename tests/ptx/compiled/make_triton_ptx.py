@@ -15,7 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from triton_kernels import KERNELS  # noqa: E402
+from triton_sources import KERNELS  # noqa: E402
 
 
 def main():

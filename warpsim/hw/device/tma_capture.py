@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -70,13 +71,10 @@ def pad(v, n, fill):
     return list(v) + [fill] * (n - len(v))
 
 
-def main():
+def run_range(lo, hi, cubin, dest):
+    """Cases [lo, hi) in this process (a case that kills the context fails the whole range)."""
     import cupy as cp
 
-    t0 = time.time()
-    tmp = tempfile.mkdtemp()
-    cubin = os.path.join(tmp, "tma_capture.cubin")
-    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", cubin, os.path.join(HERE, "tma_capture.cu")], check=True)
     fn = cp.RawModule(path=cubin).get_function("tma_load")
     fn.max_dynamic_shared_size_bytes = 200 * 1024
     cu = ctypes.CDLL("libcuda.so.1")
@@ -84,9 +82,11 @@ def main():
     host_map = (ctypes.c_uint8 * 192)()
     hm = (ctypes.addressof(host_map) + 63) // 64 * 64
     rng = np.random.default_rng(SEED)
-    rows, windows = [], []
-    for i in range(N_CASES):
+    res_all = {}
+    for i in range(hi):
         c = make_case(rng, i)
+        if i < lo:
+            continue
         data = data_bytes(c["seed"], c["gbytes"])
         g = cp.asarray(data)
         r = c["rank"]
@@ -98,6 +98,9 @@ def main():
         window = c["dst_off"] + c["nbytes"] + 1024
         status = np.zeros(3, np.int32)
         out = np.zeros(window, np.uint8)
+        if res == 0 and os.environ.get("TMA_DIAG"):
+            print("case", i, {k: c[k] for k in ("rank", "dtype", "esz", "swizzle", "oob", "box", "es", "dims", "coords",
+                                                "nbytes", "dst_off")}, flush=True)
         if res == 0:
             tm = cp.asarray(tmap_bytes)
             co = cp.asarray(np.array(pad(c["coords"], 5, 0), np.int32))
@@ -106,10 +109,56 @@ def main():
                               ob, st), shared_mem=window)
             cp.cuda.Device().synchronize()
             status, out = st.get(), ob.get()
-        rows.append((c, res, tmap_bytes, status, g.data.ptr, hashlib.sha256(data.tobytes()).hexdigest()))
-        windows.append(out)
+        res_all[f"{i}.result"] = np.array(res, np.int32)
+        res_all[f"{i}.tensormap"] = tmap_bytes
+        res_all[f"{i}.status"] = status
+        res_all[f"{i}.window"] = out
+        res_all[f"{i}.gaddr"] = np.array(g.data.ptr, np.uint64)
+    np.savez(dest, **res_all)
+
+
+def _ranges(lo, hi, cubin, tmp, log):
+    """Run [lo, hi) in a child process; on a crash, split it until the failing cases stand alone."""
+    dest = os.path.join(tmp, f"r{lo}_{hi}.npz")
+    r = subprocess.run([sys.executable, __file__, "--range", str(lo), str(hi), cubin, dest], capture_output=True, text=True)
+    if r.returncode == 0:
+        return [dest], []
+    if hi - lo == 1:
+        log.append(f"case {lo}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+        return [], [lo]
+    mid = (lo + hi) // 2
+    a, fa = _ranges(lo, mid, cubin, tmp, log)
+    b, fb = _ranges(mid, hi, cubin, tmp, log)
+    return a + b, fa + fb
+
+
+def main():
+    t0 = time.time()
+    tmp = tempfile.mkdtemp()
+    cubin = os.path.join(tmp, "tma_capture.cubin")
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-o", cubin, os.path.join(HERE, "tma_capture.cu")], check=True)
+    log = []
+    parts, failed = [], []
+    for lo in range(0, N_CASES, 80):
+        p, f = _ranges(lo, min(N_CASES, lo + 80), cubin, tmp, log)
+        parts += p
+        failed += f
+    got = {}
+    for p in parts:
+        with np.load(p) as z:
+            got.update({k: z[k] for k in z.files})
+    rng = np.random.default_rng(SEED)
+    cs = [make_case(rng, i) for i in range(N_CASES)]
+    rows, windows = [], []
+    for i, c in enumerate(cs):
+        if i in failed:       # the launch crashed the context: recorded as result -1, no window
+            rows.append((c, -1, np.zeros(128, np.uint8), np.array([-1, 0, 0], np.int32), 0))
+            windows.append(np.zeros(0, np.uint8))
+            continue
+        rows.append((c, int(got[f"{i}.result"]), got[f"{i}.tensormap"], got[f"{i}.status"], int(got[f"{i}.gaddr"])))
+        windows.append(got[f"{i}.window"])
+    sha = [hashlib.sha256(data_bytes(c["seed"], c["gbytes"]).tobytes()).hexdigest() for c in cs]
     offs = np.cumsum([0] + [w.size for w in windows])
-    cs = [r[0] for r in rows]
     np.savez_compressed(
         os.path.join(OUT, "tma_boxes.npz"),
         rank=np.array([c["rank"] for c in cs], np.int32), dtype=np.array([c["dtype"] for c in cs], np.int32),
@@ -122,10 +171,16 @@ def main():
         dst_off=np.array([c["dst_off"] for c in cs], np.int64), seed=np.array([c["seed"] for c in cs], np.int64),
         result=np.array([r[1] for r in rows], np.int32), tensormap=np.stack([r[2] for r in rows]),
         status=np.stack([r[3] for r in rows]), gaddr=np.array([r[4] for r in rows], np.uint64),
-        sha256=np.array([r[5] for r in rows]), window_offsets=offs, windows=np.concatenate(windows))
-    done = sum(int(r[3][0]) for r in rows)
-    print(f"{N_CASES} boxes, {sum(r[1] == 0 for r in rows)} encoded, {done} completed, {time.time() - t0:.1f} s")
+        sha256=np.array(sha), window_offsets=offs, windows=np.concatenate(windows),
+        crash_log=np.array("\n".join(log)))
+    done = sum(int(r[3][0]) == 1 for r in rows)
+    print(f"{N_CASES} boxes, {sum(r[1] == 0 for r in rows)} encoded, {done} completed, {len(failed)} crashed the "
+          f"context, {time.time() - t0:.1f} s")
+    print("\n".join(log[:40]))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--range"]:
+        run_range(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    else:
+        main()

@@ -1,0 +1,242 @@
+"""Capture kernels for ``tcgen05.mma`` (sm_100a): one CUDA kernel per case, and the B200 runner.
+
+Each kernel (one CTA of 128 threads) copies a shared-memory image prepared on the host (A and B
+K-major, unswizzled, laid out by :mod:`warpsim.isa.smem`), allocates tensor memory, stores C (and,
+for block-scaled kinds, the scale-factor cells) with ``tcgen05.st.32x32b``, issues one
+``tcgen05.mma`` from one thread with sm_100 shared-memory descriptors and the instruction
+descriptor, commits to an mbarrier, waits, reads D back with ``tcgen05.ld.32x32b`` and stores it.
+``warpsim/hw/offline/tcgen05_replay.py`` then compares D with :func:`warpsim.tcgen05_mma` on the same bytes.
+
+    python -m warpsim.hw.tcgen05_capture --out DIR          # compile; run where an sm_100 GPU is
+    python -m warpsim.hw.tcgen05_capture --source k.cu      # only write the CUDA source
+    python warpsim/hw/offline/tcgen05_replay.py DIR/tcgen05_sm100a.npz   # compare with the model
+
+Without an sm_100 device (an H100, say) it still compiles the kernels with ``nvcc -arch=sm_100a`` and
+writes ``DIR/tcgen05_capture.json`` saying so; nothing runs.  ``DIR/tcgen05_sm100a.npz`` holds, per
+case, the inputs, the descriptors and the GPU's D words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+# (spelling, A type, B type, D type, N): M = 128, cta_group::1, dense, A and B from descriptors
+CASES = (
+    ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 64),
+    ("tcgen05.mma.cta_group::1.kind::f16", "bf16", "bf16", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f16", 32),
+    ("tcgen05.mma.cta_group::1.kind::tf32", "tf32", "tf32", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::f8f6f4", "e4m3", "e5m2", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::f8f6f4", "e2m1", "e3m2", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::i8", "s8", "u8", "s32", 32),
+    ("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale", "e4m3", "e4m3", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16", "e2m1", "e2m1", "f32", 32),
+)
+NCOLS = 256     # tensor-memory columns allocated per kernel: D from column 0, scale cells from column 128
+SF_COL_A, SF_COL_B = 128, 136
+
+_PRELUDE = r"""
+#include <cstdint>
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+"""
+
+_KERNEL = r"""
+extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restrict__ img, int img_bytes,
+    unsigned long long adesc, unsigned long long bdesc, uint32_t idesc, const uint32_t* __restrict__ c_in,
+    const uint32_t* __restrict__ sf_in, uint32_t* __restrict__ d_out, int enable_d) {{
+  extern __shared__ __align__(1024) uint8_t sm[];
+  __shared__ uint32_t tmem_base;
+  __shared__ __align__(8) uint64_t mbar;
+  const int tid = threadIdx.x, warp = tid / 32;
+  for (int i = tid; i < img_bytes; i += 128) sm[i] = img[i];
+  if (warp == 0) {{
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(smem_u32(&tmem_base)), "r"({ncols}));
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;");
+  }}
+  if (tid == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&mbar)));
+  asm volatile("fence.proxy.async.shared::cta;");
+  asm volatile("tcgen05.fence::before_thread_sync;");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;");
+  const uint32_t tmem = tmem_base;
+  const uint32_t lane_addr = tmem + ((uint32_t)(warp * 32) << 16);
+  for (int j = 0; j < {n}; ++j)
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x1.b32 [%0], {{%1}};" :: "r"(lane_addr + j), "r"(c_in[tid * {n} + j]));
+  for (int j = 0; j < 16; ++j)
+    asm volatile("tcgen05.st.sync.aligned.32x32b.x1.b32 [%0], {{%1}};" :: "r"(lane_addr + {sfa} + j), "r"(sf_in[tid * 16 + j]));
+  asm volatile("tcgen05.wait::st.sync.aligned;");
+  asm volatile("tcgen05.fence::before_thread_sync;");
+  __syncthreads();
+  asm volatile("tcgen05.fence::after_thread_sync;");
+  if (tid == 0) {{
+    const unsigned long long base = (unsigned long long)(smem_u32(sm) >> 4);
+    asm volatile("{{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n {mma}\n}}"
+                 :: "r"(tmem), "l"(adesc + base), "l"(bdesc + base), "r"(idesc), "r"(enable_d),
+                    "r"(tmem + {sfa}), "r"(tmem + {sfb}));
+    asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(smem_u32(&mbar)));
+  }}
+  asm volatile("{{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}}"
+               :: "r"(smem_u32(&mbar)));
+  asm volatile("tcgen05.fence::after_thread_sync;");
+  for (int j = 0; j < {n}; ++j) {{
+    uint32_t r;
+    asm volatile("tcgen05.ld.sync.aligned.32x32b.x1.b32 {{%0}}, [%1];" : "=r"(r) : "r"(lane_addr + j));
+    asm volatile("tcgen05.wait::ld.sync.aligned;");
+    d_out[tid * {n} + j] = r;
+  }}
+  asm volatile("tcgen05.fence::before_thread_sync;");
+  __syncthreads();
+  if (warp == 0)
+    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :: "r"(tmem), "r"({ncols}));
+}}
+"""
+
+
+def _mma_statement(spelling: str) -> str:
+    if ".block_scale" in spelling:
+        return spelling + " [%0], %1, %2, %3, [%5], [%6], p;"
+    return spelling + " [%0], %1, %2, %3, p;"
+
+
+def kernel_source(cases=CASES) -> str:
+    """CUDA source with one kernel per case (``tc05_<i>``)."""
+    parts = [_PRELUDE]
+    for i, (sp, _, _, _, n) in enumerate(cases):
+        parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B,
+                                    mma=_mma_statement(sp)))
+    return "\n".join(parts)
+
+
+def compile_cubin(source: str, nvcc: str = "nvcc") -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, out = os.path.join(tmp, "k.cu"), os.path.join(tmp, "k.cubin")
+        with open(cu, "w") as f:
+            f.write(source)
+        r = subprocess.run([nvcc, "-cubin", "-arch=sm_100a", "-O2", "-o", out, cu], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"nvcc failed for sm_100a:\n{r.stderr[-4000:]}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def case_inputs(case, seed: int):
+    """Host-side inputs of one case: smem image, descriptors, idesc, C words, scale cells, A/B/scale values."""
+
+    from ..isa import smem as S
+    from ..isa import tcgen05 as t5
+    from ..isa.catalog import TCGEN05_K
+    from ..isa.types import TYPES
+
+    sp, at, bt, dt, n = case
+    op = t5.parse_tcgen05(sp)
+    k = TCGEN05_K[op.kind]
+    rng = np.random.default_rng(seed)
+
+    def bits(t, shape):
+        e = TYPES[t]
+        if e.kind == "int":
+            return rng.integers(0, 1 << e.bits, shape).astype(np.uint64)
+        vals = rng.choice([0.5, 1.0, 1.5, 2.0, -1.0, -0.5, 3.0, 0.25], size=shape)
+        from ..isa.codec import to_bits as _values_to_bits
+
+        return _values_to_bits(vals.astype(np.float32 if t == "tf32" else e.numpy_dtype), e)
+
+    A, B = bits(at, (128, k)), bits(bt, (n, k))        # B as B^T (N, K)
+    cont = 8 if op.kind in ("f8f6f4", "mxf8f6f4") else TYPES[at].bits
+    da, sa = S.dense_layout(128, cont, "K", "none", 0)
+    b0 = -(-sa // 1024) * 1024
+    db, sb = S.dense_layout(n, cont, "K", "none", b0, kbytes=32)
+    img = np.zeros((1, b0 + sb), np.uint8)
+    S.write_operand(img, da, A[None], cont)
+    S.write_operand(img, db, B[None], cont)
+    to100 = lambda d: t5.encode_smem_desc(*(lambda x: (x.start, x.lbo, x.sbo))(S.decode_descriptor(d)))  # noqa: E731
+    stype = ("ue4m3" if op.scale_block == 16 else "ue8m0") if op.block_scaled else None
+    idesc = t5.encode_idesc(op.kind, at, bt, dt, 128, n, scale_type=stype)
+    cbits = 16 if dt == "f16" else 32
+    C = rng.integers(0, 4, (128, n)).astype(np.float32)
+    cw = (C.astype(np.float16).view(np.uint16).astype(np.uint32) if cbits == 16 else
+          (C.astype(np.int32).view(np.uint32) if dt == "s32" else C.view(np.uint32)))
+    sf = np.zeros((128, 16), np.uint32)
+    if op.block_scaled:   # scale cells: byte s of column SF_COL_A (row i, lane i) / SF_COL_B (column j, lane j)
+        nscale = k // op.scale_block
+        sa_b = rng.integers(124, 131, (128, nscale)) if stype == "ue8m0" else \
+            np.array([0x30, 0x38, 0x40, 0x44], np.int64)[rng.integers(0, 4, (128, nscale))]
+        sb_b = rng.integers(124, 131, (n, nscale)) if stype == "ue8m0" else \
+            np.array([0x30, 0x38, 0x40, 0x44], np.int64)[rng.integers(0, 4, (n, nscale))]
+        sf[:, 0] = (sa_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
+        sf[:n, SF_COL_B - SF_COL_A] = (sb_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
+    return dict(img=img[0], adesc=to100(da), bdesc=to100(db), idesc=idesc, c=np.ascontiguousarray(cw),
+                sf=sf, A=A, B=B)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="directory for tcgen05_sm100a.npz and tcgen05_capture.json")
+    ap.add_argument("--source", help="only write the CUDA source here")
+    ap.add_argument("--nvcc", default="nvcc")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    src = kernel_source()
+    if a.source:
+        with open(a.source, "w") as f:
+            f.write(src)
+        return 0
+    if not a.out:
+        ap.error("--out DIR (or --source FILE)")
+    os.makedirs(a.out, exist_ok=True)
+    report = {"cases": [list(c) for c in CASES]}
+    cubin = compile_cubin(src, a.nvcc)
+    report["compiled"] = f"{len(cubin)} bytes of sm_100a cubin"
+    try:
+        import cupy as cp
+
+        cc = cp.cuda.Device().compute_capability
+    except Exception as exc:   # no CuPy / no GPU: the compile check is the result
+        cc = None
+        report["device"] = f"none usable ({exc})"
+    if cc is not None and not str(cc).startswith("10"):
+        report["device"] = f"compute capability {cc}: tcgen05 needs an sm_100 GPU (B200/GB200); nothing run"
+        cc = None
+    arrays = {}
+    if cc is not None:
+        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+            f.write(cubin)
+            path = f.name
+        mod = cp.RawModule(path=path)
+        report["device"] = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        report["results"] = []
+        for i, case in enumerate(CASES):
+            inp = case_inputs(case, a.seed + i)
+            n = case[4]
+            d = cp.zeros((128, n), cp.uint32)
+            fn = mod.get_function(f"tc05_{i}")
+            smem = int(inp["img"].size)
+            fn.max_dynamic_shared_size_bytes = max(smem, 1024)
+            fn((1,), (128,), (cp.asarray(inp["img"]), np.int32(smem), np.uint64(inp["adesc"]), np.uint64(inp["bdesc"]),
+                              np.uint32(inp["idesc"]), cp.asarray(inp["c"]), cp.asarray(inp["sf"]), d, np.int32(1)),
+               shared_mem=smem)
+            gpu = cp.asnumpy(d)
+            report["results"].append({"case": list(case), "words": int(gpu.size)})
+            for key in ("img", "c", "sf", "A", "B"):
+                arrays[f"{i}.{key}"] = inp[key]
+            arrays[f"{i}.desc"] = np.array([inp["adesc"], inp["bdesc"], inp["idesc"]], np.uint64)
+            arrays[f"{i}.gpu"] = gpu
+        arrays["cases"] = np.array([json.dumps(list(c)) for c in CASES])
+        np.savez_compressed(os.path.join(a.out, "tcgen05_sm100a.npz"), **arrays)
+    with open(os.path.join(a.out, "tcgen05_capture.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(json.dumps(report, indent=1)[:4000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
