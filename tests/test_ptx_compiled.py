@@ -11,7 +11,8 @@ import numpy as np
 from warpsim.hw.golden import open_golden
 import pytest
 
-from warpsim.ptx import GlobalMemory, load
+from warpsim.ptx import GlobalMemory, PTXError, load
+from warpsim.ptx.warpgroup import WgmmaSerializedWarning
 
 HERE = Path(__file__).resolve().parent / "ptx" / "compiled"
 sys.path.insert(0, str(HERE))
@@ -19,16 +20,22 @@ from cases import CASES, inputs  # noqa: E402
 
 CAPTURE = Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.npz"
 SLOW = {"triton_e4m3_f32acc_sm89", "triton_f16_f32acc_masked_sm90"}      # ~10 s each: one launch
-WGMMA_EARLY_READ = {"triton_f16_f16acc_sm90"}
+WGMMA_EARLY_READ = {"triton_f16_f16acc_sm90"}     # reads accumulators between commit_group and wait_group
 
 
-def _run(name):
+def _run(name, **kw):
     bufs, make_args, grid, block, shared, outs = inputs(name)
     gm = GlobalMemory()
     addr = {k: gm.map(v) for k, v in bufs.items()}
     case = CASES[name]
     arch = "sm_90"
-    load(HERE / case["ptx"]).launch(case["entry"], grid, block, make_args(addr), shared, memory=gm, arch=arch)
+    if name in WGMMA_EARLY_READ and not kw.get("wgmma_strict"):
+        with pytest.warns(WgmmaSerializedWarning, match="reads accumulator register %r64 of a wgmma still in flight"):
+            load(HERE / case["ptx"]).launch(case["entry"], grid, block, make_args(addr), shared, memory=gm,
+                                            arch=arch, **kw)
+    else:
+        load(HERE / case["ptx"]).launch(case["entry"], grid, block, make_args(addr), shared, memory=gm, arch=arch,
+                                        **kw)
     return bufs, outs
 
 
@@ -38,18 +45,8 @@ def test_every_compiled_file_loads(path):
     assert mod.entries and all(mod.program(e).code for e in mod.entries)
 
 
-def _xfail_known(name):
-    if name == "simt_calls_G":
-        pytest.xfail("known bug: the -G build of simt_calls runs to wrong 'out' words (see "
-                     "test_simt_calls_equals_its_c_source)")
-    if name in WGMMA_EARLY_READ:
-        pytest.xfail("Triton reads wgmma accumulators after commit_group before wait_group (ptxas serialises "
-                     "it); warpsim's wgmma hazard check refuses the read")
-
-
 @pytest.mark.parametrize("name", sorted(set(CASES) - SLOW))
 def test_compiled_case_runs_and_matches_numpy(name):
-    _xfail_known(name)
     bufs, outs = _run(name)
     if name.startswith("warp_reduce"):
         x = bufs["x"].astype(np.int64)
@@ -102,11 +99,14 @@ def _simt_calls_reference(x, n=300, salt=7):
 
 @pytest.mark.parametrize("name", ["simt_calls", "simt_calls_G"])
 def test_simt_calls_equals_its_c_source(name):
-    if name.endswith("_G"):
-        pytest.xfail("known bug: the -G build (calls to atomic wrapper .funcs under divergence) gives wrong "
-                     "'out' words; the -O3 build is exact")
     bufs, _ = _run(name)
     assert (bufs["out"] == _simt_calls_reference(bufs["x"])).all()
+
+
+def test_wgmma_early_read_is_an_error_when_strict():
+    """The read ptxas serialises (info C7517) stays available as the ISA's hazard: wgmma_strict=True."""
+    with pytest.raises(PTXError, match=r"reads accumulator register %r64 of a wgmma that is still in flight"):
+        _run("triton_f16_f16acc_sm90", wgmma_strict=True)
 
 
 def test_warp_reduce_O3_and_G_builds_agree():
@@ -120,7 +120,6 @@ def test_warp_reduce_O3_and_G_builds_agree():
 def test_compiled_case_matches_h100(name):
     if not CAPTURE.exists():
         pytest.xfail("captures pending: run warpsim/hw/device/compiled_kernels.py on an H100")
-    _xfail_known(name)
     cap = open_golden(CAPTURE)
     assert f"{name}/error" not in cap, str(cap[f"{name}/error"])
     bufs, outs = _run(name)

@@ -127,7 +127,7 @@ def test_error_collective_in_divergent_branch():
     # divergent branches run (tests/test_ptx_simt.py); an .aligned collective inside one is refused
     e = _err("mov.u32 %r1, %laneid;\nsetp.lt.u32 %p1, %r1, 4;\n@%p1 bra DONE;\n"
              "shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;\nDONE:")
-    assert "lanes 4, 5, 6" in str(e) and "lanes 0, 1, 2, 3 do not" in str(e) and "shfl.sync" in e.statement
+    assert "lanes 4, 5, 6" in str(e) and "lanes 0, 1, 2, 3 of the mask do not" in str(e) and "shfl.sync" in e.statement
 
 
 def test_error_unsupported_instruction_names_the_line():

@@ -503,14 +503,23 @@ def test_kernel_wgmma_hazards_and_warpgroups():
     e, _ = _tile_entry()
     wait = "wgmma.wait_group.sync.aligned 0;"
 
-    def launch(src, per_cta=2, block=None):
+    def launch(src, per_cta=2, block=None, **kw):
         args, grid = _tile_args(e, per_cta)
-        warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=block or 128 * per_cta, args=args)
+        warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=block or 128 * per_cta, args=args, **kw)
+        return args
 
-    # D stored without waiting for the wgmma
+    # D stored without waiting for the wgmma: the ISA's hazard with wgmma_strict=True; by default
+    # what ptxas assembles (it injects the wait, info C7517), with a warning naming both statements
     with pytest.raises(warpsim.PTXError, match=r"reads accumulator register %f0 of a wgmma that is still in flight "
                                                r"\(line 8\d: wgmma.mma_async"):
-        launch(text.replace(wait, ""))
+        launch(text.replace(wait, ""), wgmma_strict=True)
+    from warpsim.ptx.warpgroup import WgmmaSerializedWarning
+
+    with pytest.warns(WgmmaSerializedWarning, match=r"line 8\d: 'st.global.* reads accumulator register %f0 .*"
+                                                    r"\(line 8\d: wgmma.mma_async.*C7517"):
+        serialised = launch(text.replace(wait, ""))
+    waited = launch(text)
+    assert (serialised[3].view(np.uint32) == waited[3].view(np.uint32)).all()      # D's words
     # a store into shared memory an in-flight wgmma (of the other warpgroup of the CTA, too) reads
     with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[0, 4\) that a wgmma still in flight reads"):
         launch(text.replace(wait, "st.shared.u32 [%r5], %r14;\n\t" + wait))
@@ -640,3 +649,30 @@ def test_verify_command_replays_a_wgmma_corpus(capsys):
     assert main(["verify", "--corpus", path, "--match", "m64n16k32.f32.e4m3", "--match", "|reg|", "-q"]) == 0
     out = capsys.readouterr().out
     assert "wg-fp8" in out and "bit-exact" in out
+
+
+def test_kernel_early_read_waits_for_that_wgmma_and_older_ones_only():
+    """ptxas's injected wait (info C7517) before a read of an in-flight accumulator: the wgmma that
+    writes it and every wgmma issued before it complete; a later one stays in flight."""
+    from pathlib import Path
+
+    from warpsim.ptx.warpgroup import WgmmaSerializedWarning
+
+    text = Path(TILE_PTX).read_text().replace(".reg .f32 \t%f<8>;", ".reg .f32 \t%f<16>;")
+    mma = next(x for x in text.splitlines() if x.strip().startswith("wgmma.mma_async")).strip()
+    first = mma.replace("{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}", "{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}")
+    assert first != mma and "%f<16>" in text
+    e, _ = _tile_entry()
+
+    def launch(read):
+        src = text.replace(mma + "\n\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;",
+                           f"{first}\n\twgmma.commit_group.sync.aligned;\n\t{mma}\n\twgmma.commit_group.sync.aligned;"
+                           f"\n\tmov.b32 %r20, {read};\n\tst.shared.u32 [%r5], %r14;\n\twgmma.wait_group.sync.aligned 0;")
+        assert src != text
+        args, grid = _tile_args(e, 1)
+        with pytest.warns(WgmmaSerializedWarning, match=f"reads accumulator register {read}"):
+            warpsim.ptx.load(src).launch("wgmma_tile", grid=grid, block=128, args=args)
+
+    launch("%f0")          # the newer wgmma's accumulator: both complete, the store is safe
+    with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[0, 4\) that a wgmma still in flight"):
+        launch("%f8")      # the older one's: the newer wgmma still reads shared memory

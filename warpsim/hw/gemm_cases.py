@@ -154,20 +154,33 @@ def cutlass3_inputs(dtype: str, M: int, N: int, K: int, seed: int) -> dict:
     return {"A": A, "B": B, "C": C}
 
 
-def write_cutlass3_inputs(out):
-    """Inputs of every CUTLASS3_CASES entry as raw files for warpsim/hw/device/cutlass3.py."""
+#: CUTLASS 2.x sm_80 tensor-op GEMM launches (warpsim/hw/device/cutlass2.py, cutlass2_gemm.cu): the
+#: same operands as CUTLASS3_CASES (inputs from ``cutlass3_inputs``), f16 only; case 1 has partial
+#: tiles in M, N and K and a non-trivial epilogue.
+CUTLASS2_CASES = [
+    dict(dtype="f16", M=256, N=256, K=128, seed=2101, alpha=1.0, beta=1.0),
+    dict(dtype="f16", M=200, N=136, K=72, seed=2102, alpha=1.5, beta=-0.5),
+]
+
+
+def write_cutlass3_inputs(out, cases=None):
+    """Inputs of every CUTLASS3_CASES (or ``cases``) entry as raw files for warpsim/hw/device/cutlass3.py
+    (and cutlass2.py)."""
+    cases = CUTLASS3_CASES if cases is None else cases
     os.makedirs(out, exist_ok=True)
-    for i, case in enumerate(CUTLASS3_CASES):
+    for i, case in enumerate(cases):
         d = os.path.join(out, f"case{i}")
         os.makedirs(d, exist_ok=True)
         for k, v in cutlass3_inputs(**{k: case[k] for k in ("dtype", "M", "N", "K", "seed")}).items():
             v.tofile(os.path.join(d, f"{k}.bin"))
     with open(os.path.join(out, "cases.json"), "w") as f:
-        json.dump(CUTLASS3_CASES, f)
+        json.dump(cases, f)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["cutlass3"]:
     write_cutlass3_inputs(sys.argv[2])
+elif __name__ == "__main__" and sys.argv[1:2] == ["cutlass2"]:
+    write_cutlass3_inputs(sys.argv[2], CUTLASS2_CASES)
 elif __name__ == "__main__":
     OUT = sys.argv[1] if len(sys.argv) > 1 else "cap"
     os.makedirs(OUT, exist_ok=True)

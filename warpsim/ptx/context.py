@@ -48,6 +48,32 @@ class Context:
                       f"{show(on)} execute it and lanes {show(off)} do not (a divergent branch, lanes that "
                       "left, or a guard that differs between lanes)")
 
+    def require_members(self, members):
+        """A ``.sync`` warp collective (shfl.sync, vote.sync, bar.warp.sync): in every warp, the lanes
+        that execute it together must be exactly its membermask (``members``: the operand as read,
+        (g, 32)).  A divergent warp may run one when the mask names just the lanes on this path;
+        a mask naming lanes that are elsewhere, have left or are predicated off is refused (on the
+        GPU those lanes would have to arrive at this same statement)."""
+        active = np.ones(self.shape, dtype=bool) if self.mask is None else self.mask
+        bits = (active.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+        mm = np.asarray(members).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+        bad = active & (mm != bits[:, None])
+        if bad.any():
+            k, lane = (int(x) for x in np.argwhere(bad)[0])
+            w = k if self.rows is None else int(self.rows[k])
+            want = int(mm[k, lane])
+            named = [i for i in range(32) if want >> i & 1]
+            on = np.nonzero(active[k])[0]
+            show = lambda x: ", ".join(map(str, list(x)[:8])) + (", ..." if len(x) > 8 else "") if len(x) else "none"
+            missing = [i for i in named if not active[k, i]]
+            extra = [i for i in on if not want >> int(i) & 1]
+            why = (f"lanes {show(missing)} of the mask do not (a divergent branch, lanes that left, or a guard)"
+                   if missing else "")
+            why += ("; " if why else "") + (f"lanes {show(extra)} are not in the mask" if extra else "")
+            self.fail(f"{self.opcode}: in warp {w} lanes {show(on)} execute it together with membermask "
+                      f"0x{want:08x} (lane {lane}), but {why}; warpsim runs a .sync collective only when its "
+                      "membermask is exactly the lanes that reach it together")
+
     def param_store(self, op, data):
         store = getattr(self.machine, "param_store", None)
         if store is None:

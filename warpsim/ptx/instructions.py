@@ -628,13 +628,23 @@ def _matrix_from_frag(words, trans):
     return np.swapaxes(mat, -1, -2) if trans else mat
 
 
-_MATRIX = r"\.sync\.aligned\.m8n8\.x(?P<n>1|2|4)(?P<trans>\.trans)?" + r"(?:\.(?P<space>shared(?:::cta)?))?\.b16"
+# ptxas takes .m8n8, .xN and .trans in any order (CUTLASS writes ldmatrix.sync.aligned.x4.trans.m8n8)
+_MATRIX = r"\.sync\.aligned(?P<quals>(?:\.(?:m8n8|x[124]|trans)){2,3})(?:\.(?P<space>shared(?:::cta)?))?\.b16"
+
+
+def _matrix_form(ctx, m):
+    """(number of matrices, transposed?) from the shape qualifiers, each allowed once in any order."""
+    q = m["quals"].split(".")[1:]
+    xs = [x for x in q if x.startswith("x")]
+    if q.count("m8n8") != 1 or len(xs) != 1 or q.count("trans") > 1:
+        ctx.fail(f"{ctx.opcode}: the qualifiers are .m8n8, one of .x1/.x2/.x4 and optionally .trans, each once")
+    return int(xs[0][1:]), "trans" in q
 
 
 @instr(r"ldmatrix" + _MATRIX)
 def _ldmatrix(ctx, m):
     d, src = ctx.need(2)
-    n = int(m["n"])
+    n, trans = _matrix_form(ctx, m)
     regs = d if isinstance(d, list) else [d]
     if len(regs) != n:
         ctx.fail(f"{ctx.opcode} loads {n} matrices: its destination lists {n} 32-bit register(s), got {len(regs)}")
@@ -646,13 +656,13 @@ def _ldmatrix(ctx, m):
         ctx.check_aligned(rows, 16, f"ldmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
         data = ctx.memory.load(space, rows, 16, 16, ctx, lanes=slice(8 * i, 8 * i + 8))
         mat = np.ascontiguousarray(data).view(np.uint16).reshape(rows.shape[0], 8, 8)
-        ctx.write(r, _frag_from_matrix(mat, bool(m["trans"])), "b32")
+        ctx.write(r, _frag_from_matrix(mat, trans), "b32")
 
 
 @instr(r"stmatrix" + _MATRIX)
 def _stmatrix(ctx, m):
     dst, s = ctx.need(2)
-    n = int(m["n"])
+    n, trans = _matrix_form(ctx, m)
     regs = s if isinstance(s, list) else [s]
     if len(regs) != n:
         ctx.fail(f"{ctx.opcode} stores {n} matrices: its source lists {n} 32-bit register(s), got {len(regs)}")
@@ -662,7 +672,7 @@ def _stmatrix(ctx, m):
     for i, r in enumerate(regs):
         rows = addr[:, 8 * i:8 * i + 8]
         ctx.check_aligned(rows, 16, f"stmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
-        mat = _matrix_from_frag(ctx.read(r, "b32"), bool(m["trans"]))
+        mat = _matrix_from_frag(ctx.read(r, "b32"), trans)
         ctx.memory.store(space, rows, np.ascontiguousarray(mat).view(np.uint8).reshape(rows.shape[0], 8, 16), 16, ctx,
                          lanes=slice(8 * i, 8 * i + 8))
 
@@ -697,18 +707,13 @@ def _nanosleep(ctx, m):
     ctx.read(ctx.need(1)[0], "u32")     # time is the scheduler's step count: sleeping changes nothing
 
 
-@instr(r"bar\.warp\.sync")
-def _bar_warp(ctx, m):
-    ctx.need(1)
-
-
 @instr(r"(?:membar|fence)(?:\.[\w:]+)*")
 def _fence(ctx, m):
     pass
 
 
 # ----------------------------------------------------------------------------------------------
-# warp-wide exchange: shfl, vote, activemask (all 32 lanes execute: warpsim refuses divergence)
+# warp-wide exchange: shfl, vote, activemask (.sync forms: the executing lanes must be the membermask)
 
 @instr(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(ctx, m):
@@ -718,11 +723,10 @@ def _shfl(ctx, m):
     dst, p = ops[0], None
     if isinstance(dst, str) and "|" in dst:
         dst, p = [x.strip() for x in dst.split("|")]
-    ctx.require_converged()
+    ctx.require_members(ctx.read(ops[4], "b32"))
     a = ctx.read(ops[1], "b32")
     b = ctx.read(ops[2], "u32").astype(np.int64) & 31
     c = ctx.read(ops[3], "u32").astype(np.int64)
-    ctx.read(ops[4], "b32")
     lane = np.arange(32)[None, :]
     cval, seg = c & 31, (c >> 8) & 31
     min_lane = lane & seg
@@ -749,21 +753,28 @@ def _shfl(ctx, m):
 @instr(r"vote\.sync\.(?P<mode>all|any|uni)\.pred")
 def _vote(ctx, m):
     d, p, mask = ctx.need(3)
-    ctx.require_converged()
+    ctx.require_members(ctx.read(mask, "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask     # the members' votes only
     v = ctx.read(p, "pred")
-    ctx.read(mask, "b32")
-    r = {"all": v.all(axis=1), "any": v.any(axis=1), "uni": v.all(axis=1) | ~v.any(axis=1)}[m["mode"]]
+    r = {"all": (v | ~on).all(axis=1), "any": (v & on).any(axis=1),
+         "uni": (v | ~on).all(axis=1) | ~(v & on).any(axis=1)}[m["mode"]]
     ctx.write(d, np.broadcast_to(r[:, None], ctx.shape), "pred")
 
 
 @instr(r"vote\.sync\.ballot\.b32")
 def _ballot(ctx, m):
     d, p, mask = ctx.need(3)
-    ctx.require_converged()
-    v = ctx.read(p, "pred").astype(np.uint64)
-    ctx.read(mask, "b32")
+    ctx.require_members(ctx.read(mask, "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    v = (ctx.read(p, "pred") & on).astype(np.uint64)
     bits = (v << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
     ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
+
+
+@instr(r"bar\.warp\.sync")
+def _bar_warp_sync(ctx, m):
+    (mask,) = ctx.need(1)
+    ctx.require_members(ctx.read(mask, "b32"))
 
 
 @instr(r"activemask\.b32")

@@ -74,6 +74,7 @@ _CALL = re.compile(r"call(?:\.uni)?\s+(?:\(\s*([^)]*?)\s*\)\s*,\s*)?([\w$]+)\s*(
 _PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d+)\])?\Z")
 _LOCAL_DECL = re.compile(r"\.local\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?\.(\w+)\s+([\w$]+)((?:\s*\[\d+\])*)\Z")
 EXIT_PC = -2          # reconvergence point of a branch whose paths meet only when lanes leave
+CALL_RPC = -3         # a call's stack entry: no pc equals it, so it pops only when its lanes have all returned
 
 
 class _Function:
@@ -350,7 +351,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None):
+               progress=None, wgmma_strict=False):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -368,7 +369,10 @@ class Module:
         never run at the same time, as on a GPU too small to hold the grid; a launch with clusters
         of more than one CTA runs as one batch); a grid of more than ``max_ctas`` CTAs is refused
         (raise the limit to run it).  progress: print a batch counter to stderr (default: when
-        there is more than one batch and stderr is a terminal).  Returns nothing.
+        there is more than one batch and stderr is a terminal).  wgmma_strict: a read of an
+        in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
+        instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
+        Returns nothing.
         """
         prog = self.program(entry)
         g = _dims(grid, "grid")
@@ -426,6 +430,8 @@ class Module:
                       f"{len(batches)})", end="", file=sys.stderr, flush=True)
             k = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
                         first_cta=first, nctas=min(per, nctas - first))
+            if k._async is not None:
+                k._async.strict = bool(wgmma_strict)
             if first_batch is None:
                 k.bind(args)
                 first_batch = k
@@ -931,6 +937,14 @@ class _Kernel(Warp):
                 bid = ctx.read(ctx_ops[0], "u32")
                 cnt = ctx.read(ctx_ops[1], "u32") if len(ctx_ops) == 2 else np.zeros_like(bid)
                 arrive = ".arrive" in op
+                if arrive and len(ctx_ops) != 2:
+                    raise PTXError(f"{op} needs a thread count (bar.arrive a, b): the threads that sync on barrier "
+                                   "a", line=st.line, statement=st.text, token=op)
+                bad = (cnt[:, 0] % 32 != 0) | (cnt[:, 0] > 32 * self.wpc) | ((cnt[:, 0] == 0) & (len(ctx_ops) == 2))
+                if bad.any():
+                    raise PTXError(f"the thread count of {op} is {int(cnt[np.argmax(bad), 0])}: it must be a "
+                                   f"non-zero multiple of 32 (the warp size) and at most the CTA's {32 * self.wpc} "
+                                   "threads", line=st.line, statement=st.text, token=ctx_ops[-1])
                 keys = set()
                 for k, w in enumerate(idx):
                     key = (int(cta[w]), int(bid[k, 0]))
@@ -951,7 +965,7 @@ class _Kernel(Warp):
                     for w in idx:
                         self._settle(int(w))
                 continue
-            if op == "bar.warp.sync" or op.startswith("nanosleep") or op.startswith("prefetch"):
+            if op.startswith("nanosleep") or op.startswith("prefetch"):
                 pass
             else:
                 on = lanes.any(axis=1)
@@ -1058,7 +1072,7 @@ class _Kernel(Warp):
                     raise PTXError(f"call result {r!r} is not a .param variable of {caller.name}", line=st.line,
                                    statement=st.text, token=r)
             self._save(w)
-            self.stacks[w].append([callee.start, m.copy(), p + 1, _Frame(callee, caller, rets, m.copy(), saved)])
+            self.stacks[w].append([callee.start, m.copy(), CALL_RPC, _Frame(callee, caller, rets, m.copy(), saved)])
             self._top(w)
             if callee.start == callee.end:
                 raise PTXError(f"{callee.name} has an empty body", line=st.line, statement=st.text)

@@ -34,13 +34,17 @@ The asynchrony is modelled as the PTX ISA defines it, and what it leaves undefin
 accumulator registers, or writing its A registers, with any statement other than a wgmma
 chained on the same accumulator; writing shared memory an in-flight wgmma reads; a wgmma whose
 registers were written since the last ``wgmma.fence``.  A wgmma is in flight from its issue
-until a ``wgmma.wait_group`` that covers its committed group.  Results are computed at issue
+until a ``wgmma.wait_group`` that covers its committed group (in a kernel launch, unless
+``wgmma_strict=True``, a read of an in-flight accumulator is what ptxas makes of it instead: a
+wait for that wgmma, with a :class:`WgmmaSerializedWarning`).  Results are computed at issue
 (equal to the GPU's whenever no hazard is reported).  The state is a :class:`WgmmaUnit` of the
 executing machine, per warpgroup; it sees every register read and write of the other statements
 and every shared-memory store (``st``, ``stmatrix``, ``cp.async``, :meth:`Warpgroup.write_smem`).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -49,7 +53,13 @@ from .memory import Memory
 from .regfile import Warp
 from .syntax import PTXError, parse_int
 
-__all__ = ["Warpgroup", "WgmmaUnit"]
+__all__ = ["Warpgroup", "WgmmaUnit", "WgmmaSerializedWarning"]
+
+
+class WgmmaSerializedWarning(UserWarning):
+    """A statement read an in-flight wgmma's accumulator; modelled as ptxas assembles it: the read
+    waits for that wgmma (ptxas info C7517, "warpgroup.wait is injected ... to allow use of
+    registers defined by GMMA").  Turn it into an error with ``launch(..., wgmma_strict=True)``."""
 
 _WG = "a warpgroup (4 consecutive warps, 128 threads, of one CTA)"
 
@@ -77,10 +87,15 @@ class WgmmaUnit:
     ``warps`` warps in CTAs of ``warps_per_cta`` warps each; warpgroup ``j`` of a CTA is its warps
     ``4j .. 4j+3``.  The machine calls :meth:`on_read` / :meth:`on_write` for every register access
     of a statement (other than a wgmma's own) and ``memory.watch`` for every shared-memory store.
+    ``strict``: reading an in-flight accumulator is an error (the PTX ISA leaves it undefined);
+    otherwise it is what ptxas makes of it: the read waits for the wgmma that writes the register
+    and every wgmma issued before it, with a :class:`WgmmaSerializedWarning` once per statement.
     """
 
-    def __init__(self, machine, warps_per_cta):
+    def __init__(self, machine, warps_per_cta, strict=True):
         self.machine = machine
+        self.strict = bool(strict)
+        self._warned = set()
         W = machine.warps
         self.wpc = int(warps_per_cta)
         per_cta = -(-self.wpc // 4)
@@ -143,7 +158,28 @@ class WgmmaUnit:
 
     def on_read(self, name, ctx):
         if self.pending and not ctx.opcode.startswith("wgmma."):
+            if not self.strict:
+                self._serialize(name, self._mask(ctx.rows), ctx.stmt)
             self._conflict((name,), self._mask(ctx.rows), "reads", ctx.stmt.line, ctx.stmt.text)
+
+    def _serialize(self, name, wgmask, stmt):
+        """ptxas's injected warpgroup.wait before a read of register ``name``: in the reading
+        warpgroups, the last in-flight wgmma writing it and every one issued before it complete
+        (their results were computed at issue, so only the in-flight state changes)."""
+        last = max((k for k, op in enumerate(self.pending) if name in op.dset and (op.inflight & wgmask).any()),
+                   default=None)
+        if last is None:
+            return
+        op = self.pending[last]
+        if stmt.line not in self._warned:
+            self._warned.add(stmt.line)
+            warnings.warn(f"PTX line {stmt.line}: '{stmt.text}' reads accumulator register {name} of a wgmma still "
+                          f"in flight (line {op.line}: {op.stmt}); run as ptxas assembles it, waiting for that wgmma "
+                          "(ptxas injects a warpgroup.wait, info C7517); wgmma_strict=True makes this an error",
+                          WgmmaSerializedWarning, stacklevel=2)
+        for o in self.pending[:last + 1]:
+            o.inflight = o.inflight & ~wgmask
+        self.pending = [o for o in self.pending if o.inflight.any()]
 
     def on_write(self, name, ctx):
         if ctx.opcode.startswith("wgmma."):
