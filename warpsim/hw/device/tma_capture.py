@@ -60,6 +60,10 @@ def make_case(rng, i):
     coords = [int(rng.integers(-b - 2, d + 2)) for b, d in zip(box, dims)]
     if rng.random() < 0.3:
         coords = [int(rng.integers(0, max(1, d - b + 1))) for b, d in zip(box, dims)]   # fully in bounds
+    # the innermost coordinate in bytes must be a multiple of 16: the first capture faulted
+    # (illegal instruction) on every box that was not, and landed every box that was
+    q = 16 // esz
+    coords[0] = coords[0] // q * q
     nbytes = box[0] * esz
     for b, e in zip(box[1:], es[1:]):
         nbytes *= -(-b // e)
