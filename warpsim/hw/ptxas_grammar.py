@@ -146,9 +146,9 @@ def candidates(ins, rng: random.Random, per_opcode: int = 12) -> list[str]:
     return sorted(out)
 
 
-def _assemble(ptxas, target, lines, name="k0"):
+def _assemble(ptxas, target, lines, name="k0", header=_HEADER):
     """(returncode, {line index: [errors]}, cubin bytes or None) for one kernel holding ``lines``."""
-    hdr = _HEADER.format(version=PTX_VERSION, target=target, name=name)
+    hdr = header.format(version=PTX_VERSION, target=target, name=name)
     first = hdr.count("\n") + 1
     text = hdr + "\n".join("  " + s for s in lines) + "\n  ret;\n}\n"
     with tempfile.TemporaryDirectory(prefix="warpsim_grammar_") as d:

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from . import convert as cv
+from .spellings import canonical
 
 
 # PTX type -> (bits, numpy dtype of its values)
@@ -62,6 +63,10 @@ def known_bases():
 
 
 def lookup(opcode):
+    """(kind, handler, nsrc, match) of the row for ``opcode``, or None.  Spellings of the wmma /
+    ldmatrix / stmatrix / movmatrix / cvt families are first put in the table's order
+    (:func:`warpsim.ptx.spellings.canonical`; ValueError for a spelling ptxas refuses)."""
+    opcode = canonical(opcode)
     for pat, kind, fn, nsrc in TABLE:
         m = pat.match(opcode)
         if m:

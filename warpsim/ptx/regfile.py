@@ -385,7 +385,10 @@ class Warp:
         if st.opcode.startswith("mma"):
             return self._mma(ctx)
         if st.handler is None:
-            found = lookup(st.opcode)
+            try:
+                found = lookup(st.opcode)
+            except ValueError as exc:       # a spelling ptxas refuses (warpsim.ptx.spellings)
+                raise PTXError(str(exc), line=st.line, statement=st.text, token=st.opcode) from None
             if found is None:
                 base = st.opcode.split(".")[0]
                 if base in known_bases():

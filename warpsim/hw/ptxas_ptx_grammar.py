@@ -1,0 +1,336 @@
+"""Which spellings of the PTX-layer families (wmma, ldmatrix/stmatrix/movmatrix, cvt) ptxas accepts.
+
+The companion of :mod:`warpsim.hw.ptxas_grammar` (mma / wgmma) for the statements the PTX
+instruction table runs: every canonical form warpsim's table implements (each wmma shape,
+fragment, layout, state space and type; every ``ldmatrix``/``stmatrix`` count, ``.trans`` and
+space; ``movmatrix``; ``cvt`` over every type pair the handler converts with every subset of
+rounding / ``.ftz`` / ``.sat`` / ``.satfinite`` / ``.relu``), then seeded spellings of each
+form ptxas accepts (permutations keeping the types' and layouts' order, single moves,
+duplicated, dropped and conflicting qualifiers).  Verdicts come from ptxas at -O0, a thousand
+statements per call, errors attributed by line; a sample of accepted non-canonical spellings
+is assembled next to its canonical form and must give the same cubin.  The verdicts go to
+``tests/golden/ptxas/ptx_spellings.json.xz``.
+
+    python -m warpsim.hw.ptxas_ptx_grammar [--ptxas ptxas] [--out tests/golden/ptxas/ptx_spellings.json.xz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import lzma
+import os
+import random
+import re
+import sys
+
+from .ptxas_grammar import _assemble, ptxas_version
+
+TARGET = "sm_90a"
+PTX_VERSION = "8.8"
+SEED = 2424
+DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ptxas", "ptx_spellings.json.xz")
+
+HEADER = """.version {version}
+.target {target}
+.address_size 64
+.visible .entry {name}(.param .u64 P)
+{{
+  .reg .b32 %r<300>;
+  .reg .b16 %h<300>;
+  .reg .f32 %f<300>;
+  .reg .f64 %fd<300>;
+  .reg .b64 %rd<300>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd0, [P];
+  ld.global.u64 %rd1, [%rd0];
+  ld.global.b32 %r299, [%rd0+8];
+"""
+
+# ---- the canonical forms warpsim's PTX table implements (what to ask about) -------------------
+
+WMMA_SHAPES = ("m16n16k16", "m32n8k16", "m8n32k16", "m16n16k8")
+WMMA_SPACES = ("", "global", "shared", "shared::cta")
+WMMA_LOAD_TYPES = ("f16", "bf16", "tf32", "s8", "u8", "f32", "s32")
+WMMA_STORE_TYPES = ("f16", "f32", "s32")
+WMMA_MMA_TYPES = ([(d, c) for d in ("f16", "f32") for c in ("f16", "f32")] +
+                  [(d, a, b, c) for d in ("f32", "s32") for a in ("bf16", "tf32", "s8", "u8")
+                   for b in ("bf16", "tf32", "s8", "u8") for c in ("f32", "s32")])
+#: 32-bit registers per wmma fragment (PTX ISA, "Matrix Fragments for WMMA"); forms not listed have none
+_WMMA_REGS = {("a", "f16"): 8, ("b", "f16"): 8, ("c", "f16"): 4, ("c", "f32"): 8, ("c", "s32"): 8,
+              ("a", "tf32"): 4, ("b", "tf32"): 4}
+_WMMA_SHAPED = {"bf16": {"m16n16k16": (4, 4), "m8n32k16": (2, 8), "m32n8k16": (8, 2)},
+                "s8": {"m16n16k16": (2, 2), "m8n32k16": (1, 4), "m32n8k16": (4, 1)}}
+_WMMA_SHAPED["u8"] = _WMMA_SHAPED["s8"]
+MATRIX_COUNTS = ("x1", "x2", "x4")
+MATRIX_SPACES = ("", "shared", "shared::cta")
+CVT_FLOATS = ("f64", "f32", "tf32", "f16", "bf16")
+CVT_INTS = ("s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64")
+CVT_PACKED = ("f16x2", "bf16x2", "e4m3x2", "e5m2x2")
+CVT_ROUNDINGS = ("", "rn", "rz", "rm", "rp", "rna", "rni", "rzi", "rmi", "rpi")
+CVT_SATURATIONS = ("", "sat", "satfinite")
+
+
+def wmma_registers(frag, shape, typ):
+    """32-bit registers of a wmma fragment, or None where the PTX ISA has no such fragment."""
+    if typ in _WMMA_SHAPED and frag in "ab":
+        return _WMMA_SHAPED[typ].get(shape, (None, None))["ab".index(frag)]
+    if shape == "m16n16k8" and typ not in ("tf32", "f32") and not (frag in "cd" and typ == "f16"):
+        return None                           # (ptxas also takes an f16 C/D on m16n16k8)
+    return _WMMA_REGS.get(("c" if frag == "d" else frag, typ))
+
+
+def canonical_forms():
+    """(family, canonical spelling, operand text) of every form to ask ptxas about."""
+    out = []
+    for frag, lay, shape, sp, t in itertools.product("abc", ("row", "col"), WMMA_SHAPES, WMMA_SPACES, WMMA_LOAD_TYPES):
+        op = f"wmma.load.{frag}.sync.aligned.{lay}.{shape}{'.' + sp if sp else ''}.{t}"
+        out.append(("wmma.load", op, f"{_group(wmma_registers(frag, shape, t), t)}, [%rd1], %r299"))
+    for lay, shape, sp, t in itertools.product(("row", "col"), WMMA_SHAPES, WMMA_SPACES, WMMA_STORE_TYPES):
+        op = f"wmma.store.d.sync.aligned.{lay}.{shape}{'.' + sp if sp else ''}.{t}"
+        out.append(("wmma.store", op, f"[%rd1], {_group(wmma_registers('d', shape, t), t)}, %r299"))
+    for al, bl, shape, ts, sat in itertools.product(("row", "col"), ("row", "col"), WMMA_SHAPES, WMMA_MMA_TYPES,
+                                                    ("", ".satfinite")):
+        op = f"wmma.mma.sync.aligned.{al}.{bl}.{shape}.{'.'.join(ts)}{sat}"
+        d, c = ts[0], ts[-1]
+        a = b = "f16" if len(ts) == 2 else None
+        if len(ts) == 4:
+            a, b = ts[1], ts[2]
+        ops = [_group(wmma_registers(f, shape, t), t, base) for f, t, base in
+               (("d", d, 0), ("a", a, 10), ("b", b, 20), ("c", c, 30))]
+        out.append(("wmma.mma", op, ", ".join(ops)))
+    for name in ("ldmatrix", "stmatrix"):
+        for n, trans, sp in itertools.product(MATRIX_COUNTS, ("", ".trans"), MATRIX_SPACES):
+            op = f"{name}.sync.aligned.m8n8.{n}{trans}{'.' + sp if sp else ''}.b16"
+            regs = "{" + ", ".join(f"%r{i}" for i in range(int(n[1]))) + "}"
+            out.append((name, op, f"{regs}, [%rd1]" if name == "ldmatrix" else f"[%rd1], {regs}"))
+    out.append(("movmatrix", "movmatrix.sync.aligned.m8n8.trans.b16", "%r0, %r1"))
+    types = CVT_FLOATS + CVT_INTS + CVT_PACKED
+    for dt, st in itertools.product(types, types):
+        if st in CVT_PACKED and dt not in CVT_PACKED:
+            continue                          # the handler converts packed sources to packed destinations only
+        for rnd, ftz, sat, relu in itertools.product(CVT_ROUNDINGS, ("", "ftz"), CVT_SATURATIONS, ("", "relu")):
+            mods = [m for m in (rnd, ftz, sat if sat == "sat" else "", relu, sat if sat == "satfinite" else "") if m]
+            op = ".".join(["cvt"] + mods + [dt, st])
+            two = dt in CVT_PACKED and st == "f32"
+            opnds = f"{_reg(dt, 0)}, {_reg(st, 1)}" + (f", {_reg(st, 2)}" if two else "")
+            out.append(("cvt", op, opnds))
+    return out
+
+
+def _reg(t, i):
+    if t in ("f16", "bf16", "e4m3x2", "e5m2x2", "s16", "u16"):
+        return f"%h{i}"
+    if t == "f32":
+        return f"%f{i}"
+    if t == "f64":
+        return f"%fd{i}"
+    if t in ("s64", "u64"):
+        return f"%rd{i + 10}"
+    return f"%r{i}"
+
+
+def _group(n, t, base=0):
+    n = n or 8
+    return "{" + ", ".join((f"%f{base + i}" if t == "f32" else f"%r{base + i}") for i in range(n)) + "}"
+
+
+# ---- candidate spellings -------------------------------------------------------------------------
+
+HEADS = ("wmma.load.a", "wmma.load.b", "wmma.load.c", "wmma.store.d", "wmma.mma", "ldmatrix", "stmatrix",
+         "movmatrix", "cvt")
+_TYPES = set(CVT_FLOATS + CVT_INTS + CVT_PACKED + ("b16",))
+_ROUND = set(CVT_ROUNDINGS) - {""}
+
+
+def head_and_qualifiers(op):
+    head = next(h for h in sorted(HEADS, key=len, reverse=True) if op == h or op.startswith(h + "."))
+    return head, op[len(head) + 1:].split(".")
+
+
+def _ordered(tok):
+    """Qualifiers whose order among themselves is meaning (types: D before A/B/C, source last; layouts A then B)."""
+    if tok in _TYPES:
+        return "type"
+    if tok in ("row", "col"):
+        return "layout"
+    return None
+
+
+def _keep_order(moved, original):
+    out = list(moved)
+    for cls in ("type", "layout"):
+        seq = [t for t in original if _ordered(t) == cls]
+        pos = [i for i, t in enumerate(out) if _ordered(t) == cls]
+        if len(seq) == len(pos):
+            for i, t in zip(pos, seq):
+                out[i] = t
+    return out
+
+
+def _optional(family, tok):
+    """Qualifiers whose removal names another form (not a broken spelling of this one)."""
+    if family == "cvt":
+        return tok not in _TYPES
+    return tok in ("trans", "satfinite", "global", "shared", "shared::cta") and family != "movmatrix"
+
+
+def candidates(family, op, rng, per_form):
+    """``op`` and spellings of it, each meaning ``op`` or nothing at all."""
+    head, q = head_and_qualifiers(op)
+    out = {op}
+    tries = 0
+    while len(out) < per_form and tries < 6 * per_form:
+        tries += 1
+        t = list(q)
+        how = rng.randrange(7)
+        if how == 0:                                    # any order
+            rng.shuffle(t)
+        elif how == 1:                                  # one qualifier moved
+            t.insert(rng.randrange(len(t)), t.pop(rng.randrange(len(t))))
+        elif how == 2:                                  # one qualifier twice
+            t.insert(rng.randrange(len(t) + 1), rng.choice(t))
+        elif how == 3:                                  # one required qualifier missing
+            drop = [i for i, x in enumerate(t) if not _optional(family, x)]
+            if not drop:
+                continue
+            t.pop(rng.choice(drop))
+        elif how == 4:                                  # two neighbours swapped
+            if len(t) < 2:
+                continue
+            i = rng.randrange(len(t) - 1)
+            t[i], t[i + 1] = t[i + 1], t[i]
+        elif how == 5:                                  # moved, then a .sync / .aligned more
+            t.insert(rng.randrange(len(t)), t.pop(rng.randrange(len(t))))
+            if family == "cvt":
+                rs = [x for x in t if x in _ROUND]      # a second, different rounding mode
+                if not rs:
+                    continue
+                t.insert(rng.randrange(len(t) + 1), rng.choice(sorted(_ROUND - set(rs))))
+            else:
+                t.insert(rng.randrange(len(t) + 1), rng.choice(("sync", "aligned")))
+        else:                                           # a qualifier of another family's vocabulary
+            extra = ("sync", "aligned", "row", "trans", "x2") if family == "cvt" else ("ftz", "rn", "b32", "m16n8k16")
+            t.insert(rng.randrange(len(t) + 1), rng.choice(extra))   # never part of a form of this family
+        if how not in (2, 6):
+            t = _keep_order(t, q)
+        out.add(".".join([head] + t))
+    return sorted(out)
+
+
+def _statements(pairs):
+    return [f"{sp} {opnds};" for sp, opnds in pairs]
+
+
+_UNPLACED = re.compile(r"(Unknown symbol|Call to) '__cuda")
+
+
+def verdicts(ptxas, pairs, chunk=1000):
+    """{spelling: first ptxas error or ''} for (spelling, operand text) pairs."""
+    out = {}
+    hdr = HEADER
+    for s in range(0, len(pairs), chunk):
+        part = pairs[s:s + chunk]
+        lines = _statements(part)
+        _, bad, _ = _assemble(ptxas, TARGET, lines, header=hdr)
+        for i, (sp, _o) in enumerate(part):
+            out[sp] = bad[i][0] if i in bad else ""
+        ok = [i for i in range(len(part)) if i not in bad]
+        while ok:                                       # the accepted lines alone must assemble cleanly
+            rc, bad2, _ = _assemble(ptxas, TARGET, [lines[i] for i in ok], header=hdr)
+            if rc == 0:
+                break
+            if all(_UNPLACED.match(e) for errs in bad2.values() for e in errs):
+                # a missing-library-symbol error lands on some line of the file, not always its own:
+                # assemble each remaining line alone
+                for i in ok:
+                    _, alone, _ = _assemble(ptxas, TARGET, lines[i:i + 1], header=hdr)
+                    out[part[i][0]] = alone[0][0] if alone else ""
+                break
+            for j in bad2:
+                out[part[ok[j]][0]] = bad2[j][0]
+            ok = [i for j, i in enumerate(ok) if j not in bad2]
+    return out
+
+
+def same_cubins(ptxas, triples, chunk=200):
+    """Assemble (canonical, spelling, operands) twins; raise if any pair's cubins differ; count them."""
+    for s in range(0, len(triples), chunk):
+        part = triples[s:s + chunk]
+        _, _, a = _assemble(ptxas, TARGET, _statements([(c, o) for c, _, o in part]), header=HEADER)
+        _, _, b = _assemble(ptxas, TARGET, _statements([(sp, o) for _, sp, o in part]), header=HEADER)
+        if a is None or b is None or hashlib.sha256(a).digest() != hashlib.sha256(b).digest():
+            if len(part) > 1:                   # find the pair(s) that differ
+                for t in part:
+                    same_cubins(ptxas, [t], 1)
+            raise RuntimeError(f"{part[0][1]!r} does not assemble like {part[0][0]!r}" if len(part) == 1 else
+                               f"spellings {part[0][1]} .. {part[-1][1]}: only together do they differ")
+    return len(triples)
+
+
+def build(ptxas="ptxas", per_form=12, cubin_sample=600):
+    """The verdict table: per family, the canonical forms ptxas accepts (with their spellings' verdicts)
+    and the canonical forms it refuses (with the first error)."""
+    forms = canonical_forms()
+    canon = verdicts(ptxas, [(op, o) for _, op, o in forms])
+    rng = random.Random(SEED)
+    spelt = []
+    for fam, op, o in forms:
+        if not canon[op]:
+            spelt += [(fam, op, sp, o) for sp in candidates(fam, op, rng, per_form) if sp != op]
+    v = verdicts(ptxas, [(sp, o) for _, _, sp, o in spelt])
+    ok = [(op, sp, o) for _, op, sp, o in spelt if not v[sp]]
+    checked = same_cubins(ptxas, random.Random(SEED).sample(ok, min(cubin_sample, len(ok))))
+    errors: list[str] = []
+    fams: dict = {}
+    for fam, op, _ in forms:
+        ent = fams.setdefault(fam, {"forms": {}, "refused_forms": {}})
+        if canon[op]:
+            ent["refused_forms"][op] = _index(errors, canon[op])
+        else:
+            ent["forms"][op] = {"ok": [], "no": {}}
+    for fam, op, sp, _ in spelt:
+        ent = fams[fam]["forms"][op]
+        if v[sp]:
+            ent["no"][sp] = _index(errors, v[sp])
+        else:
+            ent["ok"].append(sp)
+    for fam, ent in fams.items():
+        ok_n = len(ent["forms"]) + sum(len(e["ok"]) for e in ent["forms"].values())
+        tried = len(ent["forms"]) + len(ent["refused_forms"]) + sum(len(e["ok"]) + len(e["no"])
+                                                                    for e in ent["forms"].values())
+        ent["tried"], ent["accepted"] = tried, ok_n
+        print(f"{fam}: {tried} spellings tried, {ok_n} accepted ({len(ent['forms'])} canonical forms)", file=sys.stderr)
+    print(f"{checked} accepted non-canonical spellings assemble to their canonical cubin", file=sys.stderr)
+    return {"ptxas": ptxas_version(ptxas), "ptx_version": PTX_VERSION, "target": TARGET, "seed": SEED,
+            "per_form": per_form, "cubins_compared": checked, "errors": errors, "families": fams}
+
+
+def _index(errors, msg):
+    if msg not in errors:
+        errors.append(msg)
+    return errors.index(msg)
+
+
+def load(path=DEFAULT_OUT):
+    with lzma.open(path, "rt") as f:
+        return json.load(f)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ptxas", default="ptxas")
+    ap.add_argument("--per-form", type=int, default=12)
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    a = ap.parse_args(argv)
+    t = build(a.ptxas, a.per_form)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with lzma.open(a.out, "wt", preset=9) as f:
+        json.dump(t, f, sort_keys=True, separators=(",", ":"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
