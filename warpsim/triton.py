@@ -197,23 +197,25 @@ def _rna_tf32(x):
 
 
 def _tf32x3(A, B, C, lw: Lowering):
-    """Triton's tf32x3: a = big + small (both rna tf32); D = fadd(big*big chained onto
-    nan->0(small*big chained onto big*small from 0), C), each product a tf32 mma chain."""
+    """Triton 3.6's tf32x3 (read off its PTX for mma.sync and wgmma): big = cvt.rna.tf32(x), small = x - big
+    (an f32 subtraction, not rounded again: the tensor core ignores its 13 low bits); from +0 the chain
+    small_a*big_b, then big_a*small_b, then NaN -> 0, then big_a*big_b, all in k order onto one
+    accumulator; the dot's result is fadd(C, that)."""
     import warpsim
 
     A = np.asarray(A, np.float32)
     B = np.asarray(B, np.float32)
     ab, bb = _rna_tf32(A), _rna_tf32(B)
     with np.errstate(invalid="ignore", over="ignore"):
-        asm, bsm = _rna_tf32(A - ab), _rna_tf32(B - bb)
+        asm, bsm = (A - ab).astype(np.float32), (B - bb).astype(np.float32)
     g = functools.partial(warpsim.gemm, instruction=lw.instruction, arch=lw.arch, pad=True)
     z = np.zeros(np.broadcast_shapes(A.shape[:-1] + (B.shape[-1],), np.shape(C)), np.float32)
-    d = g(ab, bsm, z)
-    d = g(asm, bb, d)
+    d = g(asm, bb, z)
+    d = g(ab, bsm, d)
     d = np.where(np.isnan(d), np.float32(0), d).astype(np.float32)
     d = g(ab, bb, d)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = (d + np.asarray(C, np.float32)).astype(np.float32)
+        r = (np.asarray(C, np.float32) + d).astype(np.float32)
     return np.where(np.isnan(r), np.uint32(0x7FFFFFFF).view(np.float32), r)
 
 
