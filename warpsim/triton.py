@@ -31,6 +31,9 @@ _FP8 = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}
 _F16_OP = "mma.sync.aligned.m16n8k16.row.col.{acc}.{t}.{t}.{acc}"
 _TF32_OP = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 _INT8_OP = "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"
+#: Triton's int8 wgmma has no .satfinite: the s32 accumulator wraps (the H100 capture shows it), which is what
+#: the chained mma of equal k without .satfinite computes
+_INT8_WRAP_OP = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 _F64_OP = {80: "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 86: "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64",
            90: "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"}
 _FP8_MMA_OP = "mma.sync.aligned.m16n8k32.row.col.{acc}.{a}.{b}.{acc}"
@@ -44,7 +47,8 @@ class Lowering:
     kind: "mma" (one instruction chained through K), "tf32x3" (three tf32 chains, Triton's split of
     f32 into a tf32 high and low part), "fma" (an f32 FMA chain, ``input_precision="ieee"``).
     instruction: the warpsim opcode whose model is chained ("mma" / "tf32x3"); wgmma f16/bf16/tf32/int8
-    compute what the mma opcode of equal k computes, so only fp8 names a wgmma opcode.
+    compute what the mma opcode of equal k computes (int8: the one without .satfinite, as Triton's
+    wgmma wraps), so only fp8 names a wgmma opcode.
     path: "mma" (mma.sync) or "wgmma" -- what the compiled kernel issues.
     fp8_to_f16: the fp8 operands are converted to f16 (exactly) before an f16 instruction.
     k_order: "fp8_interleave" -- Triton's fp8 mma.sync operand layout feeds the k elements of every 32 in the
@@ -130,7 +134,7 @@ def lowering(arch, a, b, out, *, input_precision="tf32", max_num_imprecise_acc=N
             return Lowering("tf32x3", _TF32_OP, p, num_arch)
         raise NotImplementedError(f"tl.dot input_precision {input_precision!r} is not modelled; modelled: ieee, tf32, tf32x3")
     if a == "int8":
-        return Lowering("mma", _INT8_OP, p, num_arch)
+        return Lowering("mma", _INT8_WRAP_OP if use_wgmma else _INT8_OP, p, num_arch)
     if a == "fp64":
         if cap not in _F64_OP:
             raise NotImplementedError(f"tl.dot of fp64 on {arch}: Triton lowers it to an f64 FMA loop there, not modelled")
