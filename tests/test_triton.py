@@ -19,6 +19,8 @@ import pytest
 triton = pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
 torch = pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
 
+import triton.language as tl  # noqa: E402
+
 import warpsim.triton as wt  # noqa: E402
 
 HERE = os.path.dirname(__file__)
@@ -190,3 +192,44 @@ def test_fma_f32_is_correctly_rounded():
     x = np.float32(1 + 2.0**-23)
     r = wt._fma_f32(np.array([np.float32(2.0**-24)]), np.array([x]), np.array([np.float32(1)]))
     assert r[0] == np.float32(1 + 2.0**-23)      # 1 + 2^-24 + 2^-47: just above the tie, rounds up
+
+
+# ---- 4. tl.dot_scaled: Triton 3.6's interpreter has none; under exact it raises, or runs a numpy reference ----
+
+@triton.jit
+def _dot_scaled_kernel(a_ptr, b_ptr, as_ptr, bs_ptr, d_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    rs, rk2 = tl.arange(0, K // 32), tl.arange(0, K // 2)
+    a = tl.load(a_ptr + rm[:, None] * (K // 2) + rk2[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.load(as_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(bs_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    tl.store(d_ptr + rm[:, None] * N + rn[None, :], tl.dot_scaled(a, sa, "e2m1", b, sb, "e4m3"))
+
+
+def test_dot_scaled_raises_unless_numpy_fallback():
+    M = N = 16
+    K = 64
+    A = torch.zeros((M, K // 2), dtype=torch.uint8)
+    A[0, 0] = 0x21                          # e2m1, first element in the low nibble: a[0,0] = 0.5, a[0,1] = 1
+    A[1, 16] = 0xF7                         # a[1,32] = 6, a[1,33] = -6: the second scale block of row 1
+    B = torch.zeros((K, N), dtype=torch.uint8)
+    B[0, 0], B[1, 0] = 0x38, 0x40           # e4m3 1 and 2
+    B[32, 3], B[33, 3] = 0x38, 0x40
+    SA = torch.full((M, K // 32), 127, dtype=torch.uint8)
+    SA[0, 0], SA[1, 1] = 128, 126           # ue8m0: 2^1, 2^-1
+    SB = torch.full((N, K // 32), 127, dtype=torch.uint8)
+    SB[0, 0], SB[3, 1] = 129, 130           # 2^2, 2^3 (scales of B are (N, K / 32), not transposed)
+    D = torch.full((M, N), -1.0)
+    args = (A, B, SA, SB, D, M, N, K)
+    before = [t.clone() for t in args[:4]]
+    with pytest.raises(Exception, match=r"tl.dot_scaled \(e2m1 x e4m3, block scales given\) on sm_90a is not modelled"):
+        with wt.exact(arch="sm_90a"):
+            _dot_scaled_kernel[(1,)](*args)
+    with wt.exact(arch="sm_90a", fallback="numpy"):
+        _dot_scaled_kernel[(1,)](*args)
+    want = np.zeros((M, N), np.float32)
+    want[0, 0] = (0.5 * 1 + 1 * 2) * 2 * 4  # worked by hand from the e2m1 / e4m3 / ue8m0 encodings
+    want[1, 3] = (6 * 1 - 6 * 2) * 0.5 * 8
+    assert (D.numpy() == want).all()
+    assert all((x == y).all() for x, y in zip(args[:4], before))
