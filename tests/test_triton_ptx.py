@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 import triton_kernels  # noqa: E402
 
 CAPTURE = os.path.join(HERE, "golden", "triton_interp.npz")
+CAPTURE_EDGES = os.path.join(HERE, "golden", "triton_interp_edges.npz")
 SHARED = 227 * 1024          # the H100's dynamic shared memory per CTA: more than any of these kernels takes
 
 #: one case per (target, dtype family), small grids; sm_90a's large tiles are its wgmma lowering
@@ -45,9 +46,21 @@ _EARLY_READ_XFAIL = pytest.mark.xfail(
            "max_num_imprecise_acc promotion, before any commit); ptxas serialises those wgmmas, warpsim's "
            "in-flight hazard check refuses the read (as test_ptx_compiled's triton_f16_f16acc_sm90)")
 
-_Z = open_golden(CAPTURE) if os.path.exists(CAPTURE) else None
-_MANIFEST = {c["key"]: c for c in json.loads(bytes(_Z["manifest"]).decode())["cases"]} if _Z is not None else {}
-_CASES = {c["key"]: c for c in triton_kernels.cases()}
+#: edge-value runs (special floats, overflowing int8 sums): mma.sync and wgmma paths
+PICKED_EDGES = ["edge.sm_90a.tf32x3.small.u.0", "edge.sm_90a.tf32x3.large4.m.0", "edge.sm_90a.ieee.small.u.0",
+                "edge.sm_90a.f16.large4.m.0", "edge.sm_90a.int8.small.u.0", "edge.sm_90a.int8.large4.m.0"]
+
+
+def _open(path):
+    if not os.path.exists(path):
+        return None, {}
+    z = open_golden(path)
+    return z, {c["key"]: c for c in json.loads(bytes(z["manifest"]).decode())["cases"]}
+
+
+_Z, _MANIFEST = _open(CAPTURE)
+_ZE, _MANIFEST_EDGES = _open(CAPTURE_EDGES)
+_CASES = {c["key"]: c for c in triton_kernels.cases() + triton_kernels.edge_cases()}
 
 
 def _words(t):
@@ -57,25 +70,36 @@ def _words(t):
         {1: np.uint8, 2: np.uint16, 4: np.uint32}[w]).copy()
 
 
-@pytest.mark.parametrize("key", PICKED + [pytest.param(k, marks=_EARLY_READ_XFAIL) for k in EARLY_READ])
-def test_triton_ptx_runs_unmodified_and_matches_h100(key):
-    if _Z is None:
-        pytest.xfail(f"captures pending: {CAPTURE} (warpsim/hw/device/triton_interp.py on an H100)")
-    case, cap = _CASES[key], _MANIFEST[key]
+def _run_captured_ptx(key, z, manifest):
+    case, cap = _CASES[key], manifest[key]
     assert cap["ok"], cap.get("error")
     A, B, C, digest = triton_kernels.make_inputs(case)
     assert digest == cap["inputs_sha256"], "the input generator no longer makes the captured inputs"
     a, b, c = _words(A), _words(B), _words(C)
     inputs = [x.copy() for x in (a, b, c)]
     d = np.zeros_like(c)
-    mod = load(lzma.decompress(bytes(_Z[cap["ptx"]])).decode())
+    mod = load(lzma.decompress(bytes(z[cap["ptx"]])).decode())
     entry, = mod.entries
     nscratch = len(mod.program(entry).entry.params) - 7
     assert nscratch == 2, f"expected Triton 3.6's two scratch pointers after M, N, K, found {nscratch}"
     grid = (-(-case["M"] // case["BM"]), -(-case["N"] // case["BN"]), 1)
     args = [a, b, c, d, case["M"], case["N"], case["K"], np.zeros(64, np.uint8), np.zeros(64, np.uint8)]
     mod.launch(entry, grid, (32 * case["num_warps"], 1, 1), args, SHARED, arch="sm_90")
-    want = _Z[key + ".d"]
+    want = z[key + ".d"]
     assert d.shape == want.shape
     assert (d == want).all(), f"{int((d != want).sum())} of {d.size} words differ"
     assert all((x == y).all() for x, y in zip((a, b, c), inputs)), "the kernel wrote into its inputs"
+
+
+@pytest.mark.parametrize("key", PICKED + [pytest.param(k, marks=_EARLY_READ_XFAIL) for k in EARLY_READ])
+def test_triton_ptx_runs_unmodified_and_matches_h100(key):
+    if _Z is None:
+        pytest.xfail(f"captures pending: {CAPTURE} (warpsim/hw/device/triton_interp.py on an H100)")
+    _run_captured_ptx(key, _Z, _MANIFEST)
+
+
+@pytest.mark.parametrize("key", PICKED_EDGES)
+def test_triton_ptx_edge_values_match_h100(key):
+    if _ZE is None:
+        pytest.xfail(f"captures pending: {CAPTURE_EDGES} (warpsim/hw/device/triton_interp.py --edges on an H100)")
+    _run_captured_ptx(key, _ZE, _MANIFEST_EDGES)

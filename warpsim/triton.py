@@ -168,9 +168,9 @@ def _as_operand(x, tname):
 
 def _fma_f32(a, b, c):
     """fma.rn.f32 elementwise, exactly: the f64 product is exact, the f64 sum is rounded to odd, then to f32."""
-    p = a.astype(np.float64) * b.astype(np.float64)
-    cc = c.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        cc = c.astype(np.float64)
         s = p + cc
         bb = s - p
         err = (p - (s - bb)) + (cc - bb)                  # TwoSum: s + err == p + c exactly
