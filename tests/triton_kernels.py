@@ -90,11 +90,74 @@ def cases():
     return out
 
 
+#: edge-value runs (warpsim/hw/device/triton_interp.py --edges): overflowing int8 sums, special floats
+EDGE_ELEMS = ("tf32x3", "ieee", "tf32", "f16", "f16acc16", "bf16", "int8")
+#: per storage type: huge finite words (the maximum, a word cvt.rna rounds to inf, one it does not, large
+#: powers of two whose products or sums overflow), tiny ones (subnormals, -0, the smallest normal) and
+#: non-finite ones (inf, -inf, NaN)
+EDGE_WORDS = {
+    "float32": ([0x7F7FFFFF, 0xFF7FFFFF, 0x7F7FF000, 0x7F7FEFFF, 0x5F000000, 0x7E800000],
+                [0x00000001, 0x80400000, 0x00800000, 0x80000000], [0x7F800000, 0xFF800000, 0x7FC00000]),
+    "float16": ([0x7BFF, 0xFBFF, 0x7800, 0x5C00], [0x0001, 0x8200, 0x0400, 0x8000], [0x7C00, 0xFC00, 0x7E00]),
+    "bfloat16": ([0x7F7F, 0xFF7F, 0x7F00, 0x5F00], [0x0001, 0x8040, 0x0080, 0x8000], [0x7F80, 0xFF80, 0x7FC0]),
+}
+#: the share of A / B words replaced by huge, tiny, non-finite words (C: 1% non-finite)
+EDGE_RATES = (0.002, 0.03, 0.0005)
+
+
+def edge_cases():
+    """The edge-value runs, keys "edge.<target>...": the sm_90a lowering, whose small unmasked tile is the
+    mma.sync path (the sm_80 / sm_89 lowering of these types too) and large4 masked tile the wgmma path."""
+    out = []
+    seed = 9000
+    for target in ("sm_90a",):
+        for elem in EDGE_ELEMS:
+            for tile, masked in ((TILES[0], False), (TILES[1], True)):
+                name, BM, BN, BK, nw = tile[:5]
+                M, N, K = tile[8:11] if masked else tile[5:8]
+                seed += 1
+                out.append(dict(key=f"edge.{target}.{elem}.{name}.{'m' if masked else 'u'}.0", target=target, elem=elem,
+                                BM=BM, BN=BN, BK=BK, num_warps=nw, masked=masked, M=M, N=N, K=K, imp=None,
+                                prec=ELEMS[elem][2], seed=seed, load_c=True, inputs="edges"))
+    return out
+
+
+def _edge_inputs(case, rng):
+    """Edge inputs as numpy arrays (A, B, C): int8 with C within 2^16 of the s32 limits (about half the sums overflow);
+    floats as make_inputs's with words replaced by EDGE_WORDS at EDGE_RATES (rare enough that most
+    output words stay finite)."""
+    import numpy as np
+
+    tname, acc, _ = ELEMS[case["elem"]]
+    M, N, K = case["M"], case["N"], case["K"]
+    if tname == "int8":
+        A = rng.integers(-128, 128, (M, K)).astype(np.int8)
+        B = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        near = rng.integers(0, 2**16, (M, N))
+        C = np.where(rng.random((M, N)) < 0.5, 2**31 - 1 - near, -2**31 + near).astype(np.int32)
+        return A, B, C
+
+    def gen(shape, spread, t, rates):
+        import torch
+
+        v = (rng.standard_normal(shape) * np.exp2(rng.integers(-spread, spread + 1, shape))).astype(np.float32)
+        width = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16}[t]
+        w = torch.from_numpy(v).to(getattr(torch, t))
+        w = w.view({np.uint32: torch.int32, np.uint16: torch.int16}[width]).numpy().view(width).copy()
+        for words, rate in zip(EDGE_WORDS[t], rates):
+            words = np.array(words, width)
+            w = np.where(rng.random(shape) < rate, words[rng.integers(0, len(words), shape)], w)
+        return w
+
+    return gen((M, K), 6, tname, EDGE_RATES), gen((K, N), 6, tname, EDGE_RATES), gen((M, N), 3, acc, (0, 0.03, 0.01))
+
+
 def make_inputs(case):
     """Seeded A (M, K), B (K, N), C (M, N) as CPU torch tensors of the case's types, and a SHA-256 of their bytes.
 
     Floats: normal values times powers of two from 2^-6 to 2^6 (so products meet at different
-    exponents); C of the accumulator type; int8 with C spread over the whole s32 range (saturation)."""
+    exponents); C of the accumulator type; int8 with C spread over the whole s32 range (saturation).
+    Cases of edge_cases() take _edge_inputs instead."""
     import hashlib
     import numpy as np
     import torch
@@ -102,7 +165,12 @@ def make_inputs(case):
     tname, acc, _ = ELEMS[case["elem"]]
     rng = np.random.default_rng(case["seed"])
     M, N, K = case["M"], case["N"], case["K"]
-    if tname == "int8":
+    if case.get("inputs") == "edges":
+        def tensor(x, t):
+            x = torch.from_numpy(x)
+            return x if t in ("int8", "int32") else x.view(getattr(torch, t))
+        A, B, C = (tensor(x, t) for x, t in zip(_edge_inputs(case, rng), (tname, tname, acc)))
+    elif tname == "int8":
         A = torch.from_numpy(rng.integers(-128, 128, (M, K)).astype(np.int8))
         B = torch.from_numpy(rng.integers(-128, 128, (K, N)).astype(np.int8))
         C = torch.from_numpy(rng.integers(-2**31, 2**31, (M, N), dtype=np.int64).astype(np.int32))

@@ -31,6 +31,9 @@ _FP8 = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}
 _F16_OP = "mma.sync.aligned.m16n8k16.row.col.{acc}.{t}.{t}.{acc}"
 _TF32_OP = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 _INT8_OP = "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"
+#: Triton's int8 wgmma has no .satfinite: the s32 accumulator wraps (the H100 capture shows it), which is what
+#: the chained mma of equal k without .satfinite computes
+_INT8_WRAP_OP = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
 _F64_OP = {80: "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", 86: "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64",
            90: "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64"}
 _FP8_MMA_OP = "mma.sync.aligned.m16n8k32.row.col.{acc}.{a}.{b}.{acc}"
@@ -44,7 +47,8 @@ class Lowering:
     kind: "mma" (one instruction chained through K), "tf32x3" (three tf32 chains, Triton's split of
     f32 into a tf32 high and low part), "fma" (an f32 FMA chain, ``input_precision="ieee"``).
     instruction: the warpsim opcode whose model is chained ("mma" / "tf32x3"); wgmma f16/bf16/tf32/int8
-    compute what the mma opcode of equal k computes, so only fp8 names a wgmma opcode.
+    compute what the mma opcode of equal k computes (int8: the one without .satfinite, as Triton's
+    wgmma wraps), so only fp8 names a wgmma opcode.
     path: "mma" (mma.sync) or "wgmma" -- what the compiled kernel issues.
     fp8_to_f16: the fp8 operands are converted to f16 (exactly) before an f16 instruction.
     k_order: "fp8_interleave" -- Triton's fp8 mma.sync operand layout feeds the k elements of every 32 in the
@@ -130,7 +134,7 @@ def lowering(arch, a, b, out, *, input_precision="tf32", max_num_imprecise_acc=N
             return Lowering("tf32x3", _TF32_OP, p, num_arch)
         raise NotImplementedError(f"tl.dot input_precision {input_precision!r} is not modelled; modelled: ieee, tf32, tf32x3")
     if a == "int8":
-        return Lowering("mma", _INT8_OP, p, num_arch)
+        return Lowering("mma", _INT8_WRAP_OP if use_wgmma else _INT8_OP, p, num_arch)
     if a == "fp64":
         if cap not in _F64_OP:
             raise NotImplementedError(f"tl.dot of fp64 on {arch}: Triton lowers it to an f64 FMA loop there, not modelled")
@@ -164,9 +168,9 @@ def _as_operand(x, tname):
 
 def _fma_f32(a, b, c):
     """fma.rn.f32 elementwise, exactly: the f64 product is exact, the f64 sum is rounded to odd, then to f32."""
-    p = a.astype(np.float64) * b.astype(np.float64)
-    cc = c.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        cc = c.astype(np.float64)
         s = p + cc
         bb = s - p
         err = (p - (s - bb)) + (cc - bb)                  # TwoSum: s + err == p + c exactly
@@ -197,23 +201,25 @@ def _rna_tf32(x):
 
 
 def _tf32x3(A, B, C, lw: Lowering):
-    """Triton's tf32x3: a = big + small (both rna tf32); D = fadd(big*big chained onto
-    nan->0(small*big chained onto big*small from 0), C), each product a tf32 mma chain."""
+    """Triton 3.6's tf32x3 (read off its PTX for mma.sync and wgmma): big = cvt.rna.tf32(x), small = x - big
+    (an f32 subtraction, not rounded again: the tensor core ignores its 13 low bits); from +0 the chain
+    small_a*big_b, then big_a*small_b, then NaN -> 0, then big_a*big_b, all in k order onto one
+    accumulator; the dot's result is fadd(C, that)."""
     import warpsim
 
     A = np.asarray(A, np.float32)
     B = np.asarray(B, np.float32)
     ab, bb = _rna_tf32(A), _rna_tf32(B)
     with np.errstate(invalid="ignore", over="ignore"):
-        asm, bsm = _rna_tf32(A - ab), _rna_tf32(B - bb)
+        asm, bsm = (A - ab).astype(np.float32), (B - bb).astype(np.float32)
     g = functools.partial(warpsim.gemm, instruction=lw.instruction, arch=lw.arch, pad=True)
     z = np.zeros(np.broadcast_shapes(A.shape[:-1] + (B.shape[-1],), np.shape(C)), np.float32)
-    d = g(ab, bsm, z)
-    d = g(asm, bb, d)
+    d = g(asm, bb, z)
+    d = g(ab, bsm, d)
     d = np.where(np.isnan(d), np.float32(0), d).astype(np.float32)
     d = g(ab, bb, d)
     with np.errstate(invalid="ignore", over="ignore"):
-        r = (d + np.asarray(C, np.float32)).astype(np.float32)
+        r = (np.asarray(C, np.float32) + d).astype(np.float32)
     return np.where(np.isnan(r), np.uint32(0x7FFFFFFF).view(np.float32), r)
 
 
@@ -294,6 +300,78 @@ def _exact_create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
     return TensorHandle(D, d.dtype.scalar)
 
 
+_SCALED_FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+
+
+def _format_name(f) -> str:
+    f = getattr(f, "value", f)
+    if not isinstance(f, str) or f not in _SCALED_FORMATS:
+        raise ValueError(f"tl.dot_scaled format {f!r}: allowed {', '.join(_SCALED_FORMATS)}")
+    return f
+
+
+def _scaled_operand(x, fmt, k_pack, scale, scale_type, k_axis):
+    """One dot_scaled operand as float64 values: e2m1 unpacked (two per byte along K, the first in the
+    low nibble), times its per-block scale along K (scale_type "ue8m0": blocks of 32, "ue4m3": of 16;
+    the scale array is (rows or columns, K / block))."""
+    from .isa.codec import to_values
+
+    raw = np.asarray(x)
+    if fmt == "e2m1":
+        if not k_pack:
+            raise NotImplementedError("tl.dot_scaled with an e2m1 operand packed along M / N (k_pack=False) "
+                                      "has no numpy fallback; pack it along K")
+        raw = raw.astype(np.uint8)
+        pair = np.stack([raw & 0xF, raw >> 4], axis=k_axis)      # (.., K/2, 2) or (.., K/2, 2, N)
+        raw = pair.reshape(raw.shape[:-1] + (-1,)) if k_axis == -1 else pair.reshape(raw.shape[:-2] + (-1, raw.shape[-1]))
+        v = to_values(raw, "e2m1").astype(np.float64)
+    else:
+        width = np.uint16 if fmt in ("bf16", "fp16") else np.uint8
+        v = to_values(raw.view(width), {"fp16": "f16"}.get(fmt, fmt)).astype(np.float64)
+    if scale is None:
+        return v
+    sv = to_values(np.asarray(scale).view(np.uint8), scale_type).astype(np.float64)
+    sv = np.repeat(sv, 16 if scale_type == "ue4m3" else 32, axis=-1)       # (rows, K)
+    if sv.shape[-1] != v.shape[k_axis]:
+        raise ValueError(f"tl.dot_scaled: a scale array of {np.shape(scale)} does not cover K = {v.shape[k_axis]}")
+    return v * (sv if k_axis == -1 else np.swapaxes(sv, -1, -2))
+
+
+def _exact_dot_scaled(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, fast_math, lhs_k_pack,
+                      rhs_k_pack, out_dtype):
+    """TritonSemantic.dot_scaled in the interpreter under warpsim (Triton 3.6's interpreter has none):
+    NotImplementedError naming the forms, or with fallback="numpy" a float32 numpy product of the
+    scaled operands (a reference, not what any GPU computes bit for bit)."""
+    import triton.runtime.interpreter as ti
+
+    if not isinstance(self.builder, ti.InterpreterBuilder):
+        return _saved["dot_scaled"](self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, fast_math,
+                                    lhs_k_pack, rhs_k_pack, out_dtype)
+    import triton.language as tl
+
+    cfg = _current()
+    fa, fb = _format_name(lhs_format), _format_name(rhs_format)
+    none = lambda s: s is None or getattr(s, "value", 0) is None  # noqa: E731
+    sa, sb = (None if none(s) else s for s in (lhs_scale, rhs_scale))
+    if cfg.fallback != "numpy":
+        raise NotImplementedError(
+            f"tl.dot_scaled ({fa} x {fb}, block scales {'given' if sa is not None or sb is not None else 'none'}) "
+            f"on {cfg.arch} is not modelled by warpsim.triton: Triton lowers it to block-scaled tensor-core MMAs "
+            "(sm_100 tcgen05, sm_120 mma kind::mxf8f6f4 / mxf4) or to an upcast emulation elsewhere, and neither "
+            "lowering is modelled; pass fallback='numpy' for a float32 numpy reference (not bit-exact)")
+    stype = lambda sc: "ue4m3" if sc is not None and sc.dtype.is_fp8e4nv() else "ue8m0"  # noqa: E731
+    A = _scaled_operand(lhs.handle.data, fa, lhs_k_pack, None if sa is None else sa.handle.data, stype(sa), -1)
+    B = _scaled_operand(rhs.handle.data, fb, rhs_k_pack, None if sb is None else sb.handle.data, stype(sb), -2)
+    if A.shape[-1] != B.shape[-2]:
+        raise ValueError(f"tl.dot_scaled: lhs has K = {A.shape[-1]}, rhs K = {B.shape[-2]} after unpacking")
+    with np.errstate(invalid="ignore", over="ignore"):
+        D = np.matmul(A.astype(np.float32), B.astype(np.float32))
+        if not none(acc):
+            D = D + np.asarray(acc.handle.data, np.float32)
+    D = np.asarray(D, np.float32)
+    return tl.tensor(ti.TensorHandle(D, tl.float32), tl.block_type(tl.float32, list(D.shape)))
+
+
 def _precision_name(p) -> str:
     if isinstance(p, str):
         return p.lower()
@@ -314,6 +392,7 @@ def _install():
     from triton.runtime.jit import JITFunction
 
     _saved["create_dot"] = ti.InterpreterBuilder.create_dot
+    _saved["dot_scaled"] = ti.TritonSemantic.dot_scaled
     _saved["patch_lang_tensor"] = ti._patch_lang_tensor
     _saved["grid_call"] = ti.GridExecutor.__call__
     _saved["jit_run"] = JITFunction.run
@@ -338,6 +417,7 @@ def _install():
         return ti.InterpretedFunction(self.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
 
     ti.InterpreterBuilder.create_dot = _exact_create_dot
+    ti.TritonSemantic.dot_scaled = _exact_dot_scaled
     # an fp8 dot without max_num_imprecise_acc reaches create_dot as None (the compiler's own default),
     # not as the interpreter's 0, which a kernel may also pass explicitly (it selects mma.sync on sm_90a)
     _saved["options"] = ti.interpreter_builder.options
@@ -353,6 +433,7 @@ def _uninstall():
     from triton.runtime.jit import JITFunction
 
     ti.InterpreterBuilder.create_dot = _saved["create_dot"]
+    ti.TritonSemantic.dot_scaled = _saved["dot_scaled"]
     ti.interpreter_builder.options = _saved["options"]
     ti._patch_lang_tensor = _saved["patch_lang_tensor"]
     ti.GridExecutor.__call__ = _saved["grid_call"]

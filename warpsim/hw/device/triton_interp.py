@@ -14,6 +14,11 @@ Run, from the repository root, on a machine with an H100, CUDA 13, Triton 3.6, t
     OUT=/some/dir python3 warpsim/hw/device/triton_interp.py        # writes $OUT/triton_interp.npz (< 8 MB) and $OUT/log.txt
 
 then commit the npz as tests/golden/triton_interp.npz (tests/test_triton.py replays it).
+
+    OUT=/some/dir python3 warpsim/hw/device/triton_interp.py --edges  # $OUT/triton_interp_edges.npz, $OUT/log_edges.txt
+
+runs ``triton_kernels.edge_cases()`` instead (overflowing int8 sums, inf / NaN / f32-max / subnormal
+floats; 14 runs, seconds); commit it as tests/golden/triton_interp_edges.npz.
 """
 
 import json
@@ -29,7 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tests"))
 OUT = os.environ.get("OUT", ".")
-LOG = open(os.path.join(OUT, "log.txt"), "w")
+EDGES = "--edges" in sys.argv      # the edge-value runs (triton_kernels.edge_cases) into triton_interp_edges.npz
+LOG = open(os.path.join(OUT, "log_edges.txt" if EDGES else "log.txt"), "w")
 
 
 def log(*a):
@@ -69,7 +75,7 @@ def main():
     CAP = {"sm_80": 80, "sm_89": 89, "sm_90a": 90}
     res, man, ptx_seen = {}, [], {}
     t0 = time.time()
-    for case in tk.cases():
+    for case in (tk.edge_cases() if EDGES else tk.cases()):
         item = dict(case)
         try:
             A, B, C, digest = tk.make_inputs(case)
@@ -132,7 +138,7 @@ def main():
     meta = dict(cases=man, triton=triton.__version__, torch=torch.__version__, gpu=torch.cuda.get_device_name(),
                 seconds=round(time.time() - t0, 1))
     res["manifest"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    path = os.path.join(OUT, "triton_interp.npz")
+    path = os.path.join(OUT, "triton_interp_edges.npz" if EDGES else "triton_interp.npz")
     np.savez_compressed(path, **res)
     log("wrote", path, os.path.getsize(path), "bytes;", sum(c["ok"] for c in man), "of", len(man), "cases ok;",
         f"{time.time() - t0:.1f} s")
