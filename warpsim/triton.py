@@ -492,7 +492,8 @@ class exact(contextlib.ContextDecorator):
     compiled code when it is not arch's own (e.g. arch="sm_80", device="sm_90a": the sm_80 lowering on an
     H100); num_warps: pins the launch's num_warps for the lowering rule (default: the launch's, else 4);
     path: "auto" (Triton's rule), "mma" or "wgmma" (pinned); fallback="numpy": dots that are not modelled
-    run as the interpreter's own numpy matmul instead of raising NotImplementedError.
+    run as the interpreter's own numpy matmul instead of raising NotImplementedError, and ``tl.dot_scaled``
+    (never modelled; Triton's interpreter has none) as a float32 numpy product of the scaled operands.
     """
 
     def __init__(self, arch="sm_90a", *, device=None, num_warps=None, path="auto", fallback=None):
