@@ -98,7 +98,7 @@ def _mbarrier_forms():
         out.append(("mbarrier", _join("mbarrier.inval", sp, "b64"), "[%rd1]"))
         for op, nc, tx in itertools.product(("arrive", "arrive_drop"), ("", "noComplete"), ("", "expect_tx")):
             for se, sc in itertools.product(("", "release", "relaxed", "acquire"), ("", "cta", "cluster")):
-                spelling = _join("mbarrier", op, nc, tx, se, sc, sp, "b64")
+                spelling = _join("mbarrier", op, tx, nc, se, sc, sp, "b64")     # .expect_tx is part of the name
                 d = "_" if sp == "shared::cluster" else "%rd2"
                 opnds = f"{d}, [%rd1]" + (", %r3" if tx else "") + (", %r4" if nc else "")
                 out.append(("mbarrier", spelling, opnds))
@@ -268,7 +268,7 @@ def candidates(op, rng, per_form, vocab=(), others=frozenset()):
     return sorted(out)
 
 
-def build(ptxas="ptxas", per_form=6, cubin_sample=600):
+def build(ptxas="ptxas", per_form=10, cubin_sample=600):
     """The verdict table, per family (as :func:`warpsim.hw.ptxas_ptx_grammar.build`); a form is its
     spelling, the operands are part of the generator (one operand list per spelling)."""
     forms = canonical_forms()
@@ -327,7 +327,7 @@ def load(path=DEFAULT_OUT):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ptxas", default="ptxas")
-    ap.add_argument("--per-form", type=int, default=6)
+    ap.add_argument("--per-form", type=int, default=10)
     ap.add_argument("--out", default=DEFAULT_OUT)
     a = ap.parse_args(argv)
     t = build(a.ptxas, a.per_form)
