@@ -131,3 +131,33 @@ def test_reordered_statements_run_like_the_canonical_ones():
         mod.launch("k", (1,), (64,), [buf])
         outs.append(buf.copy())
     assert outs[0].tolist() == [64, 63] and outs[1].tolist() == outs[0].tolist()
+
+
+def test_cluster_barrier_spellings_reach_the_scheduler():
+    """``barrier.cluster.arrive.aligned.release`` (ptxas takes it) synchronises like the canonical
+    spelling; ``barrier.cluster.aligned.arrive`` (ptxas refuses it) is a PTXError naming it."""
+    import numpy as np
+
+    import warpsim.ptx as wp
+    from warpsim.ptx import PTXError
+
+    text = """
+.version 8.8
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 P)
+{{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [P];
+  mov.u32 %r1, %tid.x;
+  {arrive};
+  barrier.cluster.wait.acquire.aligned;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}}
+"""
+    buf = np.zeros(1, np.uint32)
+    wp.load(text.format(arrive="barrier.cluster.arrive.aligned.release")).launch("k", (1,), (32,), [buf])
+    with pytest.raises(PTXError, match=re.escape("barrier.cluster.aligned.arrive")):
+        wp.load(text.format(arrive="barrier.cluster.aligned.arrive")).launch("k", (1,), (32,), [buf])
