@@ -227,10 +227,10 @@ def _statements(pairs):
 _UNPLACED = re.compile(r"(Unknown symbol|Call to) '__cuda")
 
 
-def verdicts(ptxas, pairs, chunk=1000):
+def verdicts(ptxas, pairs, chunk=1000, header=HEADER):
     """{spelling: first ptxas error or ''} for (spelling, operand text) pairs."""
     out = {}
-    hdr = HEADER
+    hdr = header
     for s in range(0, len(pairs), chunk):
         part = pairs[s:s + chunk]
         lines = _statements(part)
@@ -255,16 +255,16 @@ def verdicts(ptxas, pairs, chunk=1000):
     return out
 
 
-def same_cubins(ptxas, triples, chunk=200):
+def same_cubins(ptxas, triples, chunk=200, header=HEADER):
     """Assemble (canonical, spelling, operands) twins; raise if any pair's cubins differ; count them."""
     for s in range(0, len(triples), chunk):
         part = triples[s:s + chunk]
-        _, _, a = _assemble(ptxas, TARGET, _statements([(c, o) for c, _, o in part]), header=HEADER)
-        _, _, b = _assemble(ptxas, TARGET, _statements([(sp, o) for _, sp, o in part]), header=HEADER)
+        _, _, a = _assemble(ptxas, TARGET, _statements([(c, o) for c, _, o in part]), header=header)
+        _, _, b = _assemble(ptxas, TARGET, _statements([(sp, o) for _, sp, o in part]), header=header)
         if a is None or b is None or hashlib.sha256(a).digest() != hashlib.sha256(b).digest():
             if len(part) > 1:                   # find the pair(s) that differ
                 for t in part:
-                    same_cubins(ptxas, [t], 1)
+                    same_cubins(ptxas, [t], 1, header)
             raise RuntimeError(f"{part[0][1]!r} does not assemble like {part[0][0]!r}" if len(part) == 1 else
                                f"spellings {part[0][1]} .. {part[-1][1]}: only together do they differ")
     return len(triples)

@@ -20,7 +20,7 @@ from .instructions import TYPES, UINT, instr
 _SEM = r"(?:\.(?:relaxed|acquire|release|acq_rel|sys|gpu|cta|cluster))*"
 _SPACE = r"(?:\.(?P<space>global|shared(?:::cta|::cluster)?))?"
 _OP = r"\.(?P<op>add|min|max|and|or|xor|exch|cas|inc|dec)"
-_TYPE = r"(?:\.noftz)?\.(?P<t>[bus](?:32|64)|f32|f64|f16|f16x2|bf16|bf16x2)"
+_TYPE = r"(?:\.noftz)?\.(?P<t>[bus](?:32|64)|b16|f32|f64|f16|f16x2|bf16|bf16x2)"
 _HINT = r"(?:\.L2::cache_hint)?"
 
 _ALLOWED = {

@@ -516,7 +516,7 @@ def _bulk_to_shared(ctx, m):
 
 
 @instr(r"cp\.(?P<red>reduce\.)?async\.bulk\.global\.shared::cta\.bulk_group(?:\.L2::cache_hint)?"
-       r"(?:\.(?P<op>add|min|max|inc|dec|and|or|xor)\.(?P<t>\w+))?")
+       r"(?:\.(?P<op>add|min|max|inc|dec|and|or|xor)(?:\.noftz)?\.(?P<t>\w+))?")
 def _bulk_to_global(ctx, m):
     ops = _ops(ctx)
     st = _state(ctx)

@@ -21,6 +21,7 @@ import numpy as np
 from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
+from .spellings import canonical
 from .syntax import PTXError, make_statement, parse_int, parse_module, statements
 
 __all__ = ["load", "Module"]
@@ -893,6 +894,11 @@ class _Kernel(Warp):
                 raise PTXError(f"'{op}' is not supported (indirect branches)", line=st.line, statement=st.text,
                                token=op)
             cbar = _CLUSTER_BAR.match(op)
+            if cbar is None and op.startswith("barrier.cluster"):      # another spelling ptxas accepts
+                try:
+                    cbar = _CLUSTER_BAR.match(canonical(op))
+                except ValueError as exc:
+                    raise PTXError(str(exc), line=st.line, statement=st.text, token=op) from None
             if cbar:
                 for k, w in enumerate(idx):
                     w = int(w)
