@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.smem import swizzle as _swizzle
-from ..isa.tensormap import TensorMap, decode_tensormap
+from ..isa.tensormap import SWIZZLE_SPAN, TensorMap, decode_tensormap
 
 #: the OOB NaN fill of each float size: 0x7FF7 in every 16-bit half (measured on the H100, all three sizes)
 NAN_FILL = {16: 0x7FF7, 32: 0x7FF77FF7, 64: 0x7FF77FF77FF77FF7}
@@ -115,10 +115,6 @@ def _global_offsets(tm: TensorMap, pos) -> np.ndarray:
     for d in range(1, tm.rank):
         off = off + pos[:, d] * tm.global_strides[d - 1]
     return off
-
-
-#: bytes one swizzle pattern row spans; a narrower box row is padded to it in shared memory
-SWIZZLE_SPAN = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 
 
 def smem_row_pitch(tm) -> int:
