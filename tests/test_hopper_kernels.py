@@ -290,3 +290,18 @@ def test_setmaxnreg_misuse_is_reported():
     body = "setmaxnreg.inc.sync.aligned.u32 36;"
     with pytest.raises(warpsim.PTXError, match="multiple of 8"):
         _launch(_run(body, 0), [], block=128)
+
+
+def test_tma_box_padded_past_the_shared_memory_is_refused():
+    """A 4 x 64 float32 box under 32B swizzle: its 1,024 dense bytes would fit the 1,024 bytes left
+    after the destination, but each 16-byte row takes the 32-byte span (2,048 bytes), so the copy
+    runs past the CTA's shared memory -- the H100 faults with an illegal address; warpsim refuses it."""
+    gm = GlobalMemory()
+    T = np.zeros((64, 4), np.float32)
+    tmap = np.zeros(128, np.uint8)
+    gm.map(tmap, address=0x10000000)
+    tmap[:] = encode_tiled("float32", 2, gm.map(T), (4, 64), (16,), (4, 64), (1, 1), swizzle="32B")
+    with pytest.raises(warpsim.PTXError, match=r"spans 2048 bytes \(64 rows of 32.*ends at 3072, past the CTA's 2048 "
+                                               r"shared bytes; the H100 faults \(illegal address\)"):
+        load(_tma_kernel()).launch("k", 1, 32, [0x10000000, np.zeros(128, np.float32), np.zeros(2, np.int32).tobytes()],
+                                   memory=gm)

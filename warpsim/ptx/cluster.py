@@ -414,7 +414,7 @@ def _load_box(ctx, st, k, w, l, ops, multicast, space):
     else:
         targets = [dcta]
     try:
-        addrs, data = tma.tile_load(tm, _global_reader(ctx), c, doff)
+        addrs, data = tma.tile_load(tm, _global_reader(ctx), c, doff, smem_size=ctx.memory.shared_bytes)
     except (ValueError, NotImplementedError, TypeError) as exc:
         ctx.fail(f"{ctx.opcode}: {exc}")
     if int(addrs.max()) >= ctx.memory.shared_bytes:

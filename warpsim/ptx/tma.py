@@ -4,21 +4,28 @@
 the box starts at signed 32-bit coordinates (innermost first) and walks ``ceil(box[i] / es[i])``
 elements along each dimension ``i`` in steps of the element stride ``es[i]`` (dimension 0 is
 always stepped by 1 with interleave none, as ``cuda.h`` says).  Elements whose coordinates fall
-outside ``[0, dim)`` in any dimension are not read: they land as zero, or as a NaN for float
-types when the tensormap's OOB fill is ``nan_request_zero_fma``.  In shared memory the box is
-dense, dimension 0 fastest, starting at the destination address; the swizzle modes then move
-16-byte chunks with :func:`warpsim.isa.smem.swizzle` on the absolute shared address, the same
-patterns ``wgmma`` reads.  The store direction writes only in-bounds elements; the reduce
-direction combines them with global memory.
+outside ``[0, dim)`` in any dimension are not read: they land as zero, or, for float types when
+the tensormap's OOB fill is ``nan_request_zero_fma``, as the 16-bit word 0x7FF7 repeated over the
+element (f16 0x7FF7, f32 0x7FF77FF7, f64 0x7FF77FF77FF77FF7).  In shared memory the box rows
+(dimension 0) follow each other dimension 0 fastest from the destination address, each row
+starting ``max(row bytes, swizzle span)`` bytes after the previous one: a row narrower than the
+32/64/128-byte swizzle span is padded to it and the pad bytes are left untouched.  The swizzle
+modes then move 16-byte chunks with :func:`warpsim.isa.smem.swizzle` on the absolute shared
+address, the same patterns ``wgmma`` reads.  The transaction count a load completes is the dense
+``ceil`` element count (:func:`box_bytes`), padding excluded.  The store direction writes only
+in-bounds elements; the reduce direction combines them with global memory.
 
 Functions here take a *global reader* ``read(address, nbytes) -> uint8 array`` (and return
 writes as ``(addresses, bytes)``), so they run unchanged over the executor's ``GlobalMemory``
 or a plain numpy buffer (:func:`array_reader`).
 
-Modelled, not yet verified against captures (``warpsim/hw/device/tma_capture.py``): the NaN
-fill words, box bytes with element strides, dense rows when the box row is narrower than the
-swizzle span.  Not modelled (refused): im2col mode, interleaved layouts, the 128B atom swizzles
-and the packed 16U4/16U6 types.
+Verified against 138 boxes an H100 landed (``tests/golden/tma_boxes_sm90.npz``, replayed byte for
+byte): the fill word, ceil counts with element strides, padded narrow rows, negative and
+past-the-end coordinates, every swizzle at destination offsets 0..1024.  Measured faults, refused
+here: a load whose innermost coordinate is not a multiple of 16 bytes (illegal instruction), and a
+box whose padded shared footprint runs past the CTA's shared allocation (illegal address; pass
+``smem_size``).  Stores and reductions use the same layout but are not captured.  Not modelled
+(refused): im2col mode, interleaved layouts, the 128B atom swizzles and the packed 16U4/16U6 types.
 """
 
 from __future__ import annotations
@@ -26,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa.smem import swizzle as _swizzle
-from ..isa.tensormap import TensorMap, decode_tensormap
+from ..isa.tensormap import SWIZZLE_SPAN, TensorMap, decode_tensormap
 
-#: the NaN each float type gets as OOB fill (modelled: the canonical quiet NaN, pending captures)
-NAN_FILL = {16: 0x7FFF, 32: 0x7FFFFFFF, 64: 0x7FFFFFFFFFFFFFFF}
+#: the OOB NaN fill of each float size: 0x7FF7 in every 16-bit half (measured on the H100, all three sizes)
+NAN_FILL = {16: 0x7FF7, 32: 0x7FF77FF7, 64: 0x7FF77FF77FF77FF7}
 #: shared-memory alignment of a tensor copy's box (PTX ISA)
 SMEM_ALIGN = 128
 #: alignment and size granule of plain ``cp.async.bulk``
@@ -110,10 +117,27 @@ def _global_offsets(tm: TensorMap, pos) -> np.ndarray:
     return off
 
 
+def smem_row_pitch(tm) -> int:
+    """Shared bytes from one box row to the next: the row, or the swizzle span when that is wider
+    (measured: a 16-byte row under 32B swizzle lands every 32 bytes, the rest untouched)."""
+    tm = _tensormap(tm)
+    return max(box_shape(tm)[0] * tm.elem_bits // 8, SWIZZLE_SPAN[tm.swizzle])
+
+
+def smem_footprint(tm) -> int:
+    """Shared bytes from the destination to the end of the box's last row (padding included)."""
+    tm = _tensormap(tm)
+    shape = box_shape(tm)
+    return int(np.prod(shape[1:])) * smem_row_pitch(tm)
+
+
 def smem_addresses(tm, smem_addr: int) -> np.ndarray:
     """Shared-memory byte address of every box byte (dense box order), swizzle applied."""
     tm = _tensormap(tm)
-    a = _smem_addr(smem_addr) + np.arange(box_bytes(tm), dtype=np.int64)
+    row = box_shape(tm)[0] * tm.elem_bits // 8
+    pitch = smem_row_pitch(tm)
+    k = np.arange(box_bytes(tm), dtype=np.int64)
+    a = _smem_addr(smem_addr) + (k // row) * pitch + k % row
     return _swizzle(a, tm.swizzle)
 
 
@@ -122,14 +146,34 @@ def _byte_index(tm, inb_rows):
     return (np.flatnonzero(inb_rows)[:, None] * eb + np.arange(eb)).ravel()
 
 
-def tile_load(tm, read, coords, smem_addr: int = 0):
+def check_smem_fits(tm, smem_addr: int, smem_size: int) -> None:
+    """Refuse a box whose padded footprint runs past the CTA's ``smem_size`` shared bytes.
+
+    Measured: all 12 launches of the TMA capture that died with cudaErrorIllegalAddress were boxes
+    whose footprint (rows padded to the swizzle span) ran past the kernel's shared allocation;
+    every box that fitted landed.
+    """
+    if isinstance(smem_size, (bool, np.bool_)) or not isinstance(smem_size, (int, np.integer)) or smem_size < 0:
+        raise ValueError(f"smem_size must be a non-negative integer (the CTA's shared bytes), got {smem_size!r}")
+    end = _smem_addr(smem_addr) + smem_footprint(tm)
+    if end > smem_size:
+        raise ValueError(f"the TMA box at shared address {int(smem_addr):#x} spans {smem_footprint(tm)} bytes "
+                         f"({int(np.prod(box_shape(tm)[1:]))} rows of {smem_row_pitch(tm)}: rows narrower than the "
+                         f"{tm.swizzle} swizzle span are padded to it) and ends at {end}, past the CTA's {int(smem_size)} "
+                         "shared bytes; the H100 faults (illegal address) on such a copy")
+
+
+def tile_load(tm, read, coords, smem_addr: int = 0, smem_size: int | None = None):
     """``cp.async.bulk.tensor`` global -> shared, tile mode: ``(shared byte addresses, bytes)`` to write.
 
     ``read(address, nbytes)`` returns global bytes (uint8); it is called once per in-bounds run
-    of each box row.  The result has :func:`box_bytes` entries.
+    of each box row.  The result has :func:`box_bytes` entries.  With ``smem_size`` (the CTA's
+    shared bytes) a box that would run past it is refused, as the H100 faults on it.
     """
     tm = _tensormap(tm)
     c = _coords(tm, coords)
+    if smem_size is not None:
+        check_smem_fits(tm, smem_addr, smem_size)
     if (c[0] * tm.elem_bits // 8) % 16:
         # measured: on the H100 every tile load whose innermost coordinate is not a multiple of
         # 16 bytes died with an illegal-instruction fault (12 of 12 in the TMA capture; every

@@ -13,8 +13,12 @@ hang; the bytes still pending then are measured) and copies the window out.  The
 ``const __grid_constant__`` kernel parameter, as CUTLASS 3 passes it (the first version's pointer to
 a global buffer died with cudaErrorIllegalInstruction; a probe reruns the first cases that way and
 records the outcome in ``probe_gmem_status``).  Cases run in child processes; one that kills the
-CUDA context is recorded (result -1, ``crash_log``) and the next child goes on after it, so the
-results are always written.  No warpsim import: this runs on a bare GPU machine.
+CUDA context is recorded (result -1, ``crash_log``, with the seconds it cost) and a reserve child,
+already warm (CUDA context and module loaded), goes on after it, so the results are always written.
+The shared window is the destination offset + the box's padded footprint (rows narrower than the
+swizzle span take the whole span: the first capture's 12 illegal-address launches were boxes that
+ran past a window sized by the dense byte count) + 1024 bytes; ``footprint`` and ``smem_window``
+are saved per case.  No warpsim import: this runs on a bare GPU machine.
 """
 
 import ctypes
@@ -64,13 +68,34 @@ def make_case(rng, i):
     # (illegal instruction) on every box that was not, and landed every box that was
     q = 16 // esz
     coords[0] = coords[0] // q * q
+    gbytes = (strides[-1] * dims[-1]) if rank > 1 else dims[0] * esz
+    dst_off = int(rng.choice([0, 0, 128, 256, 512, 1024]))
+    # every random draw is above, so the cases that need no shrinking stay those of the first capture.
+    # In shared memory each box row takes max(row bytes, swizzle span): the first capture's 12
+    # illegal-address launches were boxes of narrow swizzled rows whose padded footprint ran past the
+    # window the kernel allocated.  Size the window by that footprint, and keep it under FOOTPRINT_CAP
+    # by halving the largest outer box dimension.
+    while footprint(box, es, esz, span) > FOOTPRINT_CAP:
+        d = 1 + int(np.argmax(box[1:]))
+        box[d] = -(-box[d] // 2)
     nbytes = box[0] * esz
     for b, e in zip(box[1:], es[1:]):
         nbytes *= -(-b // e)
-    gbytes = (strides[-1] * dims[-1]) if rank > 1 else dims[0] * esz
-    dst_off = int(rng.choice([0, 0, 128, 256, 512, 1024]))
+    foot = footprint(box, es, esz, span)
     return dict(rank=rank, dtype=dtype, esz=esz, swizzle=swz, oob=oob, dims=dims, strides=strides, box=box, es=es,
-                coords=coords, nbytes=nbytes, gbytes=-(-gbytes // 16) * 16, dst_off=dst_off, seed=SEED * 1000 + i)
+                coords=coords, nbytes=nbytes, gbytes=-(-gbytes // 16) * 16, dst_off=dst_off, seed=SEED * 1000 + i,
+                footprint=foot, window=dst_off + foot + 1024)
+
+
+FOOTPRINT_CAP = 192 * 1024      # + destination offset + 2 KiB stays under the 200 KiB the kernel may ask
+
+
+def footprint(box, es, esz, span):
+    """Shared bytes a box covers: ceil(box/es) rows per outer dimension, each max(row bytes, swizzle span)."""
+    rows = 1
+    for b, e in zip(box[1:], es[1:]):
+        rows *= -(-b // e)
+    return rows * max(box[0] * esz, span)
 
 
 def data_bytes(seed, n):
@@ -84,19 +109,32 @@ def pad(v, n, fill):
 
 TMAP_ARG = np.dtype([("raw", np.uint8, (128,))])    # a CUtensorMap passed by value (__grid_constant__)
 DEADLINE_S = float(os.environ.get("TMA_DEADLINE_S", "200"))   # the whole capture stays well under 5 minutes
-MAX_CRASHES = 12                                               # then the remaining cases are marked "not run"
+MAX_CRASHES = 60                                               # then the remaining cases are marked "not run"
 
 
-def run_cases(lo, hi, cubin, tmp, kernel="tma_load"):
-    """Cases [lo, hi) in this process; each finished case is saved at once as tmp/c<i>.npz.
-
-    A case that kills the CUDA context kills this process; the parent sees which case was the
-    last one saved, records the next as crashed and starts a new process after it.
-    """
+def serve(cubin, tmp, kernel="tma_load"):
+    """A child process: set up CUDA and the module first, say ``ready``, then run the cases
+    ``lo hi`` read from stdin.  The parent keeps one such child warm in reserve, so a crash costs
+    only the crashed launch, not a new process's CUDA start-up."""
     import cupy as cp
 
     fn = cp.RawModule(path=cubin).get_function(kernel)
     fn.max_dynamic_shared_size_bytes = 200 * 1024
+    cp.cuda.Device().synchronize()
+    print("ready", flush=True)
+    line = sys.stdin.readline().split()
+    if len(line) == 2:
+        run_cases(int(line[0]), int(line[1]), fn, tmp, kernel)
+
+
+def run_cases(lo, hi, fn, tmp, kernel="tma_load"):
+    """Cases [lo, hi) in this process; each finished case is saved at once as tmp/<kernel>.c<i>.npz.
+
+    A case that kills the CUDA context kills this process; the parent sees which case was the
+    last one saved, records the next as crashed and hands the rest to its reserve process.
+    """
+    import cupy as cp
+
     cu = ctypes.CDLL("libcuda.so.1")
     cu.cuTensorMapEncodeTiled.restype = ctypes.c_int
     host_map = (ctypes.c_uint8 * 192)()
@@ -114,7 +152,7 @@ def run_cases(lo, hi, cubin, tmp, kernel="tma_load"):
             (ctypes.c_uint64 * 4)(*pad(c["strides"], 4, 16)), (ctypes.c_uint32 * 5)(*pad(c["box"], 5, 1)),
             (ctypes.c_uint32 * 5)(*pad(c["es"], 5, 1)), 0, c["swizzle"], 0, c["oob"])
         tmap_bytes = np.frombuffer(ctypes.string_at(hm, 128), dtype=np.uint8).copy()
-        window = c["dst_off"] + c["nbytes"] + 1024
+        window = c["window"]      # destination offset + padded footprint + 1024 bytes that must stay 0xA5
         status = np.zeros(4, np.int32)
         out = np.zeros(window, np.uint8)
         print("case", i, flush=True)      # the last line of a crashed child's output names its case
@@ -133,29 +171,46 @@ def run_cases(lo, hi, cubin, tmp, kernel="tma_load"):
                  status=status, window=out, gaddr=np.array(g.data.ptr, np.uint64))
 
 
+def _spawn(cubin, tmp, kernel):
+    return subprocess.Popen([sys.executable, __file__, "--serve", cubin, tmp, kernel], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def _run_all(n, cubin, tmp, t0, log, kernel="tma_load"):
     """Every case in child processes, linear in the crashes; returns (crashed, not_run) case lists."""
-    crashed, nxt = [], 0
-    while nxt < n:
-        left = DEADLINE_S - (time.time() - t0)
-        if left < 5 or len(crashed) >= MAX_CRASHES:
-            log.append(f"{kernel}: stopped before case {nxt} ({'time cap' if left < 5 else 'too many crashes'})")
-            return crashed, list(range(nxt, n))
-        try:
-            r = subprocess.run([sys.executable, __file__, "--cases", str(nxt), str(n), cubin, tmp, kernel],
-                               capture_output=True, text=True, timeout=left)
-            ok, err = r.returncode == 0, (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-        except subprocess.TimeoutExpired:
-            ok, err = False, "timeout"
-        done = [i for i in range(nxt, n) if os.path.exists(os.path.join(tmp, f"{kernel}.c{i}.npz"))]
-        last = max(done) if done else nxt - 1
-        if ok:
-            return crashed, []
-        bad = last + 1                      # the case running when the child died
-        crashed.append(bad)
-        log.append(f"{kernel} case {bad}: {err}")
-        nxt = bad + 1
-    return crashed, []
+    crashed, nxt, spare = [], 0, None
+    try:
+        while nxt < n:
+            left = DEADLINE_S - (time.time() - t0)
+            if left < 5 or len(crashed) >= MAX_CRASHES:
+                log.append(f"{kernel}: stopped before case {nxt} ({'time cap' if left < 5 else 'too many crashes'})")
+                return crashed, list(range(nxt, n))
+            child, spare = spare or _spawn(cubin, tmp, kernel), _spawn(cubin, tmp, kernel)
+            t1 = time.time()
+            try:
+                out, err = child.communicate(f"{nxt} {n}\n", timeout=left)
+                ok = child.returncode == 0
+            except subprocess.TimeoutExpired:
+                child.kill()
+                out, err = child.communicate()
+                ok, err = False, "timeout"
+            if not out.startswith("ready"):
+                log.append(f"{kernel}: a child failed to start CUDA: {(err.strip().splitlines() or ['?'])[-1]}")
+                return crashed, list(range(nxt, n))
+            err = (err.strip().splitlines() or [f"exit {child.returncode}"])[-1]
+            done = [i for i in range(nxt, n) if os.path.exists(os.path.join(tmp, f"{kernel}.c{i}.npz"))]
+            last = max(done) if done else nxt - 1
+            if ok:
+                return crashed, []
+            bad = last + 1                      # the case running when the child died
+            crashed.append(bad)
+            log.append(f"{kernel} case {bad}: {err} (child ran {time.time() - t1:.1f} s)")
+            nxt = bad + 1
+        return crashed, []
+    finally:
+        if spare is not None:
+            spare.kill()
+            spare.communicate()
 
 
 def main():
@@ -201,7 +256,9 @@ def main():
         box=np.array([pad(c["box"], 5, 1) for c in cs], np.int32), es=np.array([pad(c["es"], 5, 1) for c in cs], np.int32),
         coords=np.array([pad(c["coords"], 5, 0) for c in cs], np.int32),
         nbytes=np.array([c["nbytes"] for c in cs], np.int64), gbytes=np.array([c["gbytes"] for c in cs], np.int64),
-        dst_off=np.array([c["dst_off"] for c in cs], np.int64), seed=np.array([c["seed"] for c in cs], np.int64),
+        dst_off=np.array([c["dst_off"] for c in cs], np.int64),
+        footprint=np.array([c["footprint"] for c in cs], np.int64), smem_window=np.array([c["window"] for c in cs], np.int64),
+        seed=np.array([c["seed"] for c in cs], np.int64),
         result=np.array([r[1] for r in rows], np.int32), tensormap=np.stack([r[2] for r in rows]),
         status=np.stack([r[3] for r in rows]), gaddr=np.array([r[4] for r in rows], np.uint64),
         sha256=np.array(sha), window_offsets=offs, windows=np.concatenate(windows),
@@ -214,7 +271,7 @@ def main():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--cases"]:
-        run_cases(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
+    if sys.argv[1:2] == ["--serve"]:
+        serve(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         main()

@@ -26,7 +26,9 @@ def model_window(z, i) -> np.ndarray:
     lo, hi = z["window_offsets"][i], z["window_offsets"][i + 1]
     win = np.full(hi - lo, 0xA5, np.uint8)
     addr, got = tma.tile_load(tm, tma.array_reader(data, gaddr), [int(v) for v in z["coords"][i][:r]], dst)
-    win[addr - base] = got
+    at = addr - base
+    inside = at < win.size        # the capture copied out only its window; bytes beyond it are unseen
+    win[at[inside]] = got[inside]
     return win
 
 
