@@ -186,9 +186,6 @@ def test_replay_captured_boxes():
     assert not bad, f"{len(bad)} of {len(ran)} boxes differ, first {bad[0]}"
 
 
-@pytest.mark.xfail(strict=True, reason="the capture is partial: 138 of the 640 boxes landed before the run stopped after 12 "
-                   "launches died with cudaErrorIllegalAddress (boxes padded past the kernel's shared allocation; "
-                   "the plan now sizes the window by the padded footprint) -- pending a re-run of tma_capture.py")
 def test_capture_covers_the_plan():
     z = _boxes()
     encoded = np.flatnonzero(z["result"] >= 0)
