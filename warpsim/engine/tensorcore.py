@@ -79,6 +79,25 @@ def _emin(fmt) -> float:
 _DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
+def truncated_acc(p) -> bool:
+    """Whether a fused recipe's result format is D's format with low mantissa bits always zero (the
+    f32e8m13 of Ada's and wgmma's fp8 -> f32: an f32 word whose 10 low bits are cleared).  Rounding
+    into it is rounding to fewer mantissa bits; its words, inf and canonical NaN are D's words."""
+    acc, d = _fmt(p, P_ACC), _fmt(p, P_D)
+    return (int(p[P_CMODE]) == CMODE_FUSED and acc[3] > 0 and d[3] == 0 and acc[0] == d[0] and acc[1] == d[1]
+            and acc[4] == d[4] == 1 and acc[2] + acc[3] == d[2])
+
+
+def _as_checked(p):
+    """The parameter vector tc_fast_ok is to judge: a truncated result format (truncated_acc) is
+    judged as D's own, which the rounding with ignored bits (round_params) then narrows."""
+    if not truncated_acc(p):
+        return p
+    q = p.copy()
+    q[P_ACC:P_ACC + 5] = p[P_D:P_D + 5]
+    return q
+
+
 def tc_tables(ins, params, tables, sp):
     """Everything the kernel needs for one plan, or None if the plan is not one it handles."""
     if sys.byteorder != "little" or ins.products != 1:
@@ -86,7 +105,7 @@ def tc_tables(ins, params, tables, sp):
     m, n, k = ins.mnk
     ka = k // 2 if ins.is_sparse else k
     p = np.asarray(params, dtype=np.int64)
-    if n != 8 or not tc_fast_ok(p, n, ka):
+    if n != 8 or not tc_fast_ok(_as_checked(p), n, ka):
         return None
     nblk, group = int(p[P_NBLK]), int(p[P_GROUP])
     nb = ka // nblk
@@ -304,13 +323,13 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
 
 
 def _gen_round8(builder, v, rp):
-    """IR of fused._fround for the <8 x double> v, every case in vector form: (bits <8 x i64> without
-    ignored bits, the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
+    """IR of fused._fround for the <8 x double> v, every case in vector form: (the register word's
+    bits <8 x i64>, ignored low bits zero; the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
     or the IEEE special the block's float64 sum gave): NaN -> the canonical NaN, +-inf and results
     whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
     (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
-    mb, emin, infb, sbit, rne, nanb = rp[:6]
+    mb, emin, infb, sbit, rne, nanb, ign = rp[:7]
     fround = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.rint.v8f64")
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
     u = builder.bitcast(v, _V8L)
@@ -332,7 +351,7 @@ def _gen_round8(builder, v, rp):
     sign = builder.and_(u, _c8(-0x8000000000000000))
     zero = builder.and_(builder.icmp_signed("==", q, _c8(0)), builder.not_(special))
     sbits = builder.select(zero, _c8(0), builder.shl(builder.lshr(u, _c8(63)), sbit))
-    bits = builder.select(isnan, nanb, builder.or_(bits, sbits))
+    bits = builder.select(isnan, nanb, builder.shl(builder.or_(bits, sbits), ign))
     # the rounded value: q * 2^ue with v's sign; +-inf on overflow; NaN stays; +0 for zero
     val = builder.fmul(qf, builder.bitcast(builder.shl(builder.add(ue, _c8(1023)), _c8(52)), _V8D))
     val = builder.select(ovf, _c8(float("inf"), _V8D), val)
@@ -511,14 +530,16 @@ def _round8_common(typingctx, V, OUT, OV, rp):
 
 
 def round_params(fmt, rne):
-    """The rp vector of _gen_round8 for a result format (no ignored bits): mantissa bits, smallest
-    normal exponent, +inf bits, sign bit position, 1 for ties-to-even (0: truncation), canonical
-    NaN bits (every bit but the sign)."""
+    """The rp vector of _gen_round8 for a result format: mantissa bits, smallest normal exponent,
+    +inf bits and sign bit position (both without ignored bits), 1 for ties-to-even (0: truncation),
+    canonical NaN word (every bit of the register word but the sign), ignored low bits (the rounded
+    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero)."""
     width, eb, mb, ign, hinf = fmt
-    assert ign == 0 and hinf != 0
+    assert hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    return np.array([mb, 1 - bias, infb, width - 1, 1 if rne else 0, (1 << (width - 1)) - 1, 0, 0], np.int64)
+    return np.array([mb, 1 - bias, infb, width - ign - 1, 1 if rne else 0, (1 << (width - 1)) - 1, ign, 0],
+                    np.int64)
 
 
 @njit(cache=True, nogil=True)
