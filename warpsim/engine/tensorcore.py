@@ -734,3 +734,92 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
         return np.flatnonzero(need == 2) if nslow else None
 
     return go
+
+
+# --- wgmma: the same kernel on decoded matrices ------------------------------------------------
+
+def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
+    """Every group of a dense single-pass fused wgmma: out[g, i, j] = D bits of row i, column j.
+
+    A (G, M, K), B^T (G, N, K), C (G, M, N): raw element bits (uint64) as the validated call decodes
+    them; N a multiple of 8.  Each group is decoded once (A by row, B as N/8 row-major (K, 8) panels,
+    C as N/8 (M, 8) panels) and every panel is one _rows_fused call, as an m16n8 warp is.  NaN / inf
+    elements are decided per element (_decode).  need[g] = 1: the group was left to the exact kernel
+    (a host FPU not in its default state); 0: computed here."""
+    G, M, K = A.shape
+    N = B.shape[1]
+    NC = N // 8
+    fracf = np.float64(p[P_FRAC])
+    igd = np.uint64(p[P_D + 3])
+    for g in prange(G):
+        if not _fp_env_ok(q64, q32):
+            need[g] = 1
+            continue
+        need[g] = 0
+        RA = np.empty(M * K, np.uint32)
+        RB = np.empty(N * K, np.uint32)
+        RC = np.empty(M * N, np.uint32)
+        for i in range(M):
+            for t in range(K):
+                RA[i * K + t] = np.uint32(A[g, i, t])
+        for j in range(N):
+            o = (j >> 3) * K * 8 + (j & 7)
+            for t in range(K):
+                RB[o + t * 8] = np.uint32(B[g, j, t])
+        for i in range(M):
+            for j in range(N):
+                RC[(j >> 3) * M * 8 + i * 8 + (j & 7)] = np.uint32(C[g, i, j])
+        AV = np.empty(M * K, np.float64)
+        AE = np.empty(M * K, np.float32)
+        BV = np.empty(N * K, np.float64)
+        BE = np.empty(N * K, np.float32)
+        CV = np.empty(M * N, np.float64)
+        CE = np.empty(M * N, np.float32)
+        VM = np.empty(M * 8, np.float64)
+        DB = np.empty(M * 8, np.uint64)
+        _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        for jc in range(NC):
+            bo = jc * K * 8
+            co = jc * M * 8
+            _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K * 8], BE[bo:bo + K * 8], CV[co:co + M * 8],
+                        CE[co:co + M * 8], fracf, rp, VM, DB)
+            for i in range(M):
+                for j in range(8):
+                    out[g, i, jc * 8 + j] = DB[i * 8 + j] << igd
+
+
+_WG_KERNEL = None
+
+
+def wgmma_runner(ins, params):
+    """A function (A, B, C, out) -> indices of the groups left to the exact kernel (None: none), for a
+    dense wgmma whose recipe is one fused pass this kernel computes exactly; None when it is not one."""
+    global _WG_KERNEL
+    p = np.asarray(params, dtype=np.int64)
+    m, n, k = ins.mnk
+    if (sys.byteorder != "little" or ins.is_sparse or n % 8 or p[P_NBLK] != 1 or p[P_CMODE] != CMODE_FUSED
+            or p[P_OP] != 0 or not tc_fast_ok(_as_checked(p), 8, k)):
+        return None
+    fa, fb, fc = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C)
+    if any(f[0] > 32 for f in (fa, fb, fc)):
+        return None
+    dp = [_decode_params(f) for f in (fa, fb, fc)]
+    q = np.array([x[0] for x in dp], np.int64)
+    scale = np.array([x[1] for x in dp], np.float64)
+    emin = np.array([_emin(fa), _emin(fb), _emin(fc)], np.float32)
+    rp = round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE)
+    if _WG_KERNEL is None:
+        _WG_KERNEL = njit(cache=True, nogil=True, parallel=True)(named_copy(_wg_kernel, "_wg_kernel_parallel"))
+    fn = _WG_KERNEL
+
+    def go(A, B, C, out):
+        need = np.empty(A.shape[0], np.int8)
+        fn(A, B, C, out, p, q, scale, emin, rp, need, _PROBE64, _PROBE32)
+        if STATS is not None:
+            STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
+            STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
+        return np.flatnonzero(need) if need.any() else None
+
+    return go

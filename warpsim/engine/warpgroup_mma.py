@@ -221,12 +221,12 @@ def _compute_by_blocks(ins, twin, A, B, C):
 
 
 def compute(ins, A, B, C, arch="sm_90a", params=None):
-    """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2))."""
-    from . import wgmma as _eng
+    """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2)).
 
-    twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
-    if twin is not None:
-        return _compute_by_blocks(ins, twin, A, B, C)
+    Dense float forms whose recipe is one fused pass take the float tensor-core kernel
+    (engine.tensorcore.wgmma_runner); the others the exact matrix kernel, or (f16 / bf16 / tf32 under
+    WARPSIM_GENERIC=1) the warp-level engine block by block."""
+    from . import wgmma as _eng
 
     if ins.elem("a").kind in ("int", "bits"):
         from ..numerics.integer import int_params
@@ -239,8 +239,37 @@ def compute(ins, A, B, C, arch="sm_90a", params=None):
     if params is not None:
         p = params
     out = np.zeros(C.shape, dtype=np.uint64)
+    fast = _fast_runner(ins, p) if kind == "tc" and A.shape[0] else None
+    if fast is not None:
+        left = fast(A, B, C, out)
+        if left is not None:        # groups whose thread's FPU is not in its default state
+            sub = np.zeros((len(left),) + C.shape[1:], dtype=np.uint64)
+            _eng.matrix(kind, A[left], B[left], C[left], p, sub)
+            out[left] = sub
+        return out
+    twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
+    if twin is not None:
+        return _compute_by_blocks(ins, twin, A, B, C)
     _eng.matrix(kind, A, B, C, p, out)
     return out
+
+
+def _fast_runner(ins, p):
+    """The float tensor-core kernel for this wgmma's recipe (engine.tensorcore.wgmma_runner), cached
+    per (opcode, recipe); None under WARPSIM_GENERIC=1 or where it does not apply."""
+    from .kernel import FORCE_GENERIC
+
+    if FORCE_GENERIC:
+        return None
+    key = (ins.opcode, np.asarray(p, dtype=np.int64).tobytes())
+    if key not in _FAST:
+        from .tensorcore import wgmma_runner
+
+        _FAST[key] = wgmma_runner(ins, p)
+    return _FAST[key]
+
+
+_FAST: dict = {}
 
 
 def pack_d(ins, D):
