@@ -88,13 +88,24 @@ def truncated_acc(p) -> bool:
             and acc[4] == d[4] == 1 and acc[2] + acc[3] == d[2])
 
 
+def _power_of_two_scales(p) -> bool:
+    """Whether a block-scaled recipe is one this kernel computes: each product times its two ue8m0
+    scales (powers of two: an exact shift of the element's value and exponent), one fused pass."""
+    return (int(p[ar.P_SCALE]) == ar.SCALE_PRODUCT and int(p[ar.P_SF + 2]) == 0 and int(p[P_NBLK]) == 1
+            and int(p[P_CMODE]) == CMODE_FUSED)
+
+
 def _as_checked(p):
     """The parameter vector tc_fast_ok is to judge: a truncated result format (truncated_acc) is
-    judged as D's own, which the rounding with ignored bits (round_params) then narrows."""
-    if not truncated_acc(p):
+    judged as D's own, which the rounding with ignored bits (round_params) then narrows; ue8m0 block
+    scales (_power_of_two_scales) as no scales, the kernel applying them to the decoded elements."""
+    if not truncated_acc(p) and not _power_of_two_scales(p):
         return p
     q = p.copy()
-    q[P_ACC:P_ACC + 5] = p[P_D:P_D + 5]
+    if truncated_acc(p):
+        q[P_ACC:P_ACC + 5] = p[P_D:P_D + 5]
+    if _power_of_two_scales(p):
+        q[ar.P_SCALE] = ar.SCALE_NONE
     return q
 
 
@@ -145,10 +156,20 @@ def tc_tables(ins, params, tables, sp):
         return None
     dp = [_decode_params(f) for f in (fa, fb, fc)]
     emin = [_emin(op or fa), _emin(op or fb), _emin(fc)]
+    # block scales: the scale index of each A term (block order is k order: one pass) and of each
+    # B row (sparse: logical rows, twice as many per scale as kept terms); the exponent of zero terms
+    if ins.block_scaled:
+        st = int(p[ar.P_STERMS])
+        sta = np.arange(ka, dtype=np.int64) // st
+        srb = np.arange(k, dtype=np.int64) // (st * (2 if ins.is_sparse else 1))
+        zexp = float(p[ar.P_ZEXP]) if p[ar.P_ZEXP_ON] else float(_ZEXP)
+    else:
+        sta = srb = np.zeros(1, np.int64)
+        zexp = float(_ZEXP)
     return dict(bits=bits, pos=tuple(pos), ri0=ri0, spt=np.ascontiguousarray(spt), ka=ka,
                 q=np.array([x[0] for x in dp], np.int64), scale=np.array([x[1] for x in dp], np.float64),
                 emin=np.array(emin, np.float32), rpb=round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE),
-                rpa=round_params(_fmt(p, P_ACC), True))
+                rpa=round_params(_fmt(p, P_ACC), True), sta=sta, srb=srb, zexp=np.float32(zexp))
 
 
 # --- the kernel ------------------------------------------------------------------------------
@@ -544,10 +565,17 @@ def round_params(fmt, rne):
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-              q, scale, emin, rpb, rpa, need):
+              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp):
     """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
-    NaN or inf (their outputs decided per element, see _decode); 2 not computed (d left unset):
-    tf32 sparse metadata that splices B halves, for the exact kernel."""
+    (or block scale) NaN or inf (their outputs decided per element, see _decode); 2 not computed
+    (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C holds
+    a nonzero value below the zero-term exponent, for the exact kernel.
+
+    Block scales (scaled; ue8m0 only, see _power_of_two_scales): every decoded A / B element is
+    multiplied by 2^(its scale's exponent) and its alignment exponent raised by it -- exact, as the
+    model's term a*b*SA*SB with exponent ea+eb+esa+esb; a NaN scale makes its elements NaN.  A zero
+    C takes the zero-term exponent zexp; the zero products' zexp then never exceeds an output's
+    largest exponent, unless a tiny nonzero C (then the warp goes to the exact kernel)."""
     N = 8
     nblk, frac = p[P_NBLK], p[P_FRAC]
     nb = Ka // nblk
@@ -602,6 +630,34 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
         special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
         special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
         special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        if scaled:
+            tiny = False
+            for x in range(M * N):
+                if CE[x] == _ZEXP and CV[x] == 0.0:
+                    CE[x] = zexp
+                elif CE[x] < zexp and CV[x] - CV[x] == 0.0:
+                    tiny = True
+            if tiny:
+                need[w] = 2
+                continue
+            for i in range(M):
+                for t in range(Ka):
+                    x = SFA[w, i, sta[t]]
+                    if x == 255:
+                        AV[i * Ka + t] = np.nan
+                        special = True
+                    else:
+                        AV[i * Ka + t] *= _pow2f(np.int64(x) - 127)
+                        AE[i * Ka + t] += np.float32(np.int64(x) - 127)
+            for r in range(K):
+                for j in range(N):
+                    x = SFB[w, j, srb[r]]
+                    if x == 255:
+                        BV[r * N + j] = np.nan
+                        special = True
+                    else:
+                        BV[r * N + j] *= _pow2f(np.int64(x) - 127)
+                        BE[r * N + j] += np.float32(np.int64(x) - 127)
         splice = False
         if sparse:
             ew = e[w]
@@ -668,7 +724,7 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
 
 
 def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, chunk, q64, q32):
+               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp):
     """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
     a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
     W = a3.shape[0]
@@ -687,7 +743,7 @@ def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, s
             nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-                  q, scale, emin, rpb, rpa, need)
+                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp)
         n = 0
         for w in range(w0, w1):
             n += need[w] == 2
@@ -701,6 +757,13 @@ def _build():
 
 
 _KERNELS = None
+_NO_SCALES = np.zeros((1, 1, 1), np.uint64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pow2f(k):
+    """2.0 ** k for -1022 <= k <= 1023, exactly (a ue8m0 scale's value)."""
+    return _bits_f64(np.uint64(k + 1023) << np.uint64(52))
 
 
 #: set to a dict to count, per call, the warps by how the kernel took them: "ordinary" (every element
@@ -722,12 +785,14 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
     ta, tb, tc, td = (np.dtype(_DTYPE[x]) for x in ft["bits"])
     consts = (params, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
               ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
+    tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"])
 
-    def go(a, b, c, e, d):
+    def go(a, b, c, e, d, scales=None):
         W = a.shape[0]
         need = np.empty(W, np.int8)
         fn = par if W >= threshold else ser
-        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts)
+        sfa, sfb = scales if scales is not None else (_NO_SCALES, _NO_SCALES)
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, sfa, sfb, *tail)
         if STATS is not None:
             for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
                 STATS[name] = STATS.get(name, 0) + int(x)
