@@ -415,7 +415,7 @@ def bench_paths(repeat, quick, names=None):
         row = {"path": name, "kind": kind, "opcode": opcode, "arch": arch, "available": True}
         try:
             if kind == "ptx":
-                size = 32 if quick else 64
+                size = 32 if quick else 256
                 fn, ref_fn, n = _ptx_gemm(opcode, size)
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
