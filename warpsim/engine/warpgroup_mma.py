@@ -11,6 +11,8 @@ the two models coincide).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..isa import smem as _smem
@@ -154,10 +156,7 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
         raise ValueError(f"B has {db.shape[0]} descriptors but D has {G} group(s)")
     db = np.broadcast_to(db, (G,)) if s_b else db
     B = _gather_smem(sm, db, G, n, k, bt.bits, "MN" if tb else "K", "B descriptor")
-    el = words_to_elements(d3, dt.bits)
-    tab = layout(ins.opcode, "d")
-    C = np.zeros((G, m, n), dtype=np.uint64)
-    C[:, tab[..., 1], tab[..., 2]] = el
+    C = _d_to_matrix(ins, d3)
     if at.is_float:
         if sa == -1:
             A = A ^ np.uint64(1 << (at.bits - 1))
@@ -272,10 +271,37 @@ def _fast_runner(ins, p):
 _FAST: dict = {}
 
 
+@lru_cache(maxsize=None)
+def _d_flat(opcode):
+    """Each D element's row * N + col, per thread: (128, elements) int64."""
+    tab = layout(opcode, "d")
+    n = parse(opcode).mnk[1]
+    return np.ascontiguousarray(tab[..., 1] * n + tab[..., 2], dtype=np.int64)
+
+
+def _d_to_matrix(ins, d3):
+    """D's register words (G, 128, words) -> element bits (G, 64, N) (one jitted pass)."""
+    from .wgmma import words_to_matrix
+
+    m, n, _ = ins.mnk
+    bits = ins.elem("d").bits
+    if bits not in (8, 16, 32):
+        tab = layout(ins.opcode, "d")
+        C = np.zeros((d3.shape[0], m, n), dtype=np.uint64)
+        C[:, tab[..., 1], tab[..., 2]] = words_to_elements(d3, bits)
+        return C
+    return words_to_matrix(d3, _d_flat(ins.opcode), bits, m, n)
+
+
 def pack_d(ins, D):
     """D element bits (G, 64, N) -> D's register words (G, 128, words)."""
-    tab = layout(ins.opcode, "d")
-    return elements_to_words(D[:, tab[..., 1], tab[..., 2]], ins.elem("d").bits)
+    bits = ins.elem("d").bits
+    if bits not in (8, 16, 32):
+        tab = layout(ins.opcode, "d")
+        return elements_to_words(D[:, tab[..., 1], tab[..., 2]], bits)
+    from .wgmma import matrix_to_words
+
+    return matrix_to_words(D, _d_flat(ins.opcode), bits, ins.words("d"))
 
 
 def execute(instruction, d, a, b, *, smem, e=None, selector=0, scale_d=1, scale_a=1, scale_b=1, trans_a=0,
