@@ -55,6 +55,8 @@ def test_the_catalog_has_fast_kernels_everywhere_it_should():
     assert ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "sm_89") in have
     ops = {op for op, _ in CASES}
     assert any("kind::mxf8f6f4.block_scale" in op for op in ops)
+    assert any("kind::mxf4nvf4.block_scale" in op and "ue4m3" in op for op in ops)
+    assert any("kind::mxf4.block_scale" in op and "mma.sp" in op for op in ops)
     assert len(CASES) > 100
 
 
@@ -102,6 +104,29 @@ def test_block_scaled_fast_kernel_takes_the_warps():
     assert stats.get("exact", 0) == 0 and stats["special"] + stats.get("ordinary", 0) == 8
     exact = kernel._generic(pl, g["a"], g["b"], g["c"], kernel._NO_META, scales=(sfa, sfb))
     assert np.array_equal(d, exact)
+
+
+def test_block_scaled_group_kernel_leaves_nan_scales_and_c_to_the_exact_kernel():
+    """kind::mxf4nvf4 (groups of 16 products, ue4m3 scales): a NaN scale or a NaN C sends its warp to
+    the exact kernel, a zero scale does not; every word equals the exact kernel's."""
+    op = "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
+    ins = BY_OPCODE[op]
+    pl = kernel.plan(op, 0, "sm_120a")
+    assert pl.ftab is not None and pl.ftab["group"]
+    g = generate(ins, 0, "normal", 6, 2)
+    sfa, sfb = kernel.scale_factors(ins, g["s"][..., 0], g["s"][..., 1], (0, 0), (0, 0))
+    sfa[0, 2, 1] = 0x7F                      # a NaN ue4m3 scale
+    sfb[1, 5, 0] = 0x00                      # a zero scale: its group is a zero term
+    c = g["c"].copy()
+    c[2, 7, 0] = 0x7FC00000                  # a NaN C
+    stats = {}
+    old, tensorcore.STATS = tensorcore.STATS, stats
+    try:
+        d = kernel.run(pl, g["a"], g["b"], c, None, scales=(sfa, sfb))
+    finally:
+        tensorcore.STATS = old
+    assert stats == {"ordinary": 4, "special": 0, "exact": 2}
+    assert np.array_equal(d, kernel._generic(pl, g["a"], g["b"], c, kernel._NO_META, scales=(sfa, sfb)))
 
 
 def _wgmma_cases():

@@ -415,9 +415,11 @@ def _scaled(pl: Plan, a, b, c, e, scales):
 
 @lru_cache(maxsize=None)
 def _scaled_runner(opcode: str, selector: int, arch: str):
-    from .tensorcore import tc_runner
+    from .tensorcore import group_runner, tc_runner
 
     pl = plan(opcode, selector, arch)
+    if pl.ftab.get("group"):
+        return group_runner(pl.ins, pl.ftab, pl.tables, pl.sparse_tab, CHUNK, PARALLEL_THRESHOLD)
     return tc_runner(pl.ins, pl.params, pl.ftab, CHUNK, PARALLEL_THRESHOLD)
 
 

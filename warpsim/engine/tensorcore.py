@@ -116,6 +116,8 @@ def tc_tables(ins, params, tables, sp):
     m, n, k = ins.mnk
     ka = k // 2 if ins.is_sparse else k
     p = np.asarray(params, dtype=np.int64)
+    if p[ar.P_SCALE] == ar.SCALE_GROUP:
+        return group_tables(ins, p, tables, sp)
     if n != 8 or not tc_fast_ok(_as_checked(p), n, ka):
         return None
     nblk, group = int(p[P_NBLK]), int(p[P_GROUP])
@@ -886,5 +888,189 @@ def wgmma_runner(ins, params):
             STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
             STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
         return np.flatnonzero(need) if need.any() else None
+
+    return go
+
+
+# --- block-scaled groups (kind::mxf4 / mxf4nvf4: GST-FDPA) ----------------------------------------
+#
+# The model (fused.block_scaled_dot, SCALE_GROUP): G consecutive products are summed exactly; the
+# group's sum times the values of its two scales is one term, whose alignment exponent is the two
+# scales' exponents alone (zexp for a group with no nonzero product or a zero scale); C is a term
+# (zexp when zero); every term is truncated to frac bits below the largest exponent and the sum
+# rounded once.  In float64 every step is exact for these formats (checked in group_tables):
+# a group sum of G products of e2m1 values lies on a 2^-2 grid below 2^10; times two scale values
+# of at most 4 significant bits; scaled by 2^(frac - emax) each term is below 2^(frac + 12) and the
+# sum of all terms and C below 2^53.
+
+def group_tables(ins, params, tables, sp):
+    """What the block-scaled group kernel needs for one plan, or None where it is not exact."""
+    p = np.asarray(params, dtype=np.int64)
+    m, n, k = ins.mnk
+    ka = k // 2 if ins.is_sparse else k
+    G = int(p[ar.P_SGROUP])
+    fa, fb, fc, fd = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C), _fmt(p, P_D)
+    if (sys.byteorder != "little" or ins.products != 1 or n != 8 or p[ar.P_SCALE] != ar.SCALE_GROUP
+            or ka % G or G > 32 or int(p[P_FRAC]) > 40 or p[ar.P_OVF] != ar.OVF_INF
+            or p[ar.P_ZERO] != ar.ZERO_POSITIVE or fc != (32, 8, 23, 0, 1) or fd != (32, 8, 23, 0, 1)
+            or any(f[0] > 8 or f[2] > 3 or f[1] > 3 for f in (fa, fb))):
+        return None
+    if [t[3] for t in tables][2:] != [32, 32] or int(p[ar.P_SF + 2]) > 3:
+        return None
+    # element values by code (every code of these formats is finite: NaN / inf codes refuse)
+    luts = []
+    for f in (fa, fb):
+        vals = np.zeros(1 << f[0], np.float64)
+        for x in range(1 << f[0]):
+            cls, s, e, sig = ar.decode(np.uint64(x), *f)
+            if cls in (ar.CLS_NAN, ar.CLS_INF):
+                return None
+            vals[x] = 0.0 if cls == ar.CLS_ZERO else (-1.0) ** s * float(sig) * 2.0 ** (int(e) - f[2])
+        luts.append(vals)
+    # scale factors by byte: NaN flag, exponent (as the model decodes it), value (0 for a zero scale)
+    fs = int(p[ar.P_SF + 2])
+    snan = np.zeros(256, np.bool_)
+    sexp = np.zeros(256, np.int64)
+    sval = np.zeros(256, np.float64)
+    for x in range(256):
+        isnan, e, sig = ar._scale(np.uint64(x), p)
+        snan[x], sexp[x] = isnan, e
+        sval[x] = float(sig) * 2.0 ** (int(e) - fs)
+    zon = bool(p[ar.P_ZEXP_ON])
+    return dict(group=True, G=G, ka=ka, st=int(p[ar.P_STERMS]), frac=int(p[P_FRAC]), rne=int(p[P_RND]) == RND_RNE,
+                lut_a=luts[0], lut_b=luts[1], snan=snan, sexp=sexp, sval=sval, zon=zon,
+                zexp=float(p[ar.P_ZEXP]) if zon else -1e300)
+
+
+def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, fd, wd, sp,
+                  sparse, G, st, fracf, rne, lut_a, lut_b, snan, sexp, sval, zon, zexp, chunk, q64, q32):
+    """Every warp of a block-scaled group recipe; need[w] = 2 for warps left to the exact kernel (a NaN
+    scale, a NaN / inf C, a host FPU not in its default state), else 0."""
+    W = a.shape[0]
+    N = 8
+    NG = Ka // G
+    nchunks = (W + chunk - 1) // chunk
+    for ch in prange(nchunks):
+        w0 = ch * chunk
+        w1 = min(W, w0 + chunk)
+        if not _fp_env_ok(q64, q32):
+            for w in range(w0, w1):
+                need[w] = 2
+            continue
+        AV = np.empty(M * Ka, np.float64)
+        BR = np.empty(K * N, np.float64)          # B row-major (K, 8)
+        CV = np.empty(M * N, np.float64)
+        LC = np.empty(M * Ka, np.int64)
+        DV = np.empty(M * N, np.uint32)
+        GS = np.empty(N, np.float64)
+        T = np.empty((NG, N), np.float64)
+        TE = np.empty((NG, N), np.float64)
+        am = (1 << ba) - 1
+        bm = (1 << bb) - 1
+        for w in range(w0, w1):
+            bad = False
+            for lane in range(32):
+                for j in range(fa.shape[1]):
+                    AV[fa[lane, j]] = lut_a[(a[w, lane, wa[lane, j]] >> sa[lane, j]) & am]
+                for j in range(fb.shape[1]):
+                    f = fb[lane, j]                # B^T flat: column * K + row
+                    BR[(f % K) * N + f // K] = lut_b[(b[w, lane, wb[lane, j]] >> sb[lane, j]) & bm]
+                for j in range(fc.shape[1]):
+                    v = np.float64(_bits_f32(c[w, lane, wc[lane, j]]))
+                    bad |= v - v != 0.0
+                    CV[fc[lane, j]] = v
+            for i in range(M):
+                for s in range(SFA.shape[2]):
+                    bad |= snan[SFA[w, i, s]]
+            for j in range(N):
+                for s in range(SFB.shape[2]):
+                    bad |= snan[SFB[w, j, s]]
+            if bad:
+                need[w] = 2
+                continue
+            need[w] = 0
+            if sparse:
+                for lane in range(32):
+                    for j in range(fa.shape[1]):
+                        idx = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 3
+                        LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
+            for i in range(M):
+                for g in range(NG):
+                    for j in range(N):
+                        GS[j] = 0.0
+                    for t in range(g * G, g * G + G):
+                        x = AV[i * Ka + t]
+                        r = LC[i * Ka + t] if sparse else t
+                        for j in range(N):
+                            GS[j] += x * BR[r * N + j]
+                    xa = SFA[w, i, (g * G) // st]
+                    for j in range(N):
+                        xb = SFB[w, j, (g * G) // st]
+                        nz = GS[j] != 0.0
+                        if not nz:      # a zero sum: does the group hold a nonzero product at all?
+                            for t in range(g * G, g * G + G):
+                                r = LC[i * Ka + t] if sparse else t
+                                nz |= AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0
+                        if not nz or sval[xa] == 0.0 or sval[xb] == 0.0:
+                            T[g, j] = 0.0
+                            TE[g, j] = zexp
+                        else:
+                            T[g, j] = GS[j] * sval[xa] * sval[xb]
+                            TE[g, j] = np.float64(sexp[xa] + sexp[xb])
+                for j in range(N):
+                    cv = CV[i * N + j]
+                    if cv != 0.0:
+                        ce = np.float64(max(_exp2of_f(cv), -126))
+                    else:
+                        ce = zexp
+                    emax = ce
+                    for g in range(NG):
+                        emax = max(emax, TE[g, j])
+                    emax = max(emax, -900.0)
+                    sc = _pow2f(np.int64(fracf - emax))
+                    s = np.trunc(cv * sc)
+                    for g in range(NG):
+                        s += np.trunc(T[g, j] * sc)
+                    v = s * _pow2f(np.int64(emax - fracf))
+                    bits, _ = _fround(v, 23, -126, np.uint64(0x7F800000), np.uint64(0x80000000), rne)
+                    DV[i * N + j] = np.uint32(bits)
+            for lane in range(32):
+                for j in range(fd.shape[1]):
+                    d[w, lane, wd[lane, j]] = DV[fd[lane, j]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _exp2of_f(v):
+    """floor(log2 |v|) of a normal nonzero float64."""
+    return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+
+
+_GROUP_KERNELS = None
+
+
+def group_runner(ins, ft, tables, sp, chunk: int, threshold: int):
+    """A function (a, b, c, e, d, (SFA, SFB)) -> indices of the warps left to the exact kernel (None:
+    none), for a block-scaled group recipe (group_tables)."""
+    global _GROUP_KERNELS
+    if _GROUP_KERNELS is None:
+        _GROUP_KERNELS = (njit(cache=True, nogil=True)(named_copy(_group_kernel, "_group_kernel_serial")),
+                          njit(cache=True, nogil=True, parallel=True)(named_copy(_group_kernel, "_group_kernel_par")))
+    ser, par = _GROUP_KERNELS
+    m, n, k = ins.mnk
+    (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, _, _), (fd, wd, _, _) = tables
+    consts = (m, k, ft["ka"], fa, wa, sa.astype(np.uint32), ba, fb, wb, sb.astype(np.uint32), bb, fc, wc, fd, wd,
+              np.ascontiguousarray(sp), ins.is_sparse, ft["G"], ft["st"], float(ft["frac"]), ft["rne"],
+              ft["lut_a"], ft["lut_b"], ft["snan"], ft["sexp"], ft["sval"], ft["zon"], ft["zexp"], chunk,
+              _PROBE64, _PROBE32)
+
+    def go(a, b, c, e, d, scales):
+        W = a.shape[0]
+        need = np.empty(W, np.int8)
+        fn = par if W >= threshold else ser
+        fn(a, b, c, e, d, scales[0], scales[1], need, *consts)
+        if STATS is not None:
+            for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
+                STATS[name] = STATS.get(name, 0) + int(x)
+        return np.flatnonzero(need == 2) if (need == 2).any() else None
 
     return go
