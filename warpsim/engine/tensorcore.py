@@ -998,11 +998,17 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                 for g in range(NG):
                     for j in range(N):
                         GS[j] = 0.0
-                    for t in range(g * G, g * G + G):
-                        x = AV[i * Ka + t]
-                        r = LC[i * Ka + t] if sparse else t
-                        for j in range(N):
-                            GS[j] += x * BR[r * N + j]
+                    if sparse:
+                        for t in range(g * G, g * G + G):
+                            x = AV[i * Ka + t]
+                            r = LC[i * Ka + t]
+                            for j in range(N):
+                                GS[j] += x * BR[r * N + j]
+                    else:
+                        for t in range(g * G, g * G + G):
+                            x = AV[i * Ka + t]
+                            for j in range(N):
+                                GS[j] += x * BR[t * N + j]
                     xa = SFA[w, i, (g * G) // st]
                     for j in range(N):
                         xb = SFB[w, j, (g * G) // st]
