@@ -943,7 +943,7 @@ def group_tables(ins, params, tables, sp):
 
 
 def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, fd, wd, sp,
-                  sparse, G, st, fracf, rne, lut_a, lut_b, snan, sexp, sval, zon, zexp, chunk, q64, q32):
+                  sparse, G, st, fracf, rp, lut_a, lut_b, snan, sexp, sval, zon, zexp, chunk, q64, q32, pa2, pb2):
     """Every warp of a block-scaled group recipe; need[w] = 2 for warps left to the exact kernel (a NaN
     scale, a NaN / inf C, a host FPU not in its default state), else 0."""
     W = a.shape[0]
@@ -965,16 +965,36 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
         GS = np.empty(N, np.float64)
         T = np.empty((NG, N), np.float64)
         TE = np.empty((NG, N), np.float64)
+        SBV = np.empty((NG, N), np.float64)
+        SBE = np.empty((NG, N), np.float64)
+        EM = np.empty(N, np.float64)
+        VV8 = np.empty(N, np.float64)
+        OV8 = np.empty(N, np.float64)
+        OB8 = np.empty(N, np.uint64)
         am = (1 << ba) - 1
         bm = (1 << bb) - 1
         for w in range(w0, w1):
             bad = False
+            if ba == 4 and bb == 4 and pa2.shape[0] > 1:
+                # two elements a byte: one table look-up each for the low and the high nibble
+                a8 = a[w].reshape(a.shape[1] * a.shape[2]).view(np.uint8)
+                b8 = b[w].reshape(b.shape[1] * b.shape[2]).view(np.uint8)
+                for x in range(a8.shape[0]):
+                    v = a8[x]
+                    AV[pa2[x, 0]] = lut_a[v & 15]
+                    AV[pa2[x, 1]] = lut_a[v >> 4]
+                for x in range(b8.shape[0]):
+                    v = b8[x]
+                    BR[pb2[x, 0]] = lut_b[v & 15]
+                    BR[pb2[x, 1]] = lut_b[v >> 4]
+            else:
+                for lane in range(32):
+                    for j in range(fa.shape[1]):
+                        AV[fa[lane, j]] = lut_a[(a[w, lane, wa[lane, j]] >> sa[lane, j]) & am]
+                    for j in range(fb.shape[1]):
+                        f = fb[lane, j]                # B^T flat: column * K + row
+                        BR[(f % K) * N + f // K] = lut_b[(b[w, lane, wb[lane, j]] >> sb[lane, j]) & bm]
             for lane in range(32):
-                for j in range(fa.shape[1]):
-                    AV[fa[lane, j]] = lut_a[(a[w, lane, wa[lane, j]] >> sa[lane, j]) & am]
-                for j in range(fb.shape[1]):
-                    f = fb[lane, j]                # B^T flat: column * K + row
-                    BR[(f % K) * N + f // K] = lut_b[(b[w, lane, wb[lane, j]] >> sb[lane, j]) & bm]
                 for j in range(fc.shape[1]):
                     v = np.float64(_bits_f32(c[w, lane, wc[lane, j]]))
                     bad |= v - v != 0.0
@@ -989,6 +1009,11 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                 need[w] = 2
                 continue
             need[w] = 0
+            for g in range(NG):          # B's scale values and exponents, per group and column
+                for j in range(N):
+                    xb = SFB[w, j, (g * G) // st]
+                    SBV[g, j] = sval[xb]
+                    SBE[g, j] = np.float64(sexp[xb])
             if sparse:
                 for lane in range(32):
                     for j in range(fa.shape[1]):
@@ -1010,36 +1035,39 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                             for j in range(N):
                                 GS[j] += x * BR[t * N + j]
                     xa = SFA[w, i, (g * G) // st]
-                    for j in range(N):
-                        xb = SFB[w, j, (g * G) // st]
-                        nz = GS[j] != 0.0
-                        if not nz:      # a zero sum: does the group hold a nonzero product at all?
+                    sav = sval[xa]
+                    sae = np.float64(sexp[xa])
+                    rare = False
+                    for j in range(N):       # branch-free: a zero term's exponent is settled below
+                        tv = GS[j] * sav * SBV[g, j]
+                        T[g, j] = tv
+                        TE[g, j] = sae + SBE[g, j] if tv != 0.0 else zexp
+                        rare |= tv == 0.0
+                    if rare:
+                        for j in range(N):
+                            if T[g, j] != 0.0 or sav == 0.0 or SBV[g, j] == 0.0:
+                                continue
+                            # a zero sum of nonzero products still has its scales' exponent
                             for t in range(g * G, g * G + G):
                                 r = LC[i * Ka + t] if sparse else t
-                                nz |= AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0
-                        if not nz or sval[xa] == 0.0 or sval[xb] == 0.0:
-                            T[g, j] = 0.0
-                            TE[g, j] = zexp
-                        else:
-                            T[g, j] = GS[j] * sval[xa] * sval[xb]
-                            TE[g, j] = np.float64(sexp[xa] + sexp[xb])
+                                if AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0:
+                                    TE[g, j] = sae + SBE[g, j]
+                                    break
                 for j in range(N):
                     cv = CV[i * N + j]
-                    if cv != 0.0:
-                        ce = np.float64(max(_exp2of_f(cv), -126))
-                    else:
-                        ce = zexp
-                    emax = ce
+                    ce = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
                     for g in range(NG):
-                        emax = max(emax, TE[g, j])
-                    emax = max(emax, -900.0)
-                    sc = _pow2f(np.int64(fracf - emax))
-                    s = np.trunc(cv * sc)
+                        ce = max(ce, TE[g, j])
+                    EM[j] = max(ce, -900.0)
+                for j in range(N):
+                    sc = _pow2f(np.int64(fracf - EM[j]))
+                    sacc = np.trunc(CV[i * N + j] * sc)
                     for g in range(NG):
-                        s += np.trunc(T[g, j] * sc)
-                    v = s * _pow2f(np.int64(emax - fracf))
-                    bits, _ = _fround(v, 23, -126, np.uint64(0x7F800000), np.uint64(0x80000000), rne)
-                    DV[i * N + j] = np.uint32(bits)
+                        sacc += np.trunc(T[g, j] * sc)
+                    VV8[j] = sacc * _pow2f(np.int64(EM[j] - fracf))
+                _round8_common(VV8, OB8, OV8, rp)
+                for j in range(N):
+                    DV[i * N + j] = np.uint32(OB8[j])
             for lane in range(32):
                 for j in range(fd.shape[1]):
                     d[w, lane, wd[lane, j]] = DV[fd[lane, j]]
@@ -1054,6 +1082,27 @@ def _exp2of_f(v):
 _GROUP_KERNELS = None
 
 
+def _nibble_positions(fa, wa, sa, ba, fb, wb, sb, bb, k):
+    """For 4-bit A and B: per byte of a warp's words (lane-major, little-endian), where its low and high
+    nibble go: A's flat position (row * Ka + term), B's row-major (K, 8) position.  (1, 2) dummies else."""
+    if ba != 4 or bb != 4:
+        return np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int64)
+    out = []
+    for flat, word, shift, nw in ((fa, wa, sa, None), (fb, wb, sb, None)):
+        nwords = int(word.max()) + 1
+        pos = np.full((32 * nwords * 4, 2), -1, np.int64)
+        lane = np.repeat(np.arange(32), flat.shape[1])
+        byte = lane * nwords * 4 + word.ravel() * 4 + shift.ravel() // 8
+        half = (shift.ravel() % 8) // 4
+        pos[byte, half] = flat.ravel()
+        out.append(pos)
+    pa2, pb2 = out
+    pb2 = np.where(pb2 >= 0, (pb2 % k) * 8 + pb2 // k, -1)
+    if (pa2 < 0).any() or (pb2 < 0).any():
+        return np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int64)
+    return np.ascontiguousarray(pa2), np.ascontiguousarray(pb2)
+
+
 def group_runner(ins, ft, tables, sp, chunk: int, threshold: int):
     """A function (a, b, c, e, d, (SFA, SFB)) -> indices of the warps left to the exact kernel (None:
     none), for a block-scaled group recipe (group_tables)."""
@@ -1065,9 +1114,10 @@ def group_runner(ins, ft, tables, sp, chunk: int, threshold: int):
     m, n, k = ins.mnk
     (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, _, _), (fd, wd, _, _) = tables
     consts = (m, k, ft["ka"], fa, wa, sa.astype(np.uint32), ba, fb, wb, sb.astype(np.uint32), bb, fc, wc, fd, wd,
-              np.ascontiguousarray(sp), ins.is_sparse, ft["G"], ft["st"], float(ft["frac"]), ft["rne"],
+              np.ascontiguousarray(sp), ins.is_sparse, ft["G"], ft["st"], float(ft["frac"]),
+              round_params((32, 8, 23, 0, 1), ft["rne"]),
               ft["lut_a"], ft["lut_b"], ft["snan"], ft["sexp"], ft["sval"], ft["zon"], ft["zexp"], chunk,
-              _PROBE64, _PROBE32)
+              _PROBE64, _PROBE32, *_nibble_positions(fa, wa, sa, ba, fb, wb, sb, bb, k))
 
     def go(a, b, c, e, d, scales):
         W = a.shape[0]
