@@ -49,28 +49,28 @@ def matrix(kind: str, A, B, C, p, out) -> None:
 
 # --- D / C register words <-> the (G, 64, N) element matrix ---------------------------------------
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _words_to_matrix(words, flat, bits, out):
     """out[g, flat[t, j]] = element j of thread t's words (bits wide, element 0 in the low bits)."""
     G, T, _ = words.shape
     E = flat.shape[1]
     per = 32 // bits
     mask = np.uint64((1 << bits) - 1)
-    for g in range(G):
+    for g in prange(G):
         for t in range(T):
             for j in range(E):
                 w = np.uint64(words[g, t, j // per])
                 out[g, flat[t, j]] = (w >> np.uint64((j % per) * bits)) & mask
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _matrix_to_words(D, flat, bits, out):
     """The inverse of _words_to_matrix: out[g, t, :] = thread t's words of the element matrix D (G, M*N)."""
     G, T, nw = out.shape
     E = flat.shape[1]
     per = 32 // bits
     mask = np.uint64((1 << bits) - 1)
-    for g in range(G):
+    for g in prange(G):
         for t in range(T):
             for k in range(nw):
                 v = np.uint64(0)
@@ -83,8 +83,8 @@ def _matrix_to_words(D, flat, bits, out):
 
 def words_to_matrix(words, flat, bits: int, rows: int, cols: int):
     """(G, threads, words) uint32 register words -> (G, rows, cols) uint64 element bits; flat (threads,
-    elements): each element's row * cols + col.  Elements of 8, 16 or 32 bits."""
-    out = np.zeros((words.shape[0], rows * cols), np.uint64)
+    elements): each element's row * cols + col, every position once.  Elements of 8, 16 or 32 bits."""
+    out = np.empty((words.shape[0], rows * cols), np.uint64)
     _words_to_matrix(np.ascontiguousarray(words), flat, bits, out)
     return out.reshape(words.shape[0], rows, cols)
 
