@@ -27,7 +27,7 @@ def _representatives():
     seen = {}
     for arch in ARCHS:
         for op, ins in BY_OPCODE.items():
-            if ins.is_wgmma:
+            if ins.iclass != "mma":      # warp-level mma / mma.sp only (wgmma below)
                 continue
             try:
                 pl = kernel.plan(op, 0, arch)
