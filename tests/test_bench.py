@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from warpsim.cli import bench as _bench
 
 
@@ -35,3 +37,30 @@ def test_bench_quick_json(tmp_path, capsys):
         assert g["n"] == 128 and g["warpsim_s"] > 0 and g["numpy_f64_s"] > 0 and g["ratio"] > 0
     mem = report["memory"]
     assert mem["peak_rss_bytes"] > 0 and mem["warps"] > 0
+    paths = report["paths"]
+    assert [p["path"] for p in paths] == [name for name, *_ in _bench.PATHS]
+    for p in paths:
+        assert p["available"], p
+        assert p["macs_per_s"] > 0 and p["ratio"] > 0 and p["reference"]
+
+
+def test_bench_history_save_and_plot(tmp_path):
+    """--save appends one line per run with the commit; --plot draws one polyline per row over them."""
+    hist = tmp_path / "history.jsonl"
+    args = ["--quick", "--warps", "64", "--family", "tf32", "--family", "sm_89", "--classes", "ordinary",
+            "--no-startup", "--no-memory", "--no-gemm", "--save", str(hist)]
+    assert _bench.main(args) == 0
+    assert _bench.main(args) == 0
+    lines = [json.loads(x) for x in hist.read_text().splitlines()]
+    assert len(lines) == 2 and all(x["commit"] and x["report"]["families"] for x in lines)
+    labels, series = _bench.history_series(lines)
+    assert len(labels) == 2 and set(series) == {"tf32 m16n8k8", "sm_89 fp8->f32 m16n8k32"}
+    assert all(len(v) == 2 and all(x > 0 for x in v) for v in series.values())
+    svg = tmp_path / "h.svg"
+    assert _bench.main(["--plot", str(svg), "--history", str(hist)]) == 0
+    text = svg.read_text()
+    assert text.startswith("<svg") and text.count("<polyline") == 2 and "sm_89 fp8" in text
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="no benchmark runs"):
+        _bench.main(["--plot", str(svg), "--history", str(empty)])

@@ -58,6 +58,30 @@ GEMMS = (
     ("gemm sp f16 1024^3", "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 1024, 20.0),
 )
 
+#: paths measured per multiply-add against ``mma`` f16 m16n8k16 in the same run (interleaved), all
+#: cores: (row name, how the row runs, opcode, arch).  "mma": warpsim.mma batched (block-scaled
+#: forms with ue8m0 / ue4m3 scales); "wgmma": warpsim.wgmma with A and B through descriptors;
+#: "ptx": the PTX interpreter running a committed Triton GEMM kernel (opcode: the kernel's name)
+#: against warpsim.gemm on the same matrices
+PATH_REFERENCE = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+PATHS = (
+    ("wgmma e4m3->f32 m64n256k32", "wgmma", "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "sm_90a"),
+    ("wgmma e5m2->f16 m64n256k32", "wgmma", "wgmma.mma_async.sync.aligned.m64n256k32.f16.e5m2.e5m2", "sm_90a"),
+    ("wgmma f16->f32 m64n256k16", "wgmma", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "sm_90a"),
+    ("sm_89 fp8->f32 m16n8k32", "mma", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "sm_89"),
+    ("sm_120a f8f6f4 e2m1 k32", "mma", "mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.e2m1.e2m1.f32",
+     "sm_120a"),
+    ("sm_120a mxf8f6f4 1X ue8m0", "mma",
+     "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0",
+     "sm_120a"),
+    ("sm_120a mxf4nvf4 4X ue4m3", "mma",
+     "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
+     "sm_120a"),
+    ("ptx triton bf16 sm_80 gemm", "ptx", "triton_bf16_f32acc_masked_sm80", "sm_80"),
+)
+TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
+TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
+
 #: input classes: what the register words hold (see class_inputs)
 CLASSES = ("ordinary", "random", "special", "subnormal", "overflow")
 
@@ -268,6 +292,8 @@ def targets_summary(report: dict) -> dict:
     }
     if report.get("memory"):
         out["memory_ok"] = report["memory"]["meets_target"]
+    if report.get("paths") is not None:
+        out["path_ratio"] = [r["path"] for r in report["paths"] if r.get("available") and not r["meets_ratio"]]
     if report.get("gemms") is not None:
         out["gemm_ratio"] = [r["gemm"] for r in report["gemms"] if r.get("available") and not r["meets_ratio"]]
     return out
@@ -299,6 +325,178 @@ def bench_gemm(name, opcode, n, target, repeat):
     return {"gemm": name, "opcode": opcode, "n": n, "available": True, "warpsim_s": w, "numpy_f64_s": np_,
             "ratio": w / np_, "target_ratio": target, "meets_ratio": w / np_ <= target,
             "macs_per_s": n ** 3 / w}
+
+
+def _path_call(kind, opcode, arch, macs, quick):
+    """(function running the path once, multiply-adds it does) for one PATHS row."""
+    import warpsim
+
+    ins = warpsim.parse(opcode)
+    m, n, k = ins.mnk
+    if kind == "mma":
+        from ..hw.inputs import generate
+
+        warps = max(1, macs // (m * n * k))
+        g = generate(ins, 0, "normal", warps, 0)
+        kw = {}
+        if ins.block_scaled:
+            kw = dict(scale_a=np.ascontiguousarray(g["s"][..., 0]), scale_b=np.ascontiguousarray(g["s"][..., 1]))
+        return (lambda: warpsim.mma(opcode, g["a"], g["b"], g["c"], g.get("e"), arch=arch, **kw)), warps * m * n * k
+    if kind == "wgmma":
+        from ..api.wgmma import canonical_smem
+        from ..engine.warpgroup_mma import pack_d
+        from ..hw.inputs import float_elements
+
+        G = max(1, macs // (m * n * k))
+        rng = np.random.default_rng(0)
+        A = float_elements(ins.elem("a"), "normal", "a", rng, G * m * k).reshape(G, m, k)
+        B = float_elements(ins.elem("b"), "normal", "b", rng, G * k * n).reshape(G, k, n)
+        C = float_elements(ins.elem("d"), "normal", "c", rng, G * m * n).reshape(G, m, n)
+        sm, da, db = canonical_smem(ins, A, B)
+        d = pack_d(ins, C)
+        dav, dbv = np.full(G, da, np.uint64), np.full(G, db, np.uint64)
+        return (lambda: warpsim.wgmma(opcode, d, dav, dbv, smem=sm, arch=arch)), G * m * n * k
+    raise ValueError(f"unknown path kind {kind!r}")
+
+
+def _ptx_gemm(name, size):
+    """(run the committed Triton kernel once on size^3 bf16, run warpsim.gemm on the same, MACs)."""
+    import ml_dtypes
+    import warpsim
+    from ..ptx import GlobalMemory, load
+
+    root = Path(__file__).resolve().parents[2] / "tests" / "ptx" / "compiled"
+    sys.path.insert(0, str(root))
+    try:
+        from triton_sources import KERNELS
+    finally:
+        sys.path.remove(str(root))
+    kern = KERNELS[name]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
+    mod = load(root / f"{name}.ptx")
+    grid = (-(-size // kern["bm"]), -(-size // kern["bn"]), 1)
+    arch = "sm_90"          # as the H100 runs it (the capture of tests/ptx/compiled)
+
+    def ptx():
+        gm = GlobalMemory()
+        ad = {k: gm.map(v) for k, v in dict(a=a.view(np.uint16), b=b.view(np.uint16),
+                                             c=np.zeros((size, size), np.uint32), s0=np.zeros(64, np.uint8),
+                                             s1=np.zeros(64, np.uint8)).items()}
+        mod.launch("matmul", grid, (kern["warps"] * 32, 1, 1),
+                   [ad["a"], ad["b"], ad["c"], size, size, size, ad["s0"], ad["s1"]], kern["shared"],
+                   memory=gm, arch=arch)
+
+    op = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+    c0 = np.zeros((size, size), np.float32)
+    return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch=arch)), size ** 3
+
+
+def bench_paths(repeat, quick, names=None):
+    """PATHS rows: each path's multiply-adds per second and its time per multiply-add over mma f16's
+    (interleaved in the same run); the PTX row against warpsim.gemm instead."""
+    import warpsim
+    from ..hw.inputs import generate
+
+    macs = (1 << 19) if quick else (1 << 25)
+    ref_ins = warpsim.parse(PATH_REFERENCE)
+    rw = macs // 2048
+    g = generate(ref_ins, 0, "normal", rw, 0)
+
+    def ref():
+        return warpsim.mma(PATH_REFERENCE, g["a"], g["b"], g["c"])
+
+    rows = []
+    for name, kind, opcode, arch in PATHS:
+        if names and not any(x in name for x in names):
+            continue
+        _log(f"[path] {name}")
+        row = {"path": name, "kind": kind, "opcode": opcode, "arch": arch, "available": True}
+        try:
+            if kind == "ptx":
+                size = 32 if quick else 256
+                fn, ref_fn, n = _ptx_gemm(opcode, size)
+                ref_fn()
+                reps = 1 if quick else max(1, repeat // 3)
+                ts, rs, ratio = _time_pair(fn, ref_fn, reps)
+                row.update(size=size, reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO)
+            else:
+                fn, n = _path_call(kind, opcode, arch, macs, quick)
+                fn()
+                ref()
+                ts, rs, ratio = _time_pair(fn, ref, repeat)
+                ratio *= rw * 2048 / n            # per multiply-add
+                row.update(reference="mma f16 m16n8k16", macs=n, ratio=ratio, target_ratio=TARGET_PATH_RATIO)
+            med = statistics.median(ts)
+            row.update(seconds=med, runs=ts, macs_per_s=n / med, reference_seconds=statistics.median(rs),
+                       meets_ratio=row["ratio"] <= row["target_ratio"])
+        except Exception as exc:  # report, never abort the whole run
+            row.update(available=False, reason=f"error: {exc!r}")
+        rows.append(row)
+    return rows
+
+
+# --- history ------------------------------------------------------------------
+
+HISTORY = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "history.jsonl"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def save_history(report: dict, path=HISTORY) -> dict:
+    """Append one line {commit, time, report} to the JSON-lines history file; returns the line's object."""
+    entry = {"commit": _commit(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "report": report}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    return entry
+
+
+def history_series(entries) -> tuple[list, dict]:
+    """(x labels, {row name: [rate or None per entry]}) from history entries: one-thread warp-MMAs
+    per second of the families, multiply-adds per second of the paths, of the GEMMs."""
+    labels, series = [], {}
+    for i, ent in enumerate(entries):
+        labels.append(f"{ent.get('commit', '?')}")
+        rep = ent["report"]
+        rates = {}
+        for r in rep.get("families", []):
+            if r.get("available"):
+                rates[r["family"]] = r["one_thread"]["mma_per_s"]
+        for r in rep.get("paths", []) or []:
+            if r.get("available"):
+                rates[r["path"]] = r["macs_per_s"]
+        for r in rep.get("gemms", []) or []:
+            if r.get("available"):
+                rates[r["gemm"]] = r["macs_per_s"]
+        for name, v in rates.items():
+            series.setdefault(name, [None] * i).append(v)
+        for name, vals in series.items():
+            if len(vals) < i + 1:
+                vals.append(None)
+    return labels, series
+
+
+def plot_history(path_svg, history=HISTORY) -> int:
+    """Draw rate per row over the commits of the history file (SVG, log scale); returns the rows drawn."""
+    from .svg import line_chart
+
+    entries = [json.loads(x) for x in Path(history).read_text().splitlines() if x.strip()]
+    if not entries:
+        raise ValueError(f"{history} holds no benchmark runs (run warpsim bench --save first)")
+    labels, series = history_series(entries)
+    Path(path_svg).write_text(line_chart(series, labels, "warpsim bench: rate per row over commits",
+                                         "per second (log scale)"))
+    return len(series)
 
 
 # --- subprocess measurements -------------------------------------------------
@@ -487,6 +685,19 @@ def format_table(report: dict) -> str:
                      f"{mem['peak_rss_bytes'] / 2**20:.0f} MiB (operands+result {mem['operand_and_result_bytes'] / 2**20:.0f} MiB, "
                      f"before operands {mem['rss_before_operands_bytes'] / 2**20:.0f} MiB)"
                      + (" [stand-in: f16 not available]" if mem["stand_in"] else ""))
+    if report.get("paths"):
+        lines.append("")
+        hdr = f"{'path (all cores)':<28} {'MAC/s':>8} {'ratio':>7} {'target':>7}  reference"
+        lines.append(hdr)
+        lines.append("-" * len(hdr))
+        for r in report["paths"]:
+            if not r["available"]:
+                lines.append(f"{r['path']:<28} not available: {r['reason']}")
+                continue
+            lines.append(f"{r['path']:<28} {_fmt_rate(r['macs_per_s']):>8} {r['ratio']:>7.2f} "
+                         f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
+                         f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else ""))
+        lines.append("(ratio = time per multiply-add / the reference's, interleaved in the same run)")
     if report.get("gemms"):
         lines.append("")
         hdr = f"{'whole GEMM (all cores)':<22} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s"
@@ -509,6 +720,9 @@ def format_table(report: dict) -> str:
                      f"slowest class <= {TARGET_CLASS_SPREAD:g}x ordinary (float): {_say(t['class_spread'])}; "
                      f"all cores >= {TARGET_SCALING:g}x one thread: {_say(t['scaling'])}"
                      + (f"; peak <= 2 GiB: {'holds' if t['memory_ok'] else 'missed'}" if "memory_ok" in t else ""))
+        if "path_ratio" in t:
+            lines.append(f"path targets (per multiply-add vs mma f16 <= {TARGET_PATH_RATIO:g}; PTX vs gemm <= "
+                         f"{TARGET_PTX_RATIO:g}): {_say(t['path_ratio'])}")
         if "gemm_ratio" in t:
             lines.append(f"whole-GEMM targets (ratio per row): {_say(t['gemm_ratio'])}")
         if t["not_available"]:
@@ -531,9 +745,20 @@ def main(argv=None) -> int:
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     ap.add_argument("--memory-warps", type=int, default=None, help="warps for the memory run (default 1,000,000)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the whole-GEMM rows")
+    ap.add_argument("--no-paths", action="store_true", help="skip the wgmma / sm_89 / sm_120a / PTX path rows")
+    ap.add_argument("--save", nargs="?", const=str(HISTORY), default=None, metavar="HISTORY",
+                    help="append this run's JSON with the commit to the history (default benchmarks/results/"
+                         "history.jsonl)")
+    ap.add_argument("--plot", metavar="SVG", help="draw rate per row over the history's commits and exit "
+                                                  "(--history names the file)")
+    ap.add_argument("--history", default=str(HISTORY), help="history file for --plot")
     ap.add_argument("--gemm-size", type=int, default=None,
                     help="n of every n x n x n GEMM row instead of the table's (--quick: 128)")
     args = ap.parse_args(argv)
+    if args.plot:
+        n = plot_history(args.plot, args.history)
+        _log(f"wrote {args.plot} ({n} rows)")
+        return 0
     warps = args.warps or (256 if args.quick else 16384)
     repeat = args.repeat or (2 if args.quick else 7)
     mem_warps = args.memory_warps or (4096 if args.quick else 1_000_000)
@@ -578,6 +803,8 @@ def main(argv=None) -> int:
             except Exception as exc:  # report, never abort the whole run
                 row = {"gemm": name, "opcode": opcode, "n": n, "available": False, "reason": f"error: {exc!r}"}
             report["gemms"].append(row)
+    if not args.no_paths:
+        report["paths"] = bench_paths(repeat, args.quick, args.family)
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:
@@ -588,6 +815,9 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
         _log(f"wrote {args.json}")
+    if args.save:
+        ent = save_history(report, args.save)
+        _log(f"appended the run (commit {ent['commit']}) to {args.save}")
     return 0
 
 

@@ -443,3 +443,55 @@ def tma_box_svg(tm, smem_addr: int = 0) -> str:
              '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
     return "\n".join([header, style, f"<title>TMA box in shared memory, swizzle {escape(tm.swizzle)}</title>"]
                      + out + ["</svg>", ""])
+
+
+# --- line chart (benchmark history) -------------------------------------------------------------
+
+def line_chart(series: dict, labels: list, title: str, y_label: str) -> str:
+    """One polyline per named series over the x labels (commits), on a log10 y axis; None values
+    are gaps.  Used by ``warpsim bench --plot``."""
+    import math
+
+    vals = [v for ys in series.values() for v in ys if v is not None and v > 0]
+    if not vals or not labels:
+        raise ValueError("nothing to plot: no positive values")
+    lo, hi = math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals)))
+    hi = max(hi, lo + 1)
+    W, H, L, T, B = 900, 420, 70, 40, 70
+    R = 260                                   # legend column
+    pw, ph = W - L - R, H - T - B
+    nx = len(labels)
+
+    def x(i):
+        return L + (pw * i / (nx - 1) if nx > 1 else pw / 2)
+
+    def y(v):
+        return T + ph * (hi - math.log10(v)) / (hi - lo)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{max(H, T + 16 * len(series) + 20)}" '
+           'font-family="monospace" font-size="11">',
+           f'<text x="{L}" y="20" font-size="14">{escape(title)}</text>',
+           f'<text x="12" y="{T + ph / 2}" transform="rotate(-90 12 {T + ph / 2})">{escape(y_label)}</text>']
+    for e in range(lo, hi + 1):
+        yy = y(10.0 ** e)
+        out.append(f'<line x1="{L}" y1="{yy:.1f}" x2="{L + pw}" y2="{yy:.1f}" stroke="#ddd"/>'
+                   f'<text x="{L - 6}" y="{yy + 4:.1f}" text-anchor="end">1e{e}</text>')
+    for i, lab in enumerate(labels):
+        out.append(f'<text x="{x(i):.1f}" y="{T + ph + 14}" text-anchor="end" '
+                   f'transform="rotate(-45 {x(i):.1f} {T + ph + 14})">{escape(str(lab))}</text>')
+    out.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#444"/>')
+    for k, (name, ys) in enumerate(series.items()):
+        col = _hex(k * 137.5, 0.42, 0.75)
+        run = []
+        for i, v in enumerate(list(ys) + [None]):
+            if v is not None and v > 0:
+                run.append(f"{x(i):.1f},{y(v):.1f}")
+                out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{col}"/>')
+            elif run:
+                out.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{col}" stroke-width="1.5"/>')
+                run = []
+        ly = T + 8 + 16 * k
+        out.append(f'<line x1="{L + pw + 14}" y1="{ly}" x2="{L + pw + 34}" y2="{ly}" stroke="{col}" stroke-width="3"/>'
+                   f'<text x="{L + pw + 40}" y="{ly + 4}">{escape(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

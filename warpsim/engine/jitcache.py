@@ -15,6 +15,8 @@ import hashlib
 import os
 import types
 
+from . import threads as _threads  # noqa: F401  (the OpenMP wait policy, set before any kernel runs)
+
 
 def _callee_stamp() -> str:
     """Digest of the modules whose jitted functions the kernels inline (numerics/, engine/hostfpu.py)."""

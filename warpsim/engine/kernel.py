@@ -384,14 +384,43 @@ _NO_SCALES = np.zeros((1, 1, 1), np.uint64)
 
 def run(pl: Plan, a, b, c, e, scales=None) -> np.ndarray:
     """Execute a plan on validated uint32 arrays of shape (W, 32, words); returns D words.
-    scales: block-scaled plans, (SFA, SFB) from :func:`scale_factors` (they take the exact kernel)."""
+    scales: block-scaled plans, (SFA, SFB) from :func:`scale_factors` (the float tensor-core kernel
+    takes ue8m0-scaled ones; the others, and any warp it leaves, take the exact kernel)."""
     if pl.ins.block_scaled:
-        return _generic(pl, a, b, c, _NO_META if e is None else e, scales=scales)
+        return _scaled(pl, a, b, c, _NO_META if e is None else e, scales)
     return runner(pl.ins.opcode, pl.selector, pl.arch)(*(np.ascontiguousarray(x) for x in (a, b, c)),
                                                          None if e is None else np.ascontiguousarray(e))
 
 
 _NO_META = np.zeros((1, 32), np.uint32)
+
+
+def _scaled(pl: Plan, a, b, c, e, scales):
+    """A block-scaled plan: the float tensor-core kernel where it applies, the exact kernel elsewhere."""
+    if FORCE_GENERIC or pl.ftab is None:
+        return _generic(pl, a, b, c, e, scales=scales)
+    fast = _scaled_runner(pl.ins.opcode, pl.selector, pl.arch)
+    a, b, c, e = (np.ascontiguousarray(x) for x in (a, b, c, e))
+    sfa, sfb = (np.ascontiguousarray(x, dtype=np.uint64) for x in scales)
+    d = np.empty((a.shape[0], 32, pl.ins.words("d")), np.uint32)
+    if a.shape[0] == 0:
+        return d
+    idx = fast(a, b, c, e, d, (sfa, sfb))
+    if idx is not None:
+        sub = lambda x: np.ascontiguousarray(x[idx])
+        d[idx] = _generic(pl, sub(a), sub(b), sub(c), sub(e) if pl.ins.is_sparse else e,
+                          scales=(sub(sfa), sub(sfb)))
+    return d
+
+
+@lru_cache(maxsize=None)
+def _scaled_runner(opcode: str, selector: int, arch: str):
+    from .tensorcore import group_runner, tc_runner
+
+    pl = plan(opcode, selector, arch)
+    if pl.ftab.get("group"):
+        return group_runner(pl.ins, pl.ftab, pl.tables, pl.sparse_tab, CHUNK, PARALLEL_THRESHOLD)
+    return tc_runner(pl.ins, pl.params, pl.ftab, CHUNK, PARALLEL_THRESHOLD)
 
 
 @lru_cache(maxsize=None)

@@ -79,6 +79,36 @@ def _emin(fmt) -> float:
 _DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
+def truncated_acc(p) -> bool:
+    """Whether a fused recipe's result format is D's format with low mantissa bits always zero (the
+    f32e8m13 of Ada's and wgmma's fp8 -> f32: an f32 word whose 10 low bits are cleared).  Rounding
+    into it is rounding to fewer mantissa bits; its words, inf and canonical NaN are D's words."""
+    acc, d = _fmt(p, P_ACC), _fmt(p, P_D)
+    return (int(p[P_CMODE]) == CMODE_FUSED and acc[3] > 0 and d[3] == 0 and acc[0] == d[0] and acc[1] == d[1]
+            and acc[4] == d[4] == 1 and acc[2] + acc[3] == d[2])
+
+
+def _power_of_two_scales(p) -> bool:
+    """Whether a block-scaled recipe is one this kernel computes: each product times its two ue8m0
+    scales (powers of two: an exact shift of the element's value and exponent), one fused pass."""
+    return (int(p[ar.P_SCALE]) == ar.SCALE_PRODUCT and int(p[ar.P_SF + 2]) == 0 and int(p[P_NBLK]) == 1
+            and int(p[P_CMODE]) == CMODE_FUSED)
+
+
+def _as_checked(p):
+    """The parameter vector tc_fast_ok is to judge: a truncated result format (truncated_acc) is
+    judged as D's own, which the rounding with ignored bits (round_params) then narrows; ue8m0 block
+    scales (_power_of_two_scales) as no scales, the kernel applying them to the decoded elements."""
+    if not truncated_acc(p) and not _power_of_two_scales(p):
+        return p
+    q = p.copy()
+    if truncated_acc(p):
+        q[P_ACC:P_ACC + 5] = p[P_D:P_D + 5]
+    if _power_of_two_scales(p):
+        q[ar.P_SCALE] = ar.SCALE_NONE
+    return q
+
+
 def tc_tables(ins, params, tables, sp):
     """Everything the kernel needs for one plan, or None if the plan is not one it handles."""
     if sys.byteorder != "little" or ins.products != 1:
@@ -86,7 +116,9 @@ def tc_tables(ins, params, tables, sp):
     m, n, k = ins.mnk
     ka = k // 2 if ins.is_sparse else k
     p = np.asarray(params, dtype=np.int64)
-    if n != 8 or not tc_fast_ok(p, n, ka):
+    if p[ar.P_SCALE] == ar.SCALE_GROUP:
+        return group_tables(ins, p, tables, sp)
+    if n != 8 or not tc_fast_ok(_as_checked(p), n, ka):
         return None
     nblk, group = int(p[P_NBLK]), int(p[P_GROUP])
     nb = ka // nblk
@@ -126,10 +158,20 @@ def tc_tables(ins, params, tables, sp):
         return None
     dp = [_decode_params(f) for f in (fa, fb, fc)]
     emin = [_emin(op or fa), _emin(op or fb), _emin(fc)]
+    # block scales: the scale index of each A term (block order is k order: one pass) and of each
+    # B row (sparse: logical rows, twice as many per scale as kept terms); the exponent of zero terms
+    if ins.block_scaled:
+        st = int(p[ar.P_STERMS])
+        sta = np.arange(ka, dtype=np.int64) // st
+        srb = np.arange(k, dtype=np.int64) // (st * (2 if ins.is_sparse else 1))
+        zexp = float(p[ar.P_ZEXP]) if p[ar.P_ZEXP_ON] else float(_ZEXP)
+    else:
+        sta = srb = np.zeros(1, np.int64)
+        zexp = float(_ZEXP)
     return dict(bits=bits, pos=tuple(pos), ri0=ri0, spt=np.ascontiguousarray(spt), ka=ka,
                 q=np.array([x[0] for x in dp], np.int64), scale=np.array([x[1] for x in dp], np.float64),
                 emin=np.array(emin, np.float32), rpb=round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE),
-                rpa=round_params(_fmt(p, P_ACC), True))
+                rpa=round_params(_fmt(p, P_ACC), True), sta=sta, srb=srb, zexp=np.float32(zexp))
 
 
 # --- the kernel ------------------------------------------------------------------------------
@@ -304,13 +346,13 @@ def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, fr
 
 
 def _gen_round8(builder, v, rp):
-    """IR of fused._fround for the <8 x double> v, every case in vector form: (bits <8 x i64> without
-    ignored bits, the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
+    """IR of fused._fround for the <8 x double> v, every case in vector form: (the register word's
+    bits <8 x i64>, ignored low bits zero; the rounded values <8 x double>).  v is the exact result (a normal float64, zero,
     or the IEEE special the block's float64 sum gave): NaN -> the canonical NaN, +-inf and results
     whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
     (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
-    mb, emin, infb, sbit, rne, nanb = rp[:6]
+    mb, emin, infb, sbit, rne, nanb, ign = rp[:7]
     fround = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.rint.v8f64")
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
     u = builder.bitcast(v, _V8L)
@@ -332,7 +374,7 @@ def _gen_round8(builder, v, rp):
     sign = builder.and_(u, _c8(-0x8000000000000000))
     zero = builder.and_(builder.icmp_signed("==", q, _c8(0)), builder.not_(special))
     sbits = builder.select(zero, _c8(0), builder.shl(builder.lshr(u, _c8(63)), sbit))
-    bits = builder.select(isnan, nanb, builder.or_(bits, sbits))
+    bits = builder.select(isnan, nanb, builder.shl(builder.or_(bits, sbits), ign))
     # the rounded value: q * 2^ue with v's sign; +-inf on overflow; NaN stays; +0 for zero
     val = builder.fmul(qf, builder.bitcast(builder.shl(builder.add(ue, _c8(1023)), _c8(52)), _V8D))
     val = builder.select(ovf, _c8(float("inf"), _V8D), val)
@@ -511,22 +553,31 @@ def _round8_common(typingctx, V, OUT, OV, rp):
 
 
 def round_params(fmt, rne):
-    """The rp vector of _gen_round8 for a result format (no ignored bits): mantissa bits, smallest
-    normal exponent, +inf bits, sign bit position, 1 for ties-to-even (0: truncation), canonical
-    NaN bits (every bit but the sign)."""
+    """The rp vector of _gen_round8 for a result format: mantissa bits, smallest normal exponent,
+    +inf bits and sign bit position (both without ignored bits), 1 for ties-to-even (0: truncation),
+    canonical NaN word (every bit of the register word but the sign), ignored low bits (the rounded
+    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero)."""
     width, eb, mb, ign, hinf = fmt
-    assert ign == 0 and hinf != 0
+    assert hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    return np.array([mb, 1 - bias, infb, width - 1, 1 if rne else 0, (1 << (width - 1)) - 1, 0, 0], np.int64)
+    return np.array([mb, 1 - bias, infb, width - ign - 1, 1 if rne else 0, (1 << (width - 1)) - 1, ign, 0],
+                    np.int64)
 
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-              q, scale, emin, rpb, rpa, need):
+              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp):
     """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
-    NaN or inf (their outputs decided per element, see _decode); 2 not computed (d left unset):
-    tf32 sparse metadata that splices B halves, for the exact kernel."""
+    (or block scale) NaN or inf (their outputs decided per element, see _decode); 2 not computed
+    (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C holds
+    a nonzero value below the zero-term exponent, for the exact kernel.
+
+    Block scales (scaled; ue8m0 only, see _power_of_two_scales): every decoded A / B element is
+    multiplied by 2^(its scale's exponent) and its alignment exponent raised by it -- exact, as the
+    model's term a*b*SA*SB with exponent ea+eb+esa+esb; a NaN scale makes its elements NaN.  A zero
+    C takes the zero-term exponent zexp; the zero products' zexp then never exceeds an output's
+    largest exponent, unless a tiny nonzero C (then the warp goes to the exact kernel)."""
     N = 8
     nblk, frac = p[P_NBLK], p[P_FRAC]
     nb = Ka // nblk
@@ -581,6 +632,34 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
         special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
         special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
         special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        if scaled:
+            tiny = False
+            for x in range(M * N):
+                if CE[x] == _ZEXP and CV[x] == 0.0:
+                    CE[x] = zexp
+                elif CE[x] < zexp and CV[x] - CV[x] == 0.0:
+                    tiny = True
+            if tiny:
+                need[w] = 2
+                continue
+            for i in range(M):
+                for t in range(Ka):
+                    x = SFA[w, i, sta[t]]
+                    if x == 255:
+                        AV[i * Ka + t] = np.nan
+                        special = True
+                    else:
+                        AV[i * Ka + t] *= _pow2f(np.int64(x) - 127)
+                        AE[i * Ka + t] += np.float32(np.int64(x) - 127)
+            for r in range(K):
+                for j in range(N):
+                    x = SFB[w, j, srb[r]]
+                    if x == 255:
+                        BV[r * N + j] = np.nan
+                        special = True
+                    else:
+                        BV[r * N + j] *= _pow2f(np.int64(x) - 127)
+                        BE[r * N + j] += np.float32(np.int64(x) - 127)
         splice = False
         if sparse:
             ew = e[w]
@@ -647,7 +726,7 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
 
 
 def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, chunk, q64, q32):
+               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp):
     """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
     a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
     W = a3.shape[0]
@@ -666,7 +745,7 @@ def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, s
             nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-                  q, scale, emin, rpb, rpa, need)
+                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp)
         n = 0
         for w in range(w0, w1):
             n += need[w] == 2
@@ -680,6 +759,13 @@ def _build():
 
 
 _KERNELS = None
+_NO_SCALES = np.zeros((1, 1, 1), np.uint64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pow2f(k):
+    """2.0 ** k for -1022 <= k <= 1023, exactly (a ue8m0 scale's value)."""
+    return _bits_f64(np.uint64(k + 1023) << np.uint64(52))
 
 
 #: set to a dict to count, per call, the warps by how the kernel took them: "ordinary" (every element
@@ -701,15 +787,346 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
     ta, tb, tc, td = (np.dtype(_DTYPE[x]) for x in ft["bits"])
     consts = (params, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
               ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
+    tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"])
 
-    def go(a, b, c, e, d):
+    def go(a, b, c, e, d, scales=None):
         W = a.shape[0]
         need = np.empty(W, np.int8)
         fn = par if W >= threshold else ser
-        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts)
+        sfa, sfb = scales if scales is not None else (_NO_SCALES, _NO_SCALES)
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, sfa, sfb, *tail)
         if STATS is not None:
             for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
                 STATS[name] = STATS.get(name, 0) + int(x)
         return np.flatnonzero(need == 2) if nslow else None
+
+    return go
+
+
+# --- wgmma: the same kernel on decoded matrices ------------------------------------------------
+
+def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
+    """Every group of a dense single-pass fused wgmma: out[g, i, j] = D bits of row i, column j.
+
+    A (G, M, K), B^T (G, N, K), C (G, M, N): raw element bits (uint64) as the validated call decodes
+    them; N a multiple of 8.  Each group is decoded once (A by row, B as N/8 row-major (K, 8) panels,
+    C as N/8 (M, 8) panels) and every panel is one _rows_fused call, as an m16n8 warp is.  NaN / inf
+    elements are decided per element (_decode).  need[g] = 1: the group was left to the exact kernel
+    (a host FPU not in its default state); 0: computed here."""
+    G, M, K = A.shape
+    N = B.shape[1]
+    NC = N // 8
+    fracf = np.float64(p[P_FRAC])
+    igd = np.uint64(p[P_D + 3])
+    for g in prange(G):
+        if not _fp_env_ok(q64, q32):
+            need[g] = 1
+            continue
+        need[g] = 0
+        RA = np.empty(M * K, np.uint32)
+        RB = np.empty(N * K, np.uint32)
+        RC = np.empty(M * N, np.uint32)
+        for i in range(M):
+            for t in range(K):
+                RA[i * K + t] = np.uint32(A[g, i, t])
+        for j in range(N):
+            o = (j >> 3) * K * 8 + (j & 7)
+            for t in range(K):
+                RB[o + t * 8] = np.uint32(B[g, j, t])
+        for i in range(M):
+            for j in range(N):
+                RC[(j >> 3) * M * 8 + i * 8 + (j & 7)] = np.uint32(C[g, i, j])
+        AV = np.empty(M * K, np.float64)
+        AE = np.empty(M * K, np.float32)
+        BV = np.empty(N * K, np.float64)
+        BE = np.empty(N * K, np.float32)
+        CV = np.empty(M * N, np.float64)
+        CE = np.empty(M * N, np.float32)
+        VM = np.empty(M * 8, np.float64)
+        DB = np.empty(M * 8, np.uint64)
+        _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        for jc in range(NC):
+            bo = jc * K * 8
+            co = jc * M * 8
+            _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K * 8], BE[bo:bo + K * 8], CV[co:co + M * 8],
+                        CE[co:co + M * 8], fracf, rp, VM, DB)
+            for i in range(M):
+                for j in range(8):
+                    out[g, i, jc * 8 + j] = DB[i * 8 + j] << igd
+
+
+_WG_KERNEL = None
+
+
+def wgmma_runner(ins, params):
+    """A function (A, B, C, out) -> indices of the groups left to the exact kernel (None: none), for a
+    dense wgmma whose recipe is one fused pass this kernel computes exactly; None when it is not one."""
+    global _WG_KERNEL
+    p = np.asarray(params, dtype=np.int64)
+    m, n, k = ins.mnk
+    if (sys.byteorder != "little" or ins.is_sparse or n % 8 or p[P_NBLK] != 1 or p[P_CMODE] != CMODE_FUSED
+            or p[P_OP] != 0 or not tc_fast_ok(_as_checked(p), 8, k)):
+        return None
+    fa, fb, fc = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C)
+    if any(f[0] > 32 for f in (fa, fb, fc)):
+        return None
+    dp = [_decode_params(f) for f in (fa, fb, fc)]
+    q = np.array([x[0] for x in dp], np.int64)
+    scale = np.array([x[1] for x in dp], np.float64)
+    emin = np.array([_emin(fa), _emin(fb), _emin(fc)], np.float32)
+    rp = round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE)
+    if _WG_KERNEL is None:
+        _WG_KERNEL = njit(cache=True, nogil=True, parallel=True)(named_copy(_wg_kernel, "_wg_kernel_parallel"))
+    fn = _WG_KERNEL
+
+    def go(A, B, C, out):
+        need = np.empty(A.shape[0], np.int8)
+        fn(A, B, C, out, p, q, scale, emin, rp, need, _PROBE64, _PROBE32)
+        if STATS is not None:
+            STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
+            STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
+        return np.flatnonzero(need) if need.any() else None
+
+    return go
+
+
+# --- block-scaled groups (kind::mxf4 / mxf4nvf4: GST-FDPA) ----------------------------------------
+#
+# The model (fused.block_scaled_dot, SCALE_GROUP): G consecutive products are summed exactly; the
+# group's sum times the values of its two scales is one term, whose alignment exponent is the two
+# scales' exponents alone (zexp for a group with no nonzero product or a zero scale); C is a term
+# (zexp when zero); every term is truncated to frac bits below the largest exponent and the sum
+# rounded once.  In float64 every step is exact for these formats (checked in group_tables):
+# a group sum of G products of e2m1 values lies on a 2^-2 grid below 2^10; times two scale values
+# of at most 4 significant bits; scaled by 2^(frac - emax) each term is below 2^(frac + 12) and the
+# sum of all terms and C below 2^53.
+
+def group_tables(ins, params, tables, sp):
+    """What the block-scaled group kernel needs for one plan, or None where it is not exact."""
+    p = np.asarray(params, dtype=np.int64)
+    m, n, k = ins.mnk
+    ka = k // 2 if ins.is_sparse else k
+    G = int(p[ar.P_SGROUP])
+    fa, fb, fc, fd = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C), _fmt(p, P_D)
+    if (sys.byteorder != "little" or ins.products != 1 or n != 8 or p[ar.P_SCALE] != ar.SCALE_GROUP
+            or ka % G or G > 32 or int(p[P_FRAC]) > 40 or p[ar.P_OVF] != ar.OVF_INF
+            or p[ar.P_ZERO] != ar.ZERO_POSITIVE or fc != (32, 8, 23, 0, 1) or fd != (32, 8, 23, 0, 1)
+            or any(f[0] > 8 or f[2] > 3 or f[1] > 3 for f in (fa, fb))):
+        return None
+    if [t[3] for t in tables][2:] != [32, 32] or int(p[ar.P_SF + 2]) > 3:
+        return None
+    # element values by code (every code of these formats is finite: NaN / inf codes refuse)
+    luts = []
+    for f in (fa, fb):
+        vals = np.zeros(1 << f[0], np.float64)
+        for x in range(1 << f[0]):
+            cls, s, e, sig = ar.decode(np.uint64(x), *f)
+            if cls in (ar.CLS_NAN, ar.CLS_INF):
+                return None
+            vals[x] = 0.0 if cls == ar.CLS_ZERO else (-1.0) ** s * float(sig) * 2.0 ** (int(e) - f[2])
+        luts.append(vals)
+    # scale factors by byte: NaN flag, exponent (as the model decodes it), value (0 for a zero scale)
+    fs = int(p[ar.P_SF + 2])
+    snan = np.zeros(256, np.bool_)
+    sexp = np.zeros(256, np.int64)
+    sval = np.zeros(256, np.float64)
+    for x in range(256):
+        isnan, e, sig = ar._scale(np.uint64(x), p)
+        snan[x], sexp[x] = isnan, e
+        sval[x] = float(sig) * 2.0 ** (int(e) - fs)
+    zon = bool(p[ar.P_ZEXP_ON])
+    return dict(group=True, G=G, ka=ka, st=int(p[ar.P_STERMS]), frac=int(p[P_FRAC]), rne=int(p[P_RND]) == RND_RNE,
+                lut_a=luts[0], lut_b=luts[1], snan=snan, sexp=sexp, sval=sval, zon=zon,
+                zexp=float(p[ar.P_ZEXP]) if zon else -1e300)
+
+
+def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, fd, wd, sp,
+                  sparse, G, st, fracf, rp, lut_a, lut_b, snan, sexp, sval, zon, zexp, chunk, q64, q32, pa2, pb2):
+    """Every warp of a block-scaled group recipe; need[w] = 2 for warps left to the exact kernel (a NaN
+    scale, a NaN / inf C, a host FPU not in its default state), else 0."""
+    W = a.shape[0]
+    N = 8
+    NG = Ka // G
+    nchunks = (W + chunk - 1) // chunk
+    for ch in prange(nchunks):
+        w0 = ch * chunk
+        w1 = min(W, w0 + chunk)
+        if not _fp_env_ok(q64, q32):
+            for w in range(w0, w1):
+                need[w] = 2
+            continue
+        AV = np.empty(M * Ka, np.float64)
+        BR = np.empty(K * N, np.float64)          # B row-major (K, 8)
+        CV = np.empty(M * N, np.float64)
+        LC = np.empty(M * Ka, np.int64)
+        DV = np.empty(M * N, np.uint32)
+        GS = np.empty(N, np.float64)
+        T = np.empty((NG, N), np.float64)
+        TE = np.empty((NG, N), np.float64)
+        SBV = np.empty((NG, N), np.float64)
+        SBE = np.empty((NG, N), np.float64)
+        EM = np.empty(N, np.float64)
+        VV8 = np.empty(N, np.float64)
+        OV8 = np.empty(N, np.float64)
+        OB8 = np.empty(N, np.uint64)
+        am = (1 << ba) - 1
+        bm = (1 << bb) - 1
+        for w in range(w0, w1):
+            bad = False
+            if ba == 4 and bb == 4 and pa2.shape[0] > 1:
+                # two elements a byte: one table look-up each for the low and the high nibble
+                a8 = a[w].reshape(a.shape[1] * a.shape[2]).view(np.uint8)
+                b8 = b[w].reshape(b.shape[1] * b.shape[2]).view(np.uint8)
+                for x in range(a8.shape[0]):
+                    v = a8[x]
+                    AV[pa2[x, 0]] = lut_a[v & 15]
+                    AV[pa2[x, 1]] = lut_a[v >> 4]
+                for x in range(b8.shape[0]):
+                    v = b8[x]
+                    BR[pb2[x, 0]] = lut_b[v & 15]
+                    BR[pb2[x, 1]] = lut_b[v >> 4]
+            else:
+                for lane in range(32):
+                    for j in range(fa.shape[1]):
+                        AV[fa[lane, j]] = lut_a[(a[w, lane, wa[lane, j]] >> sa[lane, j]) & am]
+                    for j in range(fb.shape[1]):
+                        f = fb[lane, j]                # B^T flat: column * K + row
+                        BR[(f % K) * N + f // K] = lut_b[(b[w, lane, wb[lane, j]] >> sb[lane, j]) & bm]
+            for lane in range(32):
+                for j in range(fc.shape[1]):
+                    v = np.float64(_bits_f32(c[w, lane, wc[lane, j]]))
+                    bad |= v - v != 0.0
+                    CV[fc[lane, j]] = v
+            for i in range(M):
+                for s in range(SFA.shape[2]):
+                    bad |= snan[SFA[w, i, s]]
+            for j in range(N):
+                for s in range(SFB.shape[2]):
+                    bad |= snan[SFB[w, j, s]]
+            if bad:
+                need[w] = 2
+                continue
+            need[w] = 0
+            for g in range(NG):          # B's scale values and exponents, per group and column
+                for j in range(N):
+                    xb = SFB[w, j, (g * G) // st]
+                    SBV[g, j] = sval[xb]
+                    SBE[g, j] = np.float64(sexp[xb])
+            if sparse:
+                for lane in range(32):
+                    for j in range(fa.shape[1]):
+                        idx = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 3
+                        LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
+            for i in range(M):
+                for g in range(NG):
+                    for j in range(N):
+                        GS[j] = 0.0
+                    if sparse:
+                        for t in range(g * G, g * G + G):
+                            x = AV[i * Ka + t]
+                            r = LC[i * Ka + t]
+                            for j in range(N):
+                                GS[j] += x * BR[r * N + j]
+                    else:
+                        for t in range(g * G, g * G + G):
+                            x = AV[i * Ka + t]
+                            for j in range(N):
+                                GS[j] += x * BR[t * N + j]
+                    xa = SFA[w, i, (g * G) // st]
+                    sav = sval[xa]
+                    sae = np.float64(sexp[xa])
+                    rare = False
+                    for j in range(N):       # branch-free: a zero term's exponent is settled below
+                        tv = GS[j] * sav * SBV[g, j]
+                        T[g, j] = tv
+                        TE[g, j] = sae + SBE[g, j] if tv != 0.0 else zexp
+                        rare |= tv == 0.0
+                    if rare:
+                        for j in range(N):
+                            if T[g, j] != 0.0 or sav == 0.0 or SBV[g, j] == 0.0:
+                                continue
+                            # a zero sum of nonzero products still has its scales' exponent
+                            for t in range(g * G, g * G + G):
+                                r = LC[i * Ka + t] if sparse else t
+                                if AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0:
+                                    TE[g, j] = sae + SBE[g, j]
+                                    break
+                for j in range(N):
+                    cv = CV[i * N + j]
+                    ce = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
+                    for g in range(NG):
+                        ce = max(ce, TE[g, j])
+                    EM[j] = max(ce, -900.0)
+                for j in range(N):
+                    sc = _pow2f(np.int64(fracf - EM[j]))
+                    sacc = np.trunc(CV[i * N + j] * sc)
+                    for g in range(NG):
+                        sacc += np.trunc(T[g, j] * sc)
+                    VV8[j] = sacc * _pow2f(np.int64(EM[j] - fracf))
+                _round8_common(VV8, OB8, OV8, rp)
+                for j in range(N):
+                    DV[i * N + j] = np.uint32(OB8[j])
+            for lane in range(32):
+                for j in range(fd.shape[1]):
+                    d[w, lane, wd[lane, j]] = DV[fd[lane, j]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _exp2of_f(v):
+    """floor(log2 |v|) of a normal nonzero float64."""
+    return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+
+
+_GROUP_KERNELS = None
+
+
+def _nibble_positions(fa, wa, sa, ba, fb, wb, sb, bb, k):
+    """For 4-bit A and B: per byte of a warp's words (lane-major, little-endian), where its low and high
+    nibble go: A's flat position (row * Ka + term), B's row-major (K, 8) position.  (1, 2) dummies else."""
+    if ba != 4 or bb != 4:
+        return np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int64)
+    out = []
+    for flat, word, shift, nw in ((fa, wa, sa, None), (fb, wb, sb, None)):
+        nwords = int(word.max()) + 1
+        pos = np.full((32 * nwords * 4, 2), -1, np.int64)
+        lane = np.repeat(np.arange(32), flat.shape[1])
+        byte = lane * nwords * 4 + word.ravel() * 4 + shift.ravel() // 8
+        half = (shift.ravel() % 8) // 4
+        pos[byte, half] = flat.ravel()
+        out.append(pos)
+    pa2, pb2 = out
+    pb2 = np.where(pb2 >= 0, (pb2 % k) * 8 + pb2 // k, -1)
+    if (pa2 < 0).any() or (pb2 < 0).any():
+        return np.zeros((1, 2), np.int64), np.zeros((1, 2), np.int64)
+    return np.ascontiguousarray(pa2), np.ascontiguousarray(pb2)
+
+
+def group_runner(ins, ft, tables, sp, chunk: int, threshold: int):
+    """A function (a, b, c, e, d, (SFA, SFB)) -> indices of the warps left to the exact kernel (None:
+    none), for a block-scaled group recipe (group_tables)."""
+    global _GROUP_KERNELS
+    if _GROUP_KERNELS is None:
+        _GROUP_KERNELS = (njit(cache=True, nogil=True)(named_copy(_group_kernel, "_group_kernel_serial")),
+                          njit(cache=True, nogil=True, parallel=True)(named_copy(_group_kernel, "_group_kernel_par")))
+    ser, par = _GROUP_KERNELS
+    m, n, k = ins.mnk
+    (fa, wa, sa, ba), (fb, wb, sb, bb), (fc, wc, _, _), (fd, wd, _, _) = tables
+    consts = (m, k, ft["ka"], fa, wa, sa.astype(np.uint32), ba, fb, wb, sb.astype(np.uint32), bb, fc, wc, fd, wd,
+              np.ascontiguousarray(sp), ins.is_sparse, ft["G"], ft["st"], float(ft["frac"]),
+              round_params((32, 8, 23, 0, 1), ft["rne"]),
+              ft["lut_a"], ft["lut_b"], ft["snan"], ft["sexp"], ft["sval"], ft["zon"], ft["zexp"], chunk,
+              _PROBE64, _PROBE32, *_nibble_positions(fa, wa, sa, ba, fb, wb, sb, bb, k))
+
+    def go(a, b, c, e, d, scales):
+        W = a.shape[0]
+        need = np.empty(W, np.int8)
+        fn = par if W >= threshold else ser
+        fn(a, b, c, e, d, scales[0], scales[1], need, *consts)
+        if STATS is not None:
+            for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
+                STATS[name] = STATS.get(name, 0) + int(x)
+        return np.flatnonzero(need == 2) if (need == 2).any() else None
 
     return go

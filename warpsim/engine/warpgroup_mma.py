@@ -11,6 +11,8 @@ the two models coincide).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..isa import smem as _smem
@@ -156,10 +158,7 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
         raise ValueError(f"B has {db.shape[0]} descriptors but D has {G} group(s)")
     db = np.broadcast_to(db, (G,)) if s_b else db
     B = _gather_smem(sm, db, G, n, k, bt.bits, "MN" if tb else "K", "B descriptor")
-    el = words_to_elements(d3, dt.bits)
-    tab = layout(ins.opcode, "d")
-    C = np.zeros((G, m, n), dtype=np.uint64)
-    C[:, tab[..., 1], tab[..., 2]] = el
+    C = _d_to_matrix(ins, d3)
     if at.is_float:
         if sa == -1:
             A = A ^ np.uint64(1 << (at.bits - 1))
@@ -223,12 +222,12 @@ def _compute_by_blocks(ins, twin, A, B, C):
 
 
 def compute(ins, A, B, C, arch="sm_90a", params=None):
-    """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2))."""
-    from . import wgmma as _eng
+    """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2)).
 
-    twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
-    if twin is not None:
-        return _compute_by_blocks(ins, twin, A, B, C)
+    Dense float forms whose recipe is one fused pass take the float tensor-core kernel
+    (engine.tensorcore.wgmma_runner); the others the exact matrix kernel, or (f16 / bf16 / tf32 under
+    WARPSIM_GENERIC=1) the warp-level engine block by block."""
+    from . import wgmma as _eng
 
     if ins.elem("a").kind in ("int", "bits"):
         from ..numerics.integer import int_params
@@ -240,15 +239,71 @@ def compute(ins, A, B, C, arch="sm_90a", params=None):
         kind, p = "tc", recipe_params(ins, check_arch(arch))   # sm_90a is sm_90: its table holds the wgmma rows
     if params is not None:
         p = params
-    out = np.zeros(C.shape, dtype=np.uint64)
+    fast = _fast_runner(ins, p) if kind == "tc" and A.shape[0] else None
+    out = np.empty(C.shape, dtype=np.uint64) if fast is not None else np.zeros(C.shape, dtype=np.uint64)
+    if fast is not None:        # writes every element of out
+        left = fast(A, B, C, out)
+        if left is not None:        # groups whose thread's FPU is not in its default state
+            sub = np.zeros((len(left),) + C.shape[1:], dtype=np.uint64)
+            _eng.matrix(kind, A[left], B[left], C[left], p, sub)
+            out[left] = sub
+        return out
+    twin = _mma_twin(ins) if params is None and not ins.is_sparse else None
+    if twin is not None:
+        return _compute_by_blocks(ins, twin, A, B, C)
     _eng.matrix(kind, A, B, C, p, out)
     return out
 
 
+def _fast_runner(ins, p):
+    """The float tensor-core kernel for this wgmma's recipe (engine.tensorcore.wgmma_runner), cached
+    per (opcode, recipe); None under WARPSIM_GENERIC=1 or where it does not apply."""
+    from .kernel import FORCE_GENERIC
+
+    if FORCE_GENERIC:
+        return None
+    key = (ins.opcode, np.asarray(p, dtype=np.int64).tobytes())
+    if key not in _FAST:
+        from .tensorcore import wgmma_runner
+
+        _FAST[key] = wgmma_runner(ins, p)
+    return _FAST[key]
+
+
+_FAST: dict = {}
+
+
+@lru_cache(maxsize=None)
+def _d_flat(opcode):
+    """Each D element's row * N + col, per thread: (128, elements) int64."""
+    tab = layout(opcode, "d")
+    n = parse(opcode).mnk[1]
+    return np.ascontiguousarray(tab[..., 1] * n + tab[..., 2], dtype=np.int64)
+
+
+def _d_to_matrix(ins, d3):
+    """D's register words (G, 128, words) -> element bits (G, 64, N) (one jitted pass)."""
+    from .wgmma import words_to_matrix
+
+    m, n, _ = ins.mnk
+    bits = ins.elem("d").bits
+    if bits not in (8, 16, 32):
+        tab = layout(ins.opcode, "d")
+        C = np.zeros((d3.shape[0], m, n), dtype=np.uint64)
+        C[:, tab[..., 1], tab[..., 2]] = words_to_elements(d3, bits)
+        return C
+    return words_to_matrix(d3, _d_flat(ins.opcode), bits, m, n)
+
+
 def pack_d(ins, D):
     """D element bits (G, 64, N) -> D's register words (G, 128, words)."""
-    tab = layout(ins.opcode, "d")
-    return elements_to_words(D[:, tab[..., 1], tab[..., 2]], ins.elem("d").bits)
+    bits = ins.elem("d").bits
+    if bits not in (8, 16, 32):
+        tab = layout(ins.opcode, "d")
+        return elements_to_words(D[:, tab[..., 1], tab[..., 2]], bits)
+    from .wgmma import matrix_to_words
+
+    return matrix_to_words(D, _d_flat(ins.opcode), bits, ins.words("d"))
 
 
 def execute(instruction, d, a, b, *, smem, e=None, selector=0, scale_d=1, scale_a=1, scale_b=1, trans_a=0,

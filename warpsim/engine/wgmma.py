@@ -45,3 +45,53 @@ def matrix(kind: str, A, B, C, p, out) -> None:
     if B.ndim == 3:
         B = np.broadcast_to(B[:, None], (B.shape[0], A.shape[1]) + B.shape[1:])
     _matrix_jit(DOT_KINDS[kind], A, B, C, np.asarray(p, dtype=np.int64), out)
+
+
+# --- D / C register words <-> the (G, 64, N) element matrix ---------------------------------------
+
+@njit(cache=True, nogil=True, parallel=True)
+def _words_to_matrix(words, flat, bits, out):
+    """out[g, flat[t, j]] = element j of thread t's words (bits wide, element 0 in the low bits)."""
+    G, T, _ = words.shape
+    E = flat.shape[1]
+    per = 32 // bits
+    mask = np.uint64((1 << bits) - 1)
+    for g in prange(G):
+        for t in range(T):
+            for j in range(E):
+                w = np.uint64(words[g, t, j // per])
+                out[g, flat[t, j]] = (w >> np.uint64((j % per) * bits)) & mask
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _matrix_to_words(D, flat, bits, out):
+    """The inverse of _words_to_matrix: out[g, t, :] = thread t's words of the element matrix D (G, M*N)."""
+    G, T, nw = out.shape
+    E = flat.shape[1]
+    per = 32 // bits
+    mask = np.uint64((1 << bits) - 1)
+    for g in prange(G):
+        for t in range(T):
+            for k in range(nw):
+                v = np.uint64(0)
+                for q in range(per):
+                    j = k * per + q
+                    if j < E:
+                        v |= (D[g, flat[t, j]] & mask) << np.uint64(q * bits)
+                out[g, t, k] = np.uint32(v)
+
+
+def words_to_matrix(words, flat, bits: int, rows: int, cols: int):
+    """(G, threads, words) uint32 register words -> (G, rows, cols) uint64 element bits; flat (threads,
+    elements): each element's row * cols + col, every position once.  Elements of 8, 16 or 32 bits."""
+    out = np.empty((words.shape[0], rows * cols), np.uint64)
+    _words_to_matrix(np.ascontiguousarray(words), flat, bits, out)
+    return out.reshape(words.shape[0], rows, cols)
+
+
+def matrix_to_words(D, flat, bits: int, nwords: int):
+    """(G, rows, cols) element bits -> (G, threads, nwords) uint32 register words (see words_to_matrix)."""
+    G = D.shape[0]
+    out = np.empty((G, flat.shape[0], nwords), np.uint32)
+    _matrix_to_words(np.ascontiguousarray(D.reshape(G, -1), dtype=np.uint64), flat, bits, out)
+    return out

@@ -108,6 +108,41 @@ class GlobalMemory:
         return np.where(sel, kk, -1), np.where(sel, (off - bases[kk]).astype(np.int64), 0)
 
 
+def _word(store, starts, nbytes):
+    """The unsigned dtype whose words hold every access whole (2, 4, 8 or 16 bytes: 8-byte words),
+    when every start is aligned to it and the byte array divides into it; else None (bytes)."""
+    w = min(nbytes, 8)
+    if nbytes not in (2, 4, 8, 16) or store.size % w or not store.flags.c_contiguous:
+        return None
+    if starts.size and (starts % w).any():
+        return None
+    return np.dtype(f"<u{w}")
+
+
+def _gather(store, starts, nbytes):
+    """Bytes [start, start + nbytes) of the byte array store, per start: (n, nbytes) uint8.  Whole
+    aligned words are gathered as words (one index per word, not per byte)."""
+    dt = _word(store, starts, nbytes)
+    if dt is None:
+        return store[starts[:, None] + np.arange(nbytes)]
+    per = nbytes // dt.itemsize
+    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
+    return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)
+
+
+def _scatter(store, starts, data):
+    """Write data (n, nbytes) at [start, start + nbytes) of store, in lane order (a later lane's bytes
+    win where two overlap, as byte by byte)."""
+    nbytes = data.shape[-1]
+    dt = _word(store, starts, nbytes)
+    if dt is None:
+        store[starts[:, None] + np.arange(nbytes)] = data
+        return
+    per = nbytes // dt.itemsize
+    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
+    store.view(dt)[idx] = np.ascontiguousarray(data).view(dt).reshape(len(starts), per)
+
+
 class Memory:
     """Every state space of one launch (or of a Warpgroup: shared memory only)."""
 
@@ -209,19 +244,25 @@ class Memory:
     def _store_of(self, k):
         return {_SHARED: self.shared, _LOCAL: self.local, _PARAM: self.params}[k].reshape(-1)
 
+    def _global_groups(self, sel, buf):
+        """(global buffer index, lanes) pairs of the selected lanes; one pair when every lane hits
+        one array (the common case: no sort of the buffer indices)."""
+        bs = buf[sel]
+        if bs.size and bs.min() == bs.max():
+            return [(int(bs[0]), sel)]
+        return [(b, sel & (buf == b)) for b in np.unique(bs)]
+
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
-        idx = flat[..., None] + np.arange(nbytes)
         for k, sel in parts.items():
             if not sel.any():
                 continue
             if k == _GLOBAL:
-                for b in np.unique(buf[sel]):
-                    s = sel & (buf == b)
-                    out[s] = self.glob.buffers[b][idx[s]]
+                for b, s in self._global_groups(sel, buf):
+                    out[s] = _gather(self.glob.buffers[b], flat[s], nbytes)
             else:
-                out[sel] = self._store_of(k)[idx[sel]]
+                out[sel] = _gather(self._store_of(k), flat[sel], nbytes)
         return out
 
     def store(self, space, addr, data, align, ctx, lanes=None):
@@ -229,16 +270,14 @@ class Memory:
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:
             self.watch(ctx, parts[_SHARED], flat, nbytes)
-        idx = flat[..., None] + np.arange(nbytes)
         for k, sel in parts.items():
             if not sel.any():
                 continue
             if k == _GLOBAL:
-                for b in np.unique(buf[sel]):
-                    s = sel & (buf == b)
-                    self.glob.buffers[b][idx[s]] = data[s]
+                for b, s in self._global_groups(sel, buf):
+                    _scatter(self.glob.buffers[b], flat[s], data[s])
             else:
-                self._store_of(k)[idx[sel]] = data[sel]
+                _scatter(self._store_of(k), flat[sel], data[sel])
 
     def atomic(self, space, addr, nbytes, ctx, update):
         """A read-modify-write per active lane, lanes in increasing order within a warp and warps in
