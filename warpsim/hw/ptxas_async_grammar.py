@@ -17,15 +17,13 @@ the accepted non-canonical spellings assembles to the canonical form's cubin.  T
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
-import lzma
 import os
 import random
 import sys
 
 from . import ptxas_ptx_grammar as base
+from . import ptxas_grammar as _verdicts
 from .ptxas_grammar import ptxas_version
 
 TARGET = base.TARGET
@@ -320,21 +318,11 @@ def build(ptxas="ptxas", per_form=10, cubin_sample=600):
 
 
 def load(path=DEFAULT_OUT):
-    with lzma.open(path, "rt") as f:
-        return json.load(f)
+    return _verdicts.load(path)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ptxas", default="ptxas")
-    ap.add_argument("--per-form", type=int, default=10)
-    ap.add_argument("--out", default=DEFAULT_OUT)
-    a = ap.parse_args(argv)
-    t = build(a.ptxas, a.per_form)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with lzma.open(a.out, "wt", preset=9) as f:
-        json.dump(t, f, sort_keys=True, separators=(",", ":"))
-    return 0
+    return _verdicts.verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-form", 10)
 
 
 if __name__ == "__main__":

@@ -243,17 +243,22 @@ def load(path: str = DEFAULT_OUT) -> dict:
         return json.load(f)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def verdicts_main(argv, doc, build_table, default_out, per_flag, per_default):
+    """The command line every ptxas verdict generator shares: build the table, write it as LZMA'd JSON."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--ptxas", default="ptxas")
-    ap.add_argument("--per-opcode", type=int, default=12)
-    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument(per_flag, type=int, default=per_default)
+    ap.add_argument("--out", default=default_out)
     a = ap.parse_args(argv)
-    t = build(a.ptxas, a.per_opcode)
+    t = build_table(a.ptxas, getattr(a, per_flag.lstrip("-").replace("-", "_")))
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with lzma.open(a.out, "wt", preset=9) as f:
         json.dump(t, f, sort_keys=True, separators=(",", ":"))
     return 0
+
+
+def main(argv=None):
+    return verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-opcode", 12)
 
 
 if __name__ == "__main__":

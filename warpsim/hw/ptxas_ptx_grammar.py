@@ -16,16 +16,14 @@ is assembled next to its canonical form and must give the same cubin.  The verdi
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
-import json
-import lzma
 import os
 import random
 import re
 import sys
 
+from . import ptxas_grammar as _verdicts
 from .ptxas_grammar import _assemble, ptxas_version
 
 TARGET = "sm_90a"
@@ -315,21 +313,11 @@ def _index(errors, msg):
 
 
 def load(path=DEFAULT_OUT):
-    with lzma.open(path, "rt") as f:
-        return json.load(f)
+    return _verdicts.load(path)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ptxas", default="ptxas")
-    ap.add_argument("--per-form", type=int, default=12)
-    ap.add_argument("--out", default=DEFAULT_OUT)
-    a = ap.parse_args(argv)
-    t = build(a.ptxas, a.per_form)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with lzma.open(a.out, "wt", preset=9) as f:
-        json.dump(t, f, sort_keys=True, separators=(",", ":"))
-    return 0
+    return _verdicts.verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-form", 12)
 
 
 if __name__ == "__main__":
