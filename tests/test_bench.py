@@ -37,6 +37,9 @@ def test_bench_quick_json(tmp_path, capsys):
         assert g["n"] == 128 and g["warpsim_s"] > 0 and g["numpy_f64_s"] > 0 and g["ratio"] > 0
     mem = report["memory"]
     assert mem["peak_rss_bytes"] > 0 and mem["warps"] > 0
+    gm = report["gemm_memory"]
+    assert gm["n"] == 256 and gm["peak_rss_bytes"] >= gm["rss_before_operands_bytes"] > 0
+    assert gm["extra_bytes"] == gm["peak_rss_bytes"] - gm["rss_before_operands_bytes"] - gm["operand_and_result_bytes"]
     paths = report["paths"]
     assert [p["path"] for p in paths] == [name for name, *_ in _bench.PATHS]
     for p in paths:
@@ -47,7 +50,7 @@ def test_bench_quick_json(tmp_path, capsys):
 def test_bench_history_save_and_plot(tmp_path):
     """--save appends one line per run with the commit; --plot draws one polyline per row over them."""
     hist = tmp_path / "history.jsonl"
-    args = ["--quick", "--warps", "64", "--family", "tf32", "--family", "sm_89", "--classes", "ordinary",
+    args = ["--quick", "--warps", "64", "--family", "tf32", "--family", "sm_89 fp8->f32", "--classes", "ordinary",
             "--no-startup", "--no-memory", "--no-gemm", "--save", str(hist)]
     assert _bench.main(args) == 0
     assert _bench.main(args) == 0
