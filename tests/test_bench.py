@@ -40,6 +40,11 @@ def test_bench_quick_json(tmp_path, capsys):
     gm = report["gemm_memory"]
     assert gm["n"] == 256 and gm["peak_rss_bytes"] >= gm["rss_before_operands_bytes"] > 0
     assert gm["extra_bytes"] == gm["peak_rss_bytes"] - gm["rss_before_operands_bytes"] - gm["operand_and_result_bytes"]
+    # the saved report renders as the README's Markdown tables without measuring again
+    assert _bench.main(["--report", str(out), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.count("| --- ") >= 3 and all(f"| {name} |" in md for name, _ in _bench.FAMILIES)
+    assert all(f"| {name} |" in md for name, *_ in _bench.PATHS) and "beyond its operands" in md
     paths = report["paths"]
     assert [p["path"] for p in paths] == [name for name, *_ in _bench.PATHS]
     for p in paths:

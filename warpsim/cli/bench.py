@@ -791,6 +791,75 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _verdict(ok) -> str:
+    return "-" if ok is None else ("yes" if ok else "**no**")
+
+
+def format_markdown(report: dict) -> str:
+    """The report as Markdown tables (the README's speed section): every family and input class, every
+    path, every GEMM, the memory figures, each against its target."""
+    out = []
+    m = report["machine"]
+    out.append(f"{report['warps']:,} warps per call, median of {report['repeat']} runs, one-thread clock "
+               f"{report.get('clock_one_thread', 'wall')}; {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, "
+               f"numba {m['numba']}" + (f"; commit {report['commit']}" if report.get("commit") else "") + ".")
+    rows = [r for r in report["families"] if r.get("available") and r.get("classes")]
+    if rows:
+        out += ["", "One thread, per input class: warp-MMAs per second / ratio to numpy float64 batched matmul "
+                    "(same shapes, same run); all cores / one thread is the lowest over the classes.", ""]
+        out.append("| family | " + " | ".join(CLASSES) + " | slowest / ordinary | all cores / 1 thread | target | met |")
+        out.append("| --- " * (len(CLASSES) + 5) + "|")
+        for r in rows:
+            cells = []
+            for c in CLASSES:
+                x = r["classes"].get(c)
+                cells.append("-" if x is None else
+                             f"{_fmt_rate(x['one_thread']['mma_per_s'])} / {x['one_thread']['ratio_to_numpy']:.2f}")
+            scale = min(x["scaling"] for x in r["classes"].values())
+            ok = r["meets_ratio"] and r.get("meets_class_spread") is not False and r.get("meets_scaling") is not False
+            tgt = f"<= {r['target_ratio']:g}" + (f", spread <= {TARGET_CLASS_SPREAD:g}" if r["kind"] == "float" else "")
+            out.append(f"| {r['family']} | " + " | ".join(cells) + f" | {r['class_spread']:.2f} | {scale:.2f}x | "
+                       f"{tgt}, scale >= {TARGET_SCALING:g} | {_verdict(ok)} |")
+    if report.get("paths"):
+        out += ["", "Paths, all cores: time per multiply-add over `mma` f16 m16n8k16 (the PTX rows: over "
+                    "`warpsim.gemm` on the same problem), interleaved in the same run.", "",
+                "| path | multiply-adds / s | ratio | target | met |", "| --- | --- | --- | --- | --- |"]
+        for r in report["paths"]:
+            if not r.get("available"):
+                out.append(f"| {r['path']} | not available: {r.get('reason')} | | | |")
+                continue
+            out.append(f"| {r['path']} | {_fmt_rate(r['macs_per_s'])} | {r['ratio']:.2f} | <= {r['target_ratio']:g} | "
+                       f"{_verdict(r['meets_ratio'])} |")
+    if report.get("gemms"):
+        out += ["", "Whole GEMMs, all cores: `warpsim.gemm` against numpy float64 `A @ B` on the same matrices "
+                    "(same run).", "", "| GEMM | warpsim | numpy f64 | ratio | target | met |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for r in report["gemms"]:
+            if not r.get("available"):
+                out.append(f"| {r['gemm']} | not available: {r.get('reason')} | | | | |")
+                continue
+            tgt = r.get("target_ratio")
+            out.append(f"| {r['gemm']} | {r['warpsim_s']:.3f} s | {r['numpy_f64_s']:.4f} s | {r['ratio']:.1f} | "
+                       f"{'<= ' + format(tgt, 'g') if tgt else '-'} | {_verdict(r['meets_ratio'] if tgt else None)} |")
+    mem, gm = report.get("memory"), report.get("gemm_memory")
+    if mem or gm:
+        out.append("")
+    if mem:
+        out.append(f"- Peak resident memory of one `warpsim.mma` call on {mem['warps']:,} warps of "
+                   f"`{mem['opcode']}`: {mem['peak_rss_bytes'] / 2**20:,.0f} MiB, of which operands and result "
+                   f"{mem['operand_and_result_bytes'] / 2**20:,.0f} MiB (target <= 2 GiB: "
+                   f"{'met' if mem['meets_target'] else 'missed'}).")
+    if gm:
+        out.append(f"- `warpsim.gemm` {gm['n']}^3 f16 -> f32: {gm['extra_bytes'] / 2**20:,.0f} MiB beyond its operands "
+                   f"and result ({gm['operand_and_result_bytes'] / 2**20:,.0f} MiB) and the process before them "
+                   f"(target <= 1 GiB: {'met' if gm['meets_target'] else 'missed'}).")
+    s = report.get("startup")
+    if s:
+        out.append(f"- `import warpsim` {s['import_s'] * 1e3:.0f} ms; first `mma` call "
+                   f"{s['first_mma_warm_cache_s']:.2f} s with a warm numba cache, {s['first_mma_cold_cache_s']:.1f} s cold.")
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="warpsim bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--warps", type=int, default=None, help="warps per call (default 16384; --quick: 256)")
@@ -815,9 +884,15 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", metavar="SVG", help="draw rate per row over the history's commits and exit "
                                                   "(--history names the file)")
     ap.add_argument("--history", default=str(HISTORY), help="history file for --plot")
+    ap.add_argument("--markdown", action="store_true", help="print the report as Markdown tables (the README's)")
+    ap.add_argument("--report", metavar="JSON", help="print a saved report (--json) instead of measuring")
     ap.add_argument("--gemm-size", type=int, default=None,
                     help="n of every n x n x n GEMM row instead of the table's (--quick: 128)")
     args = ap.parse_args(argv)
+    if args.report:
+        report = json.loads(Path(args.report).read_text())
+        print(format_markdown(report) if args.markdown else format_table(report), end="" if args.markdown else "\n")
+        return 0
     if args.plot:
         n = plot_history(args.plot, args.history)
         _log(f"wrote {args.plot} ({n} rows)")
@@ -877,7 +952,8 @@ def main(argv=None) -> int:
         _log(f"memory: warpsim.gemm {gn}^3")
         report["gemm_memory"] = bench_gemm_memory(gn)
     report["targets_missed"] = targets_summary(report)
-    print(format_table(report))
+    report["commit"] = _commit()
+    print(format_markdown(report) if args.markdown else format_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
         _log(f"wrote {args.json}")
