@@ -27,6 +27,8 @@ from .syntax import PTXError, make_statement, parse_int, parse_module, statement
 __all__ = ["load", "Module"]
 
 _BRANCH = re.compile(r"bra(?:\.uni)?\Z")
+#: opcodes the scheduler's general step runs: control flow, barriers, what can suspend a warp
+_GENERAL = ("bra", "call", "ret", "exit", "bar", "mbarrier", "setmaxnreg")
 _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d*)\])?"
                           r"(?:\s*\[(\d+)\])?\Z")
 #: default launch limits: CTAs in one grid, and CTAs run together in one batch
@@ -141,6 +143,10 @@ class _Program:
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
+        # per pc, how the scheduler's converged fast path takes it: 1 a statement it executes, 2 a
+        # direct branch, 0 one it leaves to the general step (control, barriers, mbarrier waits)
+        self.plain = [2 if _BRANCH.match(st.opcode) else 0 if st.opcode.startswith(_GENERAL) else 1
+                      for st in self.code]
 
     def _lay_out(self, ent, mod):
         fn = _Function(ent, len(self.code))
@@ -822,7 +828,70 @@ class _Kernel(Warp):
                     del mb_wait[w]
                     parked[w] = False
 
+        def finish(idx):
+            """After a statement ran on warps idx: suspend those an mbarrier wait blocked, advance the
+            rest, settle the ones that reached their reconvergence point."""
+            if cl.blocked:
+                stay = []
+                for w, key, phase, blocking in cl.blocked:
+                    mb_wait[w] = (key, phase, blocking)
+                    parked[w] = True
+                    if blocking:
+                        stay.append(w)           # try_wait: suspended; it runs the statement again
+                cl.blocked.clear()
+                if stay:
+                    self.pc[np.asarray(stay)] -= 1
+            self.pc[idx] += 1
+            hit = idx[self.pc[idx] == self.rpc[idx]]
+            for w in hit:
+                self._settle(int(w))
+
+        plain = self.prog.plain
+        uni = None        # (pc, rows, warp indices, their reconvergence pc) while converged (see below)
+        general = False   # the fast path handed this statement to the general step
         while alive.any():
+            if uni is not None:
+                # The converged fast path: every running warp is at one pc with all its lanes active
+                # and none waits, so each statement is one group of all of them, formed here exactly
+                # as the general step below forms it, without recomputing the groups.
+                p, rows, idx, rp = uni
+                kind = plain[p] if p < len(code) and steps < max_steps else 0
+                fn = fn_of[p] if kind else None
+                if fn is None or p >= fn.end:
+                    kind = 0
+                st = code[p] if kind else None
+                if kind == 2 and st.guard is not None:       # a branch: converged if all warps go one way
+                    self._use(fn)
+                    taken = self.guard_mask(st, rows)
+                    kind = 3 if taken.all() else (4 if not taken.any() else 0)
+                if kind == 0:
+                    uni = None                # the general step takes this statement
+                    general = True
+                    continue
+                steps += 1
+                self.clock = steps
+                if kind == 1:
+                    self._use(fn)
+                    if not (st.opcode.startswith("nanosleep") or st.opcode.startswith("prefetch")):
+                        self.execute(st, rows, None)
+                    if cl.blocked:
+                        finish(idx)
+                        uni = None
+                        continue
+                    nxt = p + 1
+                else:
+                    nxt = p + 1 if kind == 4 else st.target
+                if rows is None:
+                    self.pc.fill(nxt)
+                else:
+                    self.pc[rows] = nxt
+                if nxt == rp:
+                    for w in idx:
+                        self._settle(int(w))
+                    uni = None
+                else:
+                    uni = (nxt, rows, idx, rp)
+                continue
             if cl.version != seen_version[0] and mb_wait:
                 wake()
             run = alive & ~waiting & ~parked & ~cl_wait
@@ -843,6 +912,12 @@ class _Kernel(Warp):
             grp = run & (self.pc == p)
             idx = np.nonzero(grp)[0]
             rows = None if len(idx) == W else idx
+            if not general and (grp == alive).all() and self.act[idx].all():
+                rp = self.rpc[idx]
+                if (rp == rp[0]).all():
+                    uni = (p, rows, idx, int(rp[0]))
+                    continue
+            general = False
             steps += 1
             self.clock = steps
             if steps > max_steps:
@@ -980,20 +1055,7 @@ class _Kernel(Warp):
                     m2 = lanes[on]
                     full = m2.all()
                     self.execute(st, None if (full and len(r2) == W) else r2, None if full else m2)
-            if cl.blocked:
-                stay = []
-                for w, key, phase, blocking in cl.blocked:
-                    mb_wait[w] = (key, phase, blocking)
-                    parked[w] = True
-                    if blocking:
-                        stay.append(w)           # try_wait: suspended; it runs the statement again
-                cl.blocked.clear()
-                if stay:
-                    self.pc[np.asarray(stay)] -= 1
-            self.pc[idx] += 1
-            hit = idx[self.pc[idx] == self.rpc[idx]]
-            for w in hit:
-                self._settle(int(w))
+            finish(idx)
 
     def _deadlock(self, code, waiting, bar_key, mb_wait, cl_wait, alive):
         """Every running warp waits and nothing can release it: name the barriers and the waiters."""
