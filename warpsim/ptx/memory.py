@@ -114,7 +114,7 @@ def _word(store, starts, nbytes):
     w = min(nbytes, 8)
     if nbytes not in (2, 4, 8, 16) or store.size % w or not store.flags.c_contiguous:
         return None
-    if starts.size and (starts % w).any():
+    if starts.size and (starts & (w - 1)).any():
         return None
     return np.dtype(f"<u{w}")
 
@@ -126,7 +126,8 @@ def _gather(store, starts, nbytes):
     if dt is None:
         return store[starts[:, None] + np.arange(nbytes)]
     per = nbytes // dt.itemsize
-    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
+    first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
+    idx = first if per == 1 else first[:, None] + np.arange(per)
     return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)
 
 
@@ -139,8 +140,11 @@ def _scatter(store, starts, data):
         store[starts[:, None] + np.arange(nbytes)] = data
         return
     per = nbytes // dt.itemsize
-    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
-    store.view(dt)[idx] = np.ascontiguousarray(data).view(dt).reshape(len(starts), per)
+    first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
+    if per == 1:
+        store.view(dt)[first] = np.ascontiguousarray(data).view(dt).reshape(len(starts))
+    else:
+        store.view(dt)[first[:, None] + np.arange(per)] = np.ascontiguousarray(data).view(dt).reshape(len(starts), per)
 
 
 class Memory:
@@ -252,7 +256,61 @@ class Memory:
             return [(int(bs[0]), sel)]
         return [(b, sel & (buf == b)) for b in np.unique(bs)]
 
+    def _direct(self, space, addr, nbytes, align, ctx, lanes):
+        """The common access, located with a few whole-array checks: an explicit .global access
+        inside one mapped array, or an explicit .shared access inside the CTA's own shared memory,
+        every address aligned.  -> (store, flat byte offsets (g, L) int64, active lanes or None), or
+        None for anything else (the general _locate then does it, or names the error)."""
+        if space not in ("global", "shared") or align & (align - 1):
+            return None
+        active = ctx.lane_mask(lanes)
+        if active is not None and not active.all():
+            if not active.any():
+                return None
+        else:
+            active = None
+        bad = (addr & np.uint64(align - 1)) != 0
+        if (bad.any() if active is None else (bad & active).any()):
+            return None
+        if space == "shared":
+            if self.watch is not None or self.shared_bytes > 1 << 24:
+                return None
+            o = addr.astype(np.int64)
+            # the CTA's own window: no shared::cluster rank bits, no byte past its shared memory
+            out = (o < 0) | (o > self.shared_bytes - nbytes)
+            if out.any() if active is None else (out & active).any():
+                return None
+            if ctx.rows is None:
+                if len(self.warp_cta) != addr.shape[0]:
+                    return None
+                rows = self.warp_cta
+            else:
+                rows = self.warp_cta[np.asarray(ctx.rows)]
+            return self.shared.reshape(-1), o + (rows * self.shared_bytes)[:, None], active
+        g = self.glob
+        if not g.bases:
+            return None
+        a0 = int(addr.reshape(-1)[0] if active is None else addr[active][0])
+        k = int(np.searchsorted(np.array(g.bases, dtype=np.uint64), np.uint64(a0), side="right")) - 1
+        if k < 0:
+            return None
+        base, size = g.bases[k], g.buffers[k].size
+        if size < nbytes:
+            return None
+        out = (addr < np.uint64(base)) | (addr > np.uint64(base + size - nbytes))
+        if out.any() if active is None else (out & active).any():
+            return None
+        return g.buffers[k], (addr - np.uint64(base)).astype(np.int64), active
+
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
+        d = self._direct(space, addr, nbytes, align, ctx, lanes)
+        if d is not None:
+            store, flat, active = d
+            if active is None:
+                return _gather(store, flat.reshape(-1), nbytes).reshape(addr.shape + (nbytes,))
+            out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
+            out[active] = _gather(store, flat[active], nbytes)
+            return out
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
         for k, sel in parts.items():
@@ -267,6 +325,14 @@ class Memory:
 
     def store(self, space, addr, data, align, ctx, lanes=None):
         nbytes = data.shape[-1]
+        d = self._direct(space, addr, nbytes, align, ctx, lanes)
+        if d is not None:
+            store, flat, active = d
+            if active is None:
+                _scatter(store, flat.reshape(-1), data.reshape(-1, nbytes))
+            else:
+                _scatter(store, flat[active], data[active])
+            return
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:
             self.watch(ctx, parts[_SHARED], flat, nbytes)
