@@ -43,6 +43,7 @@ class GlobalMemory:
         self.bases: list[int] = []          # sorted
         self.buffers: list[np.ndarray] = []  # uint8 views of the mapped arrays, same order
         self.module_symbols: dict = {}      # (id(module), name) -> address of a module variable
+        self.track = None                   # a Track while a worker records what a batch touched
 
     def __repr__(self):
         return f"GlobalMemory({len(self.bases)} arrays, {sum(b.size for b in self.buffers)} bytes)"
@@ -82,7 +83,15 @@ class GlobalMemory:
     def read(self, address, nbytes) -> bytes:
         """``nbytes`` bytes at ``address`` (inside one mapped array)."""
         k, off = self._find(int(address), int(nbytes))
+        if self.track is not None:
+            self.track.mark(False, k, np.array([off]), int(nbytes))
         return self.buffers[k][off:off + nbytes].tobytes()
+
+    def write(self, k, off, data):
+        """Store bytes ``data`` at byte ``off`` of mapped array ``k`` (see :meth:`_find`)."""
+        if self.track is not None:
+            self.track.mark(True, k, np.array([off]), len(data))
+        self.buffers[k][off:off + len(data)] = data
 
     def _find(self, address, nbytes):
         for k, (b, v) in enumerate(zip(self.bases, self.buffers)):
@@ -106,6 +115,21 @@ class GlobalMemory:
             ctx.fail(f"global address 0x{int(off[w, l]):x} (lane {l}, {nbytes} bytes) lies outside every "
                      "kernel-argument array and every array mapped with GlobalMemory.map")
         return np.where(sel, kk, -1), np.where(sel, (off - bases[kk]).astype(np.int64), 0)
+
+
+class Track:
+    """The bytes of each mapped array that a run read and wrote (bool masks), so that runs of CTA
+    batches made side by side on copies of global memory can be checked for each other's writes
+    and merged in batch order (warpsim.ptx.workers)."""
+
+    def __init__(self, sizes):
+        self.read = [np.zeros(n, bool) for n in sizes]
+        self.written = [np.zeros(n, bool) for n in sizes]
+
+    def mark(self, write, k, starts, nbytes):
+        m = (self.written if write else self.read)[k]
+        starts = np.asarray(starts, dtype=np.int64).reshape(-1)
+        m[starts if nbytes == 1 else (starts[:, None] + np.arange(nbytes)).reshape(-1)] = True
 
 
 def _word(store, starts, nbytes):
@@ -286,7 +310,7 @@ class Memory:
                 rows = self.warp_cta
             else:
                 rows = self.warp_cta[np.asarray(ctx.rows)]
-            return self.shared.reshape(-1), o + (rows * self.shared_bytes)[:, None], active
+            return self.shared.reshape(-1), o + (rows * self.shared_bytes)[:, None], active, -1
         g = self.glob
         if not g.bases:
             return None
@@ -300,16 +324,19 @@ class Memory:
         out = (addr < np.uint64(base)) | (addr > np.uint64(base + size - nbytes))
         if out.any() if active is None else (out & active).any():
             return None
-        return g.buffers[k], (addr - np.uint64(base)).astype(np.int64), active
+        return g.buffers[k], (addr - np.uint64(base)).astype(np.int64), active, k
 
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
         d = self._direct(space, addr, nbytes, align, ctx, lanes)
         if d is not None:
-            store, flat, active = d
+            store, flat, active, k = d
+            starts = flat.reshape(-1) if active is None else flat[active]
+            if k >= 0 and self.glob.track is not None:
+                self.glob.track.mark(False, k, starts, nbytes)
             if active is None:
-                return _gather(store, flat.reshape(-1), nbytes).reshape(addr.shape + (nbytes,))
+                return _gather(store, starts, nbytes).reshape(addr.shape + (nbytes,))
             out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
-            out[active] = _gather(store, flat[active], nbytes)
+            out[active] = _gather(store, starts, nbytes)
             return out
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
@@ -318,6 +345,8 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 for b, s in self._global_groups(sel, buf):
+                    if self.glob.track is not None:
+                        self.glob.track.mark(False, b, flat[s], nbytes)
                     out[s] = _gather(self.glob.buffers[b], flat[s], nbytes)
             else:
                 out[sel] = _gather(self._store_of(k), flat[sel], nbytes)
@@ -327,11 +356,11 @@ class Memory:
         nbytes = data.shape[-1]
         d = self._direct(space, addr, nbytes, align, ctx, lanes)
         if d is not None:
-            store, flat, active = d
-            if active is None:
-                _scatter(store, flat.reshape(-1), data.reshape(-1, nbytes))
-            else:
-                _scatter(store, flat[active], data[active])
+            store, flat, active, k = d
+            starts = flat.reshape(-1) if active is None else flat[active]
+            if k >= 0 and self.glob.track is not None:
+                self.glob.track.mark(True, k, starts, nbytes)
+            _scatter(store, starts, data.reshape(-1, nbytes) if active is None else data[active])
             return
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:
@@ -341,6 +370,8 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 for b, s in self._global_groups(sel, buf):
+                    if self.glob.track is not None:
+                        self.glob.track.mark(True, b, flat[s], nbytes)
                     _scatter(self.glob.buffers[b], flat[s], data[s])
             else:
                 _scatter(self._store_of(k), flat[sel], data[sel])
@@ -357,6 +388,10 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 groups = [(self.glob.buffers[b], sel & (buf == b)) for b in np.unique(buf[sel])]
+                if self.glob.track is not None:
+                    for b in np.unique(buf[sel]):
+                        for write in (False, True):
+                            self.glob.track.mark(write, int(b), flat[sel & (buf == b)], nbytes)
             else:
                 groups = [(self._store_of(k), sel)]
             for store, s in groups:

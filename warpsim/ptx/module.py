@@ -33,7 +33,7 @@ _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.
                           r"(?:\s*\[(\d+)\])?\Z")
 #: default launch limits: CTAs in one grid, and CTAs run together in one batch
 MAX_CTAS = 1 << 16
-CTAS_PER_BATCH = 256
+CTAS_PER_BATCH = 128
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
@@ -147,6 +147,10 @@ class _Program:
         # direct branch, 0 one it leaves to the general step (control, barriers, mbarrier waits)
         self.plain = [2 if _BRANCH.match(st.opcode) else 0 if st.opcode.startswith(_GENERAL) else 1
                       for st in self.code]
+        # global atomics and reductions: CTAs of different batches meet at their addresses, so the
+        # batches of a launch run one after the other, never side by side (warpsim.ptx.workers)
+        self.cross_cta = any(st.opcode.split(".")[0] in ("atom", "red", "multimem")
+                             or st.opcode.startswith("cp.reduce") for st in self.code)
 
     def _lay_out(self, ent, mod):
         fn = _Function(ent, len(self.code))
@@ -358,7 +362,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None, wgmma_strict=False):
+               progress=None, wgmma_strict=False, workers=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -379,6 +383,9 @@ class Module:
         there is more than one batch and stderr is a terminal).  wgmma_strict: a read of an
         in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
+        workers: processes that run the batches of a grid of several batches side by side (None:
+        ``WARPSIM_PTX_WORKERS``, else every CPU; 1: none); the result is the sequential launch's,
+        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).
         Returns nothing.
         """
         prog = self.program(entry)
@@ -428,9 +435,27 @@ class Module:
         explicit = cluster is not None or want is not None or "explicitcluster" in dirs
         per = nctas if cl[0] * cl[1] * cl[2] > 1 else max(1, min(int(ctas_per_batch), nctas))
         batches = range(0, nctas, per)
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
+                                    or workers < 1):
+            raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        first_batch = None
+        if len(batches) > 1 and not prog.cross_cta:
+            from .workers import default_workers, run, split
+
+            n = default_workers() if workers is None else int(workers)
+            if n > 1:
+                first_batch = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
+                                      first_cta=0, nctas=min(per, nctas))
+                first_batch.bind(args)
+                syms = {v.name: memory.module_symbols[(id(self), v.name)][0] for v in self._mod.variables}
+                geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
+                state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps), bool(wgmma_strict),
+                         list(memory.bases), [np.array(x) for x in memory.buffers], syms)
+                jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                if run(_batch_worker, jobs, memory.buffers):
+                    return
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
-        first_batch = None
         for i, first in enumerate(batches):
             if progress:
                 print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
@@ -447,6 +472,51 @@ class Module:
             k.run(int(max_steps))
         if progress:
             print(file=sys.stderr)
+
+
+_WORKER_MODULES: dict = {}
+
+
+def _batch_worker(text, name, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):
+    """In a worker process: batches ``firsts`` of a launch, in order, on a copy of its global
+    memory; -> per mapped array (packed read mask, packed write mask, the written bytes), or None
+    when a batch raised or warned (the sequential launch then reports it)."""
+    import warnings
+
+    from .memory import Track
+
+    key = (name, text)
+    mod = _WORKER_MODULES.get(key)
+    if mod is None:
+        _WORKER_MODULES.clear()
+        mod = _WORKER_MODULES[key] = Module(text, name)
+    gm = GlobalMemory()
+    for base, data in zip(bases, datas):
+        gm.map(data, address=base)
+    for vname, addr in syms.items():
+        gm.module_symbols[(id(mod), vname)] = (addr, gm.buffers[gm.bases.index(addr)])
+    gm.track = Track([d.size for d in datas])
+    g, b, shared, arch, cl, explicit, per, nctas = geom
+    prog = mod.program(entry)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            for first in firsts:
+                k = _Kernel(prog, g, b, shared, arch, mod.name, gm, mod, cl, explicit, first_cta=first,
+                            nctas=min(per, nctas - first))
+                if k._async is not None:
+                    k._async.strict = strict
+                k._set_params(params, dict(offsets))
+                k.run(max_steps)
+        except Exception:
+            return None
+    if caught:
+        return None
+    out = []
+    for i, d in enumerate(datas):
+        w = gm.track.written[i]
+        out.append((np.packbits(gm.track.read[i]), np.packbits(w), d[w]))
+    return out
 
 
 def _dims(v, what):
