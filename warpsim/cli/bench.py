@@ -420,6 +420,7 @@ def bench_paths(repeat, quick, names=None):
             if kind == "ptx":
                 size = 32 if quick else 256
                 fn, ref_fn, n = _ptx_gemm(opcode, size)
+                fn()               # first calls compile numba kernels
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
                 ts, rs, ratio = _time_pair(fn, ref_fn, reps)

@@ -144,9 +144,11 @@ class _Program:
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
         # per pc, how the scheduler's converged fast path takes it: 1 a statement it executes, 2 a
-        # direct branch, 0 one it leaves to the general step (control, barriers, mbarrier waits)
-        self.plain = [2 if _BRANCH.match(st.opcode) else 0 if st.opcode.startswith(_GENERAL) else 1
-                      for st in self.code]
+        # direct branch, 5 an unguarded bar.sync, 0 one it leaves to the general step (other control,
+        # barriers, mbarrier waits)
+        self.plain = [2 if _BRANCH.match(st.opcode) else
+                      5 if _BAR.match(st.opcode) and ".arrive" not in st.opcode and st.guard is None else
+                      0 if st.opcode.startswith(_GENERAL) else 1 for st in self.code]
         # global atomics and reductions: CTAs of different batches meet at their addresses, so the
         # batches of a launch run one after the other, never side by side (warpsim.ptx.workers)
         self.cross_cta = any(st.opcode.split(".")[0] in ("atom", "red", "multimem")
@@ -934,6 +936,21 @@ class _Kernel(Warp):
                     self._use(fn)
                     taken = self.guard_mask(st, rows)
                     kind = 3 if taken.all() else (4 if not taken.any() else 0)
+                if kind == 5:
+                    # bar.sync reached by every warp of every CTA at once, with nothing pending on
+                    # any barrier: each CTA's barrier completes at once (the general step's
+                    # arrive-then-release, in one go), when its operands are ones it accepts
+                    kind = 0
+                    if rows is None and not arrived and 1 <= len(st.operands) <= 2:     # no warp has left
+                        self._use(fn)
+                        ctx = _ctx(self, st, rows)
+                        bid = ctx.read(st.operands[0], "u32")
+                        ok = (bid <= 15).all() and (bid == bid.flat[0]).all()     # one barrier for all
+                        if len(st.operands) == 2:
+                            cnt = ctx.read(st.operands[1], "u32")
+                            ok = ok and ((cnt % 32 == 0) & (cnt > 0) & (cnt <= 32 * self.wpc)).all()
+                        if ok:
+                            kind = 4
                 if kind == 0:
                     uni = None                # the general step takes this statement
                     general = True
