@@ -297,7 +297,7 @@ class Memory:
         if (bad.any() if active is None else (bad & active).any()):
             return None
         if space == "shared":
-            if self.watch is not None or self.shared_bytes > 1 << 24:
+            if self.shared_bytes > 1 << 24:
                 return None
             o = addr.astype(np.int64)
             # the CTA's own window: no shared::cluster rank bits, no byte past its shared memory
@@ -357,6 +357,8 @@ class Memory:
         d = self._direct(space, addr, nbytes, align, ctx, lanes)
         if d is not None:
             store, flat, active, k = d
+            if k < 0 and self.watch is not None:
+                self.watch(ctx, np.ones(addr.shape, bool) if active is None else active, flat, nbytes)
             starts = flat.reshape(-1) if active is None else flat[active]
             if k >= 0 and self.glob.track is not None:
                 self.glob.track.mark(True, k, starts, nbytes)
