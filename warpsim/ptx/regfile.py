@@ -404,25 +404,12 @@ class Warp:
         # an ALU row: d = f(sources) with types from the pattern's groups
         if len(st.operands) != nsrc + 1:
             ctx.fail(f"{st.opcode} takes {nsrc + 1} operands (a destination and {nsrc} source(s)), got {len(st.operands)}")
-        gd = m.groupdict()
-        t = gd.get("t")
-        st_ = gd.get("st") or t
-        dt = gd.get("dt") or t
-        if dt is None:      # mul.wide: destination twice the source width
-            bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
-            dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
-            if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
-                dt = "u32"
-        srcs = []
-        for i, op in enumerate(st.operands[1:]):
-            typ = st_
-            if st.opcode.startswith(("shl", "shr")) and i == 1:
-                typ = "u32"
-            if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
-                typ = "u32"
-            if st.opcode.startswith("mad.wide") and i == 2:
-                typ = dt
-            srcs.append(ctx.read(op, typ, what=f"source {i + 1} of {st.opcode}"))
+        plan = st.__dict__.get("alu_types")
+        if plan is None:    # the operand types follow from the opcode alone: worked out once
+            plan = st.alu_types = _alu_types(st, m)
+        dt, typs = plan
+        srcs = [ctx.read(op, typ, what=f"source {i + 1} of {st.opcode}")
+                for i, (op, typ) in enumerate(zip(st.operands[1:], typs))]
         with np.errstate(all="ignore"):
             out = fn(m, *srcs)
         ctx.write(st.operands[0], out, dt, what=f"destination of {st.opcode}")
@@ -519,6 +506,30 @@ class Warp:
             typ = "b32"
         for r, v in zip(vecs["d"], vals):
             ctx.write(r, np.ascontiguousarray(v), typ)
+
+
+def _alu_types(st, m):
+    """(destination type, source types) of an ALU row's statement."""
+    gd = m.groupdict()
+    t = gd.get("t")
+    st_ = gd.get("st") or t
+    dt = gd.get("dt") or t
+    if dt is None:      # mul.wide: destination twice the source width
+        bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
+        dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
+        if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
+            dt = "u32"
+    typs = []
+    for i in range(len(st.operands) - 1):
+        typ = st_
+        if st.opcode.startswith(("shl", "shr")) and i == 1:
+            typ = "u32"
+        if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
+            typ = "u32"
+        if st.opcode.startswith("mad.wide") and i == 2:
+            typ = dt
+        typs.append(typ)
+    return dt, typs
 
 
 def _find_token(stmt, regs, shown):
