@@ -129,6 +129,13 @@ class Track:
     def mark(self, write, k, starts, nbytes):
         m = (self.written if write else self.read)[k]
         starts = np.asarray(starts, dtype=np.int64).reshape(-1)
+        w = min(nbytes, 8)
+        if nbytes in (2, 4, 8, 16) and m.size % w == 0 and not (starts & (w - 1)).any():
+            # aligned words: one index per word, every byte of it set (True is byte 1)
+            first = starts >> (w.bit_length() - 1)
+            idx = first if nbytes == w else (first[:, None] + np.arange(nbytes // w)).reshape(-1)
+            m.view(np.dtype(f"<u{w}"))[idx] = int.from_bytes(b"\x01" * w, "little")
+            return
         m[starts if nbytes == 1 else (starts[:, None] + np.arange(nbytes)).reshape(-1)] = True
 
 
