@@ -94,3 +94,19 @@ def test_workers_is_checked():
     mod = wp.load(OWN)
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         mod.launch("k", 4, 32, [np.zeros(128, np.uint32), np.zeros(4, np.uint32)], ctas_per_batch=1, workers=0)
+
+
+def test_track_marks_exactly_the_bytes_accessed():
+    from warpsim.ptx.memory import Track
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 3, 4, 8, 16):
+        for _ in range(40):
+            t, ref = Track([256]), np.zeros(256, bool)
+            align = n if n in (2, 4, 8, 16) and rng.random() < 0.8 else 1
+            starts = rng.integers(0, (256 - n) // align + 1, rng.integers(1, 20)) * align
+            t.mark(True, 0, starts, n)
+            for s in starts:
+                ref[s:s + n] = True
+            assert np.array_equal(t.written[0], ref) and t.written[0].view(np.uint8).max() <= 1
+            assert not t.read[0].any()
