@@ -78,7 +78,7 @@ PATHS = (
      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
      "sm_120a"),
     ("ptx triton bf16 sm_80 gemm", "ptx", "triton_bf16_f32acc_masked_sm80", "sm_80"),
-    ("ptx triton f16 sm_90a gemm (wgmma)", "ptx", "triton_f16_f32acc_masked_sm90", "sm_90a"),
+    ("ptx triton f16 sm_90a gemm", "ptx", "triton_f16_f32acc_masked_sm90", "sm_90a"),
 )
 TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
 TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
