@@ -20,10 +20,12 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import threading
 
 import numpy as np
 
 _POOL: list = []      # the worker processes, started on first use and reused
+_LOCK = threading.Lock()
 #: how the last launch that tried workers ended: "merged" (the workers' result) or "sequential"
 LAST = None
 
@@ -121,6 +123,8 @@ def run(fn, jobs, buffers) -> bool:
     untouched) when the merged result could differ from the sequential one."""
     global LAST
     LAST = "sequential"
+    if not _LOCK.acquire(blocking=False):      # another thread's launch has the workers
+        return False
     try:
         ws = _workers(len(jobs))
         for w, job in zip(ws, jobs):
@@ -129,6 +133,8 @@ def run(fn, jobs, buffers) -> bool:
     except Exception:        # a worker that could not start or died: the sequential run decides
         _close_all()
         return False
+    finally:
+        _LOCK.release()
     if any(r is None for r in results):
         return False
     sizes = [b.size for b in buffers]
