@@ -110,3 +110,17 @@ def test_track_marks_exactly_the_bytes_accessed():
                 ref[s:s + n] = True
             assert np.array_equal(t.written[0], ref) and t.written[0].view(np.uint8).max() <= 1
             assert not t.read[0].any()
+
+
+def test_default_workers(monkeypatch):
+    monkeypatch.setenv("WARPSIM_PTX_WORKERS", "3")
+    assert workers.default_workers() == 3
+    monkeypatch.setenv("WARPSIM_PTX_WORKERS", "0")
+    with pytest.raises(ValueError, match="WARPSIM_PTX_WORKERS must be a positive integer"):
+        workers.default_workers()
+    monkeypatch.delenv("WARPSIM_PTX_WORKERS")
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.0, 1.0, 1.0))     # only this process runs
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert workers.default_workers() == 4
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (9.0, 9.0, 9.0))     # every core busy
+    assert workers.default_workers() == 1

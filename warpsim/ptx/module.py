@@ -386,7 +386,7 @@ class Module:
         in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
         workers: processes that run the batches of a grid of several batches side by side (None:
-        ``WARPSIM_PTX_WORKERS``, else every CPU; 1: none); the result is the sequential launch's,
+        ``WARPSIM_PTX_WORKERS``, else the idle CPUs; 1: none); the result is the sequential launch's,
         word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).
         Returns nothing.
         """

@@ -11,8 +11,8 @@ a batch raised an error, or a batch warned, the launch runs sequentially from th
 memory instead, so errors and warnings come out as they always do.
 
 Workers are processes (the interpreter's per-statement work holds the GIL), fresh interpreters
-started on first use and reused.  ``workers=`` of ``launch`` or ``WARPSIM_PTX_WORKERS``
-sets how many; 1 turns it off.
+started on first use and reused.  ``workers=`` of ``launch`` or ``WARPSIM_PTX_WORKERS`` sets how
+many (1 turns it off); by default, as many as there are idle CPUs (``default_workers``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ LAST = None
 
 
 def default_workers() -> int:
-    """``WARPSIM_PTX_WORKERS`` if set, else the CPUs this process may run on."""
+    """``WARPSIM_PTX_WORKERS`` if set, else the CPUs this process may run on that other processes
+    leave idle (by the 1-minute load average, this process counted out): on a machine whose cores
+    are busy, workers would only queue behind them.  The result never depends on the count."""
     env = os.environ.get("WARPSIM_PTX_WORKERS", "").strip()
     if env:
         try:
@@ -42,9 +44,14 @@ def default_workers() -> int:
             raise ValueError(f"WARPSIM_PTX_WORKERS must be a positive integer, got {env!r}")
         return n
     try:
-        return len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    try:
+        busy = max(os.getloadavg()[0] - 1.0, 0.0)
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(n, int(n - busy + 0.5)))
 
 
 class _Worker:
