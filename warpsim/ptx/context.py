@@ -174,7 +174,7 @@ class Context:
                     u = u.view(np.dtype(f"i{bits // 8}")).astype(np.int64).astype(UINT[have])
                 else:
                     u = u.astype(UINT[have])
-            new = np.broadcast_to(u, self.shape)
+            new = u if u.shape == self.shape else np.broadcast_to(u, self.shape)
         m.write_register(op, new, self)
 
     # --- addresses ----------------------------------------------------------------------------

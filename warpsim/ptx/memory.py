@@ -333,6 +333,12 @@ class Memory:
             return None
         return g.buffers[k], (addr - np.uint64(base)).astype(np.int64), active, k
 
+    def try_load(self, space, addr, nbytes, align, ctx, lanes=None):
+        """What :meth:`load` returns, when the access is one that cannot fail (see _direct); else None."""
+        if self._direct(space, addr, nbytes, align, ctx, lanes) is None:
+            return None
+        return self.load(space, addr, nbytes, align, ctx, lanes)
+
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
         d = self._direct(space, addr, nbytes, align, ctx, lanes)
         if d is not None:

@@ -562,10 +562,10 @@ class _Kernel(Warp):
         # per-function register files
         self._files = {}
         for fn in prog.functions.values():
-            self._regs, self._declared, self._declared_ranges = {}, {}, {}
+            self._regs, self._declared, self._declared_ranges, self._bits_cache = {}, {}, {}, {}
             for line, text in fn.reg_decls:
                 self.declare(line, text)
-            self._files[fn.name] = (self._regs, self._declared, self._declared_ranges)
+            self._files[fn.name] = (self._regs, self._declared, self._declared_ranges, self._bits_cache)
         self._fn = None
         self._use(prog.functions[prog.entry.name])
         # shared memory layout: static variables in order, then dynamic (extern) ones at the end
@@ -617,7 +617,7 @@ class _Kernel(Warp):
 
     def _use(self, fn):
         if self._fn is not fn:
-            self._regs, self._declared, self._declared_ranges = self._files[fn.name]
+            self._regs, self._declared, self._declared_ranges, self._bits_cache = self._files[fn.name]
             self._fn = fn
 
     def _geometry(self):

@@ -108,6 +108,7 @@ class Warp:
         self._regs: dict[str, np.ndarray] = {}
         self._declared: dict[str, int] = {}       # exact name -> bits
         self._declared_ranges: dict[str, tuple[int, int]] = {}   # prefix -> (count, bits) for %r<N>
+        self._bits_cache: dict[str, int] = {}     # name -> bits, from the two above (cleared by declare)
         self._symbols: dict[str, int] = {}
 
     # --- register access ----------------------------------------------------
@@ -128,6 +129,12 @@ class Warp:
         return sorted(self._regs, key=key)
 
     def _bits(self, name):
+        b = self._bits_cache.get(name)
+        if b is None:
+            b = self._bits_cache[name] = self._width(name)
+        return b
+
+    def _width(self, name):
         if name in self._declared:
             return self._declared[name]
         p = name.rstrip("0123456789")
@@ -325,6 +332,7 @@ class Warp:
         bits = TYPES[typ][0]
         if bits == 8:
             bits = 16          # .b8 registers are held in 16-bit registers
+        self._bits_cache.clear()
         for nm in [x.strip() for x in names.split(",")]:
             r = re.fullmatch(r"(%?[A-Za-z_$][\w$]*?)<(\d+)>", nm)
             if r:
