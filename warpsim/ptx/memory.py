@@ -10,6 +10,8 @@ completes in program order, in the lane order the executor runs them.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 GLOBAL_BASE = 0x0000_0100_0000_0000      # first address GlobalMemory.map chooses
@@ -292,7 +294,7 @@ class Memory:
         inside one mapped array, or an explicit .shared access inside the CTA's own shared memory,
         every address aligned.  -> (store, flat byte offsets (g, L) int64, active lanes or None), or
         None for anything else (the general _locate then does it, or names the error)."""
-        if space not in ("global", "shared") or align & (align - 1):
+        if space not in ("global", "shared") or align & (align - 1) or addr.dtype != np.uint64:
             return None
         active = ctx.lane_mask(lanes)
         if active is not None and not active.all():
@@ -300,16 +302,16 @@ class Memory:
                 return None
         else:
             active = None
-        bad = (addr & np.uint64(align - 1)) != 0
-        if (bad.any() if active is None else (bad & active).any()):
+        sub = addr if active is None else addr[active]        # the active lanes' addresses
+        # every one aligned: no low bit set in any of them
+        if align > 1 and int(np.bitwise_or.reduce(sub, axis=None)) & (align - 1):
             return None
         if space == "shared":
             if self.shared_bytes > 1 << 24:
                 return None
-            o = addr.astype(np.int64)
             # the CTA's own window: no shared::cluster rank bits, no byte past its shared memory
-            out = (o < 0) | (o > self.shared_bytes - nbytes)
-            if out.any() if active is None else (out & active).any():
+            so = sub.view(np.int64)
+            if int(so.min()) < 0 or int(so.max()) > self.shared_bytes - nbytes:
                 return None
             if ctx.rows is None:
                 if len(self.warp_cta) != addr.shape[0]:
@@ -317,21 +319,18 @@ class Memory:
                 rows = self.warp_cta
             else:
                 rows = self.warp_cta[np.asarray(ctx.rows)]
-            return self.shared.reshape(-1), o + (rows * self.shared_bytes)[:, None], active, -1
+            return self.shared.reshape(-1), addr.view(np.int64) + (rows * self.shared_bytes)[:, None], active, -1
         g = self.glob
         if not g.bases:
             return None
-        a0 = int(addr.reshape(-1)[0] if active is None else addr[active][0])
-        k = int(np.searchsorted(np.array(g.bases, dtype=np.uint64), np.uint64(a0), side="right")) - 1
+        lo, hi = int(sub.min()), int(sub.max())
+        k = bisect.bisect_right(g.bases, lo) - 1      # the array the lowest address falls in
         if k < 0:
             return None
         base, size = g.bases[k], g.buffers[k].size
-        if size < nbytes:
+        if size < nbytes or hi > base + size - nbytes:
             return None
-        out = (addr < np.uint64(base)) | (addr > np.uint64(base + size - nbytes))
-        if out.any() if active is None else (out & active).any():
-            return None
-        return g.buffers[k], (addr - np.uint64(base)).astype(np.int64), active, k
+        return g.buffers[k], addr.view(np.int64) - base, active, k
 
     def try_load(self, space, addr, nbytes, align, ctx, lanes=None):
         """What :meth:`load` returns, when the access is one that cannot fail (see _direct); else None."""
