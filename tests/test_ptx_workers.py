@@ -124,3 +124,15 @@ def test_default_workers(monkeypatch):
     assert workers.default_workers() == 4
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (9.0, 9.0, 9.0))     # every core busy
     assert workers.default_workers() == 1
+
+
+def test_arrays_sharing_host_memory_run_sequentially():
+    # out and its alias are one host array mapped at two device addresses: CTA c writes through
+    # out, and reads (as inp) what earlier CTAs wrote through the alias
+    mod = wp.load(OWN)
+    seq, par = np.zeros(8 * 32, np.uint32), np.zeros(8 * 32, np.uint32)
+    mod.launch("k", 8, 32, [seq, seq[:8]], ctas_per_batch=2, workers=1)
+    workers.LAST = None
+    mod.launch("k", 8, 32, [par, par[:8]], ctas_per_batch=2, workers=2)
+    assert workers.LAST is None and np.array_equal(par, seq)      # the workers were not asked
+    assert seq[64] == 64 * 3 + seq[2]                             # CTA 2 read what CTA 0 wrote

@@ -442,20 +442,21 @@ class Module:
             raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
         first_batch = None
         if len(batches) > 1 and not prog.cross_cta:
-            from .workers import default_workers, run, split
+            from .workers import aliased, default_workers, run, split
 
             n = default_workers() if workers is None else int(workers)
             if n > 1:
                 first_batch = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
                                       first_cta=0, nctas=min(per, nctas))
                 first_batch.bind(args)
-                syms = {v.name: memory.module_symbols[(id(self), v.name)][0] for v in self._mod.variables}
-                geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
-                state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps), bool(wgmma_strict),
-                         list(memory.bases), [np.array(x) for x in memory.buffers], syms)
-                jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
-                if run(_batch_worker, jobs, memory.buffers):
-                    return
+                if not aliased(memory.buffers):
+                    syms = {v.name: memory.module_symbols[(id(self), v.name)][0] for v in self._mod.variables}
+                    geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
+                    state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps),
+                             bool(wgmma_strict), list(memory.bases), [np.array(x) for x in memory.buffers], syms)
+                    jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                    if run(_batch_worker, jobs, memory.buffers):
+                        return
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
         for i, first in enumerate(batches):

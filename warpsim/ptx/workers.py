@@ -165,6 +165,16 @@ def run(fn, jobs, buffers) -> bool:
     return True
 
 
+def aliased(buffers) -> bool:
+    """Whether two mapped arrays share host memory (a store through one is seen through the other,
+    which separate copies in workers would not reproduce)."""
+    for i, a in enumerate(buffers):
+        for b in buffers[i + 1:]:
+            if np.may_share_memory(a, b):
+                return True
+    return False
+
+
 def split(batches, n):
     """Contiguous runs of ``batches`` for n workers (at most one run per batch)."""
     n = max(1, min(n, len(batches)))
