@@ -26,6 +26,7 @@ import numpy as np
 
 _POOL: list = []      # the worker processes, started on first use and reused
 _LOCK = threading.Lock()
+_REGISTERED = False   # _close_all registered to run at exit
 #: how the last launch that tried workers ended: "merged" (the workers' result) or "sequential"
 LAST = None
 
@@ -115,8 +116,10 @@ def _close_all():
 
 
 def _workers(n):
-    if not _POOL:
+    global _REGISTERED
+    if not _REGISTERED:
         atexit.register(_close_all)
+        _REGISTERED = True
     while len(_POOL) < n:
         _POOL.append(_Worker())
     return _POOL[:n]
@@ -132,17 +135,19 @@ def run(fn, jobs, buffers) -> bool:
     LAST = "sequential"
     if not _LOCK.acquire(blocking=False):      # another thread's launch has the workers
         return False
+    results = None
     try:
         ws = _workers(len(jobs))
         for w, job in zip(ws, jobs):
             w.send(fn, job)
         results = [w.receive() for w in ws]
     except Exception:        # a worker that could not start or died: the sequential run decides
-        _close_all()
-        return False
+        pass
     finally:
+        if results is None:  # also on an interrupt: no answer may stay behind in a pipe
+            _close_all()
         _LOCK.release()
-    if any(r is None for r in results):
+    if results is None or any(r is None for r in results):
         return False
     sizes = [b.size for b in buffers]
     written = [np.zeros(n, bool) for n in sizes]
