@@ -140,6 +140,28 @@ def test_error_global_address_outside_arguments():
     assert "outside every kernel-argument array" in str(e)
 
 
+def test_direct_accesses_fall_back_exactly():
+    """The memory fast path (one array, own shared window, aligned) hands every other case to the
+    general path: its errors name the lane, guarded-off lanes may hold any address, and lanes
+    spread over two arrays each reach their own."""
+    e = _err(STORE + "add.s64 %rd4, %rd3, 2;\nld.global.u32 %r1, [%rd4];")
+    assert "not aligned to 4 bytes" in str(e) and "lane 0" in str(e)
+    e = _err("mov.u32 %r1, %laneid;\nsetp.eq.u32 %p1, %r1, 5;\nselp.b32 %r2, 256, 0, %p1;\nmov.u32 %r3, sm;\n"
+             "add.s32 %r4, %r3, %r2;\nst.shared.u32 [%r4], %r1;")
+    assert "(lane 5, 4 bytes) is outside the CTA's 256 bytes" in str(e)
+    body = ("mov.u32 %r1, %laneid;\nsetp.lt.u32 %p1, %r1, 16;\nmov.u64 %rd5, 12;\nselp.b64 %rd6, %rd3, %rd5, %p1;\n"
+            "@%p1 st.global.u32 [%rd6], %r1;\n@!%p1 ld.global.u32 %r2, [%rd6];")
+    e = _err(STORE + body)
+    assert "global address 0xc (lane 16" in str(e)
+    a, b = np.zeros(32, np.uint32), np.arange(100, 132, dtype=np.uint32)
+    src = kernel(STORE + "ld.param.u64 %rd7, [other];\nmov.u32 %r1, %laneid;\nsetp.lt.u32 %p1, %r1, 16;\n"
+                 "add.s64 %rd8, %rd7, %rd2;\nselp.b64 %rd9, %rd3, %rd8, %p1;\nld.global.u32 %r2, [%rd9];\n"
+                 "add.s32 %r3, %r2, 1;\nst.global.u32 [%rd9], %r3;", ".param .u64 out, .param .u64 other")
+    wp.load(src).launch("k", 1, 32, [a, b])
+    assert np.array_equal(a[:16], np.ones(16)) and np.array_equal(a[16:], np.zeros(16))
+    assert np.array_equal(b[:16], np.arange(100, 116)) and np.array_equal(b[16:], np.arange(117, 133))
+
+
 def test_kernel_argument_mismatches():
     mod = wp.load(kernel("", ".param .u64 out, .param .u32 n"))
     out = np.zeros(4, np.uint32)

@@ -184,6 +184,18 @@ def test_barrier_errors():
     assert "lanes 4, 5, 6" in str(e) and "bar.sync" in e.statement
 
 
+def test_converged_bar_sync_completes_only_as_the_general_barrier_does():
+    # every warp converged at one bar.sync: the scheduler's fast path may complete it at once only
+    # when every warp names the same barrier; per-warp barrier numbers (warp w at barrier w, each
+    # waiting for all 64 threads) deadlock as in the general step
+    e = error("mov.u32 %r2, %warpid;\nbar.sync %r2, 64;", threads=64)
+    assert "deadlock" in str(e) and "bar.sync" in e.statement
+    out = run("mov.u32 %r2, %warpid;\nbar.sync 3, 32;\nst.global.u32 [%rd3], %r2;", threads=64)
+    assert np.array_equal(out[:, 0], np.arange(64) // 32)
+    e = error("bar.sync 16;", threads=64)
+    assert "out of range 0..15" in str(e)
+
+
 def test_warp_collectives_in_a_divergent_warp_with_matching_membermask():
     out = run("""
         mov.u32 %r5, 0;

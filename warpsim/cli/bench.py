@@ -97,6 +97,7 @@ PATHS = (
      "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3",
      "sm_120a"),
     ("ptx triton bf16 sm_80 gemm", "ptx", "triton_bf16_f32acc_masked_sm80", "sm_80"),
+    ("ptx triton f16 sm_90a gemm", "ptx", "triton_f16_f32acc_masked_sm90", "sm_90a"),
 )
 TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
 TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
@@ -381,7 +382,8 @@ def _path_call(kind, opcode, arch, macs, quick):
 
 
 def _ptx_gemm(name, size):
-    """(run the committed Triton kernel once on size^3 bf16, run warpsim.gemm on the same, MACs)."""
+    """(run the committed Triton kernel once on size^3, run warpsim.gemm on the same with the
+    matching warp-level mma (the kernel's input type, f32 accumulator), MACs)."""
     import ml_dtypes
     import warpsim
     from ..ptx import GlobalMemory, load
@@ -393,9 +395,10 @@ def _ptx_gemm(name, size):
     finally:
         sys.path.remove(str(root))
     kern = KERNELS[name]
+    elem = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}[kern["a"]]
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
+    a = rng.standard_normal((size, size)).astype(elem)
+    b = rng.standard_normal((size, size)).astype(elem)
     mod = load(root / f"{name}.ptx")
     grid = (-(-size // kern["bm"]), -(-size // kern["bn"]), 1)
     arch = "sm_90"          # as the H100 runs it (the capture of tests/ptx/compiled)
@@ -409,7 +412,7 @@ def _ptx_gemm(name, size):
                    [ad["a"], ad["b"], ad["c"], size, size, size, ad["s0"], ad["s1"]], kern["shared"],
                    memory=gm, arch=arch)
 
-    op = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+    op = f"mma.sync.aligned.m16n8k16.row.col.f32.{kern['a']}.{kern['a']}.f32"
     c0 = np.zeros((size, size), np.float32)
     return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch=arch)), size ** 3
 
@@ -438,6 +441,7 @@ def bench_paths(repeat, quick, names=None):
             if kind == "ptx":
                 size = 32 if quick else 256
                 fn, ref_fn, n = _ptx_gemm(opcode, size)
+                fn()               # first calls compile numba kernels
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
                 ts, rs, ratio = _time_pair(fn, ref_fn, reps)

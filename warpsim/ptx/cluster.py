@@ -237,7 +237,7 @@ def _global_write(ctx, addrs, data):
             k, off = glob._find(int(addrs[i]), j - i)
         except ValueError as exc:
             ctx.fail(f"a TMA store writes global bytes outside every mapped array ({exc})")
-        glob.buffers[k][off:off + j - i] = data[i:j]
+        glob.write(k, off, data[i:j])
         i = j
 
 

@@ -174,7 +174,7 @@ class Context:
                     u = u.view(np.dtype(f"i{bits // 8}")).astype(np.int64).astype(UINT[have])
                 else:
                     u = u.astype(UINT[have])
-            new = np.broadcast_to(u, self.shape)
+            new = u if u.shape == self.shape else np.broadcast_to(u, self.shape)
         m.write_register(op, new, self)
 
     # --- addresses ----------------------------------------------------------------------------
@@ -211,7 +211,7 @@ class Context:
     def check_aligned(self, addr, align, what, lane0=0):
         """For .sync.aligned instructions (every lane of an executing warp takes part); ``addr``
         holds lanes lane0, lane0 + 1, ..."""
-        bad = (addr % np.uint64(align)) != 0
+        bad = (addr % np.uint64(align) if align & (align - 1) else addr & np.uint64(align - 1)) != 0
         if bad.any():
             w, lane = np.argwhere(bad)[0]
             self.fail(f"{what} 0x{int(addr[w, lane]):x} (lane {lane + lane0}) is not {align}-byte aligned")

@@ -10,6 +10,8 @@ completes in program order, in the lane order the executor runs them.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 GLOBAL_BASE = 0x0000_0100_0000_0000      # first address GlobalMemory.map chooses
@@ -43,6 +45,7 @@ class GlobalMemory:
         self.bases: list[int] = []          # sorted
         self.buffers: list[np.ndarray] = []  # uint8 views of the mapped arrays, same order
         self.module_symbols: dict = {}      # (id(module), name) -> address of a module variable
+        self.track = None                   # a Track while a worker records what a batch touched
 
     def __repr__(self):
         return f"GlobalMemory({len(self.bases)} arrays, {sum(b.size for b in self.buffers)} bytes)"
@@ -82,7 +85,15 @@ class GlobalMemory:
     def read(self, address, nbytes) -> bytes:
         """``nbytes`` bytes at ``address`` (inside one mapped array)."""
         k, off = self._find(int(address), int(nbytes))
+        if self.track is not None:
+            self.track.mark(False, k, np.array([off]), int(nbytes))
         return self.buffers[k][off:off + nbytes].tobytes()
+
+    def write(self, k, off, data):
+        """Store bytes ``data`` at byte ``off`` of mapped array ``k`` (see :meth:`_find`)."""
+        if self.track is not None:
+            self.track.mark(True, k, np.array([off]), len(data))
+        self.buffers[k][off:off + len(data)] = data
 
     def _find(self, address, nbytes):
         for k, (b, v) in enumerate(zip(self.bases, self.buffers)):
@@ -108,13 +119,35 @@ class GlobalMemory:
         return np.where(sel, kk, -1), np.where(sel, (off - bases[kk]).astype(np.int64), 0)
 
 
+class Track:
+    """The bytes of each mapped array that a run read and wrote (bool masks), so that runs of CTA
+    batches made side by side on copies of global memory can be checked for each other's writes
+    and merged in batch order (warpsim.ptx.workers)."""
+
+    def __init__(self, sizes):
+        self.read = [np.zeros(n, bool) for n in sizes]
+        self.written = [np.zeros(n, bool) for n in sizes]
+
+    def mark(self, write, k, starts, nbytes):
+        m = (self.written if write else self.read)[k]
+        starts = np.asarray(starts, dtype=np.int64).reshape(-1)
+        w = min(nbytes, 8)
+        if nbytes in (2, 4, 8, 16) and m.size % w == 0 and not (starts & (w - 1)).any():
+            # aligned words: one index per word, every byte of it set (True is byte 1)
+            first = starts >> (w.bit_length() - 1)
+            idx = first if nbytes == w else (first[:, None] + np.arange(nbytes // w)).reshape(-1)
+            m.view(np.dtype(f"<u{w}"))[idx] = int.from_bytes(b"\x01" * w, "little")
+            return
+        m[starts if nbytes == 1 else (starts[:, None] + np.arange(nbytes)).reshape(-1)] = True
+
+
 def _word(store, starts, nbytes):
     """The unsigned dtype whose words hold every access whole (2, 4, 8 or 16 bytes: 8-byte words),
     when every start is aligned to it and the byte array divides into it; else None (bytes)."""
     w = min(nbytes, 8)
     if nbytes not in (2, 4, 8, 16) or store.size % w or not store.flags.c_contiguous:
         return None
-    if starts.size and (starts % w).any():
+    if starts.size and (starts & (w - 1)).any():
         return None
     return np.dtype(f"<u{w}")
 
@@ -126,7 +159,8 @@ def _gather(store, starts, nbytes):
     if dt is None:
         return store[starts[:, None] + np.arange(nbytes)]
     per = nbytes // dt.itemsize
-    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
+    first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
+    idx = first if per == 1 else first[:, None] + np.arange(per)
     return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)
 
 
@@ -139,8 +173,11 @@ def _scatter(store, starts, data):
         store[starts[:, None] + np.arange(nbytes)] = data
         return
     per = nbytes // dt.itemsize
-    idx = (starts // dt.itemsize)[:, None] + np.arange(per)
-    store.view(dt)[idx] = np.ascontiguousarray(data).view(dt).reshape(len(starts), per)
+    first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
+    if per == 1:
+        store.view(dt)[first] = np.ascontiguousarray(data).view(dt).reshape(len(starts))
+    else:
+        store.view(dt)[first[:, None] + np.arange(per)] = np.ascontiguousarray(data).view(dt).reshape(len(starts), per)
 
 
 class Memory:
@@ -252,7 +289,67 @@ class Memory:
             return [(int(bs[0]), sel)]
         return [(b, sel & (buf == b)) for b in np.unique(bs)]
 
+    def _direct(self, space, addr, nbytes, align, ctx, lanes):
+        """The common access, located with a few whole-array checks: an explicit .global access
+        inside one mapped array, or an explicit .shared access inside the CTA's own shared memory,
+        every address aligned.  -> (store, flat byte offsets (g, L) int64, active lanes or None), or
+        None for anything else (the general _locate then does it, or names the error)."""
+        if space not in ("global", "shared") or align & (align - 1) or addr.dtype != np.uint64:
+            return None
+        active = ctx.lane_mask(lanes)
+        if active is not None and not active.all():
+            if not active.any():
+                return None
+        else:
+            active = None
+        sub = addr if active is None else addr[active]        # the active lanes' addresses
+        # every one aligned: no low bit set in any of them
+        if align > 1 and int(np.bitwise_or.reduce(sub, axis=None)) & (align - 1):
+            return None
+        if space == "shared":
+            if self.shared_bytes > 1 << 24:
+                return None
+            # the CTA's own window: no shared::cluster rank bits, no byte past its shared memory
+            so = sub.view(np.int64)
+            if int(so.min()) < 0 or int(so.max()) > self.shared_bytes - nbytes:
+                return None
+            if ctx.rows is None:
+                if len(self.warp_cta) != addr.shape[0]:
+                    return None
+                rows = self.warp_cta
+            else:
+                rows = self.warp_cta[np.asarray(ctx.rows)]
+            return self.shared.reshape(-1), addr.view(np.int64) + (rows * self.shared_bytes)[:, None], active, -1
+        g = self.glob
+        if not g.bases:
+            return None
+        lo, hi = int(sub.min()), int(sub.max())
+        k = bisect.bisect_right(g.bases, lo) - 1      # the array the lowest address falls in
+        if k < 0:
+            return None
+        base, size = g.bases[k], g.buffers[k].size
+        if size < nbytes or hi > base + size - nbytes:
+            return None
+        return g.buffers[k], addr.view(np.int64) - base, active, k
+
+    def try_load(self, space, addr, nbytes, align, ctx, lanes=None):
+        """What :meth:`load` returns, when the access is one that cannot fail (see _direct); else None."""
+        if self._direct(space, addr, nbytes, align, ctx, lanes) is None:
+            return None
+        return self.load(space, addr, nbytes, align, ctx, lanes)
+
     def load(self, space, addr, nbytes, align, ctx, lanes=None):
+        d = self._direct(space, addr, nbytes, align, ctx, lanes)
+        if d is not None:
+            store, flat, active, k = d
+            starts = flat.reshape(-1) if active is None else flat[active]
+            if k >= 0 and self.glob.track is not None:
+                self.glob.track.mark(False, k, starts, nbytes)
+            if active is None:
+                return _gather(store, starts, nbytes).reshape(addr.shape + (nbytes,))
+            out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
+            out[active] = _gather(store, starts, nbytes)
+            return out
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
         for k, sel in parts.items():
@@ -260,6 +357,8 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 for b, s in self._global_groups(sel, buf):
+                    if self.glob.track is not None:
+                        self.glob.track.mark(False, b, flat[s], nbytes)
                     out[s] = _gather(self.glob.buffers[b], flat[s], nbytes)
             else:
                 out[sel] = _gather(self._store_of(k), flat[sel], nbytes)
@@ -267,6 +366,16 @@ class Memory:
 
     def store(self, space, addr, data, align, ctx, lanes=None):
         nbytes = data.shape[-1]
+        d = self._direct(space, addr, nbytes, align, ctx, lanes)
+        if d is not None:
+            store, flat, active, k = d
+            if k < 0 and self.watch is not None:
+                self.watch(ctx, np.ones(addr.shape, bool) if active is None else active, flat, nbytes)
+            starts = flat.reshape(-1) if active is None else flat[active]
+            if k >= 0 and self.glob.track is not None:
+                self.glob.track.mark(True, k, starts, nbytes)
+            _scatter(store, starts, data.reshape(-1, nbytes) if active is None else data[active])
+            return
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:
             self.watch(ctx, parts[_SHARED], flat, nbytes)
@@ -275,6 +384,8 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 for b, s in self._global_groups(sel, buf):
+                    if self.glob.track is not None:
+                        self.glob.track.mark(True, b, flat[s], nbytes)
                     _scatter(self.glob.buffers[b], flat[s], data[s])
             else:
                 _scatter(self._store_of(k), flat[sel], data[sel])
@@ -291,6 +402,10 @@ class Memory:
                 continue
             if k == _GLOBAL:
                 groups = [(self.glob.buffers[b], sel & (buf == b)) for b in np.unique(buf[sel])]
+                if self.glob.track is not None:
+                    for b in np.unique(buf[sel]):
+                        for write in (False, True):
+                            self.glob.track.mark(write, int(b), flat[sel & (buf == b)], nbytes)
             else:
                 groups = [(self._store_of(k), sel)]
             for store, s in groups:

@@ -27,11 +27,13 @@ from .syntax import PTXError, make_statement, parse_int, parse_module, statement
 __all__ = ["load", "Module"]
 
 _BRANCH = re.compile(r"bra(?:\.uni)?\Z")
+#: opcodes the scheduler's general step runs: control flow, barriers, what can suspend a warp
+_GENERAL = ("bra", "call", "ret", "exit", "bar", "mbarrier", "setmaxnreg")
 _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$]+)\s*(?:\[(\d*)\])?"
                           r"(?:\s*\[(\d+)\])?\Z")
 #: default launch limits: CTAs in one grid, and CTAs run together in one batch
 MAX_CTAS = 1 << 16
-CTAS_PER_BATCH = 256
+CTAS_PER_BATCH = 128
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
@@ -141,6 +143,16 @@ class _Program:
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
+        # per pc, how the scheduler's converged fast path takes it: 1 a statement it executes, 2 a
+        # direct branch, 5 an unguarded bar.sync, 0 one it leaves to the general step (other control,
+        # barriers, mbarrier waits)
+        self.plain = [2 if _BRANCH.match(st.opcode) else
+                      5 if _BAR.match(st.opcode) and ".arrive" not in st.opcode and st.guard is None else
+                      0 if st.opcode.startswith(_GENERAL) else 1 for st in self.code]
+        # global atomics and reductions: CTAs of different batches meet at their addresses, so the
+        # batches of a launch run one after the other, never side by side (warpsim.ptx.workers)
+        self.cross_cta = any(st.opcode.split(".")[0] in ("atom", "red", "multimem")
+                             or st.opcode.startswith("cp.reduce") for st in self.code)
 
     def _lay_out(self, ent, mod):
         fn = _Function(ent, len(self.code))
@@ -352,7 +364,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None, wgmma_strict=False):
+               progress=None, wgmma_strict=False, workers=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -373,6 +385,9 @@ class Module:
         there is more than one batch and stderr is a terminal).  wgmma_strict: a read of an
         in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
+        workers: processes that run the batches of a grid of several batches side by side (None:
+        ``WARPSIM_PTX_WORKERS``, else the idle CPUs; 1: none); the result is the sequential launch's,
+        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).
         Returns nothing.
         """
         prog = self.program(entry)
@@ -422,9 +437,28 @@ class Module:
         explicit = cluster is not None or want is not None or "explicitcluster" in dirs
         per = nctas if cl[0] * cl[1] * cl[2] > 1 else max(1, min(int(ctas_per_batch), nctas))
         batches = range(0, nctas, per)
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
+                                    or workers < 1):
+            raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        first_batch = None
+        if len(batches) > 1 and not prog.cross_cta:
+            from .workers import aliased, default_workers, run, split
+
+            n = default_workers() if workers is None else int(workers)
+            if n > 1:
+                first_batch = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
+                                      first_cta=0, nctas=min(per, nctas))
+                first_batch.bind(args)
+                if not aliased(memory.buffers):
+                    syms = {v.name: memory.module_symbols[(id(self), v.name)][0] for v in self._mod.variables}
+                    geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
+                    state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps),
+                             bool(wgmma_strict), list(memory.bases), [np.array(x) for x in memory.buffers], syms)
+                    jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                    if run(_batch_worker, jobs, memory.buffers):
+                        return
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
-        first_batch = None
         for i, first in enumerate(batches):
             if progress:
                 print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
@@ -441,6 +475,51 @@ class Module:
             k.run(int(max_steps))
         if progress:
             print(file=sys.stderr)
+
+
+_WORKER_MODULES: dict = {}
+
+
+def _batch_worker(text, name, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):
+    """In a worker process: batches ``firsts`` of a launch, in order, on a copy of its global
+    memory; -> per mapped array (packed read mask, packed write mask, the written bytes), or None
+    when a batch raised or warned (the sequential launch then reports it)."""
+    import warnings
+
+    from .memory import Track
+
+    key = (name, text)
+    mod = _WORKER_MODULES.get(key)
+    if mod is None:
+        _WORKER_MODULES.clear()
+        mod = _WORKER_MODULES[key] = Module(text, name)
+    gm = GlobalMemory()
+    for base, data in zip(bases, datas):
+        gm.map(data, address=base)
+    for vname, addr in syms.items():
+        gm.module_symbols[(id(mod), vname)] = (addr, gm.buffers[gm.bases.index(addr)])
+    gm.track = Track([d.size for d in datas])
+    g, b, shared, arch, cl, explicit, per, nctas = geom
+    prog = mod.program(entry)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            for first in firsts:
+                k = _Kernel(prog, g, b, shared, arch, mod.name, gm, mod, cl, explicit, first_cta=first,
+                            nctas=min(per, nctas - first))
+                if k._async is not None:
+                    k._async.strict = strict
+                k._set_params(params, dict(offsets))
+                k.run(max_steps)
+        except Exception:
+            return None
+    if caught:
+        return None
+    out = []
+    for i, d in enumerate(datas):
+        w = gm.track.written[i]
+        out.append((np.packbits(gm.track.read[i]), np.packbits(w), d[w]))
+    return out
 
 
 def _dims(v, what):
@@ -484,10 +563,10 @@ class _Kernel(Warp):
         # per-function register files
         self._files = {}
         for fn in prog.functions.values():
-            self._regs, self._declared, self._declared_ranges = {}, {}, {}
+            self._regs, self._declared, self._declared_ranges, self._bits_cache = {}, {}, {}, {}
             for line, text in fn.reg_decls:
                 self.declare(line, text)
-            self._files[fn.name] = (self._regs, self._declared, self._declared_ranges)
+            self._files[fn.name] = (self._regs, self._declared, self._declared_ranges, self._bits_cache)
         self._fn = None
         self._use(prog.functions[prog.entry.name])
         # shared memory layout: static variables in order, then dynamic (extern) ones at the end
@@ -539,7 +618,7 @@ class _Kernel(Warp):
 
     def _use(self, fn):
         if self._fn is not fn:
-            self._regs, self._declared, self._declared_ranges = self._files[fn.name]
+            self._regs, self._declared, self._declared_ranges, self._bits_cache = self._files[fn.name]
             self._fn = fn
 
     def _geometry(self):
@@ -822,7 +901,85 @@ class _Kernel(Warp):
                     del mb_wait[w]
                     parked[w] = False
 
+        def finish(idx):
+            """After a statement ran on warps idx: suspend those an mbarrier wait blocked, advance the
+            rest, settle the ones that reached their reconvergence point."""
+            if cl.blocked:
+                stay = []
+                for w, key, phase, blocking in cl.blocked:
+                    mb_wait[w] = (key, phase, blocking)
+                    parked[w] = True
+                    if blocking:
+                        stay.append(w)           # try_wait: suspended; it runs the statement again
+                cl.blocked.clear()
+                if stay:
+                    self.pc[np.asarray(stay)] -= 1
+            self.pc[idx] += 1
+            hit = idx[self.pc[idx] == self.rpc[idx]]
+            for w in hit:
+                self._settle(int(w))
+
+        plain = self.prog.plain
+        uni = None        # (pc, rows, warp indices, their reconvergence pc) while converged (see below)
+        general = False   # the fast path handed this statement to the general step
         while alive.any():
+            if uni is not None:
+                # The converged fast path: every running warp is at one pc with all its lanes active
+                # and none waits, so each statement is one group of all of them, formed here exactly
+                # as the general step below forms it, without recomputing the groups.
+                p, rows, idx, rp = uni
+                kind = plain[p] if p < len(code) and steps < max_steps else 0
+                fn = fn_of[p] if kind else None
+                if fn is None or p >= fn.end:
+                    kind = 0
+                st = code[p] if kind else None
+                if kind == 2 and st.guard is not None:       # a branch: converged if all warps go one way
+                    self._use(fn)
+                    taken = self.guard_mask(st, rows)
+                    kind = 3 if taken.all() else (4 if not taken.any() else 0)
+                if kind == 5:
+                    # bar.sync reached by every warp of every CTA at once, with nothing pending on
+                    # any barrier: each CTA's barrier completes at once (the general step's
+                    # arrive-then-release, in one go), when its operands are ones it accepts
+                    kind = 0
+                    if rows is None and not arrived and 1 <= len(st.operands) <= 2:     # no warp has left
+                        self._use(fn)
+                        ctx = _ctx(self, st, rows)
+                        bid = ctx.read(st.operands[0], "u32")
+                        ok = (bid <= 15).all() and (bid == bid.flat[0]).all()     # one barrier for all
+                        if len(st.operands) == 2:
+                            cnt = ctx.read(st.operands[1], "u32")
+                            ok = ok and ((cnt % 32 == 0) & (cnt > 0) & (cnt <= 32 * self.wpc)).all()
+                        if ok:
+                            kind = 4
+                if kind == 0:
+                    uni = None                # the general step takes this statement
+                    general = True
+                    continue
+                steps += 1
+                self.clock = steps
+                if kind == 1:
+                    self._use(fn)
+                    if not (st.opcode.startswith("nanosleep") or st.opcode.startswith("prefetch")):
+                        self.execute(st, rows, None)
+                    if cl.blocked:
+                        finish(idx)
+                        uni = None
+                        continue
+                    nxt = p + 1
+                else:
+                    nxt = p + 1 if kind == 4 else st.target
+                if rows is None:
+                    self.pc.fill(nxt)
+                else:
+                    self.pc[rows] = nxt
+                if nxt == rp:
+                    for w in idx:
+                        self._settle(int(w))
+                    uni = None
+                else:
+                    uni = (nxt, rows, idx, rp)
+                continue
             if cl.version != seen_version[0] and mb_wait:
                 wake()
             run = alive & ~waiting & ~parked & ~cl_wait
@@ -843,6 +1000,12 @@ class _Kernel(Warp):
             grp = run & (self.pc == p)
             idx = np.nonzero(grp)[0]
             rows = None if len(idx) == W else idx
+            if not general and (grp == alive).all() and self.act[idx].all():
+                rp = self.rpc[idx]
+                if (rp == rp[0]).all():
+                    uni = (p, rows, idx, int(rp[0]))
+                    continue
+            general = False
             steps += 1
             self.clock = steps
             if steps > max_steps:
@@ -980,20 +1143,7 @@ class _Kernel(Warp):
                     m2 = lanes[on]
                     full = m2.all()
                     self.execute(st, None if (full and len(r2) == W) else r2, None if full else m2)
-            if cl.blocked:
-                stay = []
-                for w, key, phase, blocking in cl.blocked:
-                    mb_wait[w] = (key, phase, blocking)
-                    parked[w] = True
-                    if blocking:
-                        stay.append(w)           # try_wait: suspended; it runs the statement again
-                cl.blocked.clear()
-                if stay:
-                    self.pc[np.asarray(stay)] -= 1
-            self.pc[idx] += 1
-            hit = idx[self.pc[idx] == self.rpc[idx]]
-            for w in hit:
-                self._settle(int(w))
+            finish(idx)
 
     def _deadlock(self, code, waiting, bar_key, mb_wait, cl_wait, alive):
         """Every running warp waits and nothing can release it: name the barriers and the waiters."""

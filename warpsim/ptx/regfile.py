@@ -108,6 +108,7 @@ class Warp:
         self._regs: dict[str, np.ndarray] = {}
         self._declared: dict[str, int] = {}       # exact name -> bits
         self._declared_ranges: dict[str, tuple[int, int]] = {}   # prefix -> (count, bits) for %r<N>
+        self._bits_cache: dict[str, int] = {}     # name -> bits, from the two above (cleared by declare)
         self._symbols: dict[str, int] = {}
 
     # --- register access ----------------------------------------------------
@@ -128,6 +129,12 @@ class Warp:
         return sorted(self._regs, key=key)
 
     def _bits(self, name):
+        b = self._bits_cache.get(name)
+        if b is None:
+            b = self._bits_cache[name] = self._width(name)
+        return b
+
+    def _width(self, name):
         if name in self._declared:
             return self._declared[name]
         p = name.rstrip("0123456789")
@@ -325,6 +332,7 @@ class Warp:
         bits = TYPES[typ][0]
         if bits == 8:
             bits = 16          # .b8 registers are held in 16-bit registers
+        self._bits_cache.clear()
         for nm in [x.strip() for x in names.split(",")]:
             r = re.fullmatch(r"(%?[A-Za-z_$][\w$]*?)<(\d+)>", nm)
             if r:
@@ -404,25 +412,12 @@ class Warp:
         # an ALU row: d = f(sources) with types from the pattern's groups
         if len(st.operands) != nsrc + 1:
             ctx.fail(f"{st.opcode} takes {nsrc + 1} operands (a destination and {nsrc} source(s)), got {len(st.operands)}")
-        gd = m.groupdict()
-        t = gd.get("t")
-        st_ = gd.get("st") or t
-        dt = gd.get("dt") or t
-        if dt is None:      # mul.wide: destination twice the source width
-            bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
-            dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
-            if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
-                dt = "u32"
-        srcs = []
-        for i, op in enumerate(st.operands[1:]):
-            typ = st_
-            if st.opcode.startswith(("shl", "shr")) and i == 1:
-                typ = "u32"
-            if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
-                typ = "u32"
-            if st.opcode.startswith("mad.wide") and i == 2:
-                typ = dt
-            srcs.append(ctx.read(op, typ, what=f"source {i + 1} of {st.opcode}"))
+        plan = st.__dict__.get("alu_types")
+        if plan is None:    # the operand types follow from the opcode alone: worked out once
+            plan = st.alu_types = _alu_types(st, m)
+        dt, typs = plan
+        srcs = [ctx.read(op, typ, what=f"source {i + 1} of {st.opcode}")
+                for i, (op, typ) in enumerate(zip(st.operands[1:], typs))]
         with np.errstate(all="ignore"):
             out = fn(m, *srcs)
         ctx.write(st.operands[0], out, dt, what=f"destination of {st.opcode}")
@@ -519,6 +514,30 @@ class Warp:
             typ = "b32"
         for r, v in zip(vecs["d"], vals):
             ctx.write(r, np.ascontiguousarray(v), typ)
+
+
+def _alu_types(st, m):
+    """(destination type, source types) of an ALU row's statement."""
+    gd = m.groupdict()
+    t = gd.get("t")
+    st_ = gd.get("st") or t
+    dt = gd.get("dt") or t
+    if dt is None:      # mul.wide: destination twice the source width
+        bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
+        dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
+        if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
+            dt = "u32"
+    typs = []
+    for i in range(len(st.operands) - 1):
+        typ = st_
+        if st.opcode.startswith(("shl", "shr")) and i == 1:
+            typ = "u32"
+        if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
+            typ = "u32"
+        if st.opcode.startswith("mad.wide") and i == 2:
+            typ = dt
+        typs.append(typ)
+    return dt, typs
 
 
 def _find_token(stmt, regs, shown):

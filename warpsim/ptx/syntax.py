@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -91,6 +92,7 @@ def split_operands(s: str, line: int, stmt: str):
     return out
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_int(tok: str) -> int | None:
     t = tok.strip()
     neg = t.startswith("-")
@@ -114,6 +116,7 @@ def parse_int(tok: str) -> int | None:
     return -v if neg else v
 
 
+@functools.lru_cache(maxsize=8192)       # pure: a statement's immediates are read at every execution
 def immediate_bits(tok: str, typ: str, bits: int) -> int | None:
     """The bit pattern of an immediate operand of PTX type ``typ`` (``bits`` wide), or None if it is not one."""
     t = tok.strip()

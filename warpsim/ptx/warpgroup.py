@@ -437,11 +437,22 @@ def _read_set(ins, wgs, ngroups, a_desc, b_desc, imm):
         bits = ins.elem(role).bits
         k = ins.matrix_shape(role)[1] if role == "a" else ins.k   # sparse A: the compressed K/2
         for d in np.unique(desc):
-            ad, _ = S.operand_addresses(int(d), rows, k, bits, "MN" if tr else "K")
+            key = (int(d), rows, k, bits, "MN" if tr else "K")
+            addrs = _READ_ADDRESSES.get(key)
+            if addrs is None:       # a function of the descriptor and the shape: computed once
+                ad, _ = S.operand_addresses(*key)
+                addrs = np.unique((ad[..., None] + np.arange(max(1, bits // 8))).ravel())
+                addrs.flags.writeable = False
+                if len(_READ_ADDRESSES) > 4096:
+                    _READ_ADDRESSES.clear()
+                _READ_ADDRESSES[key] = addrs
             mask = np.zeros(ngroups, dtype=bool)
             mask[wgs[desc == d]] = True
-            out.append((mask, np.unique((ad[..., None] + np.arange(max(1, bits // 8))).ravel())))
+            out.append((mask, addrs))
     return out
+
+
+_READ_ADDRESSES: dict = {}      # (descriptor, rows, k, bits, major) -> the sorted shared byte addresses read
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""CTA batches of a launch in worker processes (warpsim.ptx.workers): the result is the sequential
+launch's, word for word, or the launch runs sequentially."""
+
+import numpy as np
+import pytest
+
+import warpsim.ptx as wp
+from warpsim.ptx import PTXError, workers
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+# each CTA writes its own slice of out; CTA c also adds in[c] (read-only input)
+OWN = HEAD + """.visible .entry k(.param .u64 out, .param .u64 inp)
+{
+.reg .b32 %r<16>;
+.reg .b64 %rd<16>;
+ld.param.u64 %rd1, [out];
+ld.param.u64 %rd9, [inp];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, %ctaid.x;
+mad.lo.s32 %r3, %r2, 32, %r1;
+mul.wide.u32 %rd2, %r3, 4;
+add.s64 %rd3, %rd1, %rd2;
+mul.wide.u32 %rd4, %r2, 4;
+add.s64 %rd5, %rd9, %rd4;
+ld.global.u32 %r4, [%rd5];
+mul.lo.s32 %r5, %r3, 3;
+add.s32 %r6, %r5, %r4;
+st.global.u32 [%rd3], %r6;
+ret;
+}
+"""
+
+# CTA c reads what CTA c - 1 wrote: batches in sequence chain their values
+CHAIN = HEAD + """.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<16>;
+.reg .b64 %rd<16>;
+.reg .pred %p<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r2, %ctaid.x;
+mov.u32 %r1, %tid.x;
+mov.u32 %r4, 1;
+setp.eq.u32 %p1, %r2, 0;
+@%p1 bra WRITE;
+sub.s32 %r3, %r2, 1;
+mul.wide.u32 %rd2, %r3, 4;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u32 %r5, [%rd3];
+add.s32 %r4, %r5, 1;
+WRITE:
+mul.wide.u32 %rd4, %r2, 4;
+add.s64 %rd5, %rd1, %rd4;
+setp.eq.u32 %p2, %r1, 0;
+@%p2 st.global.u32 [%rd5], %r4;
+ret;
+}
+"""
+
+
+def test_batches_in_workers_equal_the_sequential_launch():
+    mod = wp.load(OWN)
+    inp = np.arange(8, dtype=np.uint32) * 1000
+    seq = np.zeros(8 * 32, np.uint32)
+    mod.launch("k", 8, 32, [seq, inp], ctas_per_batch=2, workers=1)
+    par = np.zeros(8 * 32, np.uint32)
+    mod.launch("k", 8, 32, [par, inp], ctas_per_batch=2, workers=2)
+    assert workers.LAST == "merged"
+    t = np.arange(8 * 32)
+    assert np.array_equal(seq, t * 3 + (t // 32) * 1000) and np.array_equal(par, seq)
+
+
+def test_a_batch_reading_an_earlier_batchs_writes_runs_sequentially():
+    mod = wp.load(CHAIN)
+    seq, par = np.zeros(6, np.uint32), np.zeros(6, np.uint32)
+    mod.launch("k", 6, 32, [seq], ctas_per_batch=1, workers=1)
+    mod.launch("k", 6, 32, [par], ctas_per_batch=1, workers=3)
+    assert workers.LAST == "sequential"
+    assert np.array_equal(seq, np.arange(1, 7)) and np.array_equal(par, seq)
+
+
+def test_an_error_in_a_later_batch_is_raised_as_sequentially():
+    src = OWN.replace("ld.global.u32 %r4, [%rd5];", "ld.global.u32 %r4, [%rd5+64];")
+    mod = wp.load(src)
+    out = np.zeros(20 * 32, np.uint32)
+    with pytest.raises(PTXError, match="outside every kernel-argument array"):
+        mod.launch("k", 20, 32, [out, np.zeros(20, np.uint32)], ctas_per_batch=4, workers=2)
+    assert workers.LAST == "sequential"
+    # inp[c + 16] lies outside inp from CTA 4 on: batch 0 ran, the launch stopped in batch 1
+    assert np.array_equal(out[:128], np.arange(128) * 3) and not out[128:].any()
+
+
+def test_workers_is_checked():
+    mod = wp.load(OWN)
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        mod.launch("k", 4, 32, [np.zeros(128, np.uint32), np.zeros(4, np.uint32)], ctas_per_batch=1, workers=0)
+
+
+def test_track_marks_exactly_the_bytes_accessed():
+    from warpsim.ptx.memory import Track
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 3, 4, 8, 16):
+        for _ in range(40):
+            t, ref = Track([256]), np.zeros(256, bool)
+            align = n if n in (2, 4, 8, 16) and rng.random() < 0.8 else 1
+            starts = rng.integers(0, (256 - n) // align + 1, rng.integers(1, 20)) * align
+            t.mark(True, 0, starts, n)
+            for s in starts:
+                ref[s:s + n] = True
+            assert np.array_equal(t.written[0], ref) and t.written[0].view(np.uint8).max() <= 1
+            assert not t.read[0].any()
+
+
+def test_default_workers(monkeypatch):
+    monkeypatch.setenv("WARPSIM_PTX_WORKERS", "3")
+    assert workers.default_workers() == 3
+    monkeypatch.setenv("WARPSIM_PTX_WORKERS", "0")
+    with pytest.raises(ValueError, match="WARPSIM_PTX_WORKERS must be a positive integer"):
+        workers.default_workers()
+    monkeypatch.delenv("WARPSIM_PTX_WORKERS")
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.0, 1.0, 1.0))     # only this process runs
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert workers.default_workers() == 4
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (9.0, 9.0, 9.0))     # every core busy
+    assert workers.default_workers() == 1
+
+
+def test_arrays_sharing_host_memory_run_sequentially():
+    # out and its alias are one host array mapped at two device addresses: CTA c writes through
+    # out, and reads (as inp) what earlier CTAs wrote through the alias
+    mod = wp.load(OWN)
+    seq, par = np.zeros(8 * 32, np.uint32), np.zeros(8 * 32, np.uint32)
+    mod.launch("k", 8, 32, [seq, seq[:8]], ctas_per_batch=2, workers=1)
+    workers.LAST = None
+    mod.launch("k", 8, 32, [par, par[:8]], ctas_per_batch=2, workers=2)
+    assert workers.LAST is None and np.array_equal(par, seq)      # the workers were not asked
+    assert seq[64] == 64 * 3 + seq[2]                             # CTA 2 read what CTA 0 wrote
