@@ -295,6 +295,14 @@ def _fmt(p, f):
     return tuple(int(x) for x in p[f:f + 5])
 
 
+def _tc_checked(p):
+    """The recipe tc_fast_ok is to judge: a truncated result format (wgmma fp8 -> f32 keeps 13 mantissa
+    bits of an f32 word) as D's own, which the block rounding (round_params with ignored bits) narrows."""
+    from ..engine.tensorcore import _as_checked, truncated_acc
+
+    return _as_checked(p) if truncated_acc(p) else p
+
+
 def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k_order=None):
     from ..engine import gemm as eg
     from ..engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
@@ -367,7 +375,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     fast = None
     if FORCE_GENERIC:
         pass                                    # WARPSIM_GENERIC=1: the exact kernel everywhere
-    elif kind == DOT_TC and tc_fast_ok(p, 8, ka):
+    elif kind == DOT_TC and tc_fast_ok(_tc_checked(p), 8, ka):
         nblk = int(p[P_NBLK])
         if nblk == 1 and p[P_CMODE] == CMODE_FUSED:
             fast = "tc"

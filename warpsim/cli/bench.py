@@ -47,12 +47,13 @@ FAMILIES = (
 #: whole GEMMs (warpsim.gemm, all cores): (row name, opcode, size n of an n x n x n product, target ratio
 #: warpsim / numpy float64 ``A @ B`` on the same matrices, measured in the same run)
 GEMMS = (
-    ("gemm f16->f32 1024^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1024, 10.0),
-    ("gemm f16->f32 2048^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2048, 10.0),
+    ("gemm f16->f32 1024^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 1024, 8.0),
+    ("gemm f16->f32 2048^3", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 2048, 8.0),
     ("gemm f16->f16 1024^3", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 1024, 20.0),
     ("gemm bf16 1024^3", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 1024, 20.0),
     ("gemm tf32 1024^3", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 1024, 20.0),
     ("gemm fp8 1024^3", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 1024, 20.0),
+    ("gemm wgmma e4m3->f32 1024^3", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", 1024, 12.0),
     ("gemm f64 1024^3", "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", 1024, 20.0),
     ("gemm s8 1024^3", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32", 1024, 20.0),
     ("gemm sp f16 1024^3", "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32", 1024, 20.0),
