@@ -78,8 +78,14 @@ def _imm(name, v, allowed):
 
 def _gather_smem(smem, descs, G, rows, k, bits, major, name):
     """(G, rows, k) element bits read through per-group descriptors (one gather per distinct descriptor)."""
-    out = np.zeros((G, rows, k), dtype=np.uint64)
     uniq, inv = np.unique(descs, return_inverse=True)
+    if len(uniq) == 1:          # one descriptor for every group: one gather, no scatter into a copy
+        try:
+            vals = _smem.read_operand(smem, int(uniq[0]), rows, k, bits, major)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        return vals if vals.shape[0] == G else np.broadcast_to(vals, (G, rows, k))
+    out = np.zeros((G, rows, k), dtype=np.uint64)
     for u, d in enumerate(uniq):
         sel = np.nonzero(inv == u)[0] if len(descs) > 1 else np.arange(G)
         sm = smem if smem.shape[0] == 1 else smem[sel]
