@@ -50,11 +50,7 @@ from ..numerics.fused import _bits_f32, _f64_bits
 from ..numerics.softfloat import add_bits, convert_bits
 from .hostfpu import fma_native, fp_env_ok
 from .kernel import _dot
-from .tensorcore import _ZEXP, _round8_common, _row8
-from . import tensorcore as _tc
-from llvmlite import ir as _ir
-from numba import types as _nbt
-from numba.extending import intrinsic as _intrinsic
+from .tensorcore import _ZEXP, _round8_common, _row8, make_chain
 
 (G_KS, G_KA, G_STEPS, G_SPLIT, G_PROMOTE, G_SERIAL, G_RED, G_REB, G_RMB, G_AEB, G_AMB, G_SPARSE, G_RNAN,
  G_RDNAN) = range(14)
@@ -377,143 +373,12 @@ def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, 
                 D[i, j0 + j] = OB[j]
 
 
-# --- the plain fused chain, several panels of one row at once ------------------------------------
-#
-# The chain of one row and PG panels (8 columns each) is PG independent dependency chains: one code
-# loop over the k terms advances all of them, so the CPU overlaps their latencies (the two passes of
-# _row8 are each one serial max / add chain per panel).  The exponent pass does not read the
-# accumulator until its end, so the next instruction's pass can start before this one's rounding
-# ends.  Every truncated term is an integer multiple of 2^(emax - frac) below 2^53 in sum (see
-# tensorcore), so the float64 sum is exact in any order: the accumulator's term is added last.
-
-def _loopn(builder, lo, hi, step, inits, body):
-    """_tc._loop with several loop-carried values (a list); returns the final list."""
-    pre = builder.block
-    blk = builder.append_basic_block("gc.loop")
-    out = builder.append_basic_block("gc.done")
-    builder.branch(blk)
-    builder.position_at_end(blk)
-    t = builder.phi(_tc._I64)
-    accs = [builder.phi(x.type) for x in inits]
-    t.add_incoming(lo, pre)
-    for a, x in zip(accs, inits):
-        a.add_incoming(x, pre)
-    nxt = body(t, accs)
-    t1 = builder.add(t, _ir.Constant(_tc._I64, step))
-    t.add_incoming(t1, builder.block)
-    for a, x in zip(accs, nxt):
-        a.add_incoming(x, builder.block)
-    builder.cbranch(builder.icmp_signed("<", t1, hi), blk, out)
-    builder.position_at_end(out)
-    return nxt
-
-
-def _make_chain(PG):
-    """The intrinsic _chain(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino):
-    instructions s0..s1-1 of the plain fused chain (one block per instruction, C the first term) of
-    one row and PG panels.  A terms at AV / AE[oa + t]; panel p's B row t at BV / BE[bo + p * bs + 8 t];
-    the accumulators (values, alignment exponents) of the 8 PG outputs are read from and written back
-    to ACCV / ACCE, and OB gets the bits of the last rounding (round_params rp; exponents as _set_acc
-    with emino).  Requires s0 < s1 and ka even."""
-    V8D, V8F, V8L, V8I, I64 = _tc._V8D, _tc._V8F, _tc._V8L, _tc._V8I, _tc._I64
-    c8 = _tc._c8
-
-    @_intrinsic
-    def _chain(typingctx, AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino):
-        if not (AV.dtype == _nbt.float64 and AE.dtype == _nbt.float32 and BV.dtype == _nbt.float64
-                and BE.dtype == _nbt.float32 and ACCV.dtype == _nbt.float64 and ACCE.dtype == _nbt.float32
-                and OB.dtype == _nbt.uint64 and rp.dtype == _nbt.int64):
-            return None
-        sig = _nbt.void(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino)
-
-        def codegen(context, builder, sig, args):
-            ty = sig.args
-            pAV, pAE, pBV, pBE, pAV_, pAE_, pOB, prp = (_tc._data(context, builder, sig, args, k)
-                                                        for k in (0, 1, 3, 4, 10, 11, 12, 14))
-            oa_, bo_, bs_, s0_, s1_, ka_ = (_tc._i64(context, builder, ty[k], args[k]) for k in (2, 5, 6, 7, 8, 9))
-            frac = _tc._splat(builder, context.cast(builder, args[13], ty[13], _nbt.float64), V8D)
-            emo = _tc._splat(builder, context.cast(builder, args[15], ty[15], _nbt.float32), V8F)
-            rp_ = _tc._load_rp(builder, prp)
-            zexp = _tc._splat(builder, _ir.Constant(_tc._F32, float(_ZEXP)), V8F)
-            boff = [builder.add(bo_, builder.mul(bs_, _ir.Constant(I64, p))) for p in range(PG)]
-            init = ([_tc._vload(builder, pAV_, _ir.Constant(I64, 8 * p), V8D, 8) for p in range(PG)]
-                    + [_tc._vload(builder, pAE_, _ir.Constant(I64, 8 * p), V8F, 4) for p in range(PG)])
-            one = _ir.Constant(I64, 1)
-            three = _ir.Constant(I64, 3)
-
-            def pow2(k):
-                ki = builder.sext(builder.fptosi(k, V8I), V8L)
-                return builder.bitcast(builder.shl(builder.add(ki, c8(1023)), c8(52)), V8D)
-
-            def step(s, acc):
-                rv, re = acc[:PG], acc[PG:]
-                lo = builder.mul(s, ka_)
-                hi = builder.add(lo, ka_)
-
-                def ebody(t, e):         # two terms a trip, two chains per panel
-                    t2 = builder.add(t, one)
-                    x0 = _tc._splat(builder, builder.load(builder.gep(pAE, [builder.add(oa_, t)])), V8F)
-                    x1 = _tc._splat(builder, builder.load(builder.gep(pAE, [builder.add(oa_, t2)])), V8F)
-                    o0 = builder.shl(t, three)
-                    o1 = builder.shl(t2, three)
-                    out = []
-                    for p in range(PG):
-                        g0 = _tc._vload(builder, pBE, builder.add(boff[p], o0), V8F, 4)
-                        out.append(_tc._vmax(builder, e[p], builder.fadd(x0, g0)))
-                    for p in range(PG):
-                        g1 = _tc._vload(builder, pBE, builder.add(boff[p], o1), V8F, 4)
-                        out.append(_tc._vmax(builder, e[PG + p], builder.fadd(x1, g1)))
-                    return out
-
-                e = _loopn(builder, lo, hi, 2, [zexp] * (2 * PG), ebody)
-                cs, back = [], []
-                for p in range(PG):
-                    ep = _tc._vmax(builder, _tc._vmax(builder, e[p], e[PG + p]), re[p])
-                    ed = _tc._vmax(builder, builder.fpext(ep, V8D), c8(-900.0, V8D))
-                    cs.append(pow2(builder.fsub(frac, ed)))
-                    back.append(pow2(builder.fsub(ed, frac)))
-
-                def sbody(t, sm):
-                    x = _tc._splat(builder, builder.load(builder.gep(pAV, [builder.add(oa_, t)])), V8D)
-                    o = builder.shl(t, three)
-                    out = []
-                    for p in range(PG):
-                        g = _tc._vload(builder, pBV, builder.add(boff[p], o), V8D, 8)
-                        tr = builder.call(ftrunc, [builder.fmul(builder.fmul(x, g), cs[p])])
-                        out.append(builder.fadd(sm[p], tr))
-                    return out
-
-                sm = _loopn(builder, lo, hi, 1, [c8(0.0, V8D)] * PG, sbody)
-                nv, ne = [], []
-                for p in range(PG):
-                    v = builder.fadd(sm[p], builder.call(ftrunc, [builder.fmul(rv[p], cs[p])]))
-                    bits, val, _ = _tc._gen_round8(builder, builder.fmul(v, back[p]), rp_)
-                    _tc._vstore(builder, bits, pOB, _ir.Constant(I64, 8 * p), 8)
-                    # _set_acc: max(floor(log2 |v|), emino); zero -> _ZEXP
-                    a = builder.and_(builder.bitcast(val, V8L), c8(0x7FFFFFFFFFFFFFFF))
-                    eb = builder.trunc(builder.sub(builder.lshr(a, c8(52)), c8(1023)), V8I)
-                    ex = _tc._vmax(builder, builder.sitofp(eb, V8F), emo)
-                    nv.append(val)
-                    ne.append(builder.select(builder.fcmp_ordered("!=", val, c8(0.0, V8D)), ex, zexp))
-                return nv + ne
-
-            ftrunc = _tc._cgutils.get_or_insert_function(builder.module, _ir.FunctionType(V8D, [V8D]),
-                                                         "llvm.trunc.v8f64")
-            fin = _loopn(builder, s0_, s1_, 1, init, step)
-            for p in range(PG):
-                _tc._vstore(builder, fin[p], pAV_, _ir.Constant(I64, 8 * p), 8)
-                _tc._vstore(builder, fin[PG + p], pAE_, _ir.Constant(I64, 8 * p), 4)
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return _chain
-
+# --- the plain fused chain, several panels of one row at once (tensorcore.make_chain) ------------
 
 #: panels per chain call, and the fallback for the rest
 PANEL_GROUP = 4
-_chain4 = _make_chain(PANEL_GROUP)
-_chain1 = _make_chain(1)
+_chain4 = make_chain(PANEL_GROUP)
+_chain1 = make_chain(1)
 #: instructions per pass over a block of rows (their B panels' slice stays in L1 / L2 meanwhile)
 STEP_CHUNK = 8
 
