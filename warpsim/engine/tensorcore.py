@@ -1200,6 +1200,7 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
         DV = np.empty(M * N, np.uint32)
         GS = np.empty(N, np.float64)
         T = np.empty((NG, N), np.float64)
+        GG = np.empty((NG, N), np.float64)
         TE = np.empty((NG, N), np.float64)
         SBV = np.empty((NG, N), np.float64)
         SBE = np.empty((NG, N), np.float64)
@@ -1256,30 +1257,35 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                         idx = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 3
                         LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
             for i in range(M):
+                # every group's exact sum (any order: exact), the groups' chains interleaved
                 for g in range(NG):
                     for j in range(N):
-                        GS[j] = 0.0
-                    if sparse:
+                        GG[g, j] = 0.0
+                if sparse:
+                    for g in range(NG):
                         for t in range(g * G, g * G + G):
                             x = AV[i * Ka + t]
                             r = LC[i * Ka + t]
                             for j in range(N):
-                                GS[j] += x * BR[r * N + j]
-                    else:
-                        for t in range(g * G, g * G + G):
+                                GG[g, j] += x * BR[r * N + j]
+                else:
+                    for tt in range(G):
+                        for g in range(NG):
+                            t = g * G + tt
                             x = AV[i * Ka + t]
                             for j in range(N):
-                                GS[j] += x * BR[t * N + j]
+                                GG[g, j] += x * BR[t * N + j]
+                for g in range(NG):
                     xa = SFA[w, i, (g * G) // st]
                     sav = sval[xa]
                     sae = np.float64(sexp[xa])
-                    rare = False
+                    nz = 0
                     for j in range(N):       # branch-free: a zero term's exponent is settled below
-                        tv = GS[j] * sav * SBV[g, j]
+                        tv = GG[g, j] * sav * SBV[g, j]
                         T[g, j] = tv
                         TE[g, j] = sae + SBE[g, j] if tv != 0.0 else zexp
-                        rare |= tv == 0.0
-                    if rare:
+                        nz += tv == 0.0
+                    if nz:
                         for j in range(N):
                             if T[g, j] != 0.0 or sav == 0.0 or SBV[g, j] == 0.0:
                                 continue
@@ -1289,18 +1295,23 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                                 if AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0:
                                     TE[g, j] = sae + SBE[g, j]
                                     break
+                # largest exponent, then the truncated terms: loops over the 8 columns (vector code);
+                # the float64 sum of the truncated terms is exact in any order
                 for j in range(N):
                     cv = CV[i * N + j]
-                    ce = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
-                    for g in range(NG):
-                        ce = max(ce, TE[g, j])
-                    EM[j] = max(ce, -900.0)
+                    EM[j] = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
+                for g in range(NG):
+                    for j in range(N):
+                        EM[j] = max(EM[j], TE[g, j])
                 for j in range(N):
-                    sc = _pow2f(np.int64(fracf - EM[j]))
-                    sacc = np.trunc(CV[i * N + j] * sc)
-                    for g in range(NG):
-                        sacc += np.trunc(T[g, j] * sc)
-                    VV8[j] = sacc * _pow2f(np.int64(EM[j] - fracf))
+                    EM[j] = max(EM[j], -900.0)
+                    GS[j] = _pow2f(np.int64(fracf - EM[j]))
+                    VV8[j] = np.trunc(CV[i * N + j] * GS[j])
+                for g in range(NG):
+                    for j in range(N):
+                        VV8[j] += np.trunc(T[g, j] * GS[j])
+                for j in range(N):
+                    VV8[j] *= _pow2f(np.int64(EM[j] - fracf))
                 _round8_common(VV8, OB8, OV8, rp)
                 for j in range(N):
                     DV[i * N + j] = np.uint32(OB8[j])
