@@ -404,9 +404,17 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
         bok = np.empty(NP, np.bool_)
         eg.decode_panels(Bb, *_decoder(tb, emin_b), np.float32(emin_b), BVp, BEp, bok)
-        CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
-        crow = np.empty(Mp, np.bool_)
-        eg.decode_rows(Cb, *_decoder(tc, 1 - tc.bias), np.float32(1 - tc.bias), CV, CE, crow)
+        # the plain chain decodes C itself, row block by row block (no decoded copy of C)
+        cbits = fast == "tc" and split_k == 1 and not promote_every and not sparse and ka % 2 == 0
+        cdec = _decoder(tc, 1 - tc.bias)
+        cemin = np.float32(1 - tc.bias)
+        if cbits:
+            CV, CE = np.zeros((1, 1), np.float64), np.zeros((1, 1), np.float32)
+            crow = np.ones(1, np.bool_)
+        else:
+            CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
+            crow = np.empty(Mp, np.bool_)
+            eg.decode_rows(Cb, *cdec, cemin, CV, CE, crow)
         if fast == "tc_sep":
             grp = int(p[P_GROUP])
             t = np.arange(ka)
@@ -418,7 +426,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             RIf = RI if sparse else np.arange(Kp, dtype=np.int64)[None, :]
         rowbad = ~arow
         panelbad = ~bok
-        cbad = np.zeros((Mp, NP), np.bool_)
+        cbad = np.zeros((1, 1) if cbits else (Mp, NP), np.bool_)
         if not crow.all():
             cbad = ~_values(Cb, tc)[1].reshape(Mp, NP, eg.PANEL).all(axis=2)
         accf = _fmt(p, P_ACC)
@@ -430,7 +438,8 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         rare[:] = False
         for r0, r1 in blocks:
             eg.fast_rows(g, AV, AE, RIf, BVp, BEp, CV, CE, rowbad, panelbad, cbad, float(p[P_FRAC]),
-                         fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32)
+                         fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32,
+                         cbits, Cb, *cdec, cemin)
             prog(r1)
     elif fast == "int":
         Ai = to_values(Ab, ta).astype(np.int16)

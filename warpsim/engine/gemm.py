@@ -240,12 +240,15 @@ def _red8(MV, PV, w, rpr):
 
 @njit(cache=True, nogil=True, parallel=True)
 def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa, rpr, rpd,
-              emino, r0, r1, D, rare, q64, q32):
+              emino, r0, r1, D, rare, q64, q32, cbits, Cb, ctab, cmask, CTV, CTE, CTF, cemin):
     """Rows r0..r1-1 of D (bits, uint64) with the float64 dot core; rare[i, jp] = True where a panel
     is left to exact_tasks.  AV / AE (M, Kc) A values / exponents (terms of an instruction in block
     order when sep), RI (M, Kc) or (1, Kc) the B row of each term, BV / BE (N/8, K, 8) B in panels,
     CV / CE (M, N); rowbad / panelbad / cbad: non-finite inputs.  rpb / rpa: round_params of the
-    block results and of the C addition; rpr / rpd: of the reduction format and of D (nearest even)."""
+    block results and of the C addition; rpr / rpd: of the reduction format and of D (nearest even).
+    cbits: the plain chain (no split-K, no promotion, dense, one block) reading C's raw bits Cb and
+    decoding them row block by row block (decode_rows' table arguments: ctab ... cemin) instead of
+    CV / CE / cbad, which are then unused (saves the whole decoded C)."""
     S, ka, q, P = g[G_STEPS], g[G_KA], g[G_SPLIT], g[G_PROMOTE]
     serial = g[G_SERIAL] != 0
     NP = BV.shape[0]
@@ -263,9 +266,9 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
                 for jp in range(NP):
                     rare[i, jp] = True
             continue
-        if q == 1 and P == 0 and not sep and not sparse and ka % 2 == 0:
-            _plain_block(AVi, AEi, Kc, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, S, ka, rpb, emino, b0, b1, D,
-                         rare)
+        if cbits:
+            _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S,
+                         ka, rpb, emino, b0, b1, D, rare)
         else:
             _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa,
                         rpr, rpd, emino, b0, b1, D, rare)
@@ -384,9 +387,10 @@ STEP_CHUNK = 8
 
 
 @njit(cache=True, nogil=True)
-def _plain_block(AVi, AEi, Kc, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, S, ka, rpb, emino, b0, b1, D, rare):
+def _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S, ka, rpb,
+                 emino, b0, b1, D, rare):
     """Rows b0..b1-1 of the plain fused chain (no split-K, no promotion, dense), PANEL_GROUP panels a
-    chain call."""
+    chain call; C decoded here from its raw bits Cb (a panel with a NaN / inf C is left to exact_tasks)."""
     NP, K8 = BV.shape[0], BV.shape[1] * PANEL
     R = b1 - b0
     BVf = BV.ravel()
@@ -395,13 +399,19 @@ def _plain_block(AVi, AEi, Kc, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, S,
     ACCV = np.empty((R, W), np.float64)
     ACCE = np.empty((R, W), np.float32)
     OB = np.empty((R, W), np.uint64)
+    CF = np.empty((R, PANEL_GROUP), np.bool_)
     for jg in range(0, NP, PANEL_GROUP):
         npg = min(PANEL_GROUP, NP - jg)
         c0 = jg * PANEL
         for r in range(R):
-            for j in range(npg * PANEL):
-                ACCV[r, j] = CV[b0 + r, c0 + j]
-                ACCE[r, j] = CE[b0 + r, c0 + j]
+            for p in range(npg):
+                fin = True
+                for j in range(p * PANEL, (p + 1) * PANEL):
+                    v, e, f = _dec(Cb[b0 + r, c0 + j], ctab, cmask, CTV, CTE, CTF, cemin)
+                    ACCV[r, j] = v
+                    ACCE[r, j] = e
+                    fin &= f
+                CF[r, p] = fin
         for s0 in range(0, S, STEP_CHUNK):
             s1 = min(S, s0 + STEP_CHUNK)
             for r in range(R):
@@ -417,7 +427,7 @@ def _plain_block(AVi, AEi, Kc, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, S,
             i = b0 + r
             for p in range(npg):
                 jp = jg + p
-                if rowbad[i] or panelbad[jp] or cbad[i, jp]:
+                if rowbad[i] or panelbad[jp] or not CF[r, p]:
                     rare[i, jp] = True
                 else:
                     for j in range(PANEL):
