@@ -401,11 +401,19 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         AV, AE = np.empty((Mp, Kc), np.float64), np.empty((Mp, Kc), np.float32)
         arow = np.empty(Mp, np.bool_)
         eg.decode_rows(Ab, *_decoder(ta, emin_a), np.float32(emin_a), AV, AE, arow)
+        # a chain without split-K / promotion decodes C itself, row block by row block (no decoded copy
+        # of C), and (sep) reads B's rows in the instructions' block order like A's terms
+        cbits = (split_k == 1 and not promote_every and not sparse
+                 and (ka % 2 == 0 if fast == "tc" else ka % 4 == 0))
+        if fast == "tc_sep":
+            grp = int(p[P_GROUP])
+            t = np.arange(ka)
+            step_perm = np.argsort((t // grp) % 2, kind="stable")
+            perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
         BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
         bok = np.empty(NP, np.bool_)
-        eg.decode_panels(Bb, *_decoder(tb, emin_b), np.float32(emin_b), BVp, BEp, bok)
-        # the plain chain decodes C itself, row block by row block (no decoded copy of C)
-        cbits = fast == "tc" and split_k == 1 and not promote_every and not sparse and ka % 2 == 0
+        eg.decode_panels(Bb[perm] if cbits and fast == "tc_sep" else Bb, *_decoder(tb, emin_b), np.float32(emin_b),
+                         BVp, BEp, bok)
         cdec = _decoder(tc, 1 - tc.bias)
         cemin = np.float32(1 - tc.bias)
         if cbits:
@@ -416,10 +424,6 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
             crow = np.empty(Mp, np.bool_)
             eg.decode_rows(Cb, *cdec, cemin, CV, CE, crow)
         if fast == "tc_sep":
-            grp = int(p[P_GROUP])
-            t = np.arange(ka)
-            step_perm = np.argsort((t // grp) % 2, kind="stable")
-            perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
             AV, AE = np.ascontiguousarray(AV[:, perm]), np.ascontiguousarray(AE[:, perm])
             RIf = np.ascontiguousarray(RI[:, perm]) if sparse else perm[None, :].astype(np.int64)
         else:

@@ -246,7 +246,8 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
     order when sep), RI (M, Kc) or (1, Kc) the B row of each term, BV / BE (N/8, K, 8) B in panels,
     CV / CE (M, N); rowbad / panelbad / cbad: non-finite inputs.  rpb / rpa: round_params of the
     block results and of the C addition; rpr / rpd: of the reduction format and of D (nearest even).
-    cbits: the plain chain (no split-K, no promotion, dense, one block) reading C's raw bits Cb and
+    cbits: the chain without split-K or promotion, dense (one block, or sep with A and B rows in block
+    order: RI unused), reading C's raw bits Cb and
     decoding them row block by row block (decode_rows' table arguments: ctab ... cemin) instead of
     CV / CE / cbad, which are then unused (saves the whole decoded C)."""
     S, ka, q, P = g[G_STEPS], g[G_KA], g[G_SPLIT], g[G_PROMOTE]
@@ -268,7 +269,7 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
             continue
         if cbits:
             _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S,
-                         ka, rpb, emino, b0, b1, D, rare)
+                         ka, rpb, emino, b0, b1, D, rare, sep, rpa)
         else:
             _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa,
                         rpr, rpd, emino, b0, b1, D, rare)
@@ -382,15 +383,18 @@ def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, 
 PANEL_GROUP = 4
 _chain4 = make_chain(PANEL_GROUP)
 _chain1 = make_chain(1)
+_chain4s = make_chain(PANEL_GROUP, True)
+_chain1s = make_chain(1, True)
 #: instructions per pass over a block of rows (their B panels' slice stays in L1 / L2 meanwhile)
 STEP_CHUNK = 8
 
 
 @njit(cache=True, nogil=True)
 def _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S, ka, rpb,
-                 emino, b0, b1, D, rare):
-    """Rows b0..b1-1 of the plain fused chain (no split-K, no promotion, dense), PANEL_GROUP panels a
-    chain call; C decoded here from its raw bits Cb (a panel with a NaN / inf C is left to exact_tasks)."""
+                 emino, b0, b1, D, rare, sep, rpa):
+    """Rows b0..b1-1 of the chain without split-K or promotion, dense (sep: the two-block recipe, A and B
+    rows in block order), PANEL_GROUP panels a chain call; C decoded here from its raw bits Cb (a panel
+    with a NaN / inf C is left to exact_tasks)."""
     NP, K8 = BV.shape[0], BV.shape[1] * PANEL
     R = b1 - b0
     BVf = BV.ravel()
@@ -416,13 +420,21 @@ def _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, ro
             s1 = min(S, s0 + STEP_CHUNK)
             for r in range(R):
                 oa = np.int64((b0 + r) * Kc)
-                if npg == PANEL_GROUP:
+                if npg == PANEL_GROUP and sep:
+                    _chain4s(AVi, AEi, oa, BVf, BEf, np.int64(jg * K8), np.int64(K8), s0, s1, ka, ACCV[r], ACCE[r],
+                             OB[r], fracf, rpb, emino, rpa)
+                elif npg == PANEL_GROUP:
                     _chain4(AVi, AEi, oa, BVf, BEf, np.int64(jg * K8), np.int64(K8), s0, s1, ka, ACCV[r], ACCE[r],
-                            OB[r], fracf, rpb, emino)
+                            OB[r], fracf, rpb, emino, rpa)
                 else:
                     for p in range(npg):
-                        _chain1(AVi, AEi, oa, BVf, BEf, np.int64((jg + p) * K8), np.int64(K8), s0, s1, ka,
-                                ACCV[r, p * PANEL:], ACCE[r, p * PANEL:], OB[r, p * PANEL:], fracf, rpb, emino)
+                        o = np.int64((jg + p) * K8)
+                        if sep:
+                            _chain1s(AVi, AEi, oa, BVf, BEf, o, np.int64(K8), s0, s1, ka, ACCV[r, p * PANEL:],
+                                     ACCE[r, p * PANEL:], OB[r, p * PANEL:], fracf, rpb, emino, rpa)
+                        else:
+                            _chain1(AVi, AEi, oa, BVf, BEf, o, np.int64(K8), s0, s1, ka, ACCV[r, p * PANEL:],
+                                    ACCE[r, p * PANEL:], OB[r, p * PANEL:], fracf, rpb, emino, rpa)
         for r in range(R):
             i = b0 + r
             for p in range(npg):

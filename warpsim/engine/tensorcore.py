@@ -834,48 +834,56 @@ def _loopn(builder, lo, hi, step, inits, body):
     return nxt
 
 
-def make_chain(PG):
-    """The intrinsic _chain(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino):
-    instructions s0..s1-1 of the plain fused chain (one block per instruction, C the first term) of
-    one row and PG panels.  A terms at AV / AE[oa + t]; panel p's B row t at BV / BE[bo + p * bs + 8 t];
-    the accumulators (values, alignment exponents) of the 8 PG outputs are read from and written back
-    to ACCV / ACCE, and OB gets the bits of the last rounding (round_params rp; exponents as _set_acc
-    with emino).  Requires s0 < s1 and ka even."""
+def make_chain(PG, sep=False):
+    """The intrinsic _chain(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa):
+    instructions s0..s1-1 of a chain of one row and PG panels.  A terms at AV / AE[oa + t]; panel p's B
+    row t at BV / BE[bo + p * bs + 8 t]; the accumulators (values, alignment exponents) of the 8 PG
+    outputs are read from and written back to ACCV / ACCE, and OB gets the bits of the last rounding
+    (exponents as _set_acc with emino).  Plain (sep False): one fused block per instruction, C its
+    first term, rounded with rp.  sep: the two-block recipe with C added separately (sm_90 fp8, as
+    gemm._chain8): the first half of the terms from +0, rounded (rp), the second half with that
+    result, rounded (rp), then D = RNE(that + C) (rpa).  Requires s0 < s1 and ka (sep: ka / 2) even."""
     V8D, V8F, V8L, V8I, I64 = _V8D, _V8F, _V8L, _V8I, _I64
     c8 = _c8
 
     @_intrinsic
-    def _chain(typingctx, AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino):
+    def _chain(typingctx, AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa):
         if not (AV.dtype == _nbt.float64 and AE.dtype == _nbt.float32 and BV.dtype == _nbt.float64
                 and BE.dtype == _nbt.float32 and ACCV.dtype == _nbt.float64 and ACCE.dtype == _nbt.float32
-                and OB.dtype == _nbt.uint64 and rp.dtype == _nbt.int64):
+                and OB.dtype == _nbt.uint64 and rp.dtype == _nbt.int64 and rpa.dtype == _nbt.int64):
             return None
-        sig = _nbt.void(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino)
+        sig = _nbt.void(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa)
 
         def codegen(context, builder, sig, args):
             ty = sig.args
-            pAV, pAE, pBV, pBE, pAV_, pAE_, pOB, prp = (_data(context, builder, sig, args, k)
-                                                        for k in (0, 1, 3, 4, 10, 11, 12, 14))
+            pAV, pAE, pBV, pBE, pAV_, pAE_, pOB, prp, prpa = (_data(context, builder, sig, args, k)
+                                                              for k in (0, 1, 3, 4, 10, 11, 12, 14, 16))
             oa_, bo_, bs_, s0_, s1_, ka_ = (_i64(context, builder, ty[k], args[k]) for k in (2, 5, 6, 7, 8, 9))
             frac = _splat(builder, context.cast(builder, args[13], ty[13], _nbt.float64), V8D)
             emo = _splat(builder, context.cast(builder, args[15], ty[15], _nbt.float32), V8F)
             rp_ = _load_rp(builder, prp)
+            rpa_ = _load_rp(builder, prpa) if sep else None
             zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), V8F)
             boff = [builder.add(bo_, builder.mul(bs_, _ir.Constant(I64, p))) for p in range(PG)]
             init = ([_vload(builder, pAV_, _ir.Constant(I64, 8 * p), V8D, 8) for p in range(PG)]
                     + [_vload(builder, pAE_, _ir.Constant(I64, 8 * p), V8F, 4) for p in range(PG)])
             one = _ir.Constant(I64, 1)
             three = _ir.Constant(I64, 3)
+            ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(V8D, [V8D]), "llvm.trunc.v8f64")
 
             def pow2(k):
                 ki = builder.sext(builder.fptosi(k, V8I), V8L)
                 return builder.bitcast(builder.shl(builder.add(ki, c8(1023)), c8(52)), V8D)
 
-            def step(s, acc):
-                rv, re = acc[:PG], acc[PG:]
-                lo = builder.mul(s, ka_)
-                hi = builder.add(lo, ka_)
+            def accexp(val):         # _set_acc: max(floor(log2 |v|), emino); zero -> _ZEXP
+                a = builder.and_(builder.bitcast(val, V8L), c8(0x7FFFFFFFFFFFFFFF))
+                eb = builder.trunc(builder.sub(builder.lshr(a, c8(52)), c8(1023)), V8I)
+                ex = _vmax(builder, builder.sitofp(eb, V8F), emo)
+                return builder.select(builder.fcmp_ordered("!=", val, c8(0.0, V8D)), ex, zexp)
 
+            def block(lo, hi, rv, re):
+                """The exact sums (<8 x double> per panel) of terms lo..hi-1 and the accumulators rv / re
+                (None: from +0)."""
                 def ebody(t, e):         # two terms a trip, two chains per panel
                     t2 = builder.add(t, one)
                     x0 = _splat(builder, builder.load(builder.gep(pAE, [builder.add(oa_, t)])), V8F)
@@ -894,7 +902,9 @@ def make_chain(PG):
                 e = _loopn(builder, lo, hi, 2, [zexp] * (2 * PG), ebody)
                 cs, back = [], []
                 for p in range(PG):
-                    ep = _vmax(builder, _vmax(builder, e[p], e[PG + p]), re[p])
+                    ep = _vmax(builder, e[p], e[PG + p])
+                    if re is not None:
+                        ep = _vmax(builder, ep, re[p])
                     ed = _vmax(builder, builder.fpext(ep, V8D), c8(-900.0, V8D))
                     cs.append(pow2(builder.fsub(frac, ed)))
                     back.append(pow2(builder.fsub(ed, frac)))
@@ -910,21 +920,38 @@ def make_chain(PG):
                     return out
 
                 sm = _loopn(builder, lo, hi, 1, [c8(0.0, V8D)] * PG, sbody)
-                nv, ne = [], []
+                out = []
                 for p in range(PG):
-                    v = builder.fadd(sm[p], builder.call(ftrunc, [builder.fmul(rv[p], cs[p])]))
-                    bits, val, _ = _gen_round8(builder, builder.fmul(v, back[p]), rp_)
+                    v = sm[p]
+                    if rv is not None:
+                        v = builder.fadd(v, builder.call(ftrunc, [builder.fmul(rv[p], cs[p])]))
+                    out.append(builder.fmul(v, back[p]))
+                return out
+
+            def step(s, acc):
+                rv, re = acc[:PG], acc[PG:]
+                lo = builder.mul(s, ka_)
+                hi = builder.add(lo, ka_)
+                nv, ne = [], []
+                if not sep:
+                    vs = block(lo, hi, rv, re)
+                    for p in range(PG):
+                        bits, val, _ = _gen_round8(builder, vs[p], rp_)
+                        _vstore(builder, bits, pOB, _ir.Constant(I64, 8 * p), 8)
+                        nv.append(val)
+                        ne.append(accexp(val))
+                    return nv + ne
+                h = builder.add(lo, builder.ashr(ka_, one))
+                v1 = [_gen_round8(builder, v, rp_)[1] for v in block(lo, h, None, None)]
+                v2 = block(h, hi, v1, [accexp(v) for v in v1])
+                for p in range(PG):
+                    a2 = _gen_round8(builder, v2[p], rp_)[1]
+                    bits, val, _ = _gen_round8(builder, builder.fadd(a2, rv[p]), rpa_)
                     _vstore(builder, bits, pOB, _ir.Constant(I64, 8 * p), 8)
-                    # _set_acc: max(floor(log2 |v|), emino); zero -> _ZEXP
-                    a = builder.and_(builder.bitcast(val, V8L), c8(0x7FFFFFFFFFFFFFFF))
-                    eb = builder.trunc(builder.sub(builder.lshr(a, c8(52)), c8(1023)), V8I)
-                    ex = _vmax(builder, builder.sitofp(eb, V8F), emo)
                     nv.append(val)
-                    ne.append(builder.select(builder.fcmp_ordered("!=", val, c8(0.0, V8D)), ex, zexp))
+                    ne.append(accexp(val))
                 return nv + ne
 
-            ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(V8D, [V8D]),
-                                                         "llvm.trunc.v8f64")
             fin = _loopn(builder, s0_, s1_, 1, init, step)
             for p in range(PG):
                 _vstore(builder, fin[p], pAV_, _ir.Constant(I64, 8 * p), 8)
@@ -1080,10 +1107,12 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
             oa = np.int64(i * K)
             for jc in range(0, NC - 3, 4):
                 o = i * N + jc * 8
-                _WG_CHAIN4(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo)
+                _WG_CHAIN4(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
+                           rp)
             for jc in range(NC - NC % 4, NC):
                 o = i * N + jc * 8
-                _WG_CHAIN1(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo)
+                _WG_CHAIN1(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
+                           rp)
         for th in range(T):
             for w in range(nw):
                 OW[g, th, w] = 0
