@@ -109,8 +109,8 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     C may then be shared by every batch entry); any dtype that converts to the operand types
     (as :func:`warpsim.pack`).  numpy or dask arrays (dask: the result is a dask array, computed
     block by block on the M and N chunks, each task running its block's whole K chain).
-    instruction: a float or integer ``mma`` opcode of the catalog, or a ``wgmma`` opcode once the
-    catalog has warpgroup rows (tile 64 x n); its m, n, k are the tile and the k step.  A dense tcgen05
+    instruction: a float or integer ``mma`` opcode of the catalog, or a ``wgmma`` opcode (tile
+    64 x n, its own recipe: fp8 -> f32 keeps 13 mantissa bits); its m, n, k are the tile and the k step.  A dense tcgen05
     kind::f16 / kind::tf32 spelling (arch sm_100a) runs as the sm_100 ``mma`` chain of the same recipe.  Sparse (``mma.sp``) forms take the logical A, 2:4 sparse (tf32 1:2), as
     :func:`warpsim.compress` (in every group the nonzero positions, padded with the lowest unused).
     arch: the target whose recipes compute each instruction (default "sm_90", the one verified on
