@@ -276,7 +276,7 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
 
 
 #: rows per task of fast_rows: their A rows stay in cache while the B panels stream past
-ROW_BLOCK = 16
+ROW_BLOCK = 32
 
 
 @njit(cache=True, nogil=True)
@@ -386,7 +386,7 @@ _chain1 = make_chain(1)
 _chain4s = make_chain(PANEL_GROUP, True)
 _chain1s = make_chain(1, True)
 #: instructions per pass over a block of rows (their B panels' slice stays in L1 / L2 meanwhile)
-STEP_CHUNK = 8
+STEP_CHUNK = 4
 
 
 @njit(cache=True, nogil=True)
