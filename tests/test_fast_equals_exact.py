@@ -158,6 +158,16 @@ def test_wgmma_fast_kernel_equals_matrix_kernel(op):
     want = np.zeros((G, m, n), np.uint64)
     wgmma_engine.matrix("tc", A, B, C, p, want)
     assert np.array_equal(got, want)
+    # the kernel that reads C's register words and writes D's (warpsim.wgmma's path), scale-d per group
+    words = warpgroup_mma._words_runner(ins, "sm_90a")
+    assert words is not None
+    sd = np.array([1, 0, 1], np.int8)
+    ow = np.zeros((G, 128, ins.words("d")), np.uint32)
+    assert words(A, B, warpgroup_mma.pack_d(ins, C), sd, ow) is None
+    want0 = np.zeros((1, m, n), np.uint64)
+    wgmma_engine.matrix("tc", A[1:2], B[1:2], np.zeros_like(C[1:2]), p, want0)
+    want[1] = want0[0]
+    assert np.array_equal(warpgroup_mma._d_to_matrix(ins, ow), want)
 
 
 def test_the_dispatch_table_names_every_kind():

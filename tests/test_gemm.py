@@ -368,3 +368,54 @@ def test_exact_kernel_replays_captures(key, monkeypatch):
     c = next(c for c in CASES if c["key"] == key)
     A, B, C, kw = gr.gemm_args(c, ARRAYS)
     assert np.array_equal(gr.bits(warpsim.gemm(A, B, C, **kw)), gr.expected(c, ARRAYS))
+
+
+_WG_FP8 = ["wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3",
+           "wgmma.mma_async.sync.aligned.m64n16k32.f16.e5m2.e5m2"]
+
+
+@pytest.mark.parametrize("op", _WG_FP8)
+def test_wgmma_fp8_fast_path_equals_exact_kernel(op, monkeypatch):
+    """The fp8 wgmma chain (f32: 13 mantissa bits kept, truncated) in the float64 fast path gives the
+    exact kernel's words: ordinary values without any panel sent to the exact kernel, and random bit
+    patterns (NaN, inf, subnormals) with and without promotion."""
+    from warpsim.engine import gemm as eg
+    from warpsim.engine import kernel
+
+    ins = warpsim.parse(op)
+    ta, tb, tc = (ins.elem(r) for r in "abc")
+    rng = np.random.default_rng(7)
+    M, N, K = 128, 2 * ins.mnk[1], 256
+    calls = []
+    real = eg.exact_tasks
+
+    def spy(*a):
+        calls.append(len(a[-1]))
+        return real(*a)
+
+    monkeypatch.setattr(eg, "exact_tasks", spy)
+    for dist in ("normal", "bits", "finite"):
+        if dist == "normal":
+            A = rng.standard_normal((M, K)).astype(ta.numpy_dtype)
+            B = rng.standard_normal((K, N)).astype(tb.numpy_dtype)
+            C = (rng.standard_normal((M, N)) * 4).astype(tc.numpy_dtype)
+        else:
+            A = rng.integers(0, 256, (M, K), dtype=np.uint8).view(ta.numpy_dtype)
+            B = rng.integers(0, 256, (K, N), dtype=np.uint8).view(tb.numpy_dtype)
+            B[:, :8] = rng.standard_normal((K, 8)).astype(tb.numpy_dtype)       # finite panels too
+            w = 32 if tc.bits == 32 else 16
+            C = rng.integers(0, 1 << w, (M, N), dtype=np.uint64).astype(f"u{w // 8}").view(tc.numpy_dtype)
+            if dist == "finite":        # every exponent, subnormals and zeros, no NaN / inf
+                with np.errstate(invalid="ignore"):
+                    A, B, C = (np.where(np.isfinite(x.astype(np.float64)), x, x.dtype.type(0)) for x in (A, B, C))
+        for kw in ({}, {"promote_every": 64}, {"split_k": 2}):
+            if kw.get("promote_every") and ins.dtype != "f32":
+                continue
+            calls.clear()
+            got = warpsim.gemm(A, B, C, instruction=op, **kw)
+            if dist == "normal":
+                assert sum(calls) == 0          # every panel computed by the fast kernel
+            monkeypatch.setattr(kernel, "FORCE_GENERIC", True)
+            want = warpsim.gemm(A, B, C, instruction=op, **kw)
+            monkeypatch.setattr(kernel, "FORCE_GENERIC", False)
+            assert np.array_equal(gr.bits(got), gr.bits(want)), (dist, kw)

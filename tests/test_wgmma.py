@@ -676,3 +676,33 @@ def test_kernel_early_read_waits_for_that_wgmma_and_older_ones_only():
     launch("%f0")          # the newer wgmma's accumulator: both complete, the store is safe
     with pytest.raises(warpsim.PTXError, match=r"writes shared memory \[0, 4\) that a wgmma still in flight"):
         launch("%f8")      # the older one's: the newer wgmma still reads shared memory
+
+
+def test_fast_kernel_defers_groups_when_host_fpu_is_not_default(monkeypatch):
+    """A group whose thread finds the host FPU outside its default state is recomputed by the exact
+    kernel (simulated with a probe that never passes), scale-d per group included."""
+    from warpsim.api.wgmma import canonical_smem
+    from warpsim.engine import kernel, tensorcore, warpgroup_mma
+    from warpsim.hw.inputs import float_elements
+
+    op = "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16"
+    ins = warpsim.parse(op)
+    m, n, k = ins.mnk
+    rng = np.random.default_rng(3)
+    G = 2
+    A = float_elements(ins.elem("a"), "normal", "a", rng, G * m * k).reshape(G, m, k)
+    B = float_elements(ins.elem("b"), "normal", "b", rng, G * k * n).reshape(G, k, n)
+    C = float_elements(ins.elem("d"), "normal", "c", rng, G * m * n).reshape(G, m, n)
+    sm, da, db = canonical_smem(ins, A, B)
+    d = warpgroup_mma.pack_d(ins, C)
+    sd = np.array([0, 1])
+    bad = np.zeros(8, np.float64)
+    bad[3] = 1.0                                 # fma(tiny, 1/2, 0) never equals it
+    monkeypatch.setattr(tensorcore, "_PROBE64", bad)
+    stats = {}
+    monkeypatch.setattr(tensorcore, "STATS", stats)
+    got = warpsim.wgmma(op, d, np.uint64(da), np.uint64(db), smem=sm, scale_d=sd)
+    assert stats.get("exact", 0) >= G          # every group left to the exact path
+    monkeypatch.setattr(kernel, "FORCE_GENERIC", True)
+    want = warpsim.wgmma(op, d, np.uint64(da), np.uint64(db), smem=sm, scale_d=sd)
+    assert np.array_equal(got, want)

@@ -109,8 +109,8 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     C may then be shared by every batch entry); any dtype that converts to the operand types
     (as :func:`warpsim.pack`).  numpy or dask arrays (dask: the result is a dask array, computed
     block by block on the M and N chunks, each task running its block's whole K chain).
-    instruction: a float or integer ``mma`` opcode of the catalog, or a ``wgmma`` opcode once the
-    catalog has warpgroup rows (tile 64 x n); its m, n, k are the tile and the k step.  A dense tcgen05
+    instruction: a float or integer ``mma`` opcode of the catalog, or a ``wgmma`` opcode (tile
+    64 x n, its own recipe: fp8 -> f32 keeps 13 mantissa bits); its m, n, k are the tile and the k step.  A dense tcgen05
     kind::f16 / kind::tf32 spelling (arch sm_100a) runs as the sm_100 ``mma`` chain of the same recipe.  Sparse (``mma.sp``) forms take the logical A, 2:4 sparse (tf32 1:2), as
     :func:`warpsim.compress` (in every group the nonzero positions, padded with the lowest unused).
     arch: the target whose recipes compute each instruction (default "sm_90", the one verified on
@@ -295,6 +295,14 @@ def _fmt(p, f):
     return tuple(int(x) for x in p[f:f + 5])
 
 
+def _tc_checked(p):
+    """The recipe tc_fast_ok is to judge: a truncated result format (wgmma fp8 -> f32 keeps 13 mantissa
+    bits of an f32 word) as D's own, which the block rounding (round_params with ignored bits) narrows."""
+    from ..engine.tensorcore import _as_checked, truncated_acc
+
+    return _as_checked(p) if truncated_acc(p) else p
+
+
 def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k_order=None):
     from ..engine import gemm as eg
     from ..engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
@@ -367,7 +375,7 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
     fast = None
     if FORCE_GENERIC:
         pass                                    # WARPSIM_GENERIC=1: the exact kernel everywhere
-    elif kind == DOT_TC and tc_fast_ok(p, 8, ka):
+    elif kind == DOT_TC and tc_fast_ok(_tc_checked(p), 8, ka):
         nblk = int(p[P_NBLK])
         if nblk == 1 and p[P_CMODE] == CMODE_FUSED:
             fast = "tc"
@@ -393,24 +401,36 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         AV, AE = np.empty((Mp, Kc), np.float64), np.empty((Mp, Kc), np.float32)
         arow = np.empty(Mp, np.bool_)
         eg.decode_rows(Ab, *_decoder(ta, emin_a), np.float32(emin_a), AV, AE, arow)
-        BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
-        bok = np.empty(NP, np.bool_)
-        eg.decode_panels(Bb, *_decoder(tb, emin_b), np.float32(emin_b), BVp, BEp, bok)
-        CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
-        crow = np.empty(Mp, np.bool_)
-        eg.decode_rows(Cb, *_decoder(tc, 1 - tc.bias), np.float32(1 - tc.bias), CV, CE, crow)
+        # a chain without split-K / promotion decodes C itself, row block by row block (no decoded copy
+        # of C), and (sep) reads B's rows in the instructions' block order like A's terms
+        cbits = (split_k == 1 and not promote_every and not sparse
+                 and (ka % 2 == 0 if fast == "tc" else ka % 4 == 0))
         if fast == "tc_sep":
             grp = int(p[P_GROUP])
             t = np.arange(ka)
             step_perm = np.argsort((t // grp) % 2, kind="stable")
             perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
+        BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
+        bok = np.empty(NP, np.bool_)
+        eg.decode_panels(Bb[perm] if cbits and fast == "tc_sep" else Bb, *_decoder(tb, emin_b), np.float32(emin_b),
+                         BVp, BEp, bok)
+        cdec = _decoder(tc, 1 - tc.bias)
+        cemin = np.float32(1 - tc.bias)
+        if cbits:
+            CV, CE = np.zeros((1, 1), np.float64), np.zeros((1, 1), np.float32)
+            crow = np.ones(1, np.bool_)
+        else:
+            CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
+            crow = np.empty(Mp, np.bool_)
+            eg.decode_rows(Cb, *cdec, cemin, CV, CE, crow)
+        if fast == "tc_sep":
             AV, AE = np.ascontiguousarray(AV[:, perm]), np.ascontiguousarray(AE[:, perm])
             RIf = np.ascontiguousarray(RI[:, perm]) if sparse else perm[None, :].astype(np.int64)
         else:
             RIf = RI if sparse else np.arange(Kp, dtype=np.int64)[None, :]
         rowbad = ~arow
         panelbad = ~bok
-        cbad = np.zeros((Mp, NP), np.bool_)
+        cbad = np.zeros((1, 1) if cbits else (Mp, NP), np.bool_)
         if not crow.all():
             cbad = ~_values(Cb, tc)[1].reshape(Mp, NP, eg.PANEL).all(axis=2)
         accf = _fmt(p, P_ACC)
@@ -422,7 +442,8 @@ def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k
         rare[:] = False
         for r0, r1 in blocks:
             eg.fast_rows(g, AV, AE, RIf, BVp, BEp, CV, CE, rowbad, panelbad, cbad, float(p[P_FRAC]),
-                         fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32)
+                         fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32,
+                         cbits, Cb, *cdec, cemin)
             prog(r1)
     elif fast == "int":
         Ai = to_values(Ab, ta).astype(np.int16)

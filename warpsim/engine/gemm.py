@@ -50,7 +50,7 @@ from ..numerics.fused import _bits_f32, _f64_bits
 from ..numerics.softfloat import add_bits, convert_bits
 from .hostfpu import fma_native, fp_env_ok
 from .kernel import _dot
-from .tensorcore import _ZEXP, _round8_common, _row8
+from .tensorcore import _ZEXP, _round8_common, _row8, make_chain
 
 (G_KS, G_KA, G_STEPS, G_SPLIT, G_PROMOTE, G_SERIAL, G_RED, G_REB, G_RMB, G_AEB, G_AMB, G_SPARSE, G_RNAN,
  G_RDNAN) = range(14)
@@ -240,12 +240,16 @@ def _red8(MV, PV, w, rpr):
 
 @njit(cache=True, nogil=True, parallel=True)
 def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa, rpr, rpd,
-              emino, r0, r1, D, rare, q64, q32):
+              emino, r0, r1, D, rare, q64, q32, cbits, Cb, ctab, cmask, CTV, CTE, CTF, cemin):
     """Rows r0..r1-1 of D (bits, uint64) with the float64 dot core; rare[i, jp] = True where a panel
     is left to exact_tasks.  AV / AE (M, Kc) A values / exponents (terms of an instruction in block
     order when sep), RI (M, Kc) or (1, Kc) the B row of each term, BV / BE (N/8, K, 8) B in panels,
     CV / CE (M, N); rowbad / panelbad / cbad: non-finite inputs.  rpb / rpa: round_params of the
-    block results and of the C addition; rpr / rpd: of the reduction format and of D (nearest even)."""
+    block results and of the C addition; rpr / rpd: of the reduction format and of D (nearest even).
+    cbits: the chain without split-K or promotion, dense (one block, or sep with A and B rows in block
+    order: RI unused), reading C's raw bits Cb and
+    decoding them row block by row block (decode_rows' table arguments: ctab ... cemin) instead of
+    CV / CE / cbad, which are then unused (saves the whole decoded C)."""
     S, ka, q, P = g[G_STEPS], g[G_KA], g[G_SPLIT], g[G_PROMOTE]
     serial = g[G_SERIAL] != 0
     NP = BV.shape[0]
@@ -263,12 +267,16 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
                 for jp in range(NP):
                     rare[i, jp] = True
             continue
-        _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa,
-                    rpr, rpd, emino, b0, b1, D, rare)
+        if cbits:
+            _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S,
+                         ka, rpb, emino, b0, b1, D, rare, sep, rpa)
+        else:
+            _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa,
+                        rpr, rpd, emino, b0, b1, D, rare)
 
 
 #: rows per task of fast_rows: their A rows stay in cache while the B panels stream past
-ROW_BLOCK = 16
+ROW_BLOCK = 32
 
 
 @njit(cache=True, nogil=True)
@@ -367,6 +375,75 @@ def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, 
                 continue
             for j in range(PANEL):
                 D[i, j0 + j] = OB[j]
+
+
+# --- the plain fused chain, several panels of one row at once (tensorcore.make_chain) ------------
+
+#: panels per chain call, and the fallback for the rest
+PANEL_GROUP = 4
+_chain4 = make_chain(PANEL_GROUP)
+_chain1 = make_chain(1)
+_chain4s = make_chain(PANEL_GROUP, True)
+_chain1s = make_chain(1, True)
+#: instructions per pass over a block of rows (their B panels' slice stays in L1 / L2 meanwhile)
+STEP_CHUNK = 4
+
+
+@njit(cache=True, nogil=True)
+def _plain_block(AVi, AEi, Kc, BV, BE, Cb, ctab, cmask, CTV, CTE, CTF, cemin, rowbad, panelbad, fracf, S, ka, rpb,
+                 emino, b0, b1, D, rare, sep, rpa):
+    """Rows b0..b1-1 of the chain without split-K or promotion, dense (sep: the two-block recipe, A and B
+    rows in block order), PANEL_GROUP panels a chain call; C decoded here from its raw bits Cb (a panel
+    with a NaN / inf C is left to exact_tasks)."""
+    NP, K8 = BV.shape[0], BV.shape[1] * PANEL
+    R = b1 - b0
+    BVf = BV.ravel()
+    BEf = BE.ravel()
+    W = PANEL_GROUP * PANEL
+    ACCV = np.empty((R, W), np.float64)
+    ACCE = np.empty((R, W), np.float32)
+    OB = np.empty((R, W), np.uint64)
+    CF = np.empty((R, PANEL_GROUP), np.bool_)
+    for jg in range(0, NP, PANEL_GROUP):
+        npg = min(PANEL_GROUP, NP - jg)
+        c0 = jg * PANEL
+        for r in range(R):
+            for p in range(npg):
+                fin = True
+                for j in range(p * PANEL, (p + 1) * PANEL):
+                    v, e, f = _dec(Cb[b0 + r, c0 + j], ctab, cmask, CTV, CTE, CTF, cemin)
+                    ACCV[r, j] = v
+                    ACCE[r, j] = e
+                    fin &= f
+                CF[r, p] = fin
+        for s0 in range(0, S, STEP_CHUNK):
+            s1 = min(S, s0 + STEP_CHUNK)
+            for r in range(R):
+                oa = np.int64((b0 + r) * Kc)
+                if npg == PANEL_GROUP and sep:
+                    _chain4s(AVi, AEi, oa, BVf, BEf, np.int64(jg * K8), np.int64(K8), s0, s1, ka, ACCV[r], ACCE[r],
+                             OB[r], fracf, rpb, emino, rpa)
+                elif npg == PANEL_GROUP:
+                    _chain4(AVi, AEi, oa, BVf, BEf, np.int64(jg * K8), np.int64(K8), s0, s1, ka, ACCV[r], ACCE[r],
+                            OB[r], fracf, rpb, emino, rpa)
+                else:
+                    for p in range(npg):
+                        o = np.int64((jg + p) * K8)
+                        if sep:
+                            _chain1s(AVi, AEi, oa, BVf, BEf, o, np.int64(K8), s0, s1, ka, ACCV[r, p * PANEL:],
+                                     ACCE[r, p * PANEL:], OB[r, p * PANEL:], fracf, rpb, emino, rpa)
+                        else:
+                            _chain1(AVi, AEi, oa, BVf, BEf, o, np.int64(K8), s0, s1, ka, ACCV[r, p * PANEL:],
+                                    ACCE[r, p * PANEL:], OB[r, p * PANEL:], fracf, rpb, emino, rpa)
+        for r in range(R):
+            i = b0 + r
+            for p in range(npg):
+                jp = jg + p
+                if rowbad[i] or panelbad[jp] or not CF[r, p]:
+                    rare[i, jp] = True
+                else:
+                    for j in range(PANEL):
+                        D[i, jp * PANEL + j] = OB[r, p * PANEL + j]
 
 
 # --- f64 (DMMA): the host's fma in k order -------------------------------------------------------

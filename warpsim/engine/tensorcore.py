@@ -803,6 +803,166 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
     return go
 
 
+# --- the plain fused chain, several panels of one row at once (whole GEMMs, wgmma) -----------------
+#
+# The chain of one row and PG panels (8 columns each) is PG independent dependency chains: one code
+# loop over the k terms advances all of them, so the CPU overlaps their latencies (the two passes of
+# _row8 are each one serial max / add chain per panel).  The exponent pass does not read the
+# accumulator until its end, so the next instruction's pass can start before this one's rounding
+# ends.  Every truncated term is an integer multiple of 2^(emax - frac) below 2^53 in sum (see
+# the notes above), so the float64 sum is exact in any order: the accumulator's term is added last.
+
+def _loopn(builder, lo, hi, step, inits, body):
+    """_loop with several loop-carried values (a list); returns the final list."""
+    pre = builder.block
+    blk = builder.append_basic_block("gc.loop")
+    out = builder.append_basic_block("gc.done")
+    builder.branch(blk)
+    builder.position_at_end(blk)
+    t = builder.phi(_I64)
+    accs = [builder.phi(x.type) for x in inits]
+    t.add_incoming(lo, pre)
+    for a, x in zip(accs, inits):
+        a.add_incoming(x, pre)
+    nxt = body(t, accs)
+    t1 = builder.add(t, _ir.Constant(_I64, step))
+    t.add_incoming(t1, builder.block)
+    for a, x in zip(accs, nxt):
+        a.add_incoming(x, builder.block)
+    builder.cbranch(builder.icmp_signed("<", t1, hi), blk, out)
+    builder.position_at_end(out)
+    return nxt
+
+
+def make_chain(PG, sep=False):
+    """The intrinsic _chain(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa):
+    instructions s0..s1-1 of a chain of one row and PG panels.  A terms at AV / AE[oa + t]; panel p's B
+    row t at BV / BE[bo + p * bs + 8 t]; the accumulators (values, alignment exponents) of the 8 PG
+    outputs are read from and written back to ACCV / ACCE, and OB gets the bits of the last rounding
+    (exponents as _set_acc with emino).  Plain (sep False): one fused block per instruction, C its
+    first term, rounded with rp.  sep: the two-block recipe with C added separately (sm_90 fp8, as
+    gemm._chain8): the first half of the terms from +0, rounded (rp), the second half with that
+    result, rounded (rp), then D = RNE(that + C) (rpa).  Requires s0 < s1 and ka (sep: ka / 2) even."""
+    V8D, V8F, V8L, V8I, I64 = _V8D, _V8F, _V8L, _V8I, _I64
+    c8 = _c8
+
+    @_intrinsic
+    def _chain(typingctx, AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa):
+        if not (AV.dtype == _nbt.float64 and AE.dtype == _nbt.float32 and BV.dtype == _nbt.float64
+                and BE.dtype == _nbt.float32 and ACCV.dtype == _nbt.float64 and ACCE.dtype == _nbt.float32
+                and OB.dtype == _nbt.uint64 and rp.dtype == _nbt.int64 and rpa.dtype == _nbt.int64):
+            return None
+        sig = _nbt.void(AV, AE, oa, BV, BE, bo, bs, s0, s1, ka, ACCV, ACCE, OB, fracf, rp, emino, rpa)
+
+        def codegen(context, builder, sig, args):
+            ty = sig.args
+            pAV, pAE, pBV, pBE, pAV_, pAE_, pOB, prp, prpa = (_data(context, builder, sig, args, k)
+                                                              for k in (0, 1, 3, 4, 10, 11, 12, 14, 16))
+            oa_, bo_, bs_, s0_, s1_, ka_ = (_i64(context, builder, ty[k], args[k]) for k in (2, 5, 6, 7, 8, 9))
+            frac = _splat(builder, context.cast(builder, args[13], ty[13], _nbt.float64), V8D)
+            emo = _splat(builder, context.cast(builder, args[15], ty[15], _nbt.float32), V8F)
+            rp_ = _load_rp(builder, prp)
+            rpa_ = _load_rp(builder, prpa) if sep else None
+            zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), V8F)
+            boff = [builder.add(bo_, builder.mul(bs_, _ir.Constant(I64, p))) for p in range(PG)]
+            init = ([_vload(builder, pAV_, _ir.Constant(I64, 8 * p), V8D, 8) for p in range(PG)]
+                    + [_vload(builder, pAE_, _ir.Constant(I64, 8 * p), V8F, 4) for p in range(PG)])
+            one = _ir.Constant(I64, 1)
+            three = _ir.Constant(I64, 3)
+            ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(V8D, [V8D]), "llvm.trunc.v8f64")
+
+            def pow2(k):
+                ki = builder.sext(builder.fptosi(k, V8I), V8L)
+                return builder.bitcast(builder.shl(builder.add(ki, c8(1023)), c8(52)), V8D)
+
+            def accexp(val):         # _set_acc: max(floor(log2 |v|), emino); zero -> _ZEXP
+                a = builder.and_(builder.bitcast(val, V8L), c8(0x7FFFFFFFFFFFFFFF))
+                eb = builder.trunc(builder.sub(builder.lshr(a, c8(52)), c8(1023)), V8I)
+                ex = _vmax(builder, builder.sitofp(eb, V8F), emo)
+                return builder.select(builder.fcmp_ordered("!=", val, c8(0.0, V8D)), ex, zexp)
+
+            def block(lo, hi, rv, re):
+                """The exact sums (<8 x double> per panel) of terms lo..hi-1 and the accumulators rv / re
+                (None: from +0)."""
+                def ebody(t, e):         # two terms a trip, two chains per panel
+                    t2 = builder.add(t, one)
+                    x0 = _splat(builder, builder.load(builder.gep(pAE, [builder.add(oa_, t)])), V8F)
+                    x1 = _splat(builder, builder.load(builder.gep(pAE, [builder.add(oa_, t2)])), V8F)
+                    o0 = builder.shl(t, three)
+                    o1 = builder.shl(t2, three)
+                    out = []
+                    for p in range(PG):
+                        g0 = _vload(builder, pBE, builder.add(boff[p], o0), V8F, 4)
+                        out.append(_vmax(builder, e[p], builder.fadd(x0, g0)))
+                    for p in range(PG):
+                        g1 = _vload(builder, pBE, builder.add(boff[p], o1), V8F, 4)
+                        out.append(_vmax(builder, e[PG + p], builder.fadd(x1, g1)))
+                    return out
+
+                e = _loopn(builder, lo, hi, 2, [zexp] * (2 * PG), ebody)
+                cs, back = [], []
+                for p in range(PG):
+                    ep = _vmax(builder, e[p], e[PG + p])
+                    if re is not None:
+                        ep = _vmax(builder, ep, re[p])
+                    ed = _vmax(builder, builder.fpext(ep, V8D), c8(-900.0, V8D))
+                    cs.append(pow2(builder.fsub(frac, ed)))
+                    back.append(pow2(builder.fsub(ed, frac)))
+
+                def sbody(t, sm):
+                    x = _splat(builder, builder.load(builder.gep(pAV, [builder.add(oa_, t)])), V8D)
+                    o = builder.shl(t, three)
+                    out = []
+                    for p in range(PG):
+                        g = _vload(builder, pBV, builder.add(boff[p], o), V8D, 8)
+                        tr = builder.call(ftrunc, [builder.fmul(builder.fmul(x, g), cs[p])])
+                        out.append(builder.fadd(sm[p], tr))
+                    return out
+
+                sm = _loopn(builder, lo, hi, 1, [c8(0.0, V8D)] * PG, sbody)
+                out = []
+                for p in range(PG):
+                    v = sm[p]
+                    if rv is not None:
+                        v = builder.fadd(v, builder.call(ftrunc, [builder.fmul(rv[p], cs[p])]))
+                    out.append(builder.fmul(v, back[p]))
+                return out
+
+            def step(s, acc):
+                rv, re = acc[:PG], acc[PG:]
+                lo = builder.mul(s, ka_)
+                hi = builder.add(lo, ka_)
+                nv, ne = [], []
+                if not sep:
+                    vs = block(lo, hi, rv, re)
+                    for p in range(PG):
+                        bits, val, _ = _gen_round8(builder, vs[p], rp_)
+                        _vstore(builder, bits, pOB, _ir.Constant(I64, 8 * p), 8)
+                        nv.append(val)
+                        ne.append(accexp(val))
+                    return nv + ne
+                h = builder.add(lo, builder.ashr(ka_, one))
+                v1 = [_gen_round8(builder, v, rp_)[1] for v in block(lo, h, None, None)]
+                v2 = block(h, hi, v1, [accexp(v) for v in v1])
+                for p in range(PG):
+                    a2 = _gen_round8(builder, v2[p], rp_)[1]
+                    bits, val, _ = _gen_round8(builder, builder.fadd(a2, rv[p]), rpa_)
+                    _vstore(builder, bits, pOB, _ir.Constant(I64, 8 * p), 8)
+                    nv.append(val)
+                    ne.append(accexp(val))
+                return nv + ne
+
+            fin = _loopn(builder, s0_, s1_, 1, init, step)
+            for p in range(PG):
+                _vstore(builder, fin[p], pAV_, _ir.Constant(I64, 8 * p), 8)
+                _vstore(builder, fin[PG + p], pAE_, _ir.Constant(I64, 8 * p), 4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _chain
+
+
 # --- wgmma: the same kernel on decoded matrices ------------------------------------------------
 
 def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
@@ -892,6 +1052,111 @@ def wgmma_runner(ins, params):
     return go
 
 
+_WG_CHAIN4 = make_chain(4)
+_WG_CHAIN1 = make_chain(1)
+
+
+def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32):
+    """_wg_kernel reading C from D's register words and writing D's words itself (8, 16 or 32-bit
+    elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's row * N + col,
+    cword / cshift its word and bit offset in the thread's words; sd[g]: scale-d (0: C is zero).
+    Each row's outputs are one chain call per 4 panels (make_chain, one instruction).  need[g] as
+    _wg_kernel's."""
+    G, M, K = A.shape
+    N = B.shape[1]
+    NC = N // 8
+    T, E = flat.shape
+    nw = OW.shape[2]
+    fracf = np.float64(p[P_FRAC])
+    igd = np.uint64(p[P_D + 3])
+    mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
+    emo = np.float32(0.0)
+    for g in prange(G):
+        if not _fp_env_ok(q64, q32):
+            need[g] = 1
+            continue
+        need[g] = 0
+        RA = np.empty(M * K, np.uint32)
+        RB = np.empty(N * K, np.uint32)
+        RC = np.empty(M * N, np.uint32)
+        for i in range(M):
+            for t in range(K):
+                RA[i * K + t] = np.uint32(A[g, i, t])
+        for j in range(N):
+            o = (j >> 3) * K * 8 + (j & 7)
+            for t in range(K):
+                RB[o + t * 8] = np.uint32(B[g, j, t])
+        if sd[g] == 0:
+            RC[:] = 0
+        else:
+            for th in range(T):
+                for j in range(E):
+                    RC[flat[th, j]] = (CW[g, th, cword[j]] >> cshift[j]) & mask
+        AV = np.empty(M * K, np.float64)
+        AE = np.empty(M * K, np.float32)
+        BV = np.empty(N * K, np.float64)
+        BE = np.empty(N * K, np.float32)
+        CV = np.empty(M * N, np.float64)
+        CE = np.empty(M * N, np.float32)
+        DB = np.empty(M * N, np.uint64)
+        _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        K8 = np.int64(K * 8)
+        for i in range(M):
+            oa = np.int64(i * K)
+            for jc in range(0, NC - 3, 4):
+                o = i * N + jc * 8
+                _WG_CHAIN4(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
+                           rp)
+            for jc in range(NC - NC % 4, NC):
+                o = i * N + jc * 8
+                _WG_CHAIN1(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
+                           rp)
+        for th in range(T):
+            for w in range(nw):
+                OW[g, th, w] = 0
+            for j in range(E):
+                OW[g, th, cword[j]] |= (np.uint32(DB[flat[th, j]] << igd) & mask) << cshift[j]
+
+
+_WG_WORDS_KERNEL = None
+
+
+def wgmma_words_runner(ins, params, flat, bits):
+    """Like wgmma_runner, on D's register words: a function (A, B, CW, sd, OW) -> indices of the groups
+    left to the exact kernel (None: none); None where it does not apply."""
+    global _WG_WORDS_KERNEL
+    if wgmma_runner(ins, params) is None or bits not in (8, 16, 32) or ins.k % 2:
+        return None
+    p = np.asarray(params, dtype=np.int64)
+    fa, fb, fc = _fmt(p, ar.P_A), _fmt(p, ar.P_B), _fmt(p, P_C)
+    dp = [_decode_params(f) for f in (fa, fb, fc)]
+    q = np.array([x[0] for x in dp], np.int64)
+    scale = np.array([x[1] for x in dp], np.float64)
+    emin = np.array([_emin(fa), _emin(fb), _emin(fc)], np.float32)
+    rp = round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE)
+    per = 32 // bits
+    j = np.arange(flat.shape[1])
+    cword = np.ascontiguousarray(j // per, dtype=np.int64)
+    cshift = np.ascontiguousarray((j % per) * bits, dtype=np.uint32)
+    flat = np.ascontiguousarray(flat, dtype=np.int64)
+    if _WG_WORDS_KERNEL is None:
+        _WG_WORDS_KERNEL = njit(cache=True, nogil=True, parallel=True)(
+            named_copy(_wg_words_kernel, "_wg_words_kernel_parallel"))
+    fn = _WG_WORDS_KERNEL
+
+    def go(A, B, CW, sd, OW):
+        need = np.empty(A.shape[0], np.int8)
+        fn(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, _PROBE64, _PROBE32)
+        if STATS is not None:
+            STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
+            STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
+        return np.flatnonzero(need) if need.any() else None
+
+    return go
+
+
 # --- block-scaled groups (kind::mxf4 / mxf4nvf4: GST-FDPA) ----------------------------------------
 #
 # The model (fused.block_scaled_dot, SCALE_GROUP): G consecutive products are summed exactly; the
@@ -964,6 +1229,7 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
         DV = np.empty(M * N, np.uint32)
         GS = np.empty(N, np.float64)
         T = np.empty((NG, N), np.float64)
+        GG = np.empty((NG, N), np.float64)
         TE = np.empty((NG, N), np.float64)
         SBV = np.empty((NG, N), np.float64)
         SBE = np.empty((NG, N), np.float64)
@@ -1020,30 +1286,35 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                         idx = (np.int64(e[w, sp[lane, j, 0]]) >> sp[lane, j, 1]) & 3
                         LC[fa[lane, j]] = sp[lane, j, 2] + sp[lane, j, 3] * idx + sp[lane, j, 4]
             for i in range(M):
+                # every group's exact sum (any order: exact), the groups' chains interleaved
                 for g in range(NG):
                     for j in range(N):
-                        GS[j] = 0.0
-                    if sparse:
+                        GG[g, j] = 0.0
+                if sparse:
+                    for g in range(NG):
                         for t in range(g * G, g * G + G):
                             x = AV[i * Ka + t]
                             r = LC[i * Ka + t]
                             for j in range(N):
-                                GS[j] += x * BR[r * N + j]
-                    else:
-                        for t in range(g * G, g * G + G):
+                                GG[g, j] += x * BR[r * N + j]
+                else:
+                    for tt in range(G):
+                        for g in range(NG):
+                            t = g * G + tt
                             x = AV[i * Ka + t]
                             for j in range(N):
-                                GS[j] += x * BR[t * N + j]
+                                GG[g, j] += x * BR[t * N + j]
+                for g in range(NG):
                     xa = SFA[w, i, (g * G) // st]
                     sav = sval[xa]
                     sae = np.float64(sexp[xa])
-                    rare = False
+                    nz = 0
                     for j in range(N):       # branch-free: a zero term's exponent is settled below
-                        tv = GS[j] * sav * SBV[g, j]
+                        tv = GG[g, j] * sav * SBV[g, j]
                         T[g, j] = tv
                         TE[g, j] = sae + SBE[g, j] if tv != 0.0 else zexp
-                        rare |= tv == 0.0
-                    if rare:
+                        nz += tv == 0.0
+                    if nz:
                         for j in range(N):
                             if T[g, j] != 0.0 or sav == 0.0 or SBV[g, j] == 0.0:
                                 continue
@@ -1053,18 +1324,23 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                                 if AV[i * Ka + t] != 0.0 and BR[r * N + j] != 0.0:
                                     TE[g, j] = sae + SBE[g, j]
                                     break
+                # largest exponent, then the truncated terms: loops over the 8 columns (vector code);
+                # the float64 sum of the truncated terms is exact in any order
                 for j in range(N):
                     cv = CV[i * N + j]
-                    ce = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
-                    for g in range(NG):
-                        ce = max(ce, TE[g, j])
-                    EM[j] = max(ce, -900.0)
+                    EM[j] = np.float64(max(_exp2of_f(cv), -126)) if cv != 0.0 else zexp
+                for g in range(NG):
+                    for j in range(N):
+                        EM[j] = max(EM[j], TE[g, j])
                 for j in range(N):
-                    sc = _pow2f(np.int64(fracf - EM[j]))
-                    sacc = np.trunc(CV[i * N + j] * sc)
-                    for g in range(NG):
-                        sacc += np.trunc(T[g, j] * sc)
-                    VV8[j] = sacc * _pow2f(np.int64(EM[j] - fracf))
+                    EM[j] = max(EM[j], -900.0)
+                    GS[j] = _pow2f(np.int64(fracf - EM[j]))
+                    VV8[j] = np.trunc(CV[i * N + j] * GS[j])
+                for g in range(NG):
+                    for j in range(N):
+                        VV8[j] += np.trunc(T[g, j] * GS[j])
+                for j in range(N):
+                    VV8[j] *= _pow2f(np.int64(EM[j] - fracf))
                 _round8_common(VV8, OB8, OV8, rp)
                 for j in range(N):
                     DV[i * N + j] = np.uint32(OB8[j])

@@ -78,8 +78,14 @@ def _imm(name, v, allowed):
 
 def _gather_smem(smem, descs, G, rows, k, bits, major, name):
     """(G, rows, k) element bits read through per-group descriptors (one gather per distinct descriptor)."""
-    out = np.zeros((G, rows, k), dtype=np.uint64)
     uniq, inv = np.unique(descs, return_inverse=True)
+    if len(uniq) == 1:          # one descriptor for every group: one gather, no scatter into a copy
+        try:
+            vals = _smem.read_operand(smem, int(uniq[0]), rows, k, bits, major)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        return vals if vals.shape[0] == G else np.broadcast_to(vals, (G, rows, k))
+    out = np.zeros((G, rows, k), dtype=np.uint64)
     for u, d in enumerate(uniq):
         sel = np.nonzero(inv == u)[0] if len(descs) > 1 else np.arange(G)
         sm = smem if smem.shape[0] == 1 else smem[sel]
@@ -92,11 +98,12 @@ def _gather_smem(smem, descs, G, rows, k, bits, major, name):
 
 
 def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, trans_a=0, trans_b=0,
-             e=None, selector=0, arch="sm_90a"):
+             e=None, selector=0, arch="sm_90a", c_words=False):
     """Validate a call and decode it: (ins, single, A (G,64,K), B^T (G,N,K), C (G,64,N)) raw element bits.
 
     Sparse opcodes: A is the compressed (G, 64, K/2) matrix and the fourth item is B gathered at the
-    logical columns the metadata names, (G, 64, N, K/2)."""
+    logical columns the metadata names, (G, 64, N, K/2).  c_words: C stays D's register words, the
+    last item is then (words (G, 128, words), scale-d per group (G,)) for a kernel that reads them."""
     ins = wgmma_instruction(instruction)
     if arch not in ARCHS:
         raise ValueError(f"wgmma exists on sm_90a only; arch {arch!r} is not allowed (allowed: {list(ARCHS)})")
@@ -158,14 +165,16 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
         raise ValueError(f"B has {db.shape[0]} descriptors but D has {G} group(s)")
     db = np.broadcast_to(db, (G,)) if s_b else db
     B = _gather_smem(sm, db, G, n, k, bt.bits, "MN" if tb else "K", "B descriptor")
-    C = _d_to_matrix(ins, d3)
+    C = None if c_words else _d_to_matrix(ins, d3)
     if at.is_float:
         if sa == -1:
             A = A ^ np.uint64(1 << (at.bits - 1))
         if sb == -1:
             B = B ^ np.uint64(1 << (bt.bits - 1))
     sdv = np.broadcast_to(sd, (G,))
-    if not sdv.all():
+    if c_words:
+        C = (np.ascontiguousarray(d3), np.ascontiguousarray(sdv, dtype=np.int8))
+    elif not sdv.all():
         C = np.where(sdv[:, None, None] == 1, C, np.uint64(0))
     if ins.is_sparse:
         if not isinstance(e, np.ndarray) or e.dtype != np.uint32:
@@ -178,7 +187,7 @@ def operands(instruction, d, a, b, *, smem, scale_d=1, scale_a=1, scale_b=1, tra
             raise ValueError(f"metadata e of {ins.opcode} must have shape {'(128,)' if single else f'({G}, 128)'} "
                              f"(one word per thread, like d), got {e.shape}")
         B = gather_b(ins, int(selector), e2, B)
-    return ins, single, np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(C)
+    return ins, single, np.ascontiguousarray(A), np.ascontiguousarray(B), C if c_words else np.ascontiguousarray(C)
 
 
 def _mma_twin(ins):
@@ -221,7 +230,7 @@ def _compute_by_blocks(ins, twin, A, B, C):
     return out.transpose(0, 1, 3, 2, 4).reshape(G, M, N)
 
 
-def compute(ins, A, B, C, arch="sm_90a", params=None):
+def compute(ins, A, B, C, arch="sm_90a", params=None, _exact=False):
     """D element bits (G, 64, N) from decoded operands (sparse: B gathered by the metadata, (G, 64, N, K/2)).
 
     Dense float forms whose recipe is one fused pass take the float tensor-core kernel
@@ -239,7 +248,7 @@ def compute(ins, A, B, C, arch="sm_90a", params=None):
         kind, p = "tc", recipe_params(ins, check_arch(arch))   # sm_90a is sm_90: its table holds the wgmma rows
     if params is not None:
         p = params
-    fast = _fast_runner(ins, p) if kind == "tc" and A.shape[0] else None
+    fast = _fast_runner(ins, p) if kind == "tc" and A.shape[0] and not _exact else None
     out = np.empty(C.shape, dtype=np.uint64) if fast is not None else np.zeros(C.shape, dtype=np.uint64)
     if fast is not None:        # writes every element of out
         left = fast(A, B, C, out)
@@ -306,13 +315,41 @@ def pack_d(ins, D):
     return matrix_to_words(D, _d_flat(ins.opcode), bits, ins.words("d"))
 
 
+def _words_runner(ins, arch):
+    """The float tensor-core kernel that reads C's and writes D's register words itself
+    (engine.tensorcore.wgmma_words_runner), cached per (opcode, arch); None where it does not apply."""
+    from .kernel import FORCE_GENERIC
+
+    if FORCE_GENERIC or ins.is_sparse or ins.elem("a").kind in ("int", "bits"):
+        return None
+    key = ("words", ins.opcode, arch)
+    if key not in _FAST:
+        from ..numerics.recipes import recipe_params
+        from .tensorcore import wgmma_words_runner
+
+        p = np.asarray(recipe_params(ins, check_arch(arch)), dtype=np.int64)
+        _FAST[key] = wgmma_words_runner(ins, p, _d_flat(ins.opcode), ins.elem("d").bits)
+    return _FAST[key]
+
+
 def execute(instruction, d, a, b, *, smem, e=None, selector=0, scale_d=1, scale_a=1, scale_b=1, trans_a=0,
             trans_b=0, arch="sm_90a"):
     """D's new words for one ``wgmma.mma_async`` per warpgroup (the contract of :func:`warpsim.wgmma`)."""
+    ins = wgmma_instruction(instruction)
+    fast = _words_runner(ins, arch) if arch in ARCHS else None
     ins, single, A, B, C = operands(instruction, d, a, b, smem=smem, scale_d=scale_d, scale_a=scale_a,
                                     scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, e=e, selector=selector,
-                                    arch=arch)
-    out = pack_d(ins, compute(ins, A, B, C, arch))
+                                    arch=arch, c_words=fast is not None)
+    if fast is None:
+        out = pack_d(ins, compute(ins, A, B, C, arch))
+    else:
+        d3, sdv = C
+        out = np.empty(d3.shape, np.uint32)
+        left = fast(A, B, d3, sdv, out) if A.shape[0] else None
+        if left is not None:        # groups whose thread's FPU is not in its default state: the exact kernel
+            Cl = _d_to_matrix(ins, d3[left])
+            Cl = np.where(sdv[left][:, None, None] == 1, Cl, np.uint64(0))
+            out[left] = pack_d(ins, compute(ins, A[left], B[left], Cl, arch, _exact=True))
     return out[0] if single else out
 
 

@@ -180,10 +180,12 @@ def read_operand(smem, desc, rows: int, k: int, elem_bits: int, major: str = "K"
         d = _as_desc(desc)
         raise ValueError(f"descriptor (start {d.start}, LBO {d.lbo}, SBO {d.sbo}, swizzle {d.swizzle}, {major}-major) "
                          f"reads shared-memory bytes up to {top}, but smem holds {smem.shape[-1]} bytes")
+    if elem_bits == 8 and smem.dtype == np.uint8:     # whole bytes: one gather
+        return smem[..., addr].astype(np.uint64, order="C")     # (the gather's own layout is not C)
     if nb in (2, 4, 8) and smem.dtype == np.uint8 and smem.shape[-1] % nb == 0 and not (addr % nb).any():
         # aligned 16/32/64-bit elements: one gather of whole little-endian words
         words = np.ascontiguousarray(smem).view(np.dtype(f"<u{nb}"))
-        return words[..., addr // nb].astype(np.uint64)
+        return words[..., addr // nb].astype(np.uint64, order="C")
     out = np.zeros(smem.shape[:-1] + (rows, k), dtype=np.uint64)
     for i in range(nb):   # little-endian element bytes
         out |= smem[..., addr + i].astype(np.uint64) << np.uint64(8 * i)
