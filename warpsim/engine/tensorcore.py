@@ -293,39 +293,29 @@ def _decode(typingctx, R, q, scale, emin, V, E):
 
         def body(x, bad):
             mag, sgn = parts(x)
-            fb = builder.or_(builder.shl(mag, shm), sgn)
+            special = builder.icmp_unsigned(">=", mag, lim)
+            # a NaN / inf element: the f32 NaN / inf of its sign (times scale: the same), no second pass
+            sw = builder.or_(builder.select(builder.icmp_unsigned("==", mag, infm), c32(0x7F800000),
+                                            c32(0x7FC00000)), sgn)
+            fb = builder.select(special, sw, builder.or_(builder.shl(mag, shm), sgn))
+            # widened first: an f32 multiply with a subnormal operand is slow on x86
             v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
             eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
-            eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
+            eb = builder.sub(builder.and_(eb, c32(0x7FF)), c32(1023))
             ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
             # zero (mag - 1 wraps) and NaN / inf (mag >= lim) elements: exponent _ZEXP
-            ex = builder.select(builder.icmp_unsigned(">=", builder.sub(mag, one8), limm1), zexp, ex)
+            ex = builder.select(builder.icmp_unsigned(">=", builder.sub(mag, c32(1)), limm1), zexp, ex)
             _vstore(builder, v, pV, x, 8)
             _vstore(builder, ex, pE, x, 4)
-            return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
+            return builder.or_(bad, builder.zext(special, _V8I))
 
-        def fix(x, acc):
-            # only for operands that hold a NaN or inf, of a format whose exponent field is not f32's
-            # (scale != 1; else the f32 word already is that NaN / inf): those elements become the
-            # float64 NaN / inf of their sign (an f32 word widened exactly)
-            mag, sgn = parts(x)
-            special = builder.icmp_unsigned(">=", mag, lim)
-            sw = builder.select(builder.icmp_unsigned("==", mag, infm), _ir.Constant(_V8I, [0x7F800000] * 8),
-                                _ir.Constant(_V8I, [0x7FC00000] * 8))
-            sv = builder.fpext(builder.bitcast(builder.or_(sw, sgn), _V8F), _V8D)
-            _vstore(builder, builder.select(special, sv, _vload(builder, pV, x, _V8D, 8)), pV, x, 8)
-            return acc
+        def c32(k):
+            return _ir.Constant(_V8I, [k] * 8)
 
-        one8 = _ir.Constant(_V8I, [1] * 8)
-        limm1 = builder.sub(lim, one8)
+        limm1 = builder.sub(lim, c32(1))
         bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
         anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
-        anyp = builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
-        rebias = builder.fcmp_unordered("!=", context.cast(builder, args[2], ty[2], _nbt.float64),
-                                        _ir.Constant(_F64, 1.0))
-        with builder.if_then(builder.and_(anyp, rebias), likely=False):
-            _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, fix)
-        return anyp
+        return builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
 
     return sig, codegen
 
@@ -406,7 +396,7 @@ def _terms(builder, lo, hi, nrows, inits, step_fn):
     return _when(builder, builder.icmp_signed("<", mid, hi), accs, tail)
 
 
-def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows):
+def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None):
     """IR of one block of each of a few rows: for each row (oa, oi, prv, pre, ro) of rows, the exact
     sum, <8 x double>, of the terms t = lo..hi-1 (i64 values), a = AV[oa + t] (exponent AE[oa + t])
     times B[RI[oi + t], j] (B row-major: BV / BE at 8 * RI[oi + t] + j; pRI None: B row t), and the
@@ -415,7 +405,11 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows):
 
     The rows' loops run side by side, and each row's maxima and sums in _PARTS independent partials:
     the truncated terms are integers below 2^53, so their float64 sum is exact in any order (-0.0
-    is the identity; NaN / inf results do not depend on the order either).  Requires lo < hi."""
+    is the identity; NaN / inf results do not depend on the order either).  Requires lo < hi.
+
+    finite (an i1, or None): where it holds, every term and accumulator is finite, and the terms are
+    truncated by the conversion to int64 and summed as integers (the same exact sum, one instruction
+    less a term); else, and where None, in float64 as above."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
     R, P = len(rows), _PARTS
 
@@ -451,16 +445,54 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows):
         g = _vload(builder, pBV, brow(t, r), _V8D, 8)
         return builder.fadd(s, builder.call(ftrunc, [builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), cs[r])]))
 
-    ss = _terms(builder, lo, hi, R, [_c8(-0.0, _V8D)] * (R * P), sbody)
-    out = []
-    for r, (oa, oi, prv, pre, ro) in enumerate(rows):
-        parts = ss[r * P:(r + 1) * P]
-        while len(parts) > 1:
-            parts = [builder.fadd(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
-                     for k in range(0, len(parts), 2)]
-        s0 = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])])
-        out.append(builder.fmul(builder.fadd(s0, parts[0]), pow2(builder.fsub(eds[r], fr))))
-    return out
+    def fsums(_):
+        ss = _terms(builder, lo, hi, R, [_c8(-0.0, _V8D)] * (R * P), sbody)
+        out = []
+        for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+            parts = ss[r * P:(r + 1) * P]
+            while len(parts) > 1:
+                parts = [builder.fadd(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                         for k in range(0, len(parts), 2)]
+            s0 = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])])
+            out.append(builder.fadd(s0, parts[0]))
+        return out
+
+    def ibody(t, r, s):
+        x = builder.load(builder.gep(pAV, [builder.add(rows[r][0], t)]))
+        g = _vload(builder, pBV, brow(t, r), _V8D, 8)
+        return builder.add(s, builder.fptosi(builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), cs[r]), _V8L))
+
+    def isums(_):
+        ss = _terms(builder, lo, hi, R, [_c8(0)] * (R * P), ibody)
+        out = []
+        for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+            parts = ss[r * P:(r + 1) * P]
+            while len(parts) > 1:
+                parts = [builder.add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                         for k in range(0, len(parts), 2)]
+            s0 = builder.fptosi(builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r]), _V8L)
+            out.append(builder.sitofp(builder.add(s0, parts[0]), _V8D))
+        return out
+
+    if finite is None:
+        sums = fsums(None)
+    else:
+        undef = [_ir.Constant(_V8D, _ir.Undefined)] * R
+        with builder.if_else(finite, likely=True) as (then, otherwise):
+            with then:
+                si = isums(None)
+                bi = builder.block
+            with otherwise:
+                sf = fsums(None)
+                bf = builder.block
+        sums = []
+        for x, y in zip(si, sf):
+            ph = builder.phi(_V8D)
+            ph.add_incoming(x, bi)
+            ph.add_incoming(y, bf)
+            sums.append(ph)
+        del undef
+    return [builder.fmul(sm, pow2(builder.fsub(eds[r], fr))) for r, sm in enumerate(sums)]
 
 
 def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, frac):
@@ -615,13 +647,14 @@ def _row8(typingctx, AV, AE, oa, RI, oi, lo, hi, BV, BE, rv, re, ro, fracf, VV):
 
 
 @_intrinsic
-def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB):
+def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB, finite):
     """A whole fused single-block warp: for every row i < M, VV[8i:8i+8] = the exact sum of its Ka
     terms and C (see _gen_row8) and DB[8i:8i+8] its bits rounded once (rp: round_params).  Returns
-    True if any output needs fused._fround (then DB is to be redone from VV)."""
+    True if any output needs fused._fround (then DB is to be redone from VV).  finite: no element of
+    A, B or C is NaN or inf (the sums then run in int64, see _gen_rows8)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
-    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB)
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB, finite)
 
     def codegen(context, builder, sig, args):
         ty = sig.args
@@ -634,13 +667,14 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
         frac = context.cast(builder, args[10], ty[10], _nbt.float64)
         rp = _load_rp(builder, prp)
         zero = _ir.Constant(_I64, 0)
+        fin = context.cast(builder, args[14], ty[14], _nbt.boolean)
 
         def rbody(rows, rare):
             spec = []
             for i in rows:
                 oa = builder.mul(i, Ka_)
                 spec.append((oa, builder.select(sp, oa, zero), pCV, pCE, builder.shl(i, _ir.Constant(_I64, 3))))
-            vs = _gen_rows8(builder, pAV, pAE, pRI, zero, Ka_, pBV, pBE, frac, spec)
+            vs = _gen_rows8(builder, pAV, pAE, pRI, zero, Ka_, pBV, pBE, frac, spec, fin)
             for v, (_, _, _, _, ro) in zip(vs, spec):
                 bits, _, r = _gen_round8(builder, v, rp)
                 _vstore(builder, v, pVV, ro, 8)
@@ -655,17 +689,19 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
 
 
 @_intrinsic
-def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB):
+def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB, finite):
     """A whole warp of the two-block recipe with C added separately (sm_90 fp8): for every row,
     block 1 from +0 (terms 0..Ka/2-1 in block order), rounded (rpb) into the accumulator format;
     block 2 with that accumulator, rounded again; then D = RNE(acc + C) (rpa), or acc's own bits
     when C is +-0.  RV / RE (float64 / float32, length 8 * (M + 1)): scratch; the first 8 of each
     must hold +0 / _ZEXP.  Returns True if a block result or the sum is zero, subnormal or
-    overflowing in some output (DB is then to be redone by the general per-row code)."""
+    overflowing in some output (DB is then to be redone by the general per-row code).  finite: no
+    element of A, B or C is NaN or inf (block sums then run in int64 while the accumulators stay
+    finite, see _gen_rows8)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
             and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
-    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB)
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB, finite)
 
     def codegen(context, builder, sig, args):
         ty = sig.args
@@ -681,6 +717,7 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
         rpa_ = _load_rp(builder, pra)
         zero = _ir.Constant(_I64, 0)
         half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+        fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
 
         def rbody(rows, rare):
             spec1, spec2 = [], []
@@ -690,13 +727,17 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
                 ro = builder.shl(i, _ir.Constant(_I64, 3))
                 spec1.append((oa, oi, pRV, pRE, zero))
                 spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
-            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1)
+            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+            fin2 = fin
             for v1, (_, _, _, _, ra) in zip(v1s, spec2):
                 _, a1, r1 = _gen_round8(builder, v1, rpb_)
                 _vstore(builder, a1, pRV, ra, 8)
                 _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
                 rare = builder.or_(rare, r1)
-            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2)
+                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
+                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
+                fin2 = builder.and_(fin2, ok)
+            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
             for v2, i in zip(v2s, rows):
                 ro = builder.shl(i, _ir.Constant(_I64, 3))
                 b2, a2, r2 = _gen_round8(builder, v2, rpb_)
@@ -868,14 +909,14 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
         need[w] = 1 if special else 0
         if fused and nblk == 1:
             if sparse:
-                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
             else:   # B row t for term t: no row index
-                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
         elif not fused and nblk == 2:
             if sparse:
-                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
             else:
-                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
         else:
             # any other chain of blocks: one row at a time, the accumulator rounded after each block
             ri = RI if sparse else ri0
@@ -1036,14 +1077,14 @@ def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
         CE = np.empty(M * N, np.float32)
         VM = np.empty(M * 8, np.float64)
         DB = np.empty(M * 8, np.uint64)
-        _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
         for jc in range(NC):
             bo = jc * K * 8
             co = jc * M * 8
             _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K * 8], BE[bo:bo + K * 8], CV[co:co + M * 8],
-                        CE[co:co + M * 8], fracf, rp, VM, DB)
+                        CE[co:co + M * 8], fracf, rp, VM, DB, not special)
             for i in range(M):
                 for j in range(8):
                     out[g, i, jc * 8 + j] = DB[i * 8 + j] << igd
