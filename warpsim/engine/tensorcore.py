@@ -370,7 +370,7 @@ def _when(builder, cond, inits, fn):
 #: exact and the maximum order-free, so splitting them only shortens the dependency chains)
 _PARTS = 2
 #: rows a warp's row loop computes together (independent chains side by side; B rows loaded once)
-_ROWS = 2
+_ROWS = 4
 
 
 def _terms(builder, lo, hi, nrows, inits, step_fn):
