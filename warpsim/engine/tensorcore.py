@@ -6,19 +6,20 @@ words in place and decodes without per-element shifts:
 
 * every operand is viewed as an array of its elements (uint8 for fp8, uint16 for f16 / bf16,
   uint32 for tf32 / f32; element j of a lane at index ``lane * elements + j`` on a little-endian
-  host) and scattered with one flat position table per operand, straight into the order the
-  dot core reads (A by row in block order, B row-major, C / D row-major);
-* 8- and 16-bit elements decode through a table built once per format (256 or 65,536 float64
-  values, every NaN / inf mapped to inf; fp8 already converted into the recipe's operand
-  format), 32-bit ones by clearing the ignored bits and widening the f32 value;
-* the alignment exponents are derived from the decoded values in one vectorisable pass, as
-  float32 (exact small integers): ``max(floor(log2 |v|), emin)`` and a far-negative value for zeros;
-* the dot core keeps the 8 outputs of a row in registers; sparse A reads B through one row index
-  per term (no gathered copy of B).
+  host) and gathered, in runs of elements that stay together (f16 pairs, fp8 quadruples), straight
+  into the order the dot core reads (A by row in block order, B row-major, C / D row-major);
+* elements decode in one vector pass (LLVM IR, 8 a step): the magnitude bits placed in an f32 word,
+  widened and scaled by a power of two; NaN / inf elements become the float64 NaN / inf of their
+  sign; the alignment exponents ``max(floor(log2 |v|), emin)`` (a far-negative value for zeros and
+  specials) as float32;
+* the dot core runs four rows side by side, each with split partial maxima and sums (the truncated
+  terms are integers below 2^53: any order gives the same sum), and sums in int64 when no element is
+  NaN or inf; sparse A reads B through one row index per term (no gathered copy of B);
+* results round in vector form (f32 with ties to even: the host's double -> float conversion).
 
-A warp with a NaN or inf element, a chained block result that overflows, tf32 sparse metadata
-that splices B halves, or a host FPU not in its default state (checked per chunk) is flagged; the
-engine recomputes the flagged warps with the generic exact kernel.
+NaN / inf elements are decided per output element.  Warps with tf32 sparse metadata that splices B
+halves, or on a host FPU not in its default state (checked per chunk), are flagged; the engine
+recomputes the flagged warps with the generic exact kernel.
 """
 
 from __future__ import annotations
@@ -168,10 +169,11 @@ def tc_tables(ins, params, tables, sp):
     else:
         sta = srb = np.zeros(1, np.int64)
         zexp = float(_ZEXP)
-    # A, B, C are gathered in runs: where aligned runs of r register elements land on r consecutive
-    # matrix places (f16 pairs of a row, fp8 quadruples), whole r-element words move at once
+    # A, B, C (and D, the other way) are gathered in runs: where aligned runs of r register elements
+    # land on r consecutive matrix places (f16 pairs of a row, fp8 quadruples), whole r-element
+    # words move at once
     gpos, wide = [], []
-    for x, (flat, word, shift, b) in zip(pos[:3], tables[:3]):
+    for x, (flat, word, shift, b) in zip(pos, tables):
         r = _run(x, b, flat.shape[1] * b // 8)
         gpos.append(np.ascontiguousarray(x[::r] // r, dtype=np.uint32))
         wide.append(np.dtype(_DTYPE[b * r]))
@@ -477,7 +479,6 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
     if finite is None:
         sums = fsums(None)
     else:
-        undef = [_ir.Constant(_V8D, _ir.Undefined)] * R
         with builder.if_else(finite, likely=True) as (then, otherwise):
             with then:
                 si = isums(None)
@@ -491,7 +492,6 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
             ph.add_incoming(x, bi)
             ph.add_incoming(y, bf)
             sums.append(ph)
-        del undef
     return [builder.fmul(sm, pow2(builder.fsub(eds[r], fr))) for r, sm in enumerate(sums)]
 
 
@@ -792,7 +792,7 @@ def round_params(fmt, rne):
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec):
+              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
     """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
     (or block scale) NaN or inf (their outputs decided per element, see _decode); 2 not computed
     (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C holds
@@ -843,6 +843,8 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
     U = np.empty(N + M * N, np.uint64)
     OB = U[:N]
     DB = U[N:]
+    DBw = np.empty_like(d[0])            # D's words in matrix order, as runs (d: register words as runs)
+    DBe = DBw.view(ed.dtype)
     RI = np.empty(M * Ka, np.int64)
     # raw elements in matrix order (every element is in a register once), gathered in runs of
     # elements (a, b, c: the register words viewed as runs; pa, pb, pc: the runs' places)
@@ -951,15 +953,17 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                     _round8_common(VV, OB, OV, rpa)
                     for j in range(N):
                         DB[i * N + j] = OB[j]
+        for x in range(M * N):
+            DBe[x] = DB[x] << igd
         for t in range(pd.shape[0]):
-            d[w, t] = DB[pd[t]] << igd
+            d[w, t] = DBw[pd[t]]
 
 
 def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec):
+               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
     """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
-    a3 .. c3: (W, 32, runs) views of the register words as runs of elements, d3 as elements
-    (C-contiguous); ea, eb, ec: empty arrays of A's, B's and C's element types."""
+    a3 .. d3: (W, 32, runs) views of the register words as runs of elements (C-contiguous);
+    ea .. ed: empty arrays of A's, B's, C's and D's element types."""
     W = a3.shape[0]
     a = a3.reshape(W, a3.shape[1] * a3.shape[2])
     b = b3.reshape(W, b3.shape[1] * b3.shape[2])
@@ -976,7 +980,7 @@ def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, s
             nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec)
+                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed)
         n = 0
         for w in range(w0, w1):
             n += need[w] == 2
@@ -1015,12 +1019,11 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
         _KERNELS = _build()
     ser, par = _KERNELS
     m, n, k = ins.mnk
-    ta, tb, tc = ft["wide"]
-    td = np.dtype(_DTYPE[ft["bits"][3]])
-    consts = (params, m, k, ft["ka"], *ft["gpos"], ft["pos"][3].astype(np.uint32), ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
+    ta, tb, tc, td = ft["wide"]
+    consts = (params, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
               ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
     tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"],
-            *(np.empty(0, _DTYPE[x]) for x in ft["bits"][:3]))
+            *(np.empty(0, _DTYPE[x]) for x in ft["bits"]))
 
     def go(a, b, c, e, d, scales=None):
         W = a.shape[0]
