@@ -277,49 +277,79 @@ def _decode(typingctx, R, q, scale, emin, V, E):
         pV = context.make_array(ty[4])(context, builder, args[4]).data
         pE = context.make_array(ty[5])(context, builder, args[5]).data
         sc = _splat(builder, context.cast(builder, args[2], ty[2], _nbt.float64), _V8D)
-        em = _splat(builder, context.cast(builder, args[3], ty[3], _nbt.float32), _V8F)
-        qv = [_splat(builder, builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32), _V8I)
-              for k in range(6)]
-        ign, mm, shs, shm, lim, infm = qv
-        rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), 8)
-        zero8 = _ir.Constant(_V8I, [0] * 8)
-        zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
+        qs = [builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32) for k in range(6)]
+        emf = context.cast(builder, args[3], ty[3], _nbt.float32)
 
-        def parts(x):
-            raw = _vload(builder, pR, x, rt, 1)
-            if ty[0].dtype.bitwidth < 32:
-                raw = builder.zext(raw, _V8I)
-            mag = builder.and_(builder.lshr(raw, ign), mm)
-            sgn = builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8))
-            return mag, sgn
+        def step(L):
+            """The pass body for L (8 or 16) elements a step: the integer work in one <L x i32>, the
+            float64 values in <8 x double> halves."""
+            VI, VF = _ir.VectorType(_I32, L), _ir.VectorType(_F32, L)
+            ign, mm, shs, shm, lim, infm = (_splatn(builder, x, VI, L) for x in qs)
+            rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), L)
+            em = _splatn(builder, emf, VF, L)
+            zexp = _splatn(builder, _ir.Constant(_F32, float(_ZEXP)), VF, L)
 
-        def body(x, bad):
-            mag, sgn = parts(x)
-            special = builder.icmp_unsigned(">=", mag, lim)
-            # a NaN / inf element: the f32 NaN / inf of its sign (times scale: the same), no second pass
-            sw = builder.or_(builder.select(builder.icmp_unsigned("==", mag, infm), c32(0x7F800000),
-                                            c32(0x7FC00000)), sgn)
-            fb = builder.select(special, sw, builder.or_(builder.shl(mag, shm), sgn))
-            # widened first: an f32 multiply with a subnormal operand is slow on x86
-            v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
-            eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
-            eb = builder.sub(builder.and_(eb, c32(0x7FF)), c32(1023))
-            ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
-            # zero (mag - 1 wraps) and NaN / inf (mag >= lim) elements: exponent _ZEXP
-            ex = builder.select(builder.icmp_unsigned(">=", builder.sub(mag, c32(1)), limm1), zexp, ex)
-            _vstore(builder, v, pV, x, 8)
-            _vstore(builder, ex, pE, x, 4)
-            return builder.or_(bad, builder.zext(special, _V8I))
+            def c32(k):
+                return _ir.Constant(VI, [k] * L)
 
-        def c32(k):
-            return _ir.Constant(_V8I, [k] * 8)
+            limm1 = builder.sub(lim, c32(1))
 
-        limm1 = builder.sub(lim, c32(1))
-        bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
-        anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
-        return builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
+            def body(x, accs):
+                bad = accs[0]
+                raw = _vload(builder, pR, x, rt, 1)
+                if ty[0].dtype.bitwidth < 32:
+                    raw = builder.zext(raw, VI)
+                mag = builder.and_(builder.lshr(raw, ign), mm)
+                sgn = builder.shl(builder.lshr(raw, shs), c32(31))
+                special = builder.icmp_unsigned(">=", mag, lim)
+                # a NaN / inf element: the f32 NaN / inf of its sign (times scale: the same), no second pass
+                sw = builder.or_(builder.select(builder.icmp_unsigned("==", mag, infm), c32(0x7F800000),
+                                                c32(0x7FC00000)), sgn)
+                fb = builder.bitcast(builder.select(special, sw, builder.or_(builder.shl(mag, shm), sgn)), VF)
+                his = []
+                for h in range(L // 8):
+                    half = fb if L == 8 else builder.shuffle_vector(
+                        fb, _ir.Constant(VF, _ir.Undefined), _ir.Constant(_V8I, list(range(8 * h, 8 * h + 8))))
+                    # widened first: an f32 multiply with a subnormal operand is slow on x86
+                    v = builder.fmul(builder.fpext(half, _V8D), sc)
+                    _vstore(builder, v, pV, builder.add(x, _ir.Constant(_I64, 8 * h)), 8)
+                    his.append(builder.bitcast(v, _ir.VectorType(_I32, 16)))
+                # the high words of the float64 values: sign, exponent, top of the mantissa
+                odd = list(range(1, 16, 2))
+                if L == 8:
+                    hi = builder.shuffle_vector(his[0], _ir.Constant(his[0].type, _ir.Undefined), _ir.Constant(_V8I, odd))
+                else:
+                    hi = builder.shuffle_vector(his[0], his[1], _ir.Constant(_ir.VectorType(_I32, 16),
+                                                                             odd + [16 + k for k in odd]))
+                eb = builder.sub(builder.and_(builder.lshr(hi, c32(20)), c32(0x7FF)), c32(1023))
+                ex = _vmax(builder, builder.sitofp(eb, VF), em)
+                # zero (mag - 1 wraps) and NaN / inf (mag >= lim) elements: exponent _ZEXP
+                ex = builder.select(builder.icmp_unsigned(">=", builder.sub(mag, c32(1)), limm1), zexp, ex)
+                _vstore(builder, ex, pE, x, 4)
+                return [builder.or_(bad, builder.zext(special, VI))]
+
+            return body, c32(0)
+
+        zero = _ir.Constant(_I64, 0)
+        n16 = builder.and_(n, _ir.Constant(_I64, -16))
+        body16, z16 = step(16)
+        bad16 = _when(builder, builder.icmp_signed("<", zero, n16), [z16],
+                      lambda a: _loopn(builder, zero, n16, 16, a, body16))[0]
+        body8, z8 = step(8)
+        bad8 = _when(builder, builder.icmp_signed("<", n16, n), [z8],
+                     lambda a: _loopn(builder, n16, n, 8, a, body8))[0]
+        any16 = builder.icmp_unsigned("!=", builder.bitcast(builder.icmp_unsigned("!=", bad16, z16), _ir.IntType(16)),
+                                      _ir.Constant(_ir.IntType(16), 0))
+        any8 = builder.icmp_unsigned("!=", builder.bitcast(builder.icmp_unsigned("!=", bad8, z8), _ir.IntType(8)),
+                                     _ir.Constant(_ir.IntType(8), 0))
+        return builder.or_(any16, any8)
 
     return sig, codegen
+
+
+def _splatn(builder, x, vt, L):
+    v = builder.insert_element(_ir.Constant(vt, _ir.Undefined), x, _ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, _ir.Constant(vt, _ir.Undefined), _ir.Constant(_ir.VectorType(_I32, L), [0] * L))
 
 
 def _c8(x, t=None):
