@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -1051,7 +1052,7 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
     m, n, k = ins.mnk
     ta, tb, tc, td = ft["wide"]
     consts = (params, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
-              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
+              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"])
     tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"],
             *(np.empty(0, _DTYPE[x]) for x in ft["bits"]))
 
@@ -1060,7 +1061,10 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
         need = np.empty(W, np.int8)
         fn = par if W >= threshold else ser
         sfa, sfb = scales if scales is not None else (_NO_SCALES, _NO_SCALES)
-        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, sfa, sfb, *tail)
+        # a few chunks a thread at least (each allocates its scratch once): no fixed cost per 64 warps
+        ch = chunk if W <= 4 * chunk else max(chunk, W // (4 * numba.get_num_threads()))
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, ch, _PROBE64, _PROBE32,
+                   sfa, sfb, *tail)
         if STATS is not None:
             for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
                 STATS[name] = STATS.get(name, 0) + int(x)
