@@ -6,19 +6,20 @@ words in place and decodes without per-element shifts:
 
 * every operand is viewed as an array of its elements (uint8 for fp8, uint16 for f16 / bf16,
   uint32 for tf32 / f32; element j of a lane at index ``lane * elements + j`` on a little-endian
-  host) and scattered with one flat position table per operand, straight into the order the
-  dot core reads (A by row in block order, B row-major, C / D row-major);
-* 8- and 16-bit elements decode through a table built once per format (256 or 65,536 float64
-  values, every NaN / inf mapped to inf; fp8 already converted into the recipe's operand
-  format), 32-bit ones by clearing the ignored bits and widening the f32 value;
-* the alignment exponents are derived from the decoded values in one vectorisable pass, as
-  float32 (exact small integers): ``max(floor(log2 |v|), emin)`` and a far-negative value for zeros;
-* the dot core keeps the 8 outputs of a row in registers; sparse A reads B through one row index
-  per term (no gathered copy of B).
+  host) and gathered, in runs of elements that stay together (f16 pairs, fp8 quadruples), straight
+  into the order the dot core reads (A by row in block order, B row-major, C / D row-major);
+* elements decode in one vector pass (LLVM IR, 8 a step): the magnitude bits placed in an f32 word,
+  widened and scaled by a power of two; NaN / inf elements become the float64 NaN / inf of their
+  sign; the alignment exponents ``max(floor(log2 |v|), emin)`` (a far-negative value for zeros and
+  specials) as float32;
+* the dot core runs four rows side by side, each with split partial maxima and sums (the truncated
+  terms are integers below 2^53: any order gives the same sum), and sums in int64 when no element is
+  NaN or inf; sparse A reads B through one row index per term (no gathered copy of B);
+* results round in vector form (f32 with ties to even: the host's double -> float conversion).
 
-A warp with a NaN or inf element, a chained block result that overflows, tf32 sparse metadata
-that splices B halves, or a host FPU not in its default state (checked per chunk) is flagged; the
-engine recomputes the flagged warps with the generic exact kernel.
+NaN / inf elements are decided per output element.  Warps with tf32 sparse metadata that splices B
+halves, or on a host FPU not in its default state (checked per chunk), are flagged; the engine
+recomputes the flagged warps with the generic exact kernel.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -76,7 +78,7 @@ def _emin(fmt) -> float:
     return float(2 - (1 << (fmt[1] - 1)))
 
 
-_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+_DTYPE = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def truncated_acc(p) -> bool:
@@ -168,10 +170,33 @@ def tc_tables(ins, params, tables, sp):
     else:
         sta = srb = np.zeros(1, np.int64)
         zexp = float(_ZEXP)
-    return dict(bits=bits, pos=tuple(pos), ri0=ri0, spt=np.ascontiguousarray(spt), ka=ka,
+    # A, B, C (and D, the other way) are gathered in runs: where aligned runs of r register elements
+    # land on r consecutive matrix places (f16 pairs of a row, fp8 quadruples), whole r-element
+    # words move at once
+    gpos, wide = [], []
+    for x, (flat, word, shift, b) in zip(pos, tables):
+        r = _run(x, b, flat.shape[1] * b // 8)
+        gpos.append(np.ascontiguousarray(x[::r] // r, dtype=np.uint32))
+        wide.append(np.dtype(_DTYPE[b * r]))
+    return dict(bits=bits, pos=tuple(pos), gpos=tuple(gpos), wide=tuple(wide), ri0=ri0, spt=np.ascontiguousarray(spt), ka=ka,
                 q=np.array([x[0] for x in dp], np.int64), scale=np.array([x[1] for x in dp], np.float64),
                 emin=np.array(emin, np.float32), rpb=round_params(_fmt(p, P_ACC), p[P_RND] == RND_RNE),
                 rpa=round_params(_fmt(p, P_ACC), True), sta=sta, srb=srb, zexp=np.float32(zexp))
+
+
+def _run(pos, bits: int, lane_bytes: int) -> int:
+    """The longest run r (1, 2, 4 or 8 elements, at most 64 bits, dividing a lane's bytes) such that
+    every aligned run of r consecutive register elements goes to r consecutive matrix places, the
+    first at a multiple of r."""
+    best = 1
+    for r in (2, 4, 8):
+        if bits * r > 64 or (lane_bytes * 8) % (bits * r) or pos.size % r:
+            break
+        g = pos.reshape(-1, r)
+        if not ((g == g[:, :1] + np.arange(r)).all() and (g[:, 0] % r == 0).all()):
+            break
+        best = r
+    return best
 
 
 # --- the kernel ------------------------------------------------------------------------------
@@ -253,96 +278,272 @@ def _decode(typingctx, R, q, scale, emin, V, E):
         pV = context.make_array(ty[4])(context, builder, args[4]).data
         pE = context.make_array(ty[5])(context, builder, args[5]).data
         sc = _splat(builder, context.cast(builder, args[2], ty[2], _nbt.float64), _V8D)
-        em = _splat(builder, context.cast(builder, args[3], ty[3], _nbt.float32), _V8F)
-        qv = [_splat(builder, builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32), _V8I)
-              for k in range(6)]
-        ign, mm, shs, shm, lim, infm = qv
-        rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), 8)
-        zero8 = _ir.Constant(_V8I, [0] * 8)
-        zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
+        qs = [builder.trunc(builder.load(builder.gep(pq, [_ir.Constant(_I64, k)])), _I32) for k in range(6)]
+        emf = context.cast(builder, args[3], ty[3], _nbt.float32)
 
-        def parts(x):
-            raw = _vload(builder, pR, x, rt, 1)
-            if ty[0].dtype.bitwidth < 32:
-                raw = builder.zext(raw, _V8I)
-            mag = builder.and_(builder.lshr(raw, ign), mm)
-            sgn = builder.shl(builder.lshr(raw, shs), _ir.Constant(_V8I, [31] * 8))
-            return mag, sgn
+        def step(L):
+            """The pass body for L (8 or 16) elements a step: the integer work in one <L x i32>, the
+            float64 values in <8 x double> halves."""
+            VI, VF = _ir.VectorType(_I32, L), _ir.VectorType(_F32, L)
+            ign, mm, shs, shm, lim, infm = (_splatn(builder, x, VI, L) for x in qs)
+            rt = _ir.VectorType(_ir.IntType(ty[0].dtype.bitwidth), L)
+            em = _splatn(builder, emf, VF, L)
+            zexp = _splatn(builder, _ir.Constant(_F32, float(_ZEXP)), VF, L)
 
-        def body(x, bad):
-            mag, sgn = parts(x)
-            fb = builder.or_(builder.shl(mag, shm), sgn)
-            v = builder.fmul(builder.fpext(builder.bitcast(fb, _V8F), _V8D), sc)
-            eb = builder.trunc(builder.lshr(builder.bitcast(v, _V8L), _ir.Constant(_V8L, [52] * 8)), _V8I)
-            eb = builder.sub(builder.and_(eb, _ir.Constant(_V8I, [0x7FF] * 8)), _ir.Constant(_V8I, [1023] * 8))
-            ex = _vmax(builder, builder.sitofp(eb, _V8F), em)
-            ex = builder.select(builder.icmp_unsigned("==", mag, zero8), zexp, ex)
-            _vstore(builder, v, pV, x, 8)
-            _vstore(builder, ex, pE, x, 4)
-            return builder.or_(bad, builder.zext(builder.icmp_unsigned(">=", mag, lim), _V8I))
+            def c32(k):
+                return _ir.Constant(VI, [k] * L)
 
-        def fix(x, acc):
-            # only for operands that hold a NaN or inf: those elements become the float64 NaN / inf
-            # of their sign (an f32 word widened exactly), with exponent _ZEXP
-            mag, sgn = parts(x)
-            special = builder.icmp_unsigned(">=", mag, lim)
-            sw = builder.select(builder.icmp_unsigned("==", mag, infm), _ir.Constant(_V8I, [0x7F800000] * 8),
-                                _ir.Constant(_V8I, [0x7FC00000] * 8))
-            sv = builder.fpext(builder.bitcast(builder.or_(sw, sgn), _V8F), _V8D)
-            _vstore(builder, builder.select(special, sv, _vload(builder, pV, x, _V8D, 8)), pV, x, 8)
-            _vstore(builder, builder.select(special, zexp, _vload(builder, pE, x, _V8F, 4)), pE, x, 4)
-            return acc
+            limm1 = builder.sub(lim, c32(1))
 
-        bad = _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, body)
-        anyb = builder.bitcast(builder.icmp_unsigned("!=", bad, zero8), _ir.IntType(8))
-        anyp = builder.icmp_unsigned("!=", anyb, _ir.Constant(_ir.IntType(8), 0))
-        with builder.if_then(anyp, likely=False):
-            _loop(builder, _ir.Constant(_I64, 0), n, 8, zero8, fix)
-        return anyp
+            def body(x, accs):
+                bad = accs[0]
+                raw = _vload(builder, pR, x, rt, 1)
+                if ty[0].dtype.bitwidth < 32:
+                    raw = builder.zext(raw, VI)
+                mag = builder.and_(builder.lshr(raw, ign), mm)
+                sgn = builder.shl(builder.lshr(raw, shs), c32(31))
+                special = builder.icmp_unsigned(">=", mag, lim)
+                # a NaN / inf element: the f32 NaN / inf of its sign (times scale: the same), no second pass
+                sw = builder.or_(builder.select(builder.icmp_unsigned("==", mag, infm), c32(0x7F800000),
+                                                c32(0x7FC00000)), sgn)
+                fb = builder.bitcast(builder.select(special, sw, builder.or_(builder.shl(mag, shm), sgn)), VF)
+                his = []
+                for h in range(L // 8):
+                    half = fb if L == 8 else builder.shuffle_vector(
+                        fb, _ir.Constant(VF, _ir.Undefined), _ir.Constant(_V8I, list(range(8 * h, 8 * h + 8))))
+                    # widened first: an f32 multiply with a subnormal operand is slow on x86
+                    v = builder.fmul(builder.fpext(half, _V8D), sc)
+                    _vstore(builder, v, pV, builder.add(x, _ir.Constant(_I64, 8 * h)), 8)
+                    his.append(builder.bitcast(v, _ir.VectorType(_I32, 16)))
+                # the high words of the float64 values: sign, exponent, top of the mantissa
+                odd = list(range(1, 16, 2))
+                if L == 8:
+                    hi = builder.shuffle_vector(his[0], _ir.Constant(his[0].type, _ir.Undefined), _ir.Constant(_V8I, odd))
+                else:
+                    hi = builder.shuffle_vector(his[0], his[1], _ir.Constant(_ir.VectorType(_I32, 16),
+                                                                             odd + [16 + k for k in odd]))
+                eb = builder.sub(builder.and_(builder.lshr(hi, c32(20)), c32(0x7FF)), c32(1023))
+                ex = _vmax(builder, builder.sitofp(eb, VF), em)
+                # zero (mag - 1 wraps) and NaN / inf (mag >= lim) elements: exponent _ZEXP
+                ex = builder.select(builder.icmp_unsigned(">=", builder.sub(mag, c32(1)), limm1), zexp, ex)
+                _vstore(builder, ex, pE, x, 4)
+                return [builder.or_(bad, builder.zext(special, VI))]
+
+            return body, c32(0)
+
+        zero = _ir.Constant(_I64, 0)
+        n16 = builder.and_(n, _ir.Constant(_I64, -16))
+        body16, z16 = step(16)
+        bad16 = _when(builder, builder.icmp_signed("<", zero, n16), [z16],
+                      lambda a: _loopn(builder, zero, n16, 16, a, body16))[0]
+        body8, z8 = step(8)
+        bad8 = _when(builder, builder.icmp_signed("<", n16, n), [z8],
+                     lambda a: _loopn(builder, n16, n, 8, a, body8))[0]
+        any16 = builder.icmp_unsigned("!=", builder.bitcast(builder.icmp_unsigned("!=", bad16, z16), _ir.IntType(16)),
+                                      _ir.Constant(_ir.IntType(16), 0))
+        any8 = builder.icmp_unsigned("!=", builder.bitcast(builder.icmp_unsigned("!=", bad8, z8), _ir.IntType(8)),
+                                     _ir.Constant(_ir.IntType(8), 0))
+        return builder.or_(any16, any8)
 
     return sig, codegen
+
+
+def _splatn(builder, x, vt, L):
+    v = builder.insert_element(_ir.Constant(vt, _ir.Undefined), x, _ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, _ir.Constant(vt, _ir.Undefined), _ir.Constant(_ir.VectorType(_I32, L), [0] * L))
 
 
 def _c8(x, t=None):
     return _ir.Constant(t or _V8L, [x] * 8)
 
 
-def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, frac):
-    """IR of one block of one row: the exact sum, <8 x double>, of the terms t = lo..hi-1 (i64 values),
-    a = AV[oa + t] (exponent AE[oa + t]) times B[RI[oi + t], j] (B row-major: BV / BE at
-    8 * RI[oi + t] + j; pRI None: B row t), and the accumulator rv[ro + j] (exponent re[ro + j]), each truncated to frac
-    bits below the output's emax (the largest exponent; -900 when every term is zero, as
-    fused._block8).  One <8 x float> of exponents and one <8 x double> of sums, loop-carried in
-    registers (two AVX registers each).  Requires lo < hi."""
+def _loopn(builder, lo, hi, step, inits, body):
+    """do { accs = body(t, accs); t += step } while (t < hi), from t = lo, carrying a list of values."""
+    pre = builder.block
+    blk = builder.append_basic_block("tc.loop")
+    out = builder.append_basic_block("tc.done")
+    builder.branch(blk)
+    builder.position_at_end(blk)
+    t = builder.phi(_I64)
+    accs = [builder.phi(x.type) for x in inits]
+    t.add_incoming(lo, pre)
+    for a, x in zip(accs, inits):
+        a.add_incoming(x, pre)
+    nxt = body(t, accs)
+    t1 = builder.add(t, _ir.Constant(_I64, step))
+    t.add_incoming(t1, builder.block)
+    for a, x in zip(accs, nxt):
+        a.add_incoming(x, builder.block)
+    builder.cbranch(builder.icmp_signed("<", t1, hi), blk, out)
+    builder.position_at_end(out)
+    return nxt
+
+
+def _when(builder, cond, inits, fn):
+    """fn(inits) where cond holds, else inits (a list of values merged by phis)."""
+    pre = builder.block
+    then = builder.append_basic_block("tc.then")
+    out = builder.append_basic_block("tc.merge")
+    builder.cbranch(cond, then, out)
+    builder.position_at_end(then)
+    res = fn(inits)
+    end = builder.block
+    builder.branch(out)
+    builder.position_at_end(out)
+    merged = []
+    for x, y in zip(inits, res):
+        ph = builder.phi(x.type)
+        ph.add_incoming(x, pre)
+        ph.add_incoming(y, end)
+        merged.append(ph)
+    return merged
+
+
+#: independent partial maxima / sums a block's term loop keeps per row (the sum of truncated terms is
+#: exact and the maximum order-free, so splitting them only shortens the dependency chains)
+_PARTS = 2
+#: rows a warp's row loop computes together (independent chains side by side; B rows loaded once)
+_ROWS = 4
+
+
+def _terms(builder, lo, hi, nrows, inits, step_fn):
+    """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _PARTS partial
+    accumulators a row (inits[r * _PARTS + k]), term t + k of each step of _PARTS going to partial k;
+    the remainder to partial 0."""
+    P = _PARTS
+    n = builder.sub(hi, lo)
+    mid = builder.add(lo, builder.and_(n, _ir.Constant(_I64, -P)))
+
+    def main(accs):
+        def body(t, a):
+            return [step_fn(builder.add(t, _ir.Constant(_I64, x % P)), x // P, a[x]) for x in range(nrows * P)]
+        return _loopn(builder, lo, mid, P, accs, body)
+
+    accs = _when(builder, builder.icmp_signed("<", lo, mid), list(inits), main)
+
+    def tail(accs):
+        def body(t, a):
+            return [step_fn(t, x // P, a[x]) if x % P == 0 else a[x] for x in range(nrows * P)]
+        return _loopn(builder, mid, hi, 1, accs, body)
+
+    return _when(builder, builder.icmp_signed("<", mid, hi), accs, tail)
+
+
+def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None):
+    """IR of one block of each of a few rows: for each row (oa, oi, prv, pre, ro) of rows, the exact
+    sum, <8 x double>, of the terms t = lo..hi-1 (i64 values), a = AV[oa + t] (exponent AE[oa + t])
+    times B[RI[oi + t], j] (B row-major: BV / BE at 8 * RI[oi + t] + j; pRI None: B row t), and the
+    accumulator prv[ro + j] (exponent pre[ro + j]), each truncated to frac bits below the output's
+    emax (the largest exponent; -900 when every term is zero, as fused._block8).
+
+    The rows' loops run side by side, and each row's maxima and sums in _PARTS independent partials:
+    the truncated terms are integers below 2^53, so their float64 sum is exact in any order (-0.0
+    is the identity; NaN / inf results do not depend on the order either).  Requires lo < hi.
+
+    finite (an i1, or None): where it holds, every term and accumulator is finite, and the terms are
+    truncated by the conversion to int64 and summed as integers (the same exact sum, one instruction
+    less a term); else, and where None, in float64 as above."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
+    R, P = len(rows), _PARTS
 
-    def brow(t):
-        r = t if pRI is None else builder.load(builder.gep(pRI, [builder.add(oi, t)]))
-        return builder.shl(r, _ir.Constant(_I64, 3))
+    def brow(t, r):
+        oi = rows[r][1]
+        x = t if pRI is None else builder.load(builder.gep(pRI, [builder.add(oi, t)]))
+        return builder.shl(x, _ir.Constant(_I64, 3))
 
-    def ebody(t, e):
-        x = builder.load(builder.gep(pAE, [builder.add(oa, t)]))
-        g = _vload(builder, pBE, brow(t), _V8F, 4)
+    def ebody(t, r, e):
+        x = builder.load(builder.gep(pAE, [builder.add(rows[r][0], t)]))
+        g = _vload(builder, pBE, brow(t, r), _V8F, 4)
         return _vmax(builder, e, builder.fadd(_splat(builder, x, _V8F), g))
 
-    e = _loop(builder, lo, hi, 1, _vload(builder, pre, ro, _V8F, 4), ebody)
-    ed = _vmax(builder, builder.fpext(e, _V8D), _c8(-900.0, _V8D))
+    zexp = _splat(builder, _ir.Constant(_F32, float(_ZEXP)), _V8F)
+    es = _terms(builder, lo, hi, R, [zexp] * (R * P), ebody)
     fr = _splat(builder, frac, _V8D)
 
     def pow2(k):      # 2.0 ** k for an <8 x double> of small integers
         ki = builder.sext(builder.fptosi(k, _V8I), _V8L)
         return builder.bitcast(builder.shl(builder.add(ki, _c8(1023)), _c8(52)), _V8D)
 
-    c = pow2(builder.fsub(fr, ed))
-    s0 = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), c)])
+    eds, cs = [], []
+    for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+        e = _vload(builder, pre, ro, _V8F, 4)
+        for x in es[r * P:(r + 1) * P]:
+            e = _vmax(builder, e, x)
+        ed = _vmax(builder, builder.fpext(e, _V8D), _c8(-900.0, _V8D))
+        eds.append(ed)
+        cs.append(pow2(builder.fsub(fr, ed)))
 
-    def sbody(t, s):
-        x = builder.load(builder.gep(pAV, [builder.add(oa, t)]))
-        g = _vload(builder, pBV, brow(t), _V8D, 8)
-        return builder.fadd(s, builder.call(ftrunc, [builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), c)]))
+    def sbody(t, r, s):
+        x = builder.load(builder.gep(pAV, [builder.add(rows[r][0], t)]))
+        g = _vload(builder, pBV, brow(t, r), _V8D, 8)
+        return builder.fadd(s, builder.call(ftrunc, [builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), cs[r])]))
 
-    s = _loop(builder, lo, hi, 1, s0, sbody)
-    return builder.fmul(s, pow2(builder.fsub(ed, fr)))
+    def fsums(_):
+        ss = _terms(builder, lo, hi, R, [_c8(-0.0, _V8D)] * (R * P), sbody)
+        out = []
+        for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+            parts = ss[r * P:(r + 1) * P]
+            while len(parts) > 1:
+                parts = [builder.fadd(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                         for k in range(0, len(parts), 2)]
+            s0 = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])])
+            out.append(builder.fadd(s0, parts[0]))
+        return out
+
+    def ibody(t, r, s):
+        x = builder.load(builder.gep(pAV, [builder.add(rows[r][0], t)]))
+        g = _vload(builder, pBV, brow(t, r), _V8D, 8)
+        return builder.add(s, builder.fptosi(builder.fmul(builder.fmul(_splat(builder, x, _V8D), g), cs[r]), _V8L))
+
+    def isums(_):
+        ss = _terms(builder, lo, hi, R, [_c8(0)] * (R * P), ibody)
+        out = []
+        for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+            parts = ss[r * P:(r + 1) * P]
+            while len(parts) > 1:
+                parts = [builder.add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                         for k in range(0, len(parts), 2)]
+            s0 = builder.fptosi(builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r]), _V8L)
+            out.append(builder.sitofp(builder.add(s0, parts[0]), _V8D))
+        return out
+
+    if finite is None:
+        sums = fsums(None)
+    else:
+        with builder.if_else(finite, likely=True) as (then, otherwise):
+            with then:
+                si = isums(None)
+                bi = builder.block
+            with otherwise:
+                sf = fsums(None)
+                bf = builder.block
+        sums = []
+        for x, y in zip(si, sf):
+            ph = builder.phi(_V8D)
+            ph.add_incoming(x, bi)
+            ph.add_incoming(y, bf)
+            sums.append(ph)
+    return [builder.fmul(sm, pow2(builder.fsub(eds[r], fr))) for r, sm in enumerate(sums)]
+
+
+def _gen_row8(builder, pAV, pAE, oa, pRI, oi, lo, hi, pBV, pBE, prv, pre, ro, frac):
+    """_gen_rows8 of the one row (oa, oi, prv, pre, ro)."""
+    return _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, [(oa, oi, prv, pre, ro)])[0]
+
+
+def _row_groups(builder, M_, init, body):
+    """Run body(rows, acc) -> acc over the rows 0..M-1 of a warp, _ROWS rows a call (rows: their i64
+    indices), the last M % _ROWS rows one a call."""
+    zero = _ir.Constant(_I64, 0)
+    mid = builder.and_(M_, _ir.Constant(_I64, -_ROWS))
+
+    def grouped(accs):
+        return _loopn(builder, zero, mid, _ROWS, accs,
+                      lambda i, a: [body([builder.add(i, _ir.Constant(_I64, r)) for r in range(_ROWS)], a[0])])
+
+    acc = _when(builder, builder.icmp_signed("<", zero, mid), [init], grouped)
+    return _when(builder, builder.icmp_signed("<", mid, M_), acc,
+                 lambda a: _loopn(builder, mid, M_, 1, a, lambda i, x: [body([i], x[0])]))[0]
 
 
 def _gen_round8(builder, v, rp):
@@ -352,6 +553,39 @@ def _gen_round8(builder, v, rp):
     whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
     (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
+    hw = builder.icmp_signed("!=", builder.extract_element(rp[7], _ir.Constant(_I32, 0)), _ir.Constant(_I64, 0))
+    with builder.if_else(hw, likely=True) as (then, otherwise):
+        with then:
+            bits_h, val_h = _gen_round8_f32(builder, v)
+            blk_h = builder.block
+        with otherwise:
+            bits_g, val_g = _gen_round8_any(builder, v, rp)
+            blk_g = builder.block
+    bits = builder.phi(_V8L)
+    bits.add_incoming(bits_h, blk_h)
+    bits.add_incoming(bits_g, blk_g)
+    val = builder.phi(_V8D)
+    val.add_incoming(val_h, blk_h)
+    val.add_incoming(val_g, blk_g)
+    return bits, val, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8)
+
+
+def _gen_round8_f32(builder, v):
+    """_gen_round8 into f32 with ties to even (rp[7] set, see round_params): the host's IEEE
+    double -> float conversion is that rounding (subnormal results on the fixed quantum, overflow
+    to +-inf; every kernel has checked that the host FPU is in round-to-nearest without FTZ / DAZ),
+    then the canonical NaN and +0 for zero results."""
+    isnan = builder.fcmp_unordered("uno", v, v)
+    b = builder.zext(builder.bitcast(builder.fptrunc(v, _V8F), _V8I), _V8L)
+    zero = builder.icmp_signed("==", builder.and_(b, _c8(0x7FFFFFFF)), _c8(0))
+    b = builder.select(zero, _c8(0), b)
+    bits = builder.select(isnan, _c8(0x7FFFFFFF), b)
+    val = builder.select(isnan, v, builder.fpext(builder.bitcast(builder.trunc(b, _V8I), _V8F), _V8D))
+    return bits, val
+
+
+def _gen_round8_any(builder, v, rp):
+    """The general case of _gen_round8 (any format, ties to even or truncation)."""
     mb, emin, infb, sbit, rne, nanb, ign = rp[:7]
     fround = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.rint.v8f64")
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
@@ -380,7 +614,7 @@ def _gen_round8(builder, v, rp):
     val = builder.select(ovf, _c8(float("inf"), _V8D), val)
     val = builder.bitcast(builder.or_(builder.bitcast(val, _V8L), builder.select(zero, _c8(0), sign)), _V8D)
     val = builder.select(isnan, v, val)
-    return bits, val, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8)
+    return bits, val
 
 
 def _gen_accexp(builder, v, em):
@@ -444,13 +678,14 @@ def _row8(typingctx, AV, AE, oa, RI, oi, lo, hi, BV, BE, rv, re, ro, fracf, VV):
 
 
 @_intrinsic
-def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB):
+def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB, finite):
     """A whole fused single-block warp: for every row i < M, VV[8i:8i+8] = the exact sum of its Ka
     terms and C (see _gen_row8) and DB[8i:8i+8] its bits rounded once (rp: round_params).  Returns
-    True if any output needs fused._fround (then DB is to be redone from VV)."""
+    True if any output needs fused._fround (then DB is to be redone from VV).  finite: no element of
+    A, B or C is NaN or inf (the sums then run in int64, see _gen_rows8)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
-    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB)
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, VV, DB, finite)
 
     def codegen(context, builder, sig, args):
         ty = sig.args
@@ -463,35 +698,41 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
         frac = context.cast(builder, args[10], ty[10], _nbt.float64)
         rp = _load_rp(builder, prp)
         zero = _ir.Constant(_I64, 0)
+        fin = context.cast(builder, args[14], ty[14], _nbt.boolean)
 
-        def rbody(i, rare):
-            oa = builder.mul(i, Ka_)
-            oi = builder.select(sp, oa, zero)
-            ro = builder.shl(i, _ir.Constant(_I64, 3))
-            v = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, Ka_, pBV, pBE, pCV, pCE, ro, frac)
-            bits, _, r = _gen_round8(builder, v, rp)
-            _vstore(builder, v, pVV, ro, 8)
-            _vstore(builder, bits, pDB, ro, 8)
-            return builder.or_(rare, r)
+        def rbody(rows, rare):
+            spec = []
+            for i in rows:
+                oa = builder.mul(i, Ka_)
+                spec.append((oa, builder.select(sp, oa, zero), pCV, pCE, builder.shl(i, _ir.Constant(_I64, 3))))
+            vs = _gen_rows8(builder, pAV, pAE, pRI, zero, Ka_, pBV, pBE, frac, spec, fin)
+            for v, (_, _, _, _, ro) in zip(vs, spec):
+                bits, _, r = _gen_round8(builder, v, rp)
+                _vstore(builder, v, pVV, ro, 8)
+                _vstore(builder, bits, pDB, ro, 8)
+                rare = builder.or_(rare, r)
+            return rare
 
-        rare = _loop(builder, zero, M_, 1, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        rare = _row_groups(builder, M_, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
         return _any8(builder, rare)
 
     return sig, codegen
 
 
 @_intrinsic
-def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB):
+def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB, finite):
     """A whole warp of the two-block recipe with C added separately (sm_90 fp8): for every row,
     block 1 from +0 (terms 0..Ka/2-1 in block order), rounded (rpb) into the accumulator format;
     block 2 with that accumulator, rounded again; then D = RNE(acc + C) (rpa), or acc's own bits
     when C is +-0.  RV / RE (float64 / float32, length 8 * (M + 1)): scratch; the first 8 of each
     must hold +0 / _ZEXP.  Returns True if a block result or the sum is zero, subnormal or
-    overflowing in some output (DB is then to be redone by the general per-row code)."""
+    overflowing in some output (DB is then to be redone by the general per-row code).  finite: no
+    element of A, B or C is NaN or inf (block sums then run in int64 while the accumulators stay
+    finite, see _gen_rows8)."""
     if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
             and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
         return None
-    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB)
+    sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB, finite)
 
     def codegen(context, builder, sig, args):
         ty = sig.args
@@ -507,25 +748,38 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
         rpa_ = _load_rp(builder, pra)
         zero = _ir.Constant(_I64, 0)
         half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+        fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
 
-        def rbody(i, rare):
-            oa = builder.mul(i, Ka_)
-            oi = builder.select(sp, oa, zero)
-            ro = builder.shl(i, _ir.Constant(_I64, 3))
-            ra = builder.add(ro, _ir.Constant(_I64, 8))        # this row's accumulator slot
-            v1 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, zero, half, pBV, pBE, pRV, pRE, zero, frac)
-            _, a1, r1 = _gen_round8(builder, v1, rpb_)
-            _vstore(builder, a1, pRV, ra, 8)
-            _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
-            v2 = _gen_row8(builder, pAV, pAE, oa, pRI, oi, half, Ka_, pBV, pBE, pRV, pRE, ra, frac)
-            b2, a2, r2 = _gen_round8(builder, v2, rpb_)
-            cv = _vload(builder, pCV, ro, _V8D, 8)
-            b3, _, r3 = _gen_round8(builder, builder.fadd(a2, cv), rpa_)
-            czero = builder.fcmp_ordered("==", cv, _c8(0.0, _V8D))
-            _vstore(builder, builder.select(czero, b2, b3), pDB, ro, 8)
-            return builder.or_(rare, builder.or_(r1, builder.or_(r2, r3)))
+        def rbody(rows, rare):
+            spec1, spec2 = [], []
+            for i in rows:
+                oa = builder.mul(i, Ka_)
+                oi = builder.select(sp, oa, zero)
+                ro = builder.shl(i, _ir.Constant(_I64, 3))
+                spec1.append((oa, oi, pRV, pRE, zero))
+                spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
+            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+            fin2 = fin
+            for v1, (_, _, _, _, ra) in zip(v1s, spec2):
+                _, a1, r1 = _gen_round8(builder, v1, rpb_)
+                _vstore(builder, a1, pRV, ra, 8)
+                _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
+                rare = builder.or_(rare, r1)
+                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
+                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
+                fin2 = builder.and_(fin2, ok)
+            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
+            for v2, i in zip(v2s, rows):
+                ro = builder.shl(i, _ir.Constant(_I64, 3))
+                b2, a2, r2 = _gen_round8(builder, v2, rpb_)
+                cv = _vload(builder, pCV, ro, _V8D, 8)
+                b3, _, r3 = _gen_round8(builder, builder.fadd(a2, cv), rpa_)
+                czero = builder.fcmp_ordered("==", cv, _c8(0.0, _V8D))
+                _vstore(builder, builder.select(czero, b2, b3), pDB, ro, 8)
+                rare = builder.or_(rare, builder.or_(r2, r3))
+            return rare
 
-        rare = _loop(builder, zero, M_, 1, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        rare = _row_groups(builder, M_, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
         return _any8(builder, rare)
 
     return sig, codegen
@@ -556,18 +810,20 @@ def round_params(fmt, rne):
     """The rp vector of _gen_round8 for a result format: mantissa bits, smallest normal exponent,
     +inf bits and sign bit position (both without ignored bits), 1 for ties-to-even (0: truncation),
     canonical NaN word (every bit of the register word but the sign), ignored low bits (the rounded
-    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero)."""
+    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero), and 1 where
+    that rounding is the host's double -> float conversion (f32, ties to even: _gen_round8_f32)."""
     width, eb, mb, ign, hinf = fmt
     assert hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    return np.array([mb, 1 - bias, infb, width - ign - 1, 1 if rne else 0, (1 << (width - 1)) - 1, ign, 0],
+    hw = 1 if (tuple(int(x) for x in fmt) == (32, 8, 23, 0, 1) and rne) else 0
+    return np.array([mb, 1 - bias, infb, width - ign - 1, 1 if rne else 0, (1 << (width - 1)) - 1, ign, hw],
                     np.int64)
 
 
 @njit(cache=True, nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp):
+              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
     """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
     (or block scale) NaN or inf (their outputs decided per element, see _decode); 2 not computed
     (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C holds
@@ -618,17 +874,24 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
     U = np.empty(N + M * N, np.uint64)
     OB = U[:N]
     DB = U[N:]
+    DBw = np.empty_like(d[0])            # D's words in matrix order, as runs (d: register words as runs)
+    DBe = DBw.view(ed.dtype)
     RI = np.empty(M * Ka, np.int64)
-    RA = np.empty_like(a[0])            # raw elements in matrix order (every element is in a register once)
-    RB = np.empty_like(b[0])
-    RC = np.empty_like(c[0])
+    # raw elements in matrix order (every element is in a register once), gathered in runs of
+    # elements (a, b, c: the register words viewed as runs; pa, pb, pc: the runs' places)
+    RAw = np.empty_like(a[0])
+    RBw = np.empty_like(b[0])
+    RCw = np.empty_like(c[0])
+    RA = RAw.view(ea.dtype)
+    RB = RBw.view(eb.dtype)
+    RC = RCw.view(ec.dtype)
     for w in range(w0, w1):
         for t in range(pa.shape[0]):
-            RA[pa[t]] = a[w, t]
+            RAw[pa[t]] = a[w, t]
         for t in range(pb.shape[0]):
-            RB[pb[t]] = b[w, t]
+            RBw[pb[t]] = b[w, t]
         for t in range(pc.shape[0]):
-            RC[pc[t]] = c[w, t]
+            RCw[pc[t]] = c[w, t]
         special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
         special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
         special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
@@ -679,14 +942,14 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
         need[w] = 1 if special else 0
         if fused and nblk == 1:
             if sparse:
-                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+                _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
             else:   # B row t for term t: no row index
-                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB)
+                _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
         elif not fused and nblk == 2:
             if sparse:
-                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
             else:
-                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB)
+                _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
         else:
             # any other chain of blocks: one row at a time, the accumulator rounded after each block
             ri = RI if sparse else ri0
@@ -721,14 +984,17 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                     _round8_common(VV, OB, OV, rpa)
                     for j in range(N):
                         DB[i * N + j] = OB[j]
+        for x in range(M * N):
+            DBe[x] = DB[x] << igd
         for t in range(pd.shape[0]):
-            d[w, t] = DB[pd[t]] << igd
+            d[w, t] = DBw[pd[t]]
 
 
 def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp):
+               q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
     """Every warp (need: see _tc_chunk); returns the number of warps left to the exact kernel.
-    a3 .. d3: (W, 32, elements) views of the register words as elements (C-contiguous)."""
+    a3 .. d3: (W, 32, runs) views of the register words as runs of elements (C-contiguous);
+    ea .. ed: empty arrays of A's, B's, C's and D's element types."""
     W = a3.shape[0]
     a = a3.reshape(W, a3.shape[1] * a3.shape[2])
     b = b3.reshape(W, b3.shape[1] * b3.shape[2])
@@ -745,7 +1011,7 @@ def _tc_kernel(a3, b3, c3, d3, e, need, p, M, K, Ka, pa, pb, pc, pd, ri0, spt, s
             nslow += w1 - w0
             continue
         _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
-                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp)
+                  q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed)
         n = 0
         for w in range(w0, w1):
             n += need[w] == 2
@@ -784,17 +1050,21 @@ def tc_runner(ins, params, ft, chunk: int, threshold: int):
         _KERNELS = _build()
     ser, par = _KERNELS
     m, n, k = ins.mnk
-    ta, tb, tc, td = (np.dtype(_DTYPE[x]) for x in ft["bits"])
-    consts = (params, m, k, ft["ka"], *ft["pos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
-              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], chunk, _PROBE64, _PROBE32)
-    tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"])
+    ta, tb, tc, td = ft["wide"]
+    consts = (params, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",
+              ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"])
+    tail = (ins.block_scaled, ft["sta"], ft["srb"], ft["zexp"],
+            *(np.empty(0, _DTYPE[x]) for x in ft["bits"]))
 
     def go(a, b, c, e, d, scales=None):
         W = a.shape[0]
         need = np.empty(W, np.int8)
         fn = par if W >= threshold else ser
         sfa, sfb = scales if scales is not None else (_NO_SCALES, _NO_SCALES)
-        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, sfa, sfb, *tail)
+        # a few chunks a thread at least (each allocates its scratch once): no fixed cost per 64 warps
+        ch = chunk if W <= 4 * chunk else max(chunk, W // (4 * numba.get_num_threads()))
+        nslow = fn(a.view(ta), b.view(tb), c.view(tc), d.view(td), e, need, *consts, ch, _PROBE64, _PROBE32,
+                   sfa, sfb, *tail)
         if STATS is not None:
             for name, x in zip(_STAT_NAMES, np.bincount(need, minlength=3)):
                 STATS[name] = STATS.get(name, 0) + int(x)
@@ -1004,14 +1274,14 @@ def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
         CE = np.empty(M * N, np.float32)
         VM = np.empty(M * 8, np.float64)
         DB = np.empty(M * 8, np.uint64)
-        _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
         for jc in range(NC):
             bo = jc * K * 8
             co = jc * M * 8
             _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K * 8], BE[bo:bo + K * 8], CV[co:co + M * 8],
-                        CE[co:co + M * 8], fracf, rp, VM, DB)
+                        CE[co:co + M * 8], fracf, rp, VM, DB, not special)
             for i in range(M):
                 for j in range(8):
                     out[g, i, jc * 8 + j] = DB[i * 8 + j] << igd
