@@ -36,6 +36,63 @@ def fma_native(typingctx, x, y, z):
     return sig, codegen
 
 
+def _row8(context, builder, arrty, arr, idx):
+    """Pointer to the 8 float64 elements arr[idx:idx + 8] as an <8 x double> (no bounds check)."""
+    vt = ir.VectorType(ir.DoubleType(), 8)
+    a = context.make_array(arrty)(context, builder, arr)
+    return builder.bitcast(builder.gep(a.data, [idx]), vt.as_pointer())
+
+
+def _is_f64_array(t):
+    return isinstance(t, _nbt.Array) and t.dtype == _nbt.float64 and t.ndim == 1
+
+
+@_intrinsic
+def fma_row8(typingctx, d, o, x, b, q):
+    """d[o:o+8] = fma(x, b[q:q+8], d[o:o+8]) as one vector ``llvm.fma`` (each lane correctly rounded, as
+    :func:`fma_native`).  numba does not SLP-vectorise, so eight independent fmas need this; no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
+        return None
+    sig = _nbt.void(d, _nbt.intp, _nbt.float64, b, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        dv, o, x, bv, q = args
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        dp = _row8(context, builder, signature.args[0], dv, o)
+        bp = _row8(context, builder, signature.args[3], bv, q)
+        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def fma_row8s(typingctx, d, o, x, s, b, q):
+    """d[o:o+8] = fma(x * s[q:q+8], b[q:q+8], d[o:o+8]), vector ops as :func:`fma_row8` (the product x * s is
+    rounded on its own, as written); no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(s) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
+        return None
+    sig = _nbt.void(d, _nbt.intp, _nbt.float64, s, b, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        dv, o, x, sv, bv, q = args
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        dp = _row8(context, builder, signature.args[0], dv, o)
+        sp = _row8(context, builder, signature.args[3], sv, q)
+        bp = _row8(context, builder, signature.args[4], bv, q)
+        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+        xs = builder.fmul(xs, builder.load(sp, align=8))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 #: probe operands for fp_env_ok (passed as data so that LLVM cannot fold them)
 PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
                     dtype=np.float64)
