@@ -181,6 +181,8 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     rn = np.empty(M, np.int64)
     rw = np.empty(M, np.uint64)
     crow = np.empty(M, np.bool_)
+    st = np.empty(K + 2, np.int64)
+    order = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -238,6 +240,16 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
             rn[i] = r
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
+        # the rows by rn (a counting sort): rows order[st[s]:st[s + 1]] have rn = s
+        for s in range(K + 2):
+            st[s] = 0
+        for i in range(M):
+            st[rn[i] + 2] += 1
+        for s in range(2, K + 2):
+            st[s] += st[s - 1]
+        for i in range(M):
+            order[st[rn[i] + 1]] = i
+            st[rn[i] + 1] += 1
         for t in range(M * N):
             Df[t] = C2f[t] if subst else Cf[t]
         ncare = 0
@@ -252,11 +264,10 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         # step are independent)
         for s in range(K):
             k = K - 1 - s if desc else s
-            if nana:            # keep the accumulators before each row's first NaN of A
-                for i in range(M):
-                    if rn[i] == s:
-                        for j in range(N):
-                            SN[i * N + j] = Df[i * N + j]
+            for x in range(st[s], st[s + 1]):     # keep the accumulators before each row's first NaN of A
+                i = order[x]
+                for j in range(N):
+                    SN[i * N + j] = Df[i * N + j]
             if ncare == 0 and N == 8:
                 if rep:
                     for i in range(M):
