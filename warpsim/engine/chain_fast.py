@@ -228,7 +228,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 BVu[KN + t] = sur if sub else u
                 small = (f <= _TINYF) & ((u & _ABS64) != _Z64)
                 BVu[2 * KN + t] = (u - _E64) if (f > _TINYF) & (f < 2047) else (sur if small else u)
-        if subst:
+        if subc:
             for t in range(M * N):
                 u = Cu[t]
                 C2[t] = ((u & _SIGN64) | _MINNORM64) if _is_sub(u) else u
@@ -250,16 +250,13 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         for i in range(M):
             order[st[rn[i] + 1]] = i
             st[rn[i] + 1] += 1
+        # a subnormal C starts as ±2^-1022: right for every lane after step 0 but those whose first product is
+        # zero or negligible (the accumulator stays C) or in between (computed as it is), fixed after step 0 (C)
         for t in range(M * N):
-            Df[t] = C2f[t] if subst else Cf[t]
+            Df[t] = C2f[t] if subc else Cf[t]
         ncare = 0
-        for i in range(M):      # rows with a subnormal accumulator (C) take careful steps while they have one
-            nsub = 0
-            if careful:
-                for j in range(N):
-                    nsub += _is_sub(Du[i * N + j])
-            crow[i] = nsub > 0
-            ncare += nsub > 0
+        for i in range(M):
+            crow[i] = False
         # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
         # step are independent)
         for s in range(K):
@@ -275,46 +272,66 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 else:
                     for i in range(M):
                         fma_row8(Df, i * 8, Af[i * K + k], Bf, k * 8)
-                continue
-            for i in range(M):
-                o = i * N
-                if crow[i]:
-                    nsub = 0
-                    for j in range(N):
-                        nsub += _is_sub(Du[o + j])
-                    crow[i] = nsub > 0
-                    ncare -= nsub == 0
-                if crow[i]:
-                    for j in range(N):
+            else:
+                for i in range(M):
+                    o = i * N
+                    if crow[i]:
+                        nsub = 0
+                        for j in range(N):
+                            nsub += _is_sub(Du[o + j])
+                        crow[i] = nsub > 0
+                        ncare -= nsub == 0
+                    if crow[i]:
+                        for j in range(N):
+                            if rep:
+                                q = VI[i * K + k] + k * N + j
+                                x, y = XS[i * K + k] * SA[q], BV[q]
+                            else:
+                                x, y = Af[i * K + k], Bf[k * N + j]
+                            xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
+                            fx, fy = _field(xu), _field(yu)
+                            nonfin = (fx == 2047) | (fy == 2047)
+                            zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
+                            sm = fx + fy
+                            sub = _is_sub(cu)
+                            keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
+                            swap = sub & (keep | nonfin | (sm >= _COARSE))
+                            cv = Df[o + j]
+                            rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
+                            Df[o + j] = cv if keep else rv
+                    elif N == 8:
+                        if rep:
+                            fma_row8s(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
+                        else:
+                            fma_row8(Df, o, Af[i * K + k], Bf, k * 8)
+                    else:
+                        x = XS[i * K + k] if rep else Af[i * K + k]
+                        q = (VI[i * K + k] if rep else 0) + k * N
+                        for j in range(N):
+                            if rep:
+                                Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
+                            else:
+                                Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
+            if s == 0 and careful:
+                k = K - 1 if desc else 0
+                for t in range(M * N):
+                    cu = Cu[t]
+                    if _is_sub(cu):
+                        i, j = t // N, t % N
                         if rep:
                             q = VI[i * K + k] + k * N + j
                             x, y = XS[i * K + k] * SA[q], BV[q]
                         else:
                             x, y = Af[i * K + k], Bf[k * N + j]
-                        xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
+                        xu, yu = _f64_bits(x), _f64_bits(y)
                         fx, fy = _field(xu), _field(yu)
-                        nonfin = (fx == 2047) | (fy == 2047)
-                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
                         sm = fx + fy
-                        sub = _is_sub(cu)
-                        keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
-                        swap = sub & (keep | nonfin | (sm >= _COARSE))
-                        cv = Df[o + j]
-                        rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
-                        Df[o + j] = cv if keep else rv
-                elif N == 8:
-                    if rep:
-                        fma_row8s(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
-                    else:
-                        fma_row8(Df, o, Af[i * K + k], Bf, k * 8)
-                else:
-                    x = XS[i * K + k] if rep else Af[i * K + k]
-                    q = (VI[i * K + k] if rep else 0) + k * N
-                    for j in range(N):
-                        if rep:
-                            Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
-                        else:
-                            Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
+                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
+                        if (fx != 2047) & (fy != 2047) & (zero | (sm < _COARSE)):
+                            Df[t] = Cf[t] if zero | (sm <= _NEGL) else fma_native(x, y, Cf[t])
+                        if not crow[i] and _is_sub(Du[t]):
+                            crow[i] = True
+                            ncare += 1
         nnan = 0
         for t in range(M * N):
             nnan += (Du[t] & _ABS64) > _EXP64
