@@ -317,7 +317,8 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 for t in range(M * N):
                     cu = Cu[t]
                     if _is_sub(cu):
-                        i, j = t // N, t % N
+                        i = t // N
+                        j = t - i * N
                         if rep:
                             q = VI[i * K + k] + k * N + j
                             x, y = XS[i * K + k] * SA[q], BV[q]
