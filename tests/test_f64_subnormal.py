@@ -34,7 +34,8 @@ def _pools():
     ordinary = [_f(1.0), _f(1.5), _f(3.0), _f(0.75), _f(float((2 ** 53 + 1) // 3)),
                 _f(float((2 ** 53 + 1) // 3) * 2.0 ** -60), _f(2.0 ** 60), _f(2.0 ** 950), _f(2.0 ** -100)]
     special = [_f(0.0), _f(np.inf), _bits(0, 2047, 1), _bits(0, 2047, 1 << 51), _f(np.finfo(np.float64).max)]
-    return {"sub": np.array(sub), "tiny": np.array(tiny), "ord": np.array(ordinary), "special": np.array(special)}
+    return {"sub": np.array(sub), "tiny": np.array(tiny), "ord": np.array(ordinary), "special": np.array(special),
+            "nonzero_special": np.array(special[1:])}
 
 
 POOLS = _pools()
@@ -62,6 +63,8 @@ def _words(elements):
 MIXES = {
     # every product negligible: D = C, C = ±0 gives the IEEE sign of the zero chain
     "all_negligible": ({"sub": 1, "tiny": 1}, {"sub": 1, "tiny": 1}, {"sub": 1, "tiny": 1, "special": 1}),
+    "all_negligible_no_zero_c": ({"sub": 1, "tiny": 1}, {"sub": 1, "tiny": 1},
+                                 {"sub": 4, "tiny": 4, "ord": 1, "nonzero_special": 0.02}),
     "zero_c_tiny_products": ({"sub": 1, "tiny": 2}, {"sub": 1, "tiny": 2}, {"special": 1}),
     # subnormal operands against ordinary ones (scaled pairs), tiny against subnormal (surrogates)
     "scaled_pairs": ({"sub": 1, "tiny": 1, "ord": 2}, {"sub": 1, "tiny": 1, "ord": 2}, {"ord": 1, "special": 1}),

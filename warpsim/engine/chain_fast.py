@@ -131,7 +131,7 @@ _TINYF = 64
 #     of acc's sign with |acc'| < g: acc' = ±2^-1022 (normal) gives RN(XY + acc) exactly.  Products in between
 #     are computed as they are (assisted, rare).
 # (Z) A warp whose every product is below 2^-1075 (max fields fA + fB <= 969) leaves every nonzero C unchanged
-#     (N): its subnormal C elements run as ±2^-1022 and are put back afterwards.
+#     (N): its subnormal C elements run as ±2^-1022 and are put back afterwards; without a zero C, D = C at once.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -202,9 +202,11 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             u = Bu[t] & _ABS64
             xb = max(xb, u)
             mb = min(mb, u - U64(1))
-        mc = ~_Z64
+        mc, mz = ~_Z64, ~_Z64
         for t in range(M * N):
-            mc = min(mc, (Cu[t] & _ABS64) - U64(1))
+            u = Cu[t] & _ABS64
+            mc = min(mc, u - U64(1))
+            mz = min(mz, u)
         rep = min(ma, mb) < _MANT64
         subc = mc < _MANT64
         nana = xa > _EXP64
@@ -258,8 +260,8 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         for i in range(M):
             crow[i] = False
         # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
-        # step are independent)
-        for s in range(K):
+        # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
+        for s in range(0 if allneg and mz != _Z64 else K):
             k = K - 1 - s if desc else s
             for x in range(st[s], st[s + 1]):     # keep the accumulators before each row's first NaN of A
                 i = order[x]
