@@ -93,6 +93,40 @@ def fma_row8s(typingctx, d, o, x, s, b, q):
     return sig, codegen
 
 
+@_intrinsic
+def madd_row8(typingctx, acc, o, apair, bp, q):
+    """acc[o:o+8] += a0 * B[0, :] + a1 * B[1, :] in int32 lanes, one vector step (PMADDWD where the host has it).
+
+    apair: int32 holding two int16 (a0 low, a1 high); bp[q:q+8]: eight int32, each an int16 pair (B[0, j] low,
+    B[1, j] high).  Exact while the int32 sums do not overflow (the caller's bound); no bounds check."""
+    if not (isinstance(acc, _nbt.Array) and acc.dtype == _nbt.int32 and isinstance(bp, _nbt.Array)
+            and bp.dtype == _nbt.int32):
+        return None
+    sig = _nbt.void(acc, _nbt.intp, _nbt.int32, bp, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        av, o, ap, bv, q = args
+        i32x8 = ir.VectorType(ir.IntType(32), 8)
+        i16x16 = ir.VectorType(ir.IntType(16), 16)
+        i32x16 = ir.VectorType(ir.IntType(32), 16)
+        aa = context.make_array(signature.args[0])(context, builder, av)
+        ba = context.make_array(signature.args[3])(context, builder, bv)
+        accp = builder.bitcast(builder.gep(aa.data, [o]), i32x8.as_pointer())
+        bpp = builder.bitcast(builder.gep(ba.data, [q]), i32x8.as_pointer())
+        x = builder.insert_element(ir.Constant(i32x8, ir.Undefined), ap, ir.Constant(ir.IntType(32), 0))
+        x = builder.shuffle_vector(x, ir.Constant(i32x8, ir.Undefined), ir.Constant(i32x8, [0] * 8))
+        x = builder.sext(builder.bitcast(x, i16x16), i32x16)
+        y = builder.sext(builder.bitcast(builder.load(bpp, align=4), i16x16), i32x16)
+        p = builder.mul(x, y)
+        even = builder.shuffle_vector(p, ir.Constant(i32x16, ir.Undefined), ir.Constant(i32x8, list(range(0, 16, 2))))
+        odd = builder.shuffle_vector(p, ir.Constant(i32x16, ir.Undefined), ir.Constant(i32x8, list(range(1, 16, 2))))
+        r = builder.add(builder.load(accp, align=4), builder.add(even, odd))
+        builder.store(r, accp, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 #: probe operands for fp_env_ok (passed as data so that LLVM cannot fold them)
 PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
                     dtype=np.float64)
