@@ -356,12 +356,12 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     x = Bu[k * N + j]
                     cw[j] = (x | _QUIET64) if (x & _ABS64) > _EXP64 else cw[j]
             for i in range(M):
-                hasn = rn[i] < K
+                rv = rw[i] if rn[i] < K else F64_DEFAULT_NAN
                 for j in range(N):
                     t = i * N + j
                     cv = Cu[t]
                     sn = SN[t]
-                    v = rw[i] if hasn & (sn == sn) else F64_DEFAULT_NAN
+                    v = rv if sn == sn else F64_DEFAULT_NAN
                     v = (cv | _QUIET64) if (cv & _ABS64) > _EXP64 else v
                     v = cw[j] if cw[j] != _Z64 else v
                     x = Du[t]
