@@ -174,6 +174,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     BV = BVu.view(np.float64)
     SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
+    SNu = SN.view(np.uint64)
     acc = np.empty(N, np.float64)
     accu = acc.view(np.uint64)
     desc = p[P_KORDER] == 1
@@ -360,8 +361,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 for j in range(N):
                     t = i * N + j
                     cv = Cu[t]
-                    sn = SN[t]
-                    v = rv if sn == sn else F64_DEFAULT_NAN
+                    v = rv if (SNu[t] & _ABS64) <= _EXP64 else F64_DEFAULT_NAN    # integer test: SN may hold anything
                     v = (cv | _QUIET64) if (cv & _ABS64) > _EXP64 else v
                     v = cw[j] if cw[j] != _Z64 else v
                     x = Du[t]
