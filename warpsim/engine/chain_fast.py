@@ -33,7 +33,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8, fma_row8s, fma_rows8, fp_env_ok
+from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8, fma_row8s, fma_rows8, fma_rows8s, fp_env_ok
 from .jitcache import named_copy
 
 
@@ -263,7 +263,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
         # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
         s1 = 0 if allneg and mz != _Z64 else K
-        if N == 8 and not rep and not careful:
+        if N == 8 and not careful:
             # the common case: the steps between the rows' kept accumulators in one tight loop (fma_rows8)
             s = 0
             while s < s1:
@@ -274,7 +274,10 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 e1 = s + 1
                 while e1 < s1 and st[e1] == st[e1 + 1]:
                     e1 += 1
-                fma_rows8(Df, Af, Bf, M, K, s, e1, desc)
+                if rep:
+                    fma_rows8s(Df, XS, VI, SA, BV, M, K, s, e1, desc)
+                else:
+                    fma_rows8(Df, Af, Bf, M, K, s, e1, desc)
                 s = e1
             s1 = 0
         for s in range(s1):

@@ -164,6 +164,45 @@ def fma_rows8(typingctx, d, a, b, m, k, s0, s1, desc):
     return sig, codegen
 
 
+@_intrinsic
+def fma_rows8s(typingctx, d, xs, vi, sa, bv, m, k, s0, s1, desc):
+    """:func:`fma_rows8` with replaced operand pairs: step kk of row i is fma(xs[i*k + kk] * sa[q:q+8],
+    bv[q:q+8], .) with q = vi[i*k + kk] + 8 kk (the product xs * sa rounded on its own, as written)."""
+    if not (_is_f64_array(d) and _is_f64_array(xs) and _is_f64_array(sa) and _is_f64_array(bv)
+            and isinstance(vi, _nbt.Array) and vi.dtype == _nbt.int64):
+        return None
+    sig = _nbt.void(d, xs, vi, sa, bv, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+
+    def codegen(context, builder, signature, args):
+        dv, xv, vv, sv, bv_, m, k, s0, s1, desc = args
+        i64 = ir.IntType(64)
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        da, xa, va, sa_, ba = (context.make_array(t)(context, builder, v)
+                               for t, v in zip(signature.args[:5], (dv, xv, vv, sv, bv_)))
+        accp = cgutils.alloca_once(builder, vt)
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
+        with cgutils.for_range(builder, m) as rloop:
+            i = rloop.index
+            dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
+            builder.store(builder.load(dp, align=8), accp)
+            with cgutils.for_range_slice(builder, s0, s1, ir.Constant(i64, 1), inc=True) as (s, _):
+                kk = builder.select(desc, builder.sub(builder.sub(k, ir.Constant(i64, 1)), s), s)
+                ik = builder.add(builder.mul(i, k), kk)
+                x = builder.load(builder.gep(xa.data, [ik]))
+                q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
+                xs_ = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+                xs_ = builder.shuffle_vector(xs_, ir.Constant(vt, ir.Undefined), mask)
+                sp = builder.bitcast(builder.gep(sa_.data, [q]), vt.as_pointer())
+                bp = builder.bitcast(builder.gep(ba.data, [q]), vt.as_pointer())
+                xv8 = builder.fmul(xs_, builder.load(sp, align=8))
+                builder.store(builder.call(fn, [xv8, builder.load(bp, align=8), builder.load(accp)]), accp)
+            builder.store(builder.load(accp), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 #: probe operands for fp_env_ok (passed as data so that LLVM cannot fold them)
 PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
                     dtype=np.float64)
