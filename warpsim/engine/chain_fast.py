@@ -243,26 +243,34 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
             rn[i] = r
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
+        plain = N == 8 and not (rep or subc or nana)      # the ordinary warp: no replacement, no NaN of A
         # the rows by rn (a counting sort): rows order[st[s]:st[s + 1]] have rn = s
         for s in range(K + 2):
             st[s] = 0
-        for i in range(M):
-            st[rn[i] + 2] += 1
-        for s in range(2, K + 2):
-            st[s] += st[s - 1]
-        for i in range(M):
-            order[st[rn[i] + 1]] = i
-            st[rn[i] + 1] += 1
+        if nana:
+            for i in range(M):
+                st[rn[i] + 2] += 1
+            for s in range(2, K + 2):
+                st[s] += st[s - 1]
+            for i in range(M):
+                order[st[rn[i] + 1]] = i
+                st[rn[i] + 1] += 1
         # a subnormal C starts as ±2^-1022: right for every lane after step 0 but those whose first product is
         # zero or negligible (the accumulator stays C) or in between (computed as it is), fixed after step 0 (C)
-        for t in range(M * N):
-            Df[t] = C2f[t] if subc else Cf[t]
+        if plain:
+            fma_rows8(Df, Cf, Af, Bf, M, K, 0, K, desc)   # C to D in one call
+        elif subc:
+            for t in range(M * N):
+                Df[t] = C2f[t]
+        else:
+            for t in range(M * N):
+                Df[t] = Cf[t]
         ncare = 0
         for i in range(M):
             crow[i] = False
         # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
         # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
-        s1 = 0 if allneg and mz != _Z64 else K
+        s1 = 0 if (allneg and mz != _Z64) or plain else K
         if N == 8 and not careful:
             # the common case: the steps between the rows' kept accumulators in one tight loop (fma_rows8)
             s = 0
@@ -277,7 +285,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 if rep:
                     fma_rows8s(Df, XS, VI, SA, BV, M, K, s, e1, desc)
                 else:
-                    fma_rows8(Df, Af, Bf, M, K, s, e1, desc)
+                    fma_rows8(Df, Df, Af, Bf, M, K, s, e1, desc)
                 s = e1
             s1 = 0
         for s in range(s1):

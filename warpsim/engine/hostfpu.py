@@ -128,29 +128,31 @@ def madd_row8(typingctx, acc, o, apair, bp, q):
 
 
 @_intrinsic
-def fma_rows8(typingctx, d, a, b, m, k, s0, s1, desc):
-    """Steps s0..s1-1 of m fma chains of eight lanes: for each row i, d[8i:8i+8] = fma(a[i*k + kk], b[8kk:8kk+8], .)
-    with kk = s (or k - 1 - s when desc), the row's accumulators held in a register vector (one ``llvm.fma``
-    per step and row, each lane correctly rounded).  A loop of its own, so that its code does not depend on
-    the kernel around it; no bounds check."""
-    if not (_is_f64_array(d) and _is_f64_array(a) and _is_f64_array(b)):
+def fma_rows8(typingctx, d, c, a, b, m, k, s0, s1, desc):
+    """Steps s0..s1-1 of m fma chains of eight lanes from c (c may be d): for each row i,
+    d[8i:8i+8] = fma(a[i*k + kk], b[8kk:8kk+8], .) with kk = s (or k - 1 - s when desc), the row's accumulators
+    held in a register vector (one ``llvm.fma`` per step and row, each lane correctly rounded).  A loop of its
+    own, so that its code does not depend on the kernel around it; no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(c) and _is_f64_array(a) and _is_f64_array(b)):
         return None
-    sig = _nbt.void(d, a, b, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+    sig = _nbt.void(d, c, a, b, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
 
     def codegen(context, builder, signature, args):
-        dv, av, bv, m, k, s0, s1, desc = args
+        dv, cv, av, bv, m, k, s0, s1, desc = args
         i64 = ir.IntType(64)
         vt = ir.VectorType(ir.DoubleType(), 8)
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
         da = context.make_array(signature.args[0])(context, builder, dv)
-        aa = context.make_array(signature.args[1])(context, builder, av)
-        ba = context.make_array(signature.args[2])(context, builder, bv)
+        ca = context.make_array(signature.args[1])(context, builder, cv)
+        aa = context.make_array(signature.args[2])(context, builder, av)
+        ba = context.make_array(signature.args[3])(context, builder, bv)
         accp = cgutils.alloca_once(builder, vt)
         mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
         with cgutils.for_range(builder, m) as rloop:
             i = rloop.index
             dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
-            builder.store(builder.load(dp, align=8), accp)
+            cp = builder.bitcast(builder.gep(ca.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
+            builder.store(builder.load(cp, align=8), accp)
             with cgutils.for_range_slice(builder, s0, s1, ir.Constant(i64, 1), inc=True) as (s, _):
                 kk = builder.select(desc, builder.sub(builder.sub(k, ir.Constant(i64, 1)), s), s)
                 x = builder.load(builder.gep(aa.data, [builder.add(builder.mul(i, k), kk)]))
