@@ -13,9 +13,10 @@ the hardware's NaN words, so:
   results are the host's (every step is an IEEE fma; overflow gives the IEEE inf, subnormals
   are kept).  Whether a result is NaN is IEEE too; only its word is the hardware's, decided
   per output element: the last NaN of B's column in chain order if there is one, else a NaN
-  C, else (no NaN operand) the invalid-operation NaN, else the first NaN of A's row when no
-  inf precedes it, else a host replay of that one chain applying the rule step by step
-  (``_nan_replay``).  Nothing falls back to the soft-float :func:`chain_dot`.
+  C, else the first NaN of A's row if the chain was not NaN just before it (the accumulators
+  are kept at that step), else the invalid-operation NaN.  Nothing falls back to the
+  soft-float :func:`chain_dot`.  No fma is given a subnormal operand where an exact
+  replacement exists (they are microcode-assisted on the host; see the proofs below).
 * f32 work with canonical NaNs (f16x4): NaN-ness itself is IEEE, so a NaN result is
   replaced by the canonical word; no fallback is needed.  Inputs are widened exactly
   (f16 -> f32 via a table), an f16 D is narrowed with integer nearest-even rounding.
