@@ -13,9 +13,10 @@ the hardware's NaN words, so:
   results are the host's (every step is an IEEE fma; overflow gives the IEEE inf, subnormals
   are kept).  Whether a result is NaN is IEEE too; only its word is the hardware's, decided
   per output element: the last NaN of B's column in chain order if there is one, else a NaN
-  C, else (no NaN operand) the invalid-operation NaN, else the first NaN of A's row when no
-  inf precedes it, else a host replay of that one chain applying the rule step by step
-  (``_nan_replay``).  Nothing falls back to the soft-float :func:`chain_dot`.
+  C, else the first NaN of A's row if the chain was not NaN just before it (the accumulators
+  are kept at that step), else the invalid-operation NaN.  Nothing falls back to the
+  soft-float :func:`chain_dot`.  No fma is given a subnormal operand where an exact
+  replacement exists (they are microcode-assisted on the host; see the proofs below).
 * f32 work with canonical NaNs (f16x4): NaN-ness itself is IEEE, so a NaN result is
   replaced by the canonical word; no fallback is needed.  Inputs are widened exactly
   (f16 -> f32 via a table), an f16 D is narrowed with integer nearest-even rounding.
@@ -31,9 +32,9 @@ from numba import njit, prange
 from ..isa.catalog import Instruction
 from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRST_FROM_C, KIND_FMA_CHAIN, P_COMBINE, P_GROUP, P_AB_E, P_AB_M, P_C_E, P_C_M, P_D_E, P_D_M, P_DNAN,
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
-from ..numerics.fused import _bits_f64 as _as_f64
+from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
+from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8, fma_row8s, fma_rows8, fma_rows8s, fp_env_ok
 from .jitcache import named_copy
 
 
@@ -90,124 +91,100 @@ def fast_mode(p: np.ndarray) -> int:
 
 
 _EXP64 = U64(0x7FF0000000000000)
-
-
 _ABS64 = U64(0x7FFFFFFFFFFFFFFF)
+_MANT64 = U64(0x000FFFFFFFFFFFFF)
+_SIGN64 = U64(0x8000000000000000)
+_MINNORM64 = U64(0x0010000000000000)      # 2^-1022, the smallest normal
+_E64 = U64(64 << 52)                       # 64 in the exponent field
 _QUIET64 = U64(1 << 51)
 _Z64 = U64(0)
-#: marks the NaN results whose chain is to be replayed: a NaN word, so no finite or infinite result
-#: holds it, and a NaN result that happens to hold it is replayed, which gives its word again
-_REPLAY = U64(0x7FF0DEADBEEF0001)
+_TWO_M1010 = 2.0 ** -1010
+_TWO_M64 = 2.0 ** -64
+#: exponent-field sums of two normal (or zero) operands X, Y.  |XY| < 2^(fX + fY - 2044), below 2^-1075 when
+#: fX + fY <= _NEGL; XY is a multiple of 2^(fX + fY - 2150), at least 2^-1021 when fX + fY >= _COARSE.
+_NEGL = 969
+_COARSE = 1129
+#: field bound of the "tiny" operands, below 2^-958: they times 2^-64 would not be exact normals
+_TINYF = 64
+
+# Why the f64 chain avoids subnormal operations, and why that is exact.
+#
+# The host FPU (Intel) computes an fma with a subnormal input, or a subnormal result, through a microcode assist
+# (~100+ cycles instead of 4).  FTZ / DAZ would change results, so instead no fma is given a subnormal operand
+# where it can be avoided, with the same IEEE result:
+#
+# (P) Products.  An fma sees only its exact product X*Y, so (X, Y) may replace (a, b) whenever X*Y == a*b
+#     exactly.  A subnormal a is m * 2^-1074 (m < 2^52): X = a * 2^64 = m * 2^-1010 is a normal computed from
+#     the integer m, and Y = b * 2^-64 is exact and normal when b's exponent field is at least 65 (or b is
+#     zero, inf, NaN: the same zero / inf / NaN).  Likewise a subnormal b times 2^64 with a * 2^-64.
+# (N) Negligible products.  If 0 < |p| < 2^-1075 then RN(acc + p) = acc for every nonzero finite acc (acc is a
+#     multiple of 2^-1074, and acc + p lies strictly within half a spacing of it), ±0 with p's sign when acc is
+#     a zero (a nonzero exact result that rounds to zero keeps its sign), and acc itself when acc is inf or NaN.
+#     So p may be replaced by any other product of the same sign below 2^-1075: when a and b are both below
+#     2^-958 in magnitude and one is subnormal, |ab| < 2^-1980 and (X, Y) = (a or a * 2^64, ±2^-1022) has
+#     |XY| < 2^-1980, the same sign and no subnormal operand.
+# (C) Subnormal accumulators (a subnormal C, or a chain that stays tiny).  For a subnormal acc and normal X, Y
+#     (exponent fields fX, fY): a zero product (both finite) leaves acc; a product below 2^-1075 (fX + fY <= 969)
+#     leaves acc (N); an inf / NaN operand gives the same inf / NaN for any finite acc; and when
+#     fX + fY >= 1129, XY is a multiple of g = 2^(fX + fY - 2150) >= 2^-1021 while every rounding boundary
+#     (midpoint, overflow threshold) near XY is a multiple of 2^(eX + eY - 54), so XY + acc and XY + acc' lie
+#     in the same open interval between boundaries (or XY is one and both lie on acc's side of it) for any acc'
+#     of acc's sign with |acc'| < g: acc' = ±2^-1022 (normal) gives RN(XY + acc) exactly.  Products in between
+#     are computed as they are (assisted, rare).
+# (Z) A warp whose every product is below 2^-1075 (max fields fA + fB <= 969) leaves every nonzero C unchanged
+#     (N): its subnormal C elements run as ±2^-1022 and are put back afterwards; without a zero C, D = C at once.
 
 
-@njit(cache=True, nogil=True)
-def _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri):
-    """Give every NaN result of one warp's f64 chain DMMA's NaN word (branch-free where it can be).
-
-    What decides it, by chain step (s = 0 first; k = s, or K - 1 - s when desc): per column j of B
-    the quieted last NaN (cw, 0 if none) and the step of the first inf (ci, K if none); per row i
-    of A the step of the first NaN (rn, K if none), that NaN quieted (rw) and the step of the first
-    inf (ri, K if none).  A NaN result is then the last NaN of its B column; else its NaN C; else,
-    without any NaN operand, the invalid-operation NaN; else the first NaN of its A row when no inf
-    precedes it in the row or the column (nothing invalid can happen before it); else the one
-    chain is replayed (_nan_replay)."""
-    # min / max reductions over k (branch-free, they vectorise), turned into chain steps
-    for j in range(N):
-        lon, hin, loi, hii = K, -1, K, -1
-        for k in range(K):
-            ax = Bu[k * N + j] & _ABS64
-            kn = k if ax > _EXP64 else -1
-            ki = k if ax == _EXP64 else -1
-            hin = max(hin, kn)
-            lon = min(lon, K if kn < 0 else kn)
-            hii = max(hii, ki)
-            loi = min(loi, K if ki < 0 else ki)
-        kl = lon if desc else hin                  # the last NaN in chain order
-        cw[j] = (Bu[kl * N + j] | _QUIET64) if hin >= 0 else _Z64
-        ci[j] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
-    for i in range(M):
-        lon, hin, loi, hii = K, -1, K, -1
-        for k in range(K):
-            ax = Au[i * K + k] & _ABS64
-            kn = k if ax > _EXP64 else -1
-            ki = k if ax == _EXP64 else -1
-            hin = max(hin, kn)
-            lon = min(lon, K if kn < 0 else kn)
-            hii = max(hii, ki)
-            loi = min(loi, K if ki < 0 else ki)
-        kf = hin if desc else lon                  # the first NaN in chain order
-        rn[i] = ((K - 1 - hin) if desc else lon) if hin >= 0 else K
-        rw[i] = (Au[i * K + kf] | _QUIET64) if hin >= 0 else _Z64
-        ri[i] = ((K - 1 - hii) if desc else loi) if hii >= 0 else K
-    replay = 0
-    for i in range(M):
-        r = rn[i]
-        nonan = r == K
-        ok = ri[i] > r
-        for j in range(N):
-            t = i * N + j
-            c = Cu[t]
-            v = rw[i] if (ok and ci[j] >= r) else _REPLAY
-            v = F64_DEFAULT_NAN if nonan else v
-            v = (c | _QUIET64) if (c & _ABS64) > _EXP64 else v
-            v = cw[j] if cw[j] != _Z64 else v
-            d = Du[t]
-            isn = (d & _ABS64) > _EXP64
-            Du[t] = v if isn else d
-            replay += isn and v == _REPLAY
-    if replay:      # an invalid step may precede the NaN A element: replay those chains
-        for i in range(M):
-            for j in range(N):
-                if Du[i * N + j] == _REPLAY:
-                    Du[i * N + j] = _nan_replay(Au, Bu, Cu[i * N + j], i, j, N, K, desc)
+@njit(cache=True, nogil=True, inline="always")
+def _field(u):
+    return np.int64((u >> U64(52)) & U64(0x7FF))
 
 
-@njit(cache=True, nogil=True)
-def _nan_replay(Au, Bu, c, i, j, N, K, desc):
-    """The NaN word of output (i, j) of an f64 chain whose host result is NaN: the chain replayed on
-    the host, step by step, with DMMA's rule at each fma(a, b, acc): a NaN operand comes out quieted,
-    b before acc before a; an invalid operation (no NaN operand, NaN result) gives the default NaN."""
-    acc = _as_f64(c)
-    nan = c | _QUIET64
-    for s in range(K):
-        k = K - 1 - s if desc else s
-        x = Au[i * K + k]
-        y = Bu[k * N + j]
-        if (y & _ABS64) > _EXP64:
-            nan = y | _QUIET64
-            acc = np.nan
-        elif acc != acc:
-            pass
-        elif (x & _ABS64) > _EXP64:
-            nan = x | _QUIET64
-            acc = np.nan
-        else:
-            acc = fma_native(_as_f64(x), _as_f64(y), acc)
-            if acc != acc:
-                nan = F64_DEFAULT_NAN
-    return nan
+@njit(cache=True, nogil=True, inline="always")
+def _is_sub(u):
+    return ((u & _EXP64) == _Z64) & ((u & _MANT64) != _Z64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _up64(u):
+    """2^64 times the subnormal (or zero) word u, from its integer mantissa: exact, no subnormal operation."""
+    v = np.float64(np.int64(u & _MANT64)) * _TWO_M1010
+    return -v if (u & _SIGN64) != _Z64 else v
 
 
 @njit(cache=True, nogil=True)
 def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
-    """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): fast fma chain, exact fallback.
+    """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): the host's fma chain without subnormal operations
+    where they can be avoided (see above), and DMMA's NaN words.
 
     a, b, c, d: (W, 32 * elements) uint64 views of the register words, one element each;
-    ta .. td: matrix position of each (A row-major, B row-major, C/D row-major)."""
+    ta .. td: matrix position of each (A row-major, B row-major, C/D row-major).
+    Everything is written out in this one function: a call, or an inlined helper, that takes arrays costs
+    atomic reference counts per call, more than a row's arithmetic."""
+    KN = K * N
     Au = np.empty(M * K, np.uint64)
-    Bu = np.empty(K * N, np.uint64)
+    Bu = np.empty(KN, np.uint64)
     Cu = np.empty(M * N, np.uint64)
+    C2 = np.empty(M * N, np.uint64)            # C with subnormals as ±2^-1022 (Z)
     Du = np.empty(M * N, np.uint64)
-    Af = Au.view(np.float64)
-    Bf = Bu.view(np.float64)
-    Cf = Cu.view(np.float64)
-    Df = Du.view(np.float64)
+    Af, Bf, Cf, C2f, Df = (Au.view(np.float64), Bu.view(np.float64), Cu.view(np.float64), C2.view(np.float64),
+                           Du.view(np.float64))
+    XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
+    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN or 2 KN
+    BVu = np.empty(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
+    BV = BVu.view(np.float64)
+    SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
+    SNu = SN.view(np.uint64)
+    acc = np.empty(N, np.float64)
+    accu = acc.view(np.uint64)
     desc = p[P_KORDER] == 1
     cw = np.empty(N, np.uint64)
-    ci = np.empty(N, np.int64)
     rn = np.empty(M, np.int64)
     rw = np.empty(M, np.uint64)
-    ri = np.empty(M, np.int64)
+    crow = np.empty(M, np.bool_)
+    st = np.empty(K + 2, np.int64)
+    order = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -215,39 +192,207 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             Bu[tb[t]] = b[w, t]
         for t in range(tc.shape[0]):
             Cu[tc[t]] = c[w, t]
-        if N == 8 and not desc:
-            for i in range(M):
-                o = i * 8
-                c0, c1, c2, c3 = Cf[o], Cf[o + 1], Cf[o + 2], Cf[o + 3]
-                c4, c5, c6, c7 = Cf[o + 4], Cf[o + 5], Cf[o + 6], Cf[o + 7]
+        # what the warp holds, by unsigned min / max reductions (they vectorise): the largest magnitude word
+        # (its exponent field; above _EXP64: a NaN) and the smallest |u| - 1 (below _MANT64: a subnormal)
+        xa, ma = _Z64, ~_Z64
+        for t in range(M * K):
+            u = Au[t] & _ABS64
+            xa = max(xa, u)
+            ma = min(ma, u - U64(1))
+        xb, mb = _Z64, ~_Z64
+        for t in range(KN):
+            u = Bu[t] & _ABS64
+            xb = max(xb, u)
+            mb = min(mb, u - U64(1))
+        mc, mz = ~_Z64, ~_Z64
+        for t in range(M * N):
+            u = Cu[t] & _ABS64
+            mc = min(mc, u - U64(1))
+            mz = min(mz, u)
+        rep = min(ma, mb) < _MANT64
+        subc = mc < _MANT64
+        nana = xa > _EXP64
+        allneg = max(_field(xa), 1) + max(_field(xb), 1) <= _NEGL
+        careful = subc and not allneg
+        subst = subc and allneg
+        if rep:
+            for t in range(M * K):
+                u = Au[t]
+                f = _field(u)
+                sub = _is_sub(u)
+                XS[t] = _up64(u) if sub else Af[t]
+                VI[t] = 2 * KN if sub else (KN if (f >= 1) & (f <= _TINYF) else 0)
+            for t in range(KN):
+                u = Bu[t]
+                f = _field(u)
+                sub = _is_sub(u)
+                sur = (u & _SIGN64) | _MINNORM64
+                BV[t] = _up64(u) if sub else Bf[t]
+                SA[t] = _TWO_M64 if sub else 1.0
+                BVu[KN + t] = sur if sub else u
+                small = (f <= _TINYF) & ((u & _ABS64) != _Z64)
+                BVu[2 * KN + t] = (u - _E64) if (f > _TINYF) & (f < 2047) else (sur if small else u)
+        if subc:
+            for t in range(M * N):
+                u = Cu[t]
+                C2[t] = ((u & _SIGN64) | _MINNORM64) if _is_sub(u) else u
+        # each row's first NaN of A in chain order: step rn (K if none), and that NaN quieted
+        for i in range(M):
+            r = K
+            if nana:
                 for k in range(K):
-                    x = Af[i * K + k]
-                    q = k * 8
-                    c0 = fma_native(x, Bf[q], c0)
-                    c1 = fma_native(x, Bf[q + 1], c1)
-                    c2 = fma_native(x, Bf[q + 2], c2)
-                    c3 = fma_native(x, Bf[q + 3], c3)
-                    c4 = fma_native(x, Bf[q + 4], c4)
-                    c5 = fma_native(x, Bf[q + 5], c5)
-                    c6 = fma_native(x, Bf[q + 6], c6)
-                    c7 = fma_native(x, Bf[q + 7], c7)
-                Df[o], Df[o + 1], Df[o + 2], Df[o + 3] = c0, c1, c2, c3
-                Df[o + 4], Df[o + 5], Df[o + 6], Df[o + 7] = c4, c5, c6, c7
-        else:
+                    r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
+            rn[i] = r
+            rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
+        plain = N == 8 and not (rep or subc or nana)      # the ordinary warp: no replacement, no NaN of A
+        # the rows by rn (a counting sort): rows order[st[s]:st[s + 1]] have rn = s
+        for s in range(K + 2):
+            st[s] = 0
+        if nana:
             for i in range(M):
-                for j in range(N):
-                    Df[i * N + j] = Cf[i * N + j]
-                for kk in range(K):
-                    k = K - 1 - kk if desc else kk
-                    x = Af[i * K + k]
+                st[rn[i] + 2] += 1
+            for s in range(2, K + 2):
+                st[s] += st[s - 1]
+            for i in range(M):
+                order[st[rn[i] + 1]] = i
+                st[rn[i] + 1] += 1
+        # a subnormal C starts as ±2^-1022: right for every lane after step 0 but those whose first product is
+        # zero or negligible (the accumulator stays C) or in between (computed as it is), fixed after step 0 (C)
+        if plain:
+            fma_rows8(Df, Cf, Af, Bf, M, K, 0, K, desc)   # C to D in one call
+        elif subc:
+            for t in range(M * N):
+                Df[t] = C2f[t]
+        else:
+            for t in range(M * N):
+                Df[t] = Cf[t]
+        ncare = 0
+        for i in range(M):
+            crow[i] = False
+        # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
+        # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
+        s1 = 0 if (allneg and mz != _Z64) or plain else K
+        if N == 8 and not careful:
+            # the common case: the steps between the rows' kept accumulators in one tight loop (fma_rows8)
+            s = 0
+            while s < s1:
+                for x in range(st[s], st[s + 1]):
+                    i = order[x]
                     for j in range(N):
-                        Df[i * N + j] = fma_native(x, Bf[k * N + j], Df[i * N + j])
-        # A NaN result (NaN-ness is IEEE, so the host decides it) takes the hardware's NaN word
+                        SN[i * N + j] = Df[i * N + j]
+                e1 = s + 1
+                while e1 < s1 and st[e1] == st[e1 + 1]:
+                    e1 += 1
+                if rep:
+                    fma_rows8s(Df, XS, VI, SA, BV, M, K, s, e1, desc)
+                else:
+                    fma_rows8(Df, Df, Af, Bf, M, K, s, e1, desc)
+                s = e1
+            s1 = 0
+        for s in range(s1):
+            k = K - 1 - s if desc else s
+            for x in range(st[s], st[s + 1]):     # keep the accumulators before each row's first NaN of A
+                i = order[x]
+                for j in range(N):
+                    SN[i * N + j] = Df[i * N + j]
+            if ncare == 0 and N == 8:
+                if rep:
+                    for i in range(M):
+                        fma_row8s(Df, i * 8, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
+                else:
+                    for i in range(M):
+                        fma_row8(Df, i * 8, Af[i * K + k], Bf, k * 8)
+            else:
+                for i in range(M):
+                    o = i * N
+                    if crow[i]:
+                        nsub = 0
+                        for j in range(N):
+                            nsub += _is_sub(Du[o + j])
+                        crow[i] = nsub > 0
+                        ncare -= nsub == 0
+                    if crow[i]:
+                        for j in range(N):
+                            if rep:
+                                q = VI[i * K + k] + k * N + j
+                                x, y = XS[i * K + k] * SA[q], BV[q]
+                            else:
+                                x, y = Af[i * K + k], Bf[k * N + j]
+                            xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
+                            fx, fy = _field(xu), _field(yu)
+                            nonfin = (fx == 2047) | (fy == 2047)
+                            zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
+                            sm = fx + fy
+                            sub = _is_sub(cu)
+                            keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
+                            swap = sub & (keep | nonfin | (sm >= _COARSE))
+                            cv = Df[o + j]
+                            rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
+                            Df[o + j] = cv if keep else rv
+                    elif N == 8:
+                        if rep:
+                            fma_row8s(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
+                        else:
+                            fma_row8(Df, o, Af[i * K + k], Bf, k * 8)
+                    else:
+                        x = XS[i * K + k] if rep else Af[i * K + k]
+                        q = (VI[i * K + k] if rep else 0) + k * N
+                        for j in range(N):
+                            if rep:
+                                Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
+                            else:
+                                Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
+            if s == 0 and careful:
+                k = K - 1 if desc else 0
+                for t in range(M * N):
+                    cu = Cu[t]
+                    if _is_sub(cu):
+                        i = t // N
+                        j = t - i * N
+                        if rep:
+                            q = VI[i * K + k] + k * N + j
+                            x, y = XS[i * K + k] * SA[q], BV[q]
+                        else:
+                            x, y = Af[i * K + k], Bf[k * N + j]
+                        xu, yu = _f64_bits(x), _f64_bits(y)
+                        fx, fy = _field(xu), _field(yu)
+                        sm = fx + fy
+                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
+                        if (fx != 2047) & (fy != 2047) & (zero | (sm < _COARSE)):
+                            Df[t] = Cf[t] if zero | (sm <= _NEGL) else fma_native(x, y, Cf[t])
+                        if not crow[i] and _is_sub(Du[t]):
+                            crow[i] = True
+                            ncare += 1
         nnan = 0
         for t in range(M * N):
             nnan += (Du[t] & _ABS64) > _EXP64
+        if subst:
+            for t in range(M * N):
+                Du[t] = Cu[t] if _is_sub(Cu[t]) else Du[t]
         if nnan:
-            _nan_words(Au, Bu, Cu, Du, M, N, K, desc, cw, ci, rn, rw, ri)
+            # A NaN result (NaN-ness is IEEE, so the host decides it) takes DMMA's NaN word.  DMMA's
+            # fma(a, b, acc) gives b's NaN (quieted) if b is NaN, else acc if acc is NaN, else a's NaN, else the
+            # default NaN if the operation is invalid.  So a NaN result holds the last NaN of its B column in chain
+            # order (cw, 0 if none); else its NaN C; else, at the row's first NaN of A (step rn), that NaN (rw)
+            # if the chain was not NaN before it, which SN (the host's accumulators before step rn) tells; else
+            # the default NaN (an invalid operation, the only other way to a NaN).  Branch-free.
+            for j in range(N):
+                cw[j] = _Z64
+            for s in range(K):                    # chain order: the last NaN wins
+                k = K - 1 - s if desc else s
+                for j in range(N):
+                    x = Bu[k * N + j]
+                    cw[j] = (x | _QUIET64) if (x & _ABS64) > _EXP64 else cw[j]
+            for i in range(M):
+                rv = rw[i] if rn[i] < K else F64_DEFAULT_NAN
+                for j in range(N):
+                    t = i * N + j
+                    cv = Cu[t]
+                    v = rv if (SNu[t] & _ABS64) <= _EXP64 else F64_DEFAULT_NAN    # integer test: SN may hold anything
+                    v = (cv | _QUIET64) if (cv & _ABS64) > _EXP64 else v
+                    v = cw[j] if cw[j] != _Z64 else v
+                    x = Du[t]
+                    Du[t] = v if (x & _ABS64) > _EXP64 else x
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
@@ -411,7 +556,7 @@ def _fast_tables(ins: Instruction, tables):
             prod, rem = np.divmod(flat, k * n)
             col, row = np.divmod(rem, k)
             flat = prod * k * n + row * n + col
-        out.append(np.ascontiguousarray(flat.ravel(), dtype=np.int64))
+        out.append(np.ascontiguousarray(flat.ravel(), dtype=np.uint64))   # unsigned: no negative-index wraparound in the loops
     return tuple(out)
 
 

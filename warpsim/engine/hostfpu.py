@@ -36,6 +36,175 @@ def fma_native(typingctx, x, y, z):
     return sig, codegen
 
 
+def _row8(context, builder, arrty, arr, idx):
+    """Pointer to the 8 float64 elements arr[idx:idx + 8] as an <8 x double> (no bounds check)."""
+    vt = ir.VectorType(ir.DoubleType(), 8)
+    a = context.make_array(arrty)(context, builder, arr)
+    return builder.bitcast(builder.gep(a.data, [idx]), vt.as_pointer())
+
+
+def _is_f64_array(t):
+    return isinstance(t, _nbt.Array) and t.dtype == _nbt.float64 and t.ndim == 1
+
+
+@_intrinsic
+def fma_row8(typingctx, d, o, x, b, q):
+    """d[o:o+8] = fma(x, b[q:q+8], d[o:o+8]) as one vector ``llvm.fma`` (each lane correctly rounded, as
+    :func:`fma_native`).  numba does not SLP-vectorise, so eight independent fmas need this; no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
+        return None
+    sig = _nbt.void(d, _nbt.intp, _nbt.float64, b, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        dv, o, x, bv, q = args
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        dp = _row8(context, builder, signature.args[0], dv, o)
+        bp = _row8(context, builder, signature.args[3], bv, q)
+        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def fma_row8s(typingctx, d, o, x, s, b, q):
+    """d[o:o+8] = fma(x * s[q:q+8], b[q:q+8], d[o:o+8]), vector ops as :func:`fma_row8` (the product x * s is
+    rounded on its own, as written); no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(s) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
+        return None
+    sig = _nbt.void(d, _nbt.intp, _nbt.float64, s, b, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        dv, o, x, sv, bv, q = args
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        dp = _row8(context, builder, signature.args[0], dv, o)
+        sp = _row8(context, builder, signature.args[3], sv, q)
+        bp = _row8(context, builder, signature.args[4], bv, q)
+        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+        xs = builder.fmul(xs, builder.load(sp, align=8))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def madd_row8(typingctx, acc, o, apair, bp, q):
+    """acc[o:o+8] += a0 * B[0, :] + a1 * B[1, :] in int32 lanes, one vector step (PMADDWD where the host has it).
+
+    apair: int32 holding two int16 (a0 low, a1 high); bp[q:q+8]: eight int32, each an int16 pair (B[0, j] low,
+    B[1, j] high).  Exact while the int32 sums do not overflow (the caller's bound); no bounds check."""
+    if not (isinstance(acc, _nbt.Array) and acc.dtype == _nbt.int32 and isinstance(bp, _nbt.Array)
+            and bp.dtype == _nbt.int32):
+        return None
+    sig = _nbt.void(acc, _nbt.intp, _nbt.int32, bp, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        av, o, ap, bv, q = args
+        i32x8 = ir.VectorType(ir.IntType(32), 8)
+        i16x16 = ir.VectorType(ir.IntType(16), 16)
+        i32x16 = ir.VectorType(ir.IntType(32), 16)
+        aa = context.make_array(signature.args[0])(context, builder, av)
+        ba = context.make_array(signature.args[3])(context, builder, bv)
+        accp = builder.bitcast(builder.gep(aa.data, [o]), i32x8.as_pointer())
+        bpp = builder.bitcast(builder.gep(ba.data, [q]), i32x8.as_pointer())
+        x = builder.insert_element(ir.Constant(i32x8, ir.Undefined), ap, ir.Constant(ir.IntType(32), 0))
+        x = builder.shuffle_vector(x, ir.Constant(i32x8, ir.Undefined), ir.Constant(i32x8, [0] * 8))
+        x = builder.sext(builder.bitcast(x, i16x16), i32x16)
+        y = builder.sext(builder.bitcast(builder.load(bpp, align=4), i16x16), i32x16)
+        p = builder.mul(x, y)
+        even = builder.shuffle_vector(p, ir.Constant(i32x16, ir.Undefined), ir.Constant(i32x8, list(range(0, 16, 2))))
+        odd = builder.shuffle_vector(p, ir.Constant(i32x16, ir.Undefined), ir.Constant(i32x8, list(range(1, 16, 2))))
+        r = builder.add(builder.load(accp, align=4), builder.add(even, odd))
+        builder.store(r, accp, align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def fma_rows8(typingctx, d, c, a, b, m, k, s0, s1, desc):
+    """Steps s0..s1-1 of m fma chains of eight lanes from c (c may be d): for each row i,
+    d[8i:8i+8] = fma(a[i*k + kk], b[8kk:8kk+8], .) with kk = s (or k - 1 - s when desc), the row's accumulators
+    held in a register vector (one ``llvm.fma`` per step and row, each lane correctly rounded).  A loop of its
+    own, so that its code does not depend on the kernel around it; no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(c) and _is_f64_array(a) and _is_f64_array(b)):
+        return None
+    sig = _nbt.void(d, c, a, b, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+
+    def codegen(context, builder, signature, args):
+        dv, cv, av, bv, m, k, s0, s1, desc = args
+        i64 = ir.IntType(64)
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        da = context.make_array(signature.args[0])(context, builder, dv)
+        ca = context.make_array(signature.args[1])(context, builder, cv)
+        aa = context.make_array(signature.args[2])(context, builder, av)
+        ba = context.make_array(signature.args[3])(context, builder, bv)
+        accp = cgutils.alloca_once(builder, vt)
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
+        with cgutils.for_range(builder, m) as rloop:
+            i = rloop.index
+            dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
+            cp = builder.bitcast(builder.gep(ca.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
+            builder.store(builder.load(cp, align=8), accp)
+            with cgutils.for_range_slice(builder, s0, s1, ir.Constant(i64, 1), inc=True) as (s, _):
+                kk = builder.select(desc, builder.sub(builder.sub(k, ir.Constant(i64, 1)), s), s)
+                x = builder.load(builder.gep(aa.data, [builder.add(builder.mul(i, k), kk)]))
+                xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+                xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), mask)
+                bp = builder.bitcast(builder.gep(ba.data, [builder.mul(kk, ir.Constant(i64, 8))]), vt.as_pointer())
+                builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(accp)]), accp)
+            builder.store(builder.load(accp), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
+def fma_rows8s(typingctx, d, xs, vi, sa, bv, m, k, s0, s1, desc):
+    """:func:`fma_rows8` with replaced operand pairs: step kk of row i is fma(xs[i*k + kk] * sa[q:q+8],
+    bv[q:q+8], .) with q = vi[i*k + kk] + 8 kk (the product xs * sa rounded on its own, as written)."""
+    if not (_is_f64_array(d) and _is_f64_array(xs) and _is_f64_array(sa) and _is_f64_array(bv)
+            and isinstance(vi, _nbt.Array) and vi.dtype == _nbt.int64):
+        return None
+    sig = _nbt.void(d, xs, vi, sa, bv, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+
+    def codegen(context, builder, signature, args):
+        dv, xv, vv, sv, bv_, m, k, s0, s1, desc = args
+        i64 = ir.IntType(64)
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        da, xa, va, sa_, ba = (context.make_array(t)(context, builder, v)
+                               for t, v in zip(signature.args[:5], (dv, xv, vv, sv, bv_)))
+        accp = cgutils.alloca_once(builder, vt)
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
+        with cgutils.for_range(builder, m) as rloop:
+            i = rloop.index
+            dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
+            builder.store(builder.load(dp, align=8), accp)
+            with cgutils.for_range_slice(builder, s0, s1, ir.Constant(i64, 1), inc=True) as (s, _):
+                kk = builder.select(desc, builder.sub(builder.sub(k, ir.Constant(i64, 1)), s), s)
+                ik = builder.add(builder.mul(i, k), kk)
+                x = builder.load(builder.gep(xa.data, [ik]))
+                q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
+                xs_ = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+                xs_ = builder.shuffle_vector(xs_, ir.Constant(vt, ir.Undefined), mask)
+                sp = builder.bitcast(builder.gep(sa_.data, [q]), vt.as_pointer())
+                bp = builder.bitcast(builder.gep(ba.data, [q]), vt.as_pointer())
+                xv8 = builder.fmul(xs_, builder.load(sp, align=8))
+                builder.store(builder.call(fn, [xv8, builder.load(bp, align=8), builder.load(accp)]), accp)
+            builder.store(builder.load(accp), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 #: probe operands for fp_env_ok (passed as data so that LLVM cannot fold them)
 PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
                     dtype=np.float64)

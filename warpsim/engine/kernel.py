@@ -34,6 +34,7 @@ from ..numerics.chain import chain_dot
 from ..isa.catalog import BY_OPCODE, Instruction
 from ..isa.layouts import layout
 from ..isa.sparse import metadata_table
+from .hostfpu import madd_row8
 from .jitcache import named_copy
 
 #: dot-product kinds a recipe may name (the kernel's dispatch table)
@@ -117,6 +118,7 @@ def _int_tables(ins: Instruction, tables, sp):
     td = layout(ins.opcode, "d")
     oi = td[..., 1] * k
     oj = td[..., 2] * k
+    od = td[..., 1] * n + td[..., 2]
     if ins.is_sparse:
         order = np.argsort(la.ravel())                       # compressed elements in row-major order
         spr = sp.reshape(-1, 5)[order]
@@ -127,7 +129,7 @@ def _int_tables(ins: Instruction, tables, sp):
         spm = pos | (spr[:, 3] << 24) | (spr[:, 1] << 32) | (spr[:, 0] << 40)
     else:
         spm = np.zeros(1, np.int64)
-    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (*slots, oi, oj, spm))
+    return tuple(np.ascontiguousarray(x, dtype=np.int64) for x in (*slots, oi, oj, spm, od))
 
 
 @lru_cache(maxsize=None)
@@ -271,12 +273,12 @@ def _widen(words, bits, mask, out):
             out[2 * t + 1] = (v >> 4) & mask
 
 
-def _int_kernel(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, sparse, chunk):
+def _int_kernel(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk):
     W = a.shape[0]
     nchunks = (W + chunk - 1) // chunk
     for ch in prange(nchunks):
         _int_chunk(params, a, b, c, e, d, ch * chunk, min(W, (ch + 1) * chunk), M, N, K, awslot, bwslot, oi, oj,
-                   spm, sparse)
+                   spm, od, sparse)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -290,7 +292,7 @@ def _store_words(a, b, w, awslot, bwslot, Aw, Bw):
 
 
 @njit(cache=True, nogil=True)
-def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, sparse):
+def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse):
     """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim.numerics.integer.int_dot`)."""
     abits, asg, bbits, bsg = params[P_A_BITS], params[P_A_SIGNED] != 0, params[P_B_BITS], params[P_B_SIGNED] != 0
     sat = params[P_SAT] != 0
@@ -326,6 +328,12 @@ def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, s
     A = np.zeros(M * K, np.int16)
     AC = np.zeros(M * Ka, np.int16)    # sparse: compressed A
     B = np.empty(N * K, np.int16)      # B^T: column j of B is B[j*K : (j+1)*K]
+    rows8 = N == 8 and K % 2 == 0
+    K2 = K // 2
+    A32 = A.view(np.int32)             # A's k pairs (2t, 2t + 1) as one int32 (little-endian)
+    B32 = B.view(np.int32)
+    BP = np.empty(K2 * 8, np.int32)    # B's k pairs by step: BP[t * 8 + j] = (B[2t, j], B[2t + 1, j])
+    ACC = np.empty(M * 8, np.int32)
     for w in range(w0, w1):
         _store_words(a, b, w, awslot, bwslot, Aw, Bw)
         _widen(Bw, bbits, bmask, B)
@@ -339,6 +347,24 @@ def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, s
                 A[(q & 0xFFFFFF) + ((q >> 24) & 3) * idx] += AC[x]
         else:
             _widen(Aw, abits, amask, A)
+        if rows8:
+            # D = C + A B by rows: eight int32 sums per row, two k at a time (pmaddwd), all rows at step t before
+            # step t + 1 (independent accumulators); then each C/D word takes its sum (od: i * 8 + j)
+            for t in range(K2):
+                for j in range(8):
+                    BP[t * 8 + j] = B32[j * K2 + t]
+            for x in range(M * 8):
+                ACC[x] = 0
+            for t in range(K2):
+                for i in range(M):
+                    madd_row8(ACC, i * 8, A32[i * K2 + t], BP, t * 8)
+            for lane in range(32):
+                for wi in range(nwd):
+                    acc = np.int64(np.int32(c[w, lane, wi])) + np.int64(ACC[od[lane, wi]])
+                    if sat:
+                        acc = min(max(acc, -2147483648), 2147483647)
+                    d[w, lane, wi] = np.uint32(acc & 0xFFFFFFFF)
+            continue
         # D = C + A B, one C/D word at a time (C and D share a layout)
         for lane in range(32):
             for wi in range(nwd):
