@@ -35,6 +35,7 @@ import zlib
 
 import numpy as np
 
+from . import plan as _plan
 from .context import Context
 from .instructions import TYPES, known_bases, lookup
 from .syntax import PTXError, make_statement, parse_int, statements
@@ -406,6 +407,12 @@ class Warp:
                                "instructions warpsim executes", line=st.line, statement=st.text, token=st.opcode)
             st.handler = found
         kind, fn, nsrc, m = st.handler
+        if rows is None and mask is None:       # every lane of every warp: the decoded statement
+            pl = st.__dict__.get("plan", 0)
+            if pl == 0:
+                pl = st.plan = _plan.build(self, st, kind, fn, m)
+            if pl is not None and _plan.run(self, st, pl):
+                return
         if kind == "ctx":
             with np.errstate(all="ignore"):     # wrap-around, NaN casts: PTX defines every result
                 return fn(ctx, m)
