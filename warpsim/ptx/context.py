@@ -227,7 +227,8 @@ def to_register(value, typ, have, shape):
         v = v.astype(dt).view(UINT[bits])
     elif v.dtype.itemsize * 8 != bits:
         v = v.astype(UINT[bits]) if v.dtype.kind == "u" else v.astype(np.dtype(f"i{bits // 8}") if bits > 1 else bool)
-    u = v.view(UINT[bits]) if v.dtype.kind == "i" else v.astype(UINT[bits])
+    # no copy here: write_register copies (or assigns into) the register
+    u = v.view(UINT[bits]) if v.dtype.kind == "i" else v.astype(UINT[bits], copy=False)
     if have != bits:
         if typ[0] == "s":   # sign-extend into the wider register
             u = u.view(np.dtype(f"i{bits // 8}")).astype(np.int64).astype(UINT[have])

@@ -159,6 +159,9 @@ def _gather(store, starts, nbytes):
     if dt is None:
         return store[starts[:, None] + np.arange(nbytes)]
     per = nbytes // dt.itemsize
+    if per > 1 and not store.size % nbytes and not (starts & (nbytes - 1)).any():
+        # every access one whole row of nbytes: one index per row
+        return store.view(dt).reshape(-1, per)[starts >> (nbytes.bit_length() - 1)].view(np.uint8)
     first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
     idx = first if per == 1 else first[:, None] + np.arange(per)
     return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)

@@ -45,6 +45,15 @@ def _source(machine, ctx, op, typ):
     return None if val is None else (None, typ, 0, val)
 
 
+def predicate(machine, st, pred):
+    """``pred`` if it is a predicate register (a guard the plan reads directly), else None."""
+    try:
+        s = _source(machine, Context(machine, st, None, None), pred, "pred")
+    except PTXError:
+        return None
+    return None if s is None or s[0] is None else pred
+
+
 def _width(ctx, name, typ):
     """The register's width if the width check of ``typ`` passes (None: the general path reports it)."""
     try:
@@ -138,8 +147,6 @@ def _build(machine, st, kind, fn, m):
     ops = st.operands
     ctx = Context(machine, st, None, None)
     if kind == "alu":
-        from .regfile import _alu_types
-
         plan = st.__dict__.get("alu_types") or _alu_types(st, m)
         dt, typs = plan
         if len(ops) != len(typs) + 1:
@@ -239,3 +246,27 @@ def _run_memory(machine, st, plan, regs):
             continue
         _write(regs, d[0], v.view(TYPES[t][1]) if t[0] == "s" else v, t, d[1], shape, hook, ctx)
     return True
+
+
+def _alu_types(st, m):
+    """(destination type, source types) of an ALU row's statement."""
+    gd = m.groupdict()
+    t = gd.get("t")
+    st_ = gd.get("st") or t
+    dt = gd.get("dt") or t
+    if dt is None:      # mul.wide: destination twice the source width
+        bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
+        dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
+        if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
+            dt = "u32"
+    typs = []
+    for i in range(len(st.operands) - 1):
+        typ = st_
+        if st.opcode.startswith(("shl", "shr")) and i == 1:
+            typ = "u32"
+        if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
+            typ = "u32"
+        if st.opcode.startswith("mad.wide") and i == 2:
+            typ = dt
+        typs.append(typ)
+    return dt, typs

@@ -36,6 +36,7 @@ import zlib
 import numpy as np
 
 from . import plan as _plan
+from .plan import _alu_types
 from .context import Context
 from .instructions import TYPES, known_bases, lookup
 from .syntax import PTXError, make_statement, parse_int, statements
@@ -373,6 +374,13 @@ class Warp:
         if st.guard is None:
             return None
         neg, pred = st.guard
+        if rows is None and self._async is None:       # a predicate register read as is
+            name = st.__dict__.get("guard_reg", 0)
+            if name == 0:
+                name = st.guard_reg = _plan.predicate(self, st, pred)
+            v = None if name is None else self._regs.get(name)
+            if v is not None:
+                return ~v if neg else v.copy()
         ctx = Context(self, st, rows, None)
         v = ctx.read(pred, "pred", what="guard predicate")
         return ~v if neg else v
@@ -521,30 +529,6 @@ class Warp:
             typ = "b32"
         for r, v in zip(vecs["d"], vals):
             ctx.write(r, np.ascontiguousarray(v), typ)
-
-
-def _alu_types(st, m):
-    """(destination type, source types) of an ALU row's statement."""
-    gd = m.groupdict()
-    t = gd.get("t")
-    st_ = gd.get("st") or t
-    dt = gd.get("dt") or t
-    if dt is None:      # mul.wide: destination twice the source width
-        bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
-        dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
-        if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
-            dt = "u32"
-    typs = []
-    for i in range(len(st.operands) - 1):
-        typ = st_
-        if st.opcode.startswith(("shl", "shr")) and i == 1:
-            typ = "u32"
-        if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
-            typ = "u32"
-        if st.opcode.startswith("mad.wide") and i == 2:
-            typ = dt
-        typs.append(typ)
-    return dt, typs
 
 
 def _find_token(stmt, regs, shown):
