@@ -11,6 +11,7 @@ completes in program order, in the lane order the executor runs them.
 from __future__ import annotations
 
 import bisect
+import math
 
 import numpy as np
 
@@ -141,21 +142,22 @@ class Track:
         m[starts if nbytes == 1 else (starts[:, None] + np.arange(nbytes)).reshape(-1)] = True
 
 
-def _word(store, starts, nbytes):
+def _word(store, starts, nbytes, aligned=1):
     """The unsigned dtype whose words hold every access whole (2, 4, 8 or 16 bytes: 8-byte words),
-    when every start is aligned to it and the byte array divides into it; else None (bytes)."""
+    when every start is aligned to it and the byte array divides into it; else None (bytes).
+    ``aligned``: an alignment of every start the caller checked already."""
     w = min(nbytes, 8)
     if nbytes not in (2, 4, 8, 16) or store.size % w or not store.flags.c_contiguous:
         return None
-    if starts.size and (starts & (w - 1)).any():
+    if aligned % w and starts.size and (starts & (w - 1)).any():
         return None
     return np.dtype(f"<u{w}")
 
 
-def _gather(store, starts, nbytes):
+def _gather(store, starts, nbytes, aligned=1):
     """Bytes [start, start + nbytes) of the byte array store, per start: (n, nbytes) uint8.  Whole
     aligned words are gathered as words (one index per word, not per byte)."""
-    dt = _word(store, starts, nbytes)
+    dt = _word(store, starts, nbytes, aligned)
     if dt is None:
         return store[starts[:, None] + np.arange(nbytes)]
     per = nbytes // dt.itemsize
@@ -167,11 +169,11 @@ def _gather(store, starts, nbytes):
     return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)
 
 
-def _scatter(store, starts, data):
+def _scatter(store, starts, data, aligned=1):
     """Write data (n, nbytes) at [start, start + nbytes) of store, in lane order (a later lane's bytes
     win where two overlap, as byte by byte)."""
     nbytes = data.shape[-1]
-    dt = _word(store, starts, nbytes)
+    dt = _word(store, starts, nbytes, aligned)
     if dt is None:
         store[starts[:, None] + np.arange(nbytes)] = data
         return
@@ -335,6 +337,12 @@ class Memory:
             return None
         return g.buffers[k], addr.view(np.int64) - base, active, k
 
+    def _aligned(self, align, k):
+        """The alignment of every flat offset of a direct access whose addresses are ``align``-aligned
+        (k: its global array, -1 shared memory): the offsets are the addresses less the array's base,
+        or plus a multiple of the shared bytes."""
+        return math.gcd(align, self.glob.bases[k] if k >= 0 else self.shared_bytes)
+
     def try_load(self, space, addr, nbytes, align, ctx, lanes=None):
         """What :meth:`load` returns, when the access is one that cannot fail (see _direct); else None."""
         if self._direct(space, addr, nbytes, align, ctx, lanes) is None:
@@ -348,10 +356,11 @@ class Memory:
             starts = flat.reshape(-1) if active is None else flat[active]
             if k >= 0 and self.glob.track is not None:
                 self.glob.track.mark(False, k, starts, nbytes)
+            aligned = self._aligned(align, k)
             if active is None:
-                return _gather(store, starts, nbytes).reshape(addr.shape + (nbytes,))
+                return _gather(store, starts, nbytes, aligned).reshape(addr.shape + (nbytes,))
             out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
-            out[active] = _gather(store, starts, nbytes)
+            out[active] = _gather(store, starts, nbytes, aligned)
             return out
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
@@ -377,7 +386,7 @@ class Memory:
             starts = flat.reshape(-1) if active is None else flat[active]
             if k >= 0 and self.glob.track is not None:
                 self.glob.track.mark(True, k, starts, nbytes)
-            _scatter(store, starts, data.reshape(-1, nbytes) if active is None else data[active])
+            _scatter(store, starts, data.reshape(-1, nbytes) if active is None else data[active], self._aligned(align, k))
             return
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import plan as _plan
 from .plan import _alu_types
-from .context import Context
+from .context import Context, to_register
 from .instructions import TYPES, known_bases, lookup
 from .syntax import PTXError, make_statement, parse_int, statements
 
@@ -442,6 +442,20 @@ class Warp:
         from ..isa.parse import parse
 
         line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands
+        pl = ctx.stmt.__dict__.get("mma_plan")
+        if pl is not None and ctx.rows is None and ctx.mask is None and self._async is None:
+            # checked at an earlier execution: 32-bit registers only, read and written as words
+            regs = self._regs
+            if all(r in regs for role in "abc" for r in pl[1][role]):
+                words = {role: np.stack([regs[r] for r in pl[1][role]], axis=-1) for role in "abc"}
+                try:
+                    d = mma(pl[0], words["a"], words["b"], words["c"], None, selector=0, arch=self.arch)
+                except (ValueError, TypeError) as exc:
+                    raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
+                shape = (self.warps, 32)
+                for i, r in enumerate(pl[1]["d"]):
+                    regs[r] = np.array(to_register(np.ascontiguousarray(d[..., i]), "b32", 32, shape), dtype=np.uint32)
+                return
         ctx.require_converged()
         try:
             ins = parse(op)
@@ -529,6 +543,9 @@ class Warp:
             typ = "b32"
         for r, v in zip(vecs["d"], vals):
             ctx.write(r, np.ascontiguousarray(v), typ)
+        if (not ins.is_sparse and not ins.block_scaled and typ == "b32"
+                and all(ins.elem(role).bits != 64 and self._bits(r) == 32 for role in "dabc" for r in vecs[role])):
+            ctx.stmt.mma_plan = (ins.opcode, vecs)    # every check above passes again for these registers
 
 
 def _find_token(stmt, regs, shown):
