@@ -220,7 +220,8 @@ def to_register(value, typ, have, shape):
     bits, dt = TYPES[typ]
     v = np.asarray(value)
     if have == 1:
-        return np.broadcast_to(v.astype(bool), shape)
+        b = v.astype(bool)
+        return b if b.shape == shape else np.broadcast_to(b, shape)
     if v.dtype == np.bool_:
         v = v.astype(UINT[bits])
     if v.dtype.kind == "f":

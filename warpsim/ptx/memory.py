@@ -163,7 +163,8 @@ def _gather(store, starts, nbytes, aligned=1):
     per = nbytes // dt.itemsize
     if per > 1 and not store.size % nbytes and not (starts & (nbytes - 1)).any():
         # every access one whole row of nbytes: one index per row
-        return store.view(dt).reshape(-1, per)[starts >> (nbytes.bit_length() - 1)].view(np.uint8)
+        # (take along the rows: several times faster than indexing for rows of 16 bytes)
+        return store.view(dt).reshape(-1, per).take(starts >> (nbytes.bit_length() - 1), axis=0).view(np.uint8)
     first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
     idx = first if per == 1 else first[:, None] + np.arange(per)
     return np.ascontiguousarray(store.view(dt)[idx]).view(np.uint8).reshape(len(starts), nbytes)
@@ -178,6 +179,11 @@ def _scatter(store, starts, data, aligned=1):
         store[starts[:, None] + np.arange(nbytes)] = data
         return
     per = nbytes // dt.itemsize
+    if per > 1 and not store.size % nbytes and not (starts & (nbytes - 1)).any():
+        # every access one whole row of nbytes, written as one item (a later lane's row wins)
+        row = np.dtype((np.void, nbytes))
+        store.view(row)[starts >> (nbytes.bit_length() - 1)] = np.ascontiguousarray(data).view(row).reshape(len(starts))
+        return
     first = starts >> (dt.itemsize.bit_length() - 1)       # starts are >= 0 and aligned
     if per == 1:
         store.view(dt)[first] = np.ascontiguousarray(data).view(dt).reshape(len(starts))

@@ -235,7 +235,7 @@ def _run_memory(machine, st, plan, regs):
     if hook is not None:
         hook.on_read(base, ctx)
     ut = f"u{abits}"
-    addr = cast_read(regs[base], ut, abits, abits, TYPES[ut][1]).astype(np.uint64) + np.uint64(offset)
+    addr = cast_read(regs[base], ut, abits, abits, TYPES[ut][1]).astype(np.uint64, copy=False) + np.uint64(offset)
     if not plan.load:
         machine.memory.store(plan.space, addr, np.concatenate(parts, axis=-1), bits // 8, ctx)
         return True
