@@ -135,22 +135,21 @@ class MemPlan:
         self.load, self.space, self.addr, self.parts, self.t, self.bits = load, space, addr, parts, t, bits
 
 
-def build(machine, st, kind, fn, m):
+def build(machine, st, kind, fn, nsrc, m):
     """The statement's plan, or None when it takes the general path."""
     try:
-        return _build(machine, st, kind, fn, m)
+        return _build(machine, st, kind, fn, nsrc, m)
     except PTXError:            # e.g. a special register with a wrong suffix: the general path says so
         return None
 
 
-def _build(machine, st, kind, fn, m):
+def _build(machine, st, kind, fn, nsrc, m):
     ops = st.operands
     ctx = Context(machine, st, None, None)
     if kind == "alu":
-        plan = st.__dict__.get("alu_types") or _alu_types(st, m)
-        dt, typs = plan
-        if len(ops) != len(typs) + 1:
-            return None
+        if len(ops) != nsrc + 1:
+            return None                 # the general path names the operand count
+        dt, typs = st.__dict__.get("alu_types") or _alu_types(st, m)
         srcs, dst = list(zip(ops[1:], typs)), ops[0]
         run = (lambda f, mm: lambda *a: f(mm, *a))(fn, m)
     elif fn is _mov:

@@ -418,7 +418,7 @@ class Warp:
         if rows is None and mask is None:       # every lane of every warp: the decoded statement
             pl = st.__dict__.get("plan", 0)
             if pl == 0:
-                pl = st.plan = _plan.build(self, st, kind, fn, m)
+                pl = st.plan = _plan.build(self, st, kind, fn, nsrc, m)
             if pl is not None and _plan.run(self, st, pl):
                 return
         if kind == "ctx":
