@@ -206,6 +206,7 @@ class Memory:
         self.params = np.frombuffer(bytes(params), dtype=np.uint8)
         self.cluster_cta = None   # (nctas, cluster size) CTA index of each rank of a CTA's cluster (DSMEM)
         self.watch = None         # called as watch(ctx, shared lanes, flat offsets, nbytes) before a shared store
+        self._cta_base = None     # (warp_cta, shared bytes, each warp's shared window (W, 1)) as last computed
 
     def add_buffer(self, arr):
         """Map a numpy array into global memory (in place) and return its address."""
@@ -327,10 +328,13 @@ class Memory:
             if ctx.rows is None:
                 if len(self.warp_cta) != addr.shape[0]:
                     return None
-                rows = self.warp_cta
+                c = self._cta_base
+                if c is None or c[0] is not self.warp_cta or c[1] != self.shared_bytes:   # once per layout
+                    c = self._cta_base = (self.warp_cta, self.shared_bytes, (self.warp_cta * self.shared_bytes)[:, None])
+                cta_base = c[2]
             else:
-                rows = self.warp_cta[np.asarray(ctx.rows)]
-            return self.shared.reshape(-1), addr.view(np.int64) + (rows * self.shared_bytes)[:, None], active, -1
+                cta_base = (self.warp_cta[np.asarray(ctx.rows)] * self.shared_bytes)[:, None]
+            return self.shared.reshape(-1), addr.view(np.int64) + cta_base, active, -1
         g = self.glob
         if not g.bases:
             return None

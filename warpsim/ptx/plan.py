@@ -192,6 +192,8 @@ def _read(regs, src, shape, hook, ctx):
         return np.full(shape, imm, dtype=UINT[bits]).view(dt)
     if hook is not None:
         hook.on_read(name, ctx)
+    if have == bits and bits > 1:       # cast_read of a register of the type's width: a view
+        return regs[name].view(dt)
     return cast_read(regs[name], typ, have, bits, dt)
 
 
@@ -236,7 +238,8 @@ def _run_memory(machine, st, plan, regs):
     ut = f"u{abits}"
     addr = cast_read(regs[base], ut, abits, abits, TYPES[ut][1]).astype(np.uint64, copy=False) + np.uint64(offset)
     if not plan.load:
-        machine.memory.store(plan.space, addr, np.concatenate(parts, axis=-1), bits // 8, ctx)
+        machine.memory.store(plan.space, addr, parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1),
+                             bits // 8, ctx)
         return True
     data = machine.memory.load(plan.space, addr, len(plan.parts) * bits // 8, bits // 8, ctx)
     for i, d in enumerate(plan.parts):
