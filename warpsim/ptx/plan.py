@@ -23,10 +23,11 @@ _STORE = {1: np.bool_, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 class Plan:
     """fn(*sources) -> value; sources: (register name or None, typ, have, immediate); dst likewise."""
 
-    __slots__ = ("fn", "srcs", "dst", "dt", "have")
+    __slots__ = ("fn", "srcs", "dst", "dt", "have", "names")
 
     def __init__(self, fn, srcs, dst, dt, have):
         self.fn, self.srcs, self.dst, self.dt, self.have = fn, srcs, dst, dt, have
+        self.names = tuple(s[0] for s in srcs if s[0] is not None)     # registers that must be defined
 
 
 def _source(machine, ctx, op, typ):
@@ -209,8 +210,8 @@ def run(machine, st, plan):
     regs = machine._regs
     if type(plan) is MemPlan:
         return _run_memory(machine, st, plan, regs)
-    for src in plan.srcs:
-        if src[0] is not None and src[0] not in regs:
+    for name in plan.names:
+        if name not in regs:
             return False
     shape = (machine.warps, 32)
     hook = machine._async

@@ -398,6 +398,10 @@ class Warp:
                 if not on.all():
                     idx = np.arange(self.warps) if rows is None else np.asarray(rows)
                     rows, mask = idx[on], mask[on]
+        if rows is None and mask is None:
+            pl = st.__dict__.get("plan")         # decoded at an earlier execution (below)
+            if pl is not None and _plan.run(self, st, pl):
+                return
         ctx = Context(self, st, rows, mask)
         if st.opcode.startswith("mma"):
             return self._mma(ctx)
@@ -415,10 +419,8 @@ class Warp:
                                "instructions warpsim executes", line=st.line, statement=st.text, token=st.opcode)
             st.handler = found
         kind, fn, nsrc, m = st.handler
-        if rows is None and mask is None:       # every lane of every warp: the decoded statement
-            pl = st.__dict__.get("plan", 0)
-            if pl == 0:
-                pl = st.plan = _plan.build(self, st, kind, fn, nsrc, m)
+        if rows is None and mask is None and "plan" not in st.__dict__:   # every lane of every warp: decode
+            pl = st.plan = _plan.build(self, st, kind, fn, nsrc, m)
             if pl is not None and _plan.run(self, st, pl):
                 return
         if kind == "ctx":
