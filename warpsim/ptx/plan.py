@@ -236,8 +236,11 @@ def _run_memory(machine, st, plan, regs):
         parts = [_to_bytes(_read(regs, s, shape, hook, ctx), bits) for s in plan.parts]
     if hook is not None:
         hook.on_read(base, ctx)
-    ut = f"u{abits}"
-    addr = cast_read(regs[base], ut, abits, abits, TYPES[ut][1]).astype(np.uint64, copy=False) + np.uint64(offset)
+    if abits == 64 and offset == 0:
+        addr = regs[base]       # the register's words as they are (memory never writes an address array)
+    else:
+        ut = f"u{abits}"
+        addr = cast_read(regs[base], ut, abits, abits, TYPES[ut][1]).astype(np.uint64, copy=False) + np.uint64(offset)
     if not plan.load:
         machine.memory.store(plan.space, addr, parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1),
                              bits // 8, ctx)
