@@ -116,10 +116,7 @@ class Context:
             return self._cast_bits(v.astype(np.uint64), bits, dt)
         if m.is_register(op):
             have = self._check_width(op, typ, what, False)
-            v = m.read_register(op, self)
-            if typ == "pred":
-                return v.astype(bool)
-            return self._cast_bits(v.astype(np.uint64) if have != bits else v, bits, dt)
+            return cast_read(m.read_register(op, self), typ, have, bits, dt)
         sym = m.symbol(op)
         if sym is not None:
             return self._cast_bits(np.full(self.shape, sym, dtype=np.uint64), bits, dt)
@@ -158,24 +155,7 @@ class Context:
         if not m.is_register(op):
             self.fail(f"{what or 'destination'}: {op!r} is not a register name (%[a-z]+[0-9]*)", token=op)
         have = self._check_width(op, typ, what, True)
-        v = np.asarray(value)
-        if have == 1:
-            new = np.broadcast_to(v.astype(bool), self.shape)
-        else:
-            if v.dtype == np.bool_:
-                v = v.astype(UINT[bits])
-            if v.dtype.kind == "f":
-                v = v.astype(dt).view(UINT[bits])
-            elif v.dtype.itemsize * 8 != bits:
-                v = v.astype(UINT[bits]) if v.dtype.kind == "u" else v.astype(np.dtype(f"i{bits // 8}") if bits > 1 else bool)
-            u = v.view(UINT[bits]) if v.dtype.kind == "i" else v.astype(UINT[bits])
-            if have != bits:
-                if typ[0] == "s":   # sign-extend into the wider register
-                    u = u.view(np.dtype(f"i{bits // 8}")).astype(np.int64).astype(UINT[have])
-                else:
-                    u = u.astype(UINT[have])
-            new = u if u.shape == self.shape else np.broadcast_to(u, self.shape)
-        m.write_register(op, new, self)
+        m.write_register(op, to_register(value, typ, have, self.shape), self)
 
     # --- addresses ----------------------------------------------------------------------------
 
@@ -226,6 +206,36 @@ class Context:
 
     def barrier(self):
         self.machine.barrier(self)
+
+
+def cast_read(v, typ, have, bits, dt):
+    """A register's stored words ``v`` (``have`` bits) as values of PTX type ``typ`` (bits, dt)."""
+    if typ == "pred":
+        return v.astype(bool)
+    return Context._cast_bits(v.astype(np.uint64) if have != bits else v, bits, dt)
+
+
+def to_register(value, typ, have, shape):
+    """A value of PTX type ``typ`` as the words a ``have``-bit register stores, broadcast to ``shape``."""
+    bits, dt = TYPES[typ]
+    v = np.asarray(value)
+    if have == 1:
+        b = v.astype(bool)
+        return b if b.shape == shape else np.broadcast_to(b, shape)
+    if v.dtype == np.bool_:
+        v = v.astype(UINT[bits])
+    if v.dtype.kind == "f":
+        v = v.astype(dt).view(UINT[bits])
+    elif v.dtype.itemsize * 8 != bits:
+        v = v.astype(UINT[bits]) if v.dtype.kind == "u" else v.astype(np.dtype(f"i{bits // 8}") if bits > 1 else bool)
+    # no copy here: write_register copies (or assigns into) the register
+    u = v.view(UINT[bits]) if v.dtype.kind == "i" else v.astype(UINT[bits], copy=False)
+    if have != bits:
+        if typ[0] == "s":   # sign-extend into the wider register
+            u = u.view(np.dtype(f"i{bits // 8}")).astype(np.int64).astype(UINT[have])
+        else:
+            u = u.astype(UINT[have])
+    return u if u.shape == shape else np.broadcast_to(u, shape)
 
 
 class _NoMemory:

@@ -12,6 +12,7 @@ per lane) returning the destination array; ``@instr(pattern)`` rows get the cont
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -614,10 +615,15 @@ def _to_bytes(v, bits):
 # ----------------------------------------------------------------------------------------------
 # ldmatrix / stmatrix / movmatrix (8x8 matrices of b16; each lane owns one 32-bit word per matrix)
 
+_LITTLE = sys.byteorder == "little"
+
+
 def _frag_from_matrix(mat, trans):
     """(g, 8, 8) uint16 matrices -> (g, 32) words, lane l: row l//4, columns 2(l%4), 2(l%4)+1."""
     if trans:
         mat = np.swapaxes(mat, -1, -2)
+    if _LITTLE and mat.dtype == np.uint16:    # lane l's two halves are row l//4's pair l%4: one word
+        return np.ascontiguousarray(mat).view(np.uint32).reshape(mat.shape[0], 32)
     lane = np.arange(32)
     lo = mat[:, lane // 4, 2 * (lane % 4)].astype(np.uint32)
     hi = mat[:, lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)

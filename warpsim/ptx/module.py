@@ -922,7 +922,7 @@ class _Kernel(Warp):
         plain = self.prog.plain
         uni = None        # (pc, rows, warp indices, their reconvergence pc) while converged (see below)
         general = False   # the fast path handed this statement to the general step
-        while alive.any():
+        while uni is not None or alive.any():      # the fast path leaves every warp running
             if uni is not None:
                 # The converged fast path: every running warp is at one pc with all its lanes active
                 # and none waits, so each statement is one group of all of them, formed here exactly

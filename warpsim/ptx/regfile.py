@@ -35,7 +35,9 @@ import zlib
 
 import numpy as np
 
-from .context import Context
+from . import plan as _plan
+from .plan import _alu_types
+from .context import Context, to_register
 from .instructions import TYPES, known_bases, lookup
 from .syntax import PTXError, make_statement, parse_int, statements
 
@@ -372,6 +374,13 @@ class Warp:
         if st.guard is None:
             return None
         neg, pred = st.guard
+        if rows is None and self._async is None:       # a predicate register read as is
+            name = st.__dict__.get("guard_reg", 0)
+            if name == 0:
+                name = st.guard_reg = _plan.predicate(self, st, pred)
+            v = None if name is None else self._regs.get(name)
+            if v is not None:
+                return ~v if neg else v.copy()
         ctx = Context(self, st, rows, None)
         v = ctx.read(pred, "pred", what="guard predicate")
         return ~v if neg else v
@@ -389,6 +398,10 @@ class Warp:
                 if not on.all():
                     idx = np.arange(self.warps) if rows is None else np.asarray(rows)
                     rows, mask = idx[on], mask[on]
+        if rows is None and mask is None:
+            pl = st.__dict__.get("plan")         # decoded at an earlier execution (below)
+            if pl is not None and _plan.run(self, st, pl):
+                return
         ctx = Context(self, st, rows, mask)
         if st.opcode.startswith("mma"):
             return self._mma(ctx)
@@ -406,6 +419,10 @@ class Warp:
                                "instructions warpsim executes", line=st.line, statement=st.text, token=st.opcode)
             st.handler = found
         kind, fn, nsrc, m = st.handler
+        if rows is None and mask is None and "plan" not in st.__dict__:   # every lane of every warp: decode
+            pl = st.plan = _plan.build(self, st, kind, fn, nsrc, m)
+            if pl is not None and _plan.run(self, st, pl):
+                return
         if kind == "ctx":
             with np.errstate(all="ignore"):     # wrap-around, NaN casts: PTX defines every result
                 return fn(ctx, m)
@@ -427,6 +444,20 @@ class Warp:
         from ..isa.parse import parse
 
         line, stmt, op, operands = ctx.stmt.line, ctx.stmt.text, ctx.opcode, ctx.operands
+        pl = ctx.stmt.__dict__.get("mma_plan")
+        if pl is not None and ctx.rows is None and ctx.mask is None and self._async is None:
+            # checked at an earlier execution: 32-bit registers only, read and written as words
+            regs = self._regs
+            if all(r in regs for role in "abc" for r in pl[1][role]):
+                words = {role: np.stack([regs[r] for r in pl[1][role]], axis=-1) for role in "abc"}
+                try:
+                    d = mma(pl[0], words["a"], words["b"], words["c"], None, selector=0, arch=self.arch)
+                except (ValueError, TypeError) as exc:
+                    raise PTXError(str(exc), line=line, statement=stmt, token=op) from None
+                shape = (self.warps, 32)
+                for i, r in enumerate(pl[1]["d"]):
+                    regs[r] = np.array(to_register(np.ascontiguousarray(d[..., i]), "b32", 32, shape), dtype=np.uint32)
+                return
         ctx.require_converged()
         try:
             ins = parse(op)
@@ -514,30 +545,9 @@ class Warp:
             typ = "b32"
         for r, v in zip(vecs["d"], vals):
             ctx.write(r, np.ascontiguousarray(v), typ)
-
-
-def _alu_types(st, m):
-    """(destination type, source types) of an ALU row's statement."""
-    gd = m.groupdict()
-    t = gd.get("t")
-    st_ = gd.get("st") or t
-    dt = gd.get("dt") or t
-    if dt is None:      # mul.wide: destination twice the source width
-        bits = TYPES[st_][0] * 2 if st.opcode.startswith(("mul.wide", "mad.wide")) else 32
-        dt = f"{st_[0]}{bits}" if st_[0] in "su" else f"b{bits}"
-        if st_.startswith("b") and not st.opcode.startswith(("mul", "mad")):
-            dt = "u32"
-    typs = []
-    for i in range(len(st.operands) - 1):
-        typ = st_
-        if st.opcode.startswith(("shl", "shr")) and i == 1:
-            typ = "u32"
-        if st.opcode.startswith(("bfe", "bfi")) and i >= (1 if st.opcode.startswith("bfe") else 2):
-            typ = "u32"
-        if st.opcode.startswith("mad.wide") and i == 2:
-            typ = dt
-        typs.append(typ)
-    return dt, typs
+        if (not ins.is_sparse and not ins.block_scaled and typ == "b32"
+                and all(ins.elem(role).bits != 64 and self._bits(r) == 32 for role in "dabc" for r in vecs[role])):
+            ctx.stmt.mma_plan = (ins.opcode, vecs)    # every check above passes again for these registers
 
 
 def _find_token(stmt, regs, shown):
