@@ -636,16 +636,29 @@ _GEMM_MEMORY_CODE = r"""
 import json, resource
 import numpy as np
 import warpsim
+
+
+def hwm():
+    # the process's own high-water mark (VmHWM is reset by exec; ru_maxrss keeps the parent's from fork)
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 op = {opcode!r}
 n = {n}
 rng = np.random.default_rng(0)
 warpsim.gemm(np.ones((64, 64), np.float16), np.ones((64, 64), np.float16), instruction=op)   # compile / load
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+base = hwm()
 A = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
 B = rng.standard_normal((n, n), dtype=np.float32).astype(np.float16)
 C = np.zeros((n, n), np.float32)
 D = warpsim.gemm(A, B, C, instruction=op)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = hwm()
 print(json.dumps({{"opcode": op, "n": n, "peak_rss_bytes": peak, "rss_before_operands_bytes": base,
                   "operand_and_result_bytes": A.nbytes + B.nbytes + C.nbytes + D.nbytes}}))
 """
