@@ -398,11 +398,25 @@ def scale_factors(ins: Instruction, scale_a, scale_b, sel_a, sel_b):
     rows = np.arange(m)
     la = 4 * (rows % 8) + 2 * int(sel_a[1]) + rows // 8
     lb = 4 * np.arange(n) + int(sel_b[1])
-    byt = (int(sel_a[0]) + np.arange(ins.nscale)).astype(np.uint32) * np.uint32(8)
-    bytb = (int(sel_b[0]) + np.arange(ins.nscale)).astype(np.uint32) * np.uint32(8)
-    xa = (scale_a[:, la, None] >> byt[None, None, :]) & np.uint32(0xFF)
-    xb = (scale_b[:, lb, None] >> bytb[None, None, :]) & np.uint32(0xFF)
-    return np.ascontiguousarray(xa, dtype=np.uint64), np.ascontiguousarray(xb, dtype=np.uint64)
+    byt = (int(sel_a[0]) + np.arange(ins.nscale)) * 8
+    bytb = (int(sel_b[0]) + np.arange(ins.nscale)) * 8
+    return _gather_scales(scale_a, la, byt), _gather_scales(scale_b, lb, bytb)
+
+
+def _gather_scales(s, lanes, shifts):
+    """out[w, r, q] = byte (shifts[q] / 8) of s[w, lanes[r]], as uint64 (one pass, no temporaries)."""
+    out = np.empty((s.shape[0], lanes.shape[0], shifts.shape[0]), np.uint64)
+    _gather_kernel(np.asarray(s, dtype=np.uint32), lanes.astype(np.int64), shifts.astype(np.uint64), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _gather_kernel(s, lanes, shifts, out):
+    for w in range(out.shape[0]):
+        for r in range(out.shape[1]):
+            v = np.uint64(s[w, lanes[r]])
+            for q in range(out.shape[2]):
+                out[w, r, q] = (v >> shifts[q]) & np.uint64(0xFF)
 
 
 _NO_SCALES = np.zeros((1, 1, 1), np.uint64)

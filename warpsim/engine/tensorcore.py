@@ -1568,12 +1568,51 @@ def _group_kernel(a, b, c, e, d, SFA, SFB, need, M, K, Ka, fa, wa, sa, ba, fb, w
                             for j in range(N):
                                 GG[g, j] += x * BR[r * N + j]
                 else:
-                    for tt in range(G):
-                        for g in range(NG):
-                            t = g * G + tt
+                    # eight chains a set in locals (registers), even and odd terms in two sets
+                    for g in range(NG):
+                        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+                        u0 = u1 = u2 = u3 = u4 = u5 = u6 = u7 = 0.0
+                        t0 = g * G
+                        for h in range(G // 2):
+                            t = t0 + 2 * h
                             x = AV[i * Ka + t]
-                            for j in range(N):
-                                GG[g, j] += x * BR[t * N + j]
+                            y = AV[i * Ka + t + 1]
+                            bx = BR[t * N:t * N + 16]
+                            s0 += x * bx[0]
+                            s1 += x * bx[1]
+                            s2 += x * bx[2]
+                            s3 += x * bx[3]
+                            s4 += x * bx[4]
+                            s5 += x * bx[5]
+                            s6 += x * bx[6]
+                            s7 += x * bx[7]
+                            u0 += y * bx[8]
+                            u1 += y * bx[9]
+                            u2 += y * bx[10]
+                            u3 += y * bx[11]
+                            u4 += y * bx[12]
+                            u5 += y * bx[13]
+                            u6 += y * bx[14]
+                            u7 += y * bx[15]
+                        if G % 2:
+                            t = t0 + G - 1
+                            x = AV[i * Ka + t]
+                            s0 += x * BR[t * N]
+                            s1 += x * BR[t * N + 1]
+                            s2 += x * BR[t * N + 2]
+                            s3 += x * BR[t * N + 3]
+                            s4 += x * BR[t * N + 4]
+                            s5 += x * BR[t * N + 5]
+                            s6 += x * BR[t * N + 6]
+                            s7 += x * BR[t * N + 7]
+                        GG[g, 0] = s0 + u0
+                        GG[g, 1] = s1 + u1
+                        GG[g, 2] = s2 + u2
+                        GG[g, 3] = s3 + u3
+                        GG[g, 4] = s4 + u4
+                        GG[g, 5] = s5 + u5
+                        GG[g, 6] = s6 + u6
+                        GG[g, 7] = s7 + u7
                 for g in range(NG):
                     xa = SFA[w, i, (g * G) // st]
                     sav = sval[xa]
