@@ -786,6 +786,63 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
 
 
 @_intrinsic
+def _rows_chain2(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, emino, RV, RE, DB, finite):
+    """A whole warp of the fused two-block recipe (Ada fp8): for every row, block 1 (terms
+    0..Ka/2-1 in block order) with C, rounded (rp) into the accumulator format; block 2 with that
+    accumulator, rounded again into DB -- the general per-row chain, rows side by side.  RV / RE
+    (float64 / float32, length 8 * (M + 1)): scratch, row i's accumulator at 8 (i + 1).  finite: no
+    element of A, B or C is NaN or inf (block 2 also needs a finite block-1 result for the int64
+    sums, see _gen_rows8)."""
+    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
+            and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
+        return None
+    sig = _nbt.void(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, emino, RV, RE, DB, finite)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        M_ = _i64(context, builder, ty[0], args[0])
+        Ka_ = _i64(context, builder, ty[1], args[1])
+        sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
+        pAV, pAE, pBV, pBE, pCV, pCE, prp, pRV, pRE, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 6, 7, 8, 9, 11, 13, 14, 15))
+        pRI = None if ty[4] is _nbt.none else _data(context, builder, sig, args, 4)
+        frac = context.cast(builder, args[10], ty[10], _nbt.float64)
+        em = _splat(builder, context.cast(builder, args[12], ty[12], _nbt.float32), _V8F)
+        rp_ = _load_rp(builder, prp)
+        zero = _ir.Constant(_I64, 0)
+        half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+        fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
+
+        def rbody(rows, rare):
+            spec1, spec2 = [], []
+            for i in rows:
+                oa = builder.mul(i, Ka_)
+                oi = builder.select(sp, oa, zero)
+                ro = builder.shl(i, _ir.Constant(_I64, 3))
+                spec1.append((oa, oi, pCV, pCE, ro))
+                spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
+            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+            fin2 = fin
+            for v1, (_, _, _, _, ra) in zip(v1s, spec2):
+                _, a1, _ = _gen_round8(builder, v1, rp_)
+                _vstore(builder, a1, pRV, ra, 8)
+                _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
+                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
+                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
+                fin2 = builder.and_(fin2, ok)
+            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
+            for v2, i in zip(v2s, rows):
+                b2, _, _ = _gen_round8(builder, v2, rp_)
+                _vstore(builder, b2, pDB, builder.shl(i, _ir.Constant(_I64, 3)), 8)
+            return rare
+
+        _row_groups(builder, M_, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
 def _round8_common(typingctx, V, OUT, OV, rp):
     """Round the 8 exact float64 values V once into the result format, as fused._round_row's
     common case: OUT gets the bits (without ignored bits), OV the rounded values; returns True if
@@ -945,6 +1002,11 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                 _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
             else:   # B row t for term t: no row index
                 _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
+        elif fused and nblk == 2:
+            if sparse:
+                _rows_chain2(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, emino, RS, RSE, DB, not special)
+            else:
+                _rows_chain2(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, emino, RS, RSE, DB, not special)
         elif not fused and nblk == 2:
             if sparse:
                 _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
