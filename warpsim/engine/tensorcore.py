@@ -1402,7 +1402,6 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
     fracf = np.float64(p[P_FRAC])
     igd = np.uint64(p[P_D + 3])
     mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    emo = np.float32(0.0)
     for g in prange(G):
         if not _fp_env_ok(q64, q32):
             need[g] = 1
@@ -1431,20 +1430,18 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
         CV = np.empty(M * N, np.float64)
         CE = np.empty(M * N, np.float32)
         DB = np.empty(M * N, np.uint64)
-        _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        _decode(RC, q[2], scale[2], emin[2], CV, CE)
-        K8 = np.int64(K * 8)
-        for i in range(M):
-            oa = np.int64(i * K)
-            for jc in range(0, NC - 3, 4):
-                o = i * N + jc * 8
-                _WG_CHAIN4(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
-                           rp)
-            for jc in range(NC - NC % 4, NC):
-                o = i * N + jc * 8
-                _WG_CHAIN1(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
-                           rp)
+        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+        # each 8-column panel is one (M, 8) fused block: C, D and the sums in panel order
+        VM = np.empty(M * N, np.float64)
+        K8 = K * 8
+        M8 = M * 8
+        for jc in range(NC):
+            o = jc * M8
+            bo = jc * K8
+            _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K8], BE[bo:bo + K8], CV[o:o + M8], CE[o:o + M8],
+                        fracf, rp, VM[o:o + M8], DB[o:o + M8], not special)
         for th in range(T):
             for w in range(nw):
                 OW[g, th, w] = 0
@@ -1472,7 +1469,8 @@ def wgmma_words_runner(ins, params, flat, bits):
     j = np.arange(flat.shape[1])
     cword = np.ascontiguousarray(j // per, dtype=np.int64)
     cshift = np.ascontiguousarray((j % per) * bits, dtype=np.uint32)
-    flat = np.ascontiguousarray(flat, dtype=np.int64)
+    row, col = np.divmod(np.asarray(flat, dtype=np.int64), ins.n)
+    flat = np.ascontiguousarray((col >> 3) * (ins.m * 8) + row * 8 + (col & 7), dtype=np.int64)
     if _WG_WORDS_KERNEL is None:
         _WG_WORDS_KERNEL = njit(cache=True, nogil=True, parallel=True)(
             named_copy(_wg_words_kernel, "_wg_words_kernel_parallel"))
