@@ -1388,12 +1388,14 @@ _WG_CHAIN4 = make_chain(4)
 _WG_CHAIN1 = make_chain(1)
 
 
-def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32):
+def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32, nchunks):
     """_wg_kernel reading C from D's register words and writing D's words itself (8, 16 or 32-bit
-    elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's row * N + col,
-    cword / cshift its word and bit offset in the thread's words; sd[g]: scale-d (0: C is zero).
-    Each row's outputs are one chain call per 4 panels (make_chain, one instruction).  need[g] as
-    _wg_kernel's."""
+    elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's place in panel order
+    ((col // 8) * M * 8 + row * 8 + col % 8), cword / cshift its word and bit offset in the thread's
+    words; sd[g]: scale-d (0: C is zero).  Each 8-column panel is one warp-level fused block
+    (_rows_fused: rows side by side, int64 sums where no element is NaN / inf).  The groups run in
+    nchunks chunks, each allocating its scratch once (a group's C / D arrays are large enough for
+    malloc to map and unmap them every time).  need[g] as _wg_kernel's."""
     G, M, K = A.shape
     N = B.shape[1]
     NC = N // 8
@@ -1402,27 +1404,14 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
     fracf = np.float64(p[P_FRAC])
     igd = np.uint64(p[P_D + 3])
     mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    for g in prange(G):
-        if not _fp_env_ok(q64, q32):
-            need[g] = 1
-            continue
-        need[g] = 0
+    K8 = K * 8
+    M8 = M * 8
+    for ch in prange(nchunks):
+        g0 = ch * G // nchunks
+        g1 = (ch + 1) * G // nchunks
         RA = np.empty(M * K, np.uint32)
         RB = np.empty(N * K, np.uint32)
         RC = np.empty(M * N, np.uint32)
-        for i in range(M):
-            for t in range(K):
-                RA[i * K + t] = np.uint32(A[g, i, t])
-        for j in range(N):
-            o = (j >> 3) * K * 8 + (j & 7)
-            for t in range(K):
-                RB[o + t * 8] = np.uint32(B[g, j, t])
-        if sd[g] == 0:
-            RC[:] = 0
-        else:
-            for th in range(T):
-                for j in range(E):
-                    RC[flat[th, j]] = (CW[g, th, cword[j]] >> cshift[j]) & mask
         AV = np.empty(M * K, np.float64)
         AE = np.empty(M * K, np.float32)
         BV = np.empty(N * K, np.float64)
@@ -1430,23 +1419,48 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
         CV = np.empty(M * N, np.float64)
         CE = np.empty(M * N, np.float32)
         DB = np.empty(M * N, np.uint64)
-        special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
-        # each 8-column panel is one (M, 8) fused block: C, D and the sums in panel order
         VM = np.empty(M * N, np.float64)
-        K8 = K * 8
-        M8 = M * 8
-        for jc in range(NC):
-            o = jc * M8
-            bo = jc * K8
-            _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K8], BE[bo:bo + K8], CV[o:o + M8], CE[o:o + M8],
-                        fracf, rp, VM[o:o + M8], DB[o:o + M8], not special)
-        for th in range(T):
-            for w in range(nw):
-                OW[g, th, w] = 0
-            for j in range(E):
-                OW[g, th, cword[j]] |= (np.uint32(DB[flat[th, j]] << igd) & mask) << cshift[j]
+        for g in range(g0, g1):
+            if not _fp_env_ok(q64, q32):
+                need[g] = 1
+                continue
+            need[g] = 0
+            for i in range(M):
+                for t in range(K):
+                    RA[i * K + t] = np.uint32(A[g, i, t])
+            for j in range(N):
+                o = (j >> 3) * K8 + (j & 7)
+                for t in range(K):
+                    RB[o + t * 8] = np.uint32(B[g, j, t])
+            if sd[g] == 0:
+                RC[:] = 0
+            elif bits == 32:
+                for th in range(T):
+                    for j in range(E):
+                        RC[flat[th, j]] = CW[g, th, j]
+            else:
+                for th in range(T):
+                    for j in range(E):
+                        RC[flat[th, j]] = (CW[g, th, cword[j]] >> cshift[j]) & mask
+            special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+            special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+            special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+            # each 8-column panel is one (M, 8) fused block: C, D and the sums in panel order
+            for jc in range(NC):
+                o = jc * M8
+                bo = jc * K8
+                _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K8], BE[bo:bo + K8], CV[o:o + M8], CE[o:o + M8],
+                            fracf, rp, VM[o:o + M8], DB[o:o + M8], not special)
+            if bits == 32:
+                for th in range(T):
+                    for j in range(E):
+                        OW[g, th, j] = np.uint32(DB[flat[th, j]] << igd)
+            else:
+                for th in range(T):
+                    for w in range(nw):
+                        OW[g, th, w] = 0
+                    for j in range(E):
+                        OW[g, th, cword[j]] |= (np.uint32(DB[flat[th, j]] << igd) & mask) << cshift[j]
 
 
 _WG_WORDS_KERNEL = None
@@ -1478,7 +1492,9 @@ def wgmma_words_runner(ins, params, flat, bits):
 
     def go(A, B, CW, sd, OW):
         need = np.empty(A.shape[0], np.int8)
-        fn(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, _PROBE64, _PROBE32)
+        G = A.shape[0]
+        nch = max(1, min(G, 4 * numba.get_num_threads()))
+        fn(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, _PROBE64, _PROBE32, nch)
         if STATS is not None:
             STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
             STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
