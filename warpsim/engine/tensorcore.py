@@ -1384,10 +1384,6 @@ def wgmma_runner(ins, params):
     return go
 
 
-_WG_CHAIN4 = make_chain(4)
-_WG_CHAIN1 = make_chain(1)
-
-
 def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32, nchunks):
     """_wg_kernel reading C from D's register words and writing D's words itself (8, 16 or 32-bit
     elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's place in panel order
