@@ -786,6 +786,63 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
 
 
 @_intrinsic
+def _rows_chain2(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, emino, RV, RE, DB, finite):
+    """A whole warp of the fused two-block recipe (Ada fp8): for every row, block 1 (terms
+    0..Ka/2-1 in block order) with C, rounded (rp) into the accumulator format; block 2 with that
+    accumulator, rounded again into DB -- the general per-row chain, rows side by side.  RV / RE
+    (float64 / float32, length 8 * (M + 1)): scratch, row i's accumulator at 8 (i + 1).  finite: no
+    element of A, B or C is NaN or inf (block 2 also needs a finite block-1 result for the int64
+    sums, see _gen_rows8)."""
+    if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
+            and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
+        return None
+    sig = _nbt.void(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp, emino, RV, RE, DB, finite)
+
+    def codegen(context, builder, sig, args):
+        ty = sig.args
+        M_ = _i64(context, builder, ty[0], args[0])
+        Ka_ = _i64(context, builder, ty[1], args[1])
+        sp = context.cast(builder, args[5], ty[5], _nbt.boolean)
+        pAV, pAE, pBV, pBE, pCV, pCE, prp, pRV, pRE, pDB = (
+            _data(context, builder, sig, args, k) for k in (2, 3, 6, 7, 8, 9, 11, 13, 14, 15))
+        pRI = None if ty[4] is _nbt.none else _data(context, builder, sig, args, 4)
+        frac = context.cast(builder, args[10], ty[10], _nbt.float64)
+        em = _splat(builder, context.cast(builder, args[12], ty[12], _nbt.float32), _V8F)
+        rp_ = _load_rp(builder, prp)
+        zero = _ir.Constant(_I64, 0)
+        half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+        fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
+
+        def rbody(rows, rare):
+            spec1, spec2 = [], []
+            for i in rows:
+                oa = builder.mul(i, Ka_)
+                oi = builder.select(sp, oa, zero)
+                ro = builder.shl(i, _ir.Constant(_I64, 3))
+                spec1.append((oa, oi, pCV, pCE, ro))
+                spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
+            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+            fin2 = fin
+            for v1, (_, _, _, _, ra) in zip(v1s, spec2):
+                _, a1, _ = _gen_round8(builder, v1, rp_)
+                _vstore(builder, a1, pRV, ra, 8)
+                _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
+                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
+                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
+                fin2 = builder.and_(fin2, ok)
+            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
+            for v2, i in zip(v2s, rows):
+                b2, _, _ = _gen_round8(builder, v2, rp_)
+                _vstore(builder, b2, pDB, builder.shl(i, _ir.Constant(_I64, 3)), 8)
+            return rare
+
+        _row_groups(builder, M_, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8), rbody)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
 def _round8_common(typingctx, V, OUT, OV, rp):
     """Round the 8 exact float64 values V once into the result format, as fused._round_row's
     common case: OUT gets the bits (without ignored bits), OV the rounded values; returns True if
@@ -945,6 +1002,11 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                 _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
             else:   # B row t for term t: no row index
                 _rows_fused(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
+        elif fused and nblk == 2:
+            if sparse:
+                _rows_chain2(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, emino, RS, RSE, DB, not special)
+            else:
+                _rows_chain2(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, emino, RS, RSE, DB, not special)
         elif not fused and nblk == 2:
             if sparse:
                 _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
@@ -1322,16 +1384,14 @@ def wgmma_runner(ins, params):
     return go
 
 
-_WG_CHAIN4 = make_chain(4)
-_WG_CHAIN1 = make_chain(1)
-
-
-def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32):
+def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32, nchunks):
     """_wg_kernel reading C from D's register words and writing D's words itself (8, 16 or 32-bit
-    elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's row * N + col,
-    cword / cshift its word and bit offset in the thread's words; sd[g]: scale-d (0: C is zero).
-    Each row's outputs are one chain call per 4 panels (make_chain, one instruction).  need[g] as
-    _wg_kernel's."""
+    elements): CW / OW (G, 128, words) uint32, flat (128, elements) each element's place in panel order
+    ((col // 8) * M * 8 + row * 8 + col % 8), cword / cshift its word and bit offset in the thread's
+    words; sd[g]: scale-d (0: C is zero).  Each 8-column panel is one warp-level fused block
+    (_rows_fused: rows side by side, int64 sums where no element is NaN / inf).  The groups run in
+    nchunks chunks, each allocating its scratch once (a group's C / D arrays are large enough for
+    malloc to map and unmap them every time).  need[g] as _wg_kernel's."""
     G, M, K = A.shape
     N = B.shape[1]
     NC = N // 8
@@ -1340,28 +1400,14 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
     fracf = np.float64(p[P_FRAC])
     igd = np.uint64(p[P_D + 3])
     mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    emo = np.float32(0.0)
-    for g in prange(G):
-        if not _fp_env_ok(q64, q32):
-            need[g] = 1
-            continue
-        need[g] = 0
+    K8 = K * 8
+    M8 = M * 8
+    for ch in prange(nchunks):
+        g0 = ch * G // nchunks
+        g1 = (ch + 1) * G // nchunks
         RA = np.empty(M * K, np.uint32)
         RB = np.empty(N * K, np.uint32)
         RC = np.empty(M * N, np.uint32)
-        for i in range(M):
-            for t in range(K):
-                RA[i * K + t] = np.uint32(A[g, i, t])
-        for j in range(N):
-            o = (j >> 3) * K * 8 + (j & 7)
-            for t in range(K):
-                RB[o + t * 8] = np.uint32(B[g, j, t])
-        if sd[g] == 0:
-            RC[:] = 0
-        else:
-            for th in range(T):
-                for j in range(E):
-                    RC[flat[th, j]] = (CW[g, th, cword[j]] >> cshift[j]) & mask
         AV = np.empty(M * K, np.float64)
         AE = np.empty(M * K, np.float32)
         BV = np.empty(N * K, np.float64)
@@ -1369,25 +1415,48 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
         CV = np.empty(M * N, np.float64)
         CE = np.empty(M * N, np.float32)
         DB = np.empty(M * N, np.uint64)
-        _decode(RA, q[0], scale[0], emin[0], AV, AE)
-        _decode(RB, q[1], scale[1], emin[1], BV, BE)
-        _decode(RC, q[2], scale[2], emin[2], CV, CE)
-        K8 = np.int64(K * 8)
-        for i in range(M):
-            oa = np.int64(i * K)
-            for jc in range(0, NC - 3, 4):
-                o = i * N + jc * 8
-                _WG_CHAIN4(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
-                           rp)
-            for jc in range(NC - NC % 4, NC):
-                o = i * N + jc * 8
-                _WG_CHAIN1(AV, AE, oa, BV, BE, np.int64(jc) * K8, K8, 0, 1, K, CV[o:], CE[o:], DB[o:], fracf, rp, emo,
-                           rp)
-        for th in range(T):
-            for w in range(nw):
-                OW[g, th, w] = 0
-            for j in range(E):
-                OW[g, th, cword[j]] |= (np.uint32(DB[flat[th, j]] << igd) & mask) << cshift[j]
+        VM = np.empty(M * N, np.float64)
+        for g in range(g0, g1):
+            if not _fp_env_ok(q64, q32):
+                need[g] = 1
+                continue
+            need[g] = 0
+            for i in range(M):
+                for t in range(K):
+                    RA[i * K + t] = np.uint32(A[g, i, t])
+            for j in range(N):
+                o = (j >> 3) * K8 + (j & 7)
+                for t in range(K):
+                    RB[o + t * 8] = np.uint32(B[g, j, t])
+            if sd[g] == 0:
+                RC[:] = 0
+            elif bits == 32:
+                for th in range(T):
+                    for j in range(E):
+                        RC[flat[th, j]] = CW[g, th, j]
+            else:
+                for th in range(T):
+                    for j in range(E):
+                        RC[flat[th, j]] = (CW[g, th, cword[j]] >> cshift[j]) & mask
+            special = _decode(RA, q[0], scale[0], emin[0], AV, AE)
+            special |= _decode(RB, q[1], scale[1], emin[1], BV, BE)
+            special |= _decode(RC, q[2], scale[2], emin[2], CV, CE)
+            # each 8-column panel is one (M, 8) fused block: C, D and the sums in panel order
+            for jc in range(NC):
+                o = jc * M8
+                bo = jc * K8
+                _rows_fused(M, K, AV, AE, None, False, BV[bo:bo + K8], BE[bo:bo + K8], CV[o:o + M8], CE[o:o + M8],
+                            fracf, rp, VM[o:o + M8], DB[o:o + M8], not special)
+            if bits == 32:
+                for th in range(T):
+                    for j in range(E):
+                        OW[g, th, j] = np.uint32(DB[flat[th, j]] << igd)
+            else:
+                for th in range(T):
+                    for w in range(nw):
+                        OW[g, th, w] = 0
+                    for j in range(E):
+                        OW[g, th, cword[j]] |= (np.uint32(DB[flat[th, j]] << igd) & mask) << cshift[j]
 
 
 _WG_WORDS_KERNEL = None
@@ -1410,7 +1479,8 @@ def wgmma_words_runner(ins, params, flat, bits):
     j = np.arange(flat.shape[1])
     cword = np.ascontiguousarray(j // per, dtype=np.int64)
     cshift = np.ascontiguousarray((j % per) * bits, dtype=np.uint32)
-    flat = np.ascontiguousarray(flat, dtype=np.int64)
+    row, col = np.divmod(np.asarray(flat, dtype=np.int64), ins.n)
+    flat = np.ascontiguousarray((col >> 3) * (ins.m * 8) + row * 8 + (col & 7), dtype=np.int64)
     if _WG_WORDS_KERNEL is None:
         _WG_WORDS_KERNEL = njit(cache=True, nogil=True, parallel=True)(
             named_copy(_wg_words_kernel, "_wg_words_kernel_parallel"))
@@ -1418,7 +1488,9 @@ def wgmma_words_runner(ins, params, flat, bits):
 
     def go(A, B, CW, sd, OW):
         need = np.empty(A.shape[0], np.int8)
-        fn(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, _PROBE64, _PROBE32)
+        G = A.shape[0]
+        nch = max(1, min(G, 4 * numba.get_num_threads()))
+        fn(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, _PROBE64, _PROBE32, nch)
         if STATS is not None:
             STATS["ordinary"] = STATS.get("ordinary", 0) + int((need == 0).sum())
             STATS["exact"] = STATS.get("exact", 0) + int(need.sum())
