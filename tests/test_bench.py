@@ -72,3 +72,20 @@ def test_bench_history_save_and_plot(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="no benchmark runs"):
         _bench.main(["--plot", str(svg), "--history", str(empty)])
+
+
+def test_readme_speed_tables_are_the_committed_report():
+    """The README's speed tables are the committed full report rendered (no hand-edited figures), and
+    that report measured every row the bench defines."""
+    from pathlib import Path
+
+    report = json.loads(_bench.SPEED_REPORT.read_text())
+    text = (Path(_bench.__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split(_bench.README_BEGIN, 1)[1].split(_bench.README_END, 1)[0].strip("\n")
+    assert block == _bench.format_markdown(report).rstrip("\n")
+    assert not report["quick"]
+    assert [r["family"] for r in report["families"]] == [n for n, _ in _bench.FAMILIES]
+    assert [r["path"] for r in report["paths"]] == [n for n, *_ in _bench.PATHS]
+    assert [r["gemm"] for r in report["gemms"]] == [n for n, *_ in _bench.GEMMS]
+    assert all(r["available"] for r in report["families"] + report["paths"] + report["gemms"])
+    assert report["memory"]["warps"] == 1_000_000 and report["gemm_memory"]["n"] == 4096
