@@ -719,6 +719,33 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
     return sig, codegen
 
 
+def _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first, pRV, pRE, rp1, em, fin):
+    """Block 1 of each row (terms 0..Ka/2-1, its accumulator given by first(i, ro) as (pV, pE, offset)),
+    rounded (rp1) into row i's accumulator slot 8 (i + 1) of RV / RE, then block 2's exact sums with that
+    accumulator (not yet rounded).  The two-block recipes share this (_rows_sep, _rows_chain2); returns
+    (block-2 sums, block-1 rare flags)."""
+    zero = _ir.Constant(_I64, 0)
+    half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
+    spec1, spec2 = [], []
+    for i in rows:
+        oa = builder.mul(i, Ka_)
+        oi = builder.select(sp, oa, zero)
+        ro = builder.shl(i, _ir.Constant(_I64, 3))
+        spec1.append((oa, oi) + first(i, ro))
+        spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
+    v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+    fin2, rares = fin, []
+    for v1, (_, _, _, _, ra) in zip(v1s, spec2):
+        _, a1, r1 = _gen_round8(builder, v1, rp1)
+        _vstore(builder, a1, pRV, ra, 8)
+        _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
+        rares.append(r1)
+        ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
+        ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
+        fin2 = builder.and_(fin2, ok)
+    return _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2), rares
+
+
 @_intrinsic
 def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa, emino, RV, RE, DB, finite):
     """A whole warp of the two-block recipe with C added separately (sm_90 fp8): for every row,
@@ -747,28 +774,13 @@ def _rows_sep(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, fracf, rpb, rpa,
         rpb_ = _load_rp(builder, prb)
         rpa_ = _load_rp(builder, pra)
         zero = _ir.Constant(_I64, 0)
-        half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
         fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
 
         def rbody(rows, rare):
-            spec1, spec2 = [], []
-            for i in rows:
-                oa = builder.mul(i, Ka_)
-                oi = builder.select(sp, oa, zero)
-                ro = builder.shl(i, _ir.Constant(_I64, 3))
-                spec1.append((oa, oi, pRV, pRE, zero))
-                spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
-            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
-            fin2 = fin
-            for v1, (_, _, _, _, ra) in zip(v1s, spec2):
-                _, a1, r1 = _gen_round8(builder, v1, rpb_)
-                _vstore(builder, a1, pRV, ra, 8)
-                _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
+            v2s, r1s = _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac,
+                                       lambda i, ro: (pRV, pRE, zero), pRV, pRE, rpb_, em, fin)
+            for r1 in r1s:
                 rare = builder.or_(rare, r1)
-                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
-                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
-                fin2 = builder.and_(fin2, ok)
-            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
             for v2, i in zip(v2s, rows):
                 ro = builder.shl(i, _ir.Constant(_I64, 3))
                 b2, a2, r2 = _gen_round8(builder, v2, rpb_)
@@ -809,28 +821,11 @@ def _rows_chain2(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp
         frac = context.cast(builder, args[10], ty[10], _nbt.float64)
         em = _splat(builder, context.cast(builder, args[12], ty[12], _nbt.float32), _V8F)
         rp_ = _load_rp(builder, prp)
-        zero = _ir.Constant(_I64, 0)
-        half = builder.ashr(Ka_, _ir.Constant(_I64, 1))
         fin = context.cast(builder, args[16], ty[16], _nbt.boolean)
 
         def rbody(rows, rare):
-            spec1, spec2 = [], []
-            for i in rows:
-                oa = builder.mul(i, Ka_)
-                oi = builder.select(sp, oa, zero)
-                ro = builder.shl(i, _ir.Constant(_I64, 3))
-                spec1.append((oa, oi, pCV, pCE, ro))
-                spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
-            v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
-            fin2 = fin
-            for v1, (_, _, _, _, ra) in zip(v1s, spec2):
-                _, a1, _ = _gen_round8(builder, v1, rp_)
-                _vstore(builder, a1, pRV, ra, 8)
-                _vstore(builder, _gen_accexp(builder, a1, em), pRE, ra, 4)
-                ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
-                ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
-                fin2 = builder.and_(fin2, ok)
-            v2s = _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2)
+            v2s, _ = _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac,
+                                     lambda i, ro: (pCV, pCE, ro), pRV, pRE, rp_, em, fin)
             for v2, i in zip(v2s, rows):
                 b2, _, _ = _gen_round8(builder, v2, rp_)
                 _vstore(builder, b2, pDB, builder.shl(i, _ir.Constant(_I64, 3)), 8)
