@@ -6,7 +6,7 @@ Needs the optional extra ``warpsim[triton]`` (triton and a CPU torch).  See docs
 
 from .interpreter import (PATHS, TARGETS, Lowering, _as_operand, _fma_chain, _fma_f32, _rna_tf32, compute,
                           disable, enable, exact, lowering, record, recorded)
-from .driver import WarpsimDriver, device, install, uninstall
+from .driver import KernelLaunchError, WarpsimDriver, device, install, uninstall
 
-__all__ = ["exact", "enable", "disable", "lowering", "Lowering", "TARGETS", "recorded", "record",
+__all__ = ["exact", "enable", "disable", "lowering", "Lowering", "TARGETS", "recorded", "record", "KernelLaunchError",
            "device", "install", "uninstall", "WarpsimDriver"]
