@@ -149,3 +149,51 @@ def test_device_properties_are_the_targets_gpu():
         p = triton.runtime.driver.active.utils.get_device_properties(d.get_active_torch_device().index)
         assert p["multiprocessor_count"] == 132 and p["max_shared_mem"] == 232448 and p["warpSize"] == 32
         assert d.get_active_torch_device() == torch.device("cpu")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a script written for a GPU, unchanged: WARPSIM_TRITON (Triton's backend entry point) and the CLI
+
+ROOT = os.path.dirname(HERE)
+TUTORIAL = os.path.join(ROOT, "examples", "triton_tutorial.py")
+
+
+def test_warpsim_triton_env_runs_a_tutorial_script_unchanged(tmp_path):
+    """Under WARPSIM_TRITON=sm_90a Triton's own backend discovery (the ``triton.backends`` entry point, which an
+    installed warpsim declares; here a dist-info folder declares it) makes warpsim the active driver."""
+    import subprocess
+
+    dist = tmp_path / "warpsim_entry_point-0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: warpsim-entry-point\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text("[triton.backends]\nwarpsim = warpsim_triton\n")
+    env = dict(os.environ, WARPSIM_TRITON="sm_90a", PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+    env.pop("TRITON_INTERPRET", None)
+    probe = ("import runpy, sys, triton; d = triton.runtime.driver.active; print(type(d).__name__, d.arch, "
+             "d.get_active_torch_device()); sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", probe, TUTORIAL], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[0].split() == ["WarpsimDriver", "sm_90a", "cpu"], r.stdout
+    assert "vector add: max difference 0.0" in r.stdout and "softmax: matches torch" in r.stdout
+
+
+def test_the_entry_point_driver_is_inactive_without_warpsim_triton(monkeypatch):
+    from warpsim_triton.compiler import WarpsimNoCompiler
+    from warpsim_triton.driver import WarpsimTritonDriver
+
+    monkeypatch.delenv("WARPSIM_TRITON", raising=False)
+    assert not WarpsimTritonDriver.is_active()
+    assert not WarpsimNoCompiler.supports_target(triton.backends.compiler.GPUTarget("cuda", 90, 32))
+    monkeypatch.setenv("WARPSIM_TRITON", "sm_80")
+    d = WarpsimTritonDriver()
+    assert WarpsimTritonDriver.is_active() and isinstance(d, wt.WarpsimDriver) and d.arch == "sm_80"
+
+
+def test_cli_runs_a_script_under_the_driver(capsys):
+    from warpsim.cli.main import main
+
+    before = triton.runtime.driver._active
+    assert main(["triton", TUTORIAL, "--run", "--arch", "sm_90a"]) == 0
+    out = capsys.readouterr().out
+    assert "vector add: max difference 0.0" in out and "softmax: matches torch" in out
+    assert triton.runtime.driver._active is before and "WARPSIM_TRITON" not in os.environ

@@ -25,7 +25,7 @@ from .interpreter import _NUMERICS_ARCH
 __all__ = ["WarpsimDriver", "device", "install", "uninstall", "TARGET_CAPABILITY", "KernelLaunchError"]
 
 #: Triton targets the driver compiles for -> the compute capability Triton's NVIDIA backend takes
-TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_120a": 120}
+TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_120a": 120, "sm_120": 120}
 _NUMERICS = dict(_NUMERICS_ARCH, sm_120a="sm_120")
 
 #: what ``driver.utils.get_device_properties`` reports per target: the GPU of that generation that
@@ -87,7 +87,7 @@ class _Utils:
 
 
 def _cubin_registers(cubin, name):
-    """The register count ptxas recorded for ``name`` (EIATTR_REGCOUNT in ``.nv.info.<name>``), else 0."""
+    """The register count ptxas recorded (EIATTR_REGCOUNT in ``.nv.info``: a Triton cubin holds one kernel), else 0."""
     try:
         data = bytes(cubin)
         if data[:4] != b"\x7fELF" or data[4] != 2:
@@ -99,7 +99,7 @@ def _cubin_registers(cubin, name):
         stroff = field(secs[shstrndx], 0x18, 8)
         for s in secs:
             nm = data[stroff + field(s, 0, 4):].split(b"\0", 1)[0].decode()
-            if nm != f".nv.info.{name}":
+            if nm not in (".nv.info", f".nv.info.{name}"):
                 continue
             body = data[field(s, 0x18, 8): field(s, 0x18, 8) + field(s, 0x20, 8)]
             i = 0
