@@ -34,9 +34,6 @@ SFU = ("the special-function unit (ex2, rcp, sqrt, div.full) is being made bit-e
        "issue): words that pass through it may differ until then")
 #: cases the driver cannot run yet, with the reason
 NOT_YET = {
-    "grouped_gemm": "the kernel loads device pointers from an int64 tensor: tensors reached only through such "
-                    "pointers are not mapped by the driver yet",
-    "tma_persistent": "host-side TensorDescriptor arguments are not run by the driver yet",
     "device_descriptors": "tensormap.replace (tl.make_tensor_descriptor) is not modelled by warpsim.ptx yet",
 }
 

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -157,6 +158,47 @@ class _Memory:
                         f"not {type(obj).__name__}")
 
 
+    def covers(self, address):
+        return any(b <= address < b + v.size for b, v in zip(self.gm.bases, self.gm.buffers))
+
+    def map_pointed(self, tables):
+        """Map the CPU tensors whose storage holds an address found in ``tables`` (int64 tensors of device
+        pointers, as a grouped GEMM passes): a kernel may reach memory no argument names.  Live tensors are
+        found through the garbage collector, only when such an address is not mapped yet."""
+        import gc
+
+        import torch
+
+        from ..ptx.memory import PARAM_WINDOW
+
+        wanted = set()
+        for t in tables:
+            if t.numel() > (1 << 20):
+                continue
+            vals = t.detach().reshape(-1).numpy().view(np.uint64)
+            for v in np.unique(vals[(vals >= 0x10000) & (vals < PARAM_WINDOW)]).tolist():
+                if not self.covers(v):
+                    wanted.add(v)
+        if not wanted:
+            return
+        with warnings.catch_warnings():          # some objects the collector holds warn when inspected
+            warnings.simplefilter("ignore")
+            live = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+        for obj in live:
+            if not wanted:
+                break
+            if obj.device.type == "cpu" and not obj.is_meta:
+                try:
+                    st = obj.untyped_storage()
+                except (RuntimeError, NotImplementedError):
+                    continue
+                lo, n = st.data_ptr(), st.nbytes()
+                hit = {v for v in wanted if lo <= v < lo + n}
+                if hit and lo not in self.seen:
+                    self.pointer(obj, "a tensor reached through a pointer table")
+                wanted -= hit
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the launcher
 
@@ -196,6 +238,16 @@ def _float_bits(value, ty):
     if ty == "bf16":
         return int(np.array(value, np.float32).view(np.uint32)) >> 16
     return float(value)
+
+
+def _tensors(args):
+    import torch
+
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (tuple, list)):
+            yield from _tensors(a)
 
 
 def _flatten(sig, arg, out):
@@ -268,6 +320,8 @@ class Launcher:
             enter_hook(launch_metadata)
         mem = _Memory()
         args = self.kernel_args(bound, mem)
+        import torch
+        mem.map_pointed([a for a in _tensors(bound) if a.dtype in (torch.int64, torch.uint64) and a.device.type == "cpu"])
         ncta = gridX * gridY * gridZ
         args.append(self._scratch(self.global_scratch, _allocation._allocator, ncta, stream, mem, "global scratch"))
         args.append(self._scratch(self.profile_scratch, _allocation._profile_allocator, ncta, stream, mem,
