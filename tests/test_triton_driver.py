@@ -194,3 +194,62 @@ def test_cli_runs_a_script_under_the_driver(capsys):
     out = capsys.readouterr().out
     assert "vector add: max difference 0.0" in out and "softmax: matches torch" in out
     assert triton.runtime.driver._active is before and "WARPSIM_TRITON" not in os.environ
+
+
+# ---------------------------------------------------------------------------------------------------------
+# device_print / device_assert, autotune, heuristics
+
+
+def test_device_print_prints_what_the_gpu_printed(capsys):
+    """tl.device_print through vprintf: Triton's format, one line per lane; the GPU's lines (captured with the
+    kernels) are the same lines (CTAs may interleave differently on a GPU: compared as sorted lines)."""
+    x = torch.arange(8, dtype=torch.float32) * 0.5 - 1
+    capsys.readouterr()
+    with wt.device("sm_90a"):
+        tk.print_kernel[(2, )](x, BLOCK=8, num_warps=1)
+    got = capsys.readouterr().out.splitlines()
+    want = _Z.manifest["device_print"].splitlines()
+    assert len(want) == 64 and sorted(got) == sorted(want)
+
+
+@triton.jit(debug=True)
+def _assert_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_assert(x < 5, "x too large")
+
+
+def test_device_assert_names_the_kernel_and_message():
+    with wt.device("sm_90a"):
+        _assert_kernel[(1, )](torch.zeros(32), BLOCK=32)
+        with pytest.raises(wt.KernelLaunchError, match=r"_assert_kernel.*device assertion failed.*x too large"):
+            _assert_kernel[(1, )](torch.arange(32, dtype=torch.float32), BLOCK=32)
+
+
+_autotuned_calls = []
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
+                 key=["n"])
+@triton.heuristics(values={"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def _tuned_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs)
+        tl.store(y_ptr + offs, x * 2 + BLOCK)
+    else:
+        m = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2 - BLOCK, mask=m)
+
+
+def test_autotune_keeps_the_first_config_and_heuristics_apply():
+    """Every config runs once and ties (0 ms), so Triton's choice is the first listed; heuristics see BLOCK."""
+    x = torch.arange(256, dtype=torch.float32)
+    y = torch.zeros(256)
+    with wt.device("sm_90a"):
+        _tuned_kernel[lambda meta: (triton.cdiv(256, meta["BLOCK"]), )](x, y, 256)
+        assert _tuned_kernel.best_config.kwargs["BLOCK"] == 64
+        assert (y == x * 2 + 64).all()                   # EVEN: 256 % 64 == 0
+        y2 = torch.zeros(200)
+        _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y2, 200)
+        assert (y2 == x[:200] * 2 - 64).all()            # 200 % 64 != 0: the masked branch

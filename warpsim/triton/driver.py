@@ -347,14 +347,16 @@ class Launcher:
 # the driver
 
 
-def _wall_clock_bench(kernel_call, *, quantiles=None, return_mode="mean", warmup=None, rep=None, **kw):
-    """Triton's ``do_bench`` on warpsim: one run, its wall-clock milliseconds (simulation time, not GPU time)."""
-    t0 = time.perf_counter()
+def _simulator_bench(kernel_call, *, quantiles=None, return_mode="mean", warmup=None, rep=None, **kw):
+    """``do_bench`` / the autotuner's benchmarker on warpsim: runs the call once and reports 0 ms.
+
+    A simulator's wall-clock time says nothing of the GPU's, so every config of ``triton.autotune`` ties and
+    Triton keeps the first one listed (its ``min`` over the configs in order); each config still runs once.
+    """
     kernel_call()
-    ms = (time.perf_counter() - t0) * 1e3
     if quantiles is not None:
-        return [ms for _ in quantiles]
-    return ms
+        return [0.0 for _ in quantiles]
+    return 0.0
 
 
 class _CpuDeviceInterface:
@@ -449,7 +451,7 @@ class WarpsimDriver(_DriverBase):
         return ty_to_cpp(ty)
 
     def get_benchmarker(self):
-        return _wall_clock_bench
+        return _simulator_bench
 
     def get_empty_cache_for_benchmark(self):
         import torch
