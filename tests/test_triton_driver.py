@@ -253,3 +253,15 @@ def test_autotune_keeps_the_first_config_and_heuristics_apply():
         y2 = torch.zeros(200)
         _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y2, 200)
         assert (y2 == x[:200] * 2 - 64).all()            # 200 % 64 != 0: the masked branch
+
+
+def test_sm80_matmul_ptx_on_hopper_numerics_gives_the_captured_words():
+    """The same tutorial matmul compiled for sm_80 (mma.sync m16n8k16 throughout) and run with Hopper's numerics
+    (device="sm_90a": sm_80 code on an H100) gives the words the GPU wrote for the wgmma lowering: both chain
+    the same instruction model over K in order (docs/triton.md)."""
+    for name in ("matmul_f16_wgmma", "matmul_bf16_wgmma"):
+        with wt.device(arch="sm_80", device="sm_90a"):
+            outs, k = tk.CASES[name][0](lambda t: t)
+        ptx = k.asm["ptx"]
+        assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
+        assert (tk.words(outs["c"]) == _Z[f"{name}.c"]).all(), name

@@ -467,7 +467,6 @@ class WarpsimDriver(_DriverBase):
 # ---------------------------------------------------------------------------------------------------------
 # numpy arrays as kernel arguments: converted to CPU tensors sharing their memory, before Triton binds them
 
-_patched = {}
 _lock = threading.RLock()
 
 
@@ -489,13 +488,14 @@ def _as_tensor(x):
 
 
 def _numpy_args_patch():
-    """JITFunction.run takes numpy arrays while a warpsim driver is active (installed once per process)."""
+    """JITFunction.run takes numpy arrays while a warpsim driver is active (installed again if something,
+    e.g. the exact interpreter's uninstall, put another ``run`` back)."""
     with _lock:
-        if _patched:
-            return
         from triton.runtime.driver import driver as _drv
         from triton.runtime.jit import JITFunction
 
+        if getattr(JITFunction.run, "_warpsim_numpy", False):
+            return
         orig = JITFunction.run
 
         def run(self, *args, grid, warmup, **kwargs):
@@ -505,8 +505,8 @@ def _numpy_args_patch():
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
 
         run.__wrapped__ = orig
+        run._warpsim_numpy = True
         JITFunction.run = run
-        _patched["run"] = orig
 
 
 def _current_driver():
