@@ -32,11 +32,6 @@ _MANIFEST = _Z.manifest["cases"]
 
 SFU = ("the special-function unit (ex2, rcp, sqrt, div.full) is being made bit-exact in parallel (the lead's "
        "issue): words that pass through it may differ until then")
-#: cases the driver cannot run yet, with the reason
-NOT_YET = {
-    "device_descriptors": "tensormap.replace (tl.make_tensor_descriptor) is not modelled by warpsim.ptx yet",
-}
-
 _runs: dict = {}
 
 
@@ -52,11 +47,7 @@ def _run(name):
 def _params():
     for name, (_, sfu) in tk.CASES.items():
         for out in _MANIFEST[name]["outputs"]:
-            marks = []
-            if name in NOT_YET:
-                marks = [pytest.mark.xfail(reason=NOT_YET[name], strict=True)]
-            elif out in sfu:
-                marks = [pytest.mark.xfail(reason=SFU, strict=False)]
+            marks = [pytest.mark.xfail(reason=SFU, strict=False)] if out in sfu else []
             yield pytest.param(name, out, marks=marks, id=f"{name}.{out}")
 
 
@@ -265,3 +256,23 @@ def test_sm80_matmul_ptx_on_hopper_numerics_gives_the_captured_words():
         ptx = k.asm["ptx"]
         assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
         assert (tk.words(outs["c"]) == _Z[f"{name}.c"]).all(), name
+
+
+def test_tensormap_replace_from_zeros_builds_the_drivers_descriptor():
+    """tensormap.replace's fields (as Triton's make_tensor_descriptor writes them into a zeroed buffer) give the
+    bytes cuTensorMapEncodeTiled gives for the same tensor (the driver layout, warpsim.isa.tensormap)."""
+    from warpsim.isa.tensormap import encode_tiled, replace_field
+
+    want = encode_tiled("float16", 2, 0x7F00_0000_0040, [64, 96], [192], [32, 64], [1, 1], swizzle="64B")
+    d = np.zeros(128, np.uint8)
+    for field, value, ordinal in [("global_address", 0x7F00_0000_0040, None), ("rank", 1, None),
+                                  ("box_dim", 32, 0), ("box_dim", 64, 1), ("global_dim", 64, 0),
+                                  ("global_dim", 96, 1), ("global_stride", 192, 0), ("element_stride", 1, 0),
+                                  ("element_stride", 1, 1), ("elemtype", 6, None), ("interleave_layout", 0, None),
+                                  ("swizzle_mode", 2, None), ("fill_mode", 0, None)]:
+        d = replace_field(d, field, value, ordinal)
+    assert (d == want).all()
+    with pytest.raises(ValueError, match="swizzle_atomicity is not modelled"):
+        replace_field(d, "swizzle_atomicity", 0)
+    with pytest.raises(ValueError, match="ordinal 5 outside 0 .. 4"):
+        replace_field(d, "box_dim", 8, 5)
