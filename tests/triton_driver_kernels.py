@@ -312,6 +312,49 @@ def print_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_print("x=", x)
 
 
+@triton.jit
+def scan_reduce_kernel(x_ptr, cum_ptr, sorted_ptr, stats_ptr, hist_ptr, N: tl.constexpr):
+    """Block-wide scans, sort, argmax and integer atomics (warp shuffles and shared-memory exchanges)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + pid * N + offs)
+    tl.store(cum_ptr + pid * N + offs, tl.cumsum(x, axis=0))
+    tl.store(sorted_ptr + pid * N + offs, tl.sort(x))
+    tl.store(stats_ptr + pid * 3, tl.argmax(x, axis=0))
+    tl.store(stats_ptr + pid * 3 + 1, tl.max(x, axis=0))
+    tl.store(stats_ptr + pid * 3 + 2, tl.reduce_or(x, axis=0))
+    tl.atomic_add(hist_ptr + (x & 15), 1)
+
+
+@triton.jit
+def attn_bwd_dkdv_kernel(Q, K, V, DO, M, Delta, DK, DV, sm_scale, stride_h, stride_m, N_CTX,
+                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Flash attention backward, dK and dV of one key block (the tutorial's inner loop over query blocks)."""
+    start_n = tl.program_id(0) * BLOCK_N
+    base = tl.program_id(1) * stride_h
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k = tl.load(K + base + offs_n[:, None] * stride_m + offs_d[None, :])
+    v = tl.load(V + base + offs_n[:, None] * stride_m + offs_d[None, :])
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    for start_m in range(0, N_CTX, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        qT = tl.load(Q + base + offs_m[None, :] * stride_m + offs_d[:, None])
+        m = tl.load(M + tl.program_id(1) * N_CTX + offs_m)
+        qkT = tl.dot(k, qT)
+        pT = tl.math.exp2(qkT - m[None, :])
+        do = tl.load(DO + base + offs_m[:, None] * stride_m + offs_d[None, :])
+        dv += tl.dot(pT.to(tl.float16), do)
+        Di = tl.load(Delta + tl.program_id(1) * N_CTX + offs_m)
+        dpT = tl.dot(v, tl.trans(do)).to(tl.float32)
+        dsT = pT * (dpT - Di[None, :])
+        dk += tl.dot(dsT.to(tl.float16), tl.trans(qT))
+    dk *= sm_scale
+    tl.store(DK + base + offs_n[:, None] * stride_m + offs_d[None, :], dk.to(tl.float16))
+    tl.store(DV + base + offs_n[:, None] * stride_m + offs_d[None, :], dv.to(tl.float16))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # cases: seeded inputs (numpy's PCG64: the same words on every machine), launches, outputs
 
@@ -472,6 +515,52 @@ def device_descriptors(dev):
     return {"c": c}, k
 
 
+def scan_reduce(dev):
+    r = _rng("scan_reduce")
+    x = dev(_t(r.integers(-1000, 1000, (4, 256)).astype(np.int32)))
+    cum = dev(torch.zeros((4, 256), dtype=torch.int32))
+    srt = dev(torch.zeros((4, 256), dtype=torch.int32))
+    stats = dev(torch.zeros((4, 3), dtype=torch.int32))
+    hist = dev(torch.zeros(16, dtype=torch.int32))
+    k = scan_reduce_kernel[(4, )](x, cum, srt, stats, hist, N=256, num_warps=4)
+    return {"cum": cum, "sorted": srt, "stats": stats, "hist": hist}, k
+
+
+def attention_bwd(dev):
+    r = _rng("attention_bwd")
+    H, S, D = 2, 64, 64
+    q, k_, v, do = (dev(_t(r.standard_normal((H, S, D), dtype=np.float32), torch.float16)) for _ in range(4))
+    m = dev(_t(r.standard_normal((H, S), dtype=np.float32) + 6))
+    delta = dev(_t(r.standard_normal((H, S), dtype=np.float32) * 0.1))
+    dk, dv = dev(torch.zeros((H, S, D), dtype=torch.float16)), dev(torch.zeros((H, S, D), dtype=torch.float16))
+    k = attn_bwd_dkdv_kernel[(S // 32, H)](q, k_, v, do, m, delta, dk, dv, 0.125, q.stride(0), q.stride(1), S,
+                                           HEAD_DIM=D, BLOCK_M=32, BLOCK_N=32, num_warps=4)
+    return {"dk": dk, "dv": dv}, k
+
+
+def vadd_clusters(dev):
+    r = _rng("vadd_clusters")
+    n = 3000
+    x, y = dev(_t(r.standard_normal(n, dtype=np.float32))), dev(_t(r.standard_normal(n, dtype=np.float32)))
+    out = dev(torch.zeros(n, dtype=torch.float32))
+    k = add_kernel[(triton.cdiv(n, 512), )](x, y, out, n, BLOCK_SIZE=512, num_ctas=2)
+    return {"out": out}, k
+
+
+def _matmul_opts(name, dtype, M, N, K, BM, BN, BK, warps, out_dtype, **opts):
+    def run(dev):
+        r = _rng(name)
+        a = dev(_t(r.standard_normal((M, K), dtype=np.float32), dtype))
+        b = dev(_t(r.standard_normal((K, N), dtype=np.float32), dtype))
+        c = dev(torch.zeros((M, N), dtype=out_dtype))
+        grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), )
+        k = matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                                c.stride(1), BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=2,
+                                ACC=tl.float32, num_warps=warps, **opts)
+        return {"c": c}, k
+    return run
+
+
 #: name -> (run, outputs whose words depend on the special-function unit (ex2, rcp, rsqrt, sqrt, div))
 CASES = {
     "vadd": (vadd, ()),
@@ -491,6 +580,17 @@ CASES = {
     "grouped_gemm": (grouped_gemm, ()),
     "tma_persistent": (tma_persistent, ()),
     "device_descriptors": (device_descriptors, ()),
+    "scan_reduce": (scan_reduce, ()),
+    "attention_bwd": (attention_bwd, ("dk", "dv")),
+    "vadd_clusters": (vadd_clusters, ()),
+    "matmul_f16_maxnreg": (_matmul_opts("matmul_f16_maxnreg", torch.float16, 128, 64, 64, 64, 64, 32, 4,
+                                        torch.float16, maxnreg=128, num_stages=2), ()),
+    "matmul_e5m2_wgmma": (_matmul_opts("matmul_e5m2_wgmma", torch.float8_e5m2, 64, 64, 128, 64, 64, 64, 4,
+                                       torch.float32), ()),
+    "matmul_e5m2_mma": (_matmul_opts("matmul_e5m2_mma", torch.float8_e5m2, 32, 32, 64, 16, 32, 32, 2,
+                                     torch.float32), ()),
+    "matmul_f16_8warps": (_matmul_opts("matmul_f16_8warps", torch.float16, 128, 128, 64, 128, 64, 32, 8,
+                                       torch.float32, num_stages=4), ()),
 }
 
 
