@@ -581,7 +581,7 @@ CASES = {
     "tma_persistent": (tma_persistent, ()),
     "device_descriptors": (device_descriptors, ()),
     "scan_reduce": (scan_reduce, ()),
-    "attention_bwd": (attention_bwd, ("dk", "dv")),
+    "attention_bwd": (attention_bwd, ()),
     "vadd_clusters": (vadd_clusters, ()),
     "matmul_f16_maxnreg": (_matmul_opts("matmul_f16_maxnreg", torch.float16, 128, 64, 64, 64, 64, 32, 4,
                                         torch.float16, maxnreg=128, num_stages=2), ()),
