@@ -1,10 +1,10 @@
-"""Triton kernels in the style of Triton's tutorials, with seeded inputs: one source for the H100 capture
+"""Triton kernels in the style of Triton's tutorials, with seeded inputs: one source for the GPU capture
 (warpsim/hw/device/triton_driver.py runs them natively on CUDA tensors) and for tests/test_triton_driver.py
 (runs them under ``warpsim.triton.device`` on CPU tensors and compares the words).
 
-Each case is ``case(name)(dev)``: ``dev`` moves a CPU torch tensor to the device the kernel runs on (the GPU,
-or the identity under warpsim); it returns the output tensors by name and the compiled kernel.  Plain numpy / torch / triton only,
-so the capture needs nothing of warpsim.
+``CASES[name]`` is ``(run, sfu_outputs)``: ``run(dev)`` launches the case, ``dev`` moving each CPU torch tensor to
+the device the kernel runs on (the GPU, or the identity under warpsim), and returns the output tensors by name
+and the compiled kernel.  Plain numpy / torch / triton only, so the capture needs nothing of warpsim.
 """
 
 import numpy as np

@@ -262,15 +262,12 @@ class Launcher:
     """``driver.launcher_cls(src, metadata)``: called as Triton's CUDA launcher is, runs the PTX on warpsim."""
 
     def __init__(self, src, metadata):
-        from triton import knobs  # noqa: F401  (triton is loaded: the kernel was compiled by it)
-
         self.driver = _current_driver()
         self.src, self.metadata = src, metadata
         self.name = metadata.name
         self.signature = dict(src.signature)
         self.tensordesc_meta = getattr(metadata, "tensordesc_meta", None)
         self.num_ctas = getattr(metadata, "num_ctas", 1)
-        self.cluster_dims = tuple(getattr(metadata, "cluster_dims", None) or (1, 1, 1))
         self.global_scratch = (metadata.global_scratch_size, metadata.global_scratch_align)
         self.profile_scratch = (metadata.profile_scratch_size, metadata.profile_scratch_align)
         self.ptx, self.module = _module(src, metadata)
@@ -309,6 +306,7 @@ class Launcher:
 
     def __call__(self, gridX, gridY, gridZ, stream, function, packed_metadata, launch_metadata, enter_hook,
                  exit_hook, *bound):
+        import torch
         from triton.runtime import _allocation
 
         from ..ptx import PTXError
@@ -320,8 +318,8 @@ class Launcher:
             enter_hook(launch_metadata)
         mem = _Memory()
         args = self.kernel_args(bound, mem)
-        import torch
-        mem.map_pointed([a for a in _tensors(bound) if a.dtype in (torch.int64, torch.uint64) and a.device.type == "cpu"])
+        tables = [t for t in _tensors(bound) if t.dtype in (torch.int64, torch.uint64) and t.device.type == "cpu"]
+        mem.map_pointed(tables)
         ncta = gridX * gridY * gridZ
         args.append(self._scratch(self.global_scratch, _allocation._allocator, ncta, stream, mem, "global scratch"))
         args.append(self._scratch(self.profile_scratch, _allocation._profile_allocator, ncta, stream, mem,
