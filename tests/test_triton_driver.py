@@ -276,3 +276,15 @@ def test_tensormap_replace_from_zeros_builds_the_drivers_descriptor():
         replace_field(d, "swizzle_atomicity", 0)
     with pytest.raises(ValueError, match="ordinal 5 outside 0 .. 4"):
         replace_field(d, "box_dim", 8, 5)
+
+
+@triton.jit
+def _bad_kernel(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.undefined_function_of_triton(BLOCK))
+
+
+def test_compiler_errors_are_tritons_own():
+    from triton.compiler.errors import CompilationError
+
+    with wt.device("sm_90a"), pytest.raises(CompilationError, match="undefined_function_of_triton"):
+        _bad_kernel[(1, )](torch.zeros(16), BLOCK=16)
