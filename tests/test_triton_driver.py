@@ -96,6 +96,18 @@ def test_numpy_arrays_and_strided_views_are_written_in_place():
     assert (big[1, 50:350].numpy() == x * 0.5 + 1).all()
 
 
+def test_integer_specialisation():
+    """Triton turns n == 1 into a constexpr (no PTX parameter: 5 instead of 6 with the two scratch pointers) and
+    16-divisible ints into aligned ones: each launch still gets its arguments in the PTX's order."""
+    x = np.arange(1, 65, dtype=np.float32)
+    for n in (1, 16, 37):
+        y = np.zeros(64, np.float32)
+        with wt.device("sm_90a"):
+            k = _scale_kernel[(1, )](x, y, n, 0.25, BLOCK=64)
+        assert (y[:n] == x[:n] * np.float32(0.25) + 1).all() and (y[n:] == 0).all(), n
+        assert ("_scale_kernel_param_5" in k.asm["ptx"]) == (n != 1)
+
+
 def test_every_target_compiles_and_runs():
     """sm_80 / sm_86 / sm_89 / sm_120a PTX runs with the target's numerics: ``x * alpha + 1`` is contracted to
     one fma.rn.f32 (one rounding of the exact value, which float64 holds here) on every target."""
