@@ -556,11 +556,41 @@ def _dot_chains(records):
     return chains
 
 
+def _triton_run(a):
+    """``warpsim triton FILE.py --run``: the script under the warpsim Triton driver (compiled kernels, every word)."""
+    import runpy
+
+    try:
+        import warpsim.triton as wt
+        wt.device(a.arch, a.device)
+    except ImportError as exc:
+        raise UsageError(f"needs the optional extra warpsim[triton] (triton, torch): {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not os.path.isfile(a.file):
+        raise UsageError(f"no such file: {a.file}")
+    old_argv, old_env = sys.argv, os.environ.get("WARPSIM_TRITON")
+    sys.argv = [a.file] + list(a.args)
+    os.environ["WARPSIM_TRITON"] = a.arch        # child processes the script starts (entry point) too
+    try:
+        with wt.device(a.arch, a.device):
+            runpy.run_path(a.file, run_name="__main__")
+    finally:
+        sys.argv = old_argv
+        if old_env is None:
+            os.environ.pop("WARPSIM_TRITON", None)
+        else:
+            os.environ["WARPSIM_TRITON"] = old_env
+    return 0
+
+
 def cmd_triton(a):
     import runpy
 
     from . import gemm_report as gr
     from ..isa.parse import parse
+    if a.run:
+        return _triton_run(a)
     os.environ["TRITON_INTERPRET"] = "1"        # before triton is imported: its kernels then build for the interpreter
     try:
         import warpsim.triton as wt
@@ -753,7 +783,8 @@ def build_parser():
     s.add_argument("--arch", default="sm_90")
     s.set_defaults(fn=cmd_gemm)
 
-    s = sub.add_parser("triton", help="run a Triton script under the exact interpreter and report tl.dot numerics",
+    s = sub.add_parser("triton", help="run a Triton script under the exact interpreter and report tl.dot numerics "
+                                      "(--run: under the warpsim Triton driver)",
                        description="Run FILE.py with TRITON_INTERPRET=1 and warpsim.triton.exact: every tl.dot computes what "
                                    "the kernel compiled for --arch computes; then print, per kernel and lowering, the "
                                    "numerics report of warpsim gemm (each accumulator chain against the exactly "
@@ -764,6 +795,9 @@ def build_parser():
     s.add_argument("--device", default=None, help="the GPU running the code when not the target's own (e.g. sm_90a)")
     s.add_argument("--num-warps", type=int, default=None, help="pin num_warps for the lowering rule (default: the launch's)")
     s.add_argument("--path", choices=["auto", "mma", "wgmma"], default="auto", help="pin the lowering path (sm_90a)")
+    s.add_argument("--run", action="store_true",
+                   help="run the compiled kernels instead: Triton compiles for --arch and warpsim runs the PTX (the "
+                        "warpsim.triton.device driver; every word, no report)")
     s.set_defaults(fn=cmd_triton)
 
     sub.add_parser("bench", help="benchmarks (arguments are passed on; see `warpsim bench --help`)", add_help=False)

@@ -1263,8 +1263,43 @@ class _Kernel(Warp):
             msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
             raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
                            f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        if name == "vprintf" and len(args) >= 2:
+            return self._vprintf(st, args, idx, lanes)
         raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
                        "functions are not modelled", line=st.line, statement=st.text, token=name)
+
+    def _vprintf(self, st, args, idx, lanes):
+        """Device printf: one line per active lane, warps in order, lanes in order, to ``sys.stdout``."""
+        import sys
+
+        from .memory import LOCAL_WINDOW
+        from .printf import format_vprintf
+
+        caller = self._fn
+        f = self.frames[caller.name]
+        for k, l in np.argwhere(lanes):
+            w = int(idx[k])
+
+            def read(addr, n, w=w, l=l):
+                if LOCAL_WINDOW <= addr < LOCAL_WINDOW + (1 << 32):
+                    off = addr - LOCAL_WINDOW
+                    return self.memory.local[w, l, off:off + n].tobytes()
+                return self.memory.glob.read(addr, n)
+
+            def arg(a):
+                if a not in caller.params:
+                    raise PTXError(f"vprintf argument {a!r} is not a .param variable of {caller.name}",
+                                   line=st.line, statement=st.text, token=a)
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + 8].tobytes(), "little")
+            fmt_addr, buf = arg(args[0]), arg(args[1])
+            fmt = bytearray()
+            while len(fmt) < 4096 and (c := read(fmt_addr + len(fmt), 1)) != b"\0":
+                fmt += c
+            try:
+                sys.stdout.write(format_vprintf(fmt.decode(errors="replace"), read, buf))
+            except (ValueError, IndexError) as exc:
+                raise PTXError(f"vprintf: {exc}", line=st.line, statement=st.text) from None
 
 
 _CLUSTER_SPECIAL = re.compile(r"%(clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"
