@@ -357,6 +357,28 @@ class Module:
             self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
 
+    def link(self, *others) -> "Module":
+        """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
+        nvJitLink links separately compiled PTX (numba-cuda's C++ shims, for one): their ``.func``
+        bodies and module variables join this module.  others: PTX texts or Modules.  Returns self."""
+        for other in others:
+            if isinstance(other, str):
+                other = Module(other, name="<linked ptx>")
+            if not isinstance(other, Module):
+                raise TypeError(f"link() takes PTX texts or warpsim.ptx Modules, not {type(other).__name__}")
+            theirs = other._mod
+            for name, fn in theirs.functions.items():
+                mine = self._mod.functions.get(name)
+                if mine is not None and mine.body != fn.body:
+                    raise PTXError(f"{name} is defined in {self.name} and, differently, in {other.name}: cannot link")
+                self._mod.functions[name] = fn
+            self._mod.declared |= theirs.declared
+            have = {v.name for v in self._mod.variables}
+            self._mod.variables += [v for v in theirs.variables if v.name not in have]
+            self._mod.shared += theirs.shared
+        self._programs = {}
+        return self
+
     @property
     def variables(self) -> dict:
         """Module-level .global / .const variables: name -> their bytes as initialised."""

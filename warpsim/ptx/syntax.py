@@ -302,7 +302,7 @@ def _match_brace(text, i, open_="{", close="}"):
 
 
 _FUNC = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s*")
-_VAR = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(global|const)\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?"
+_VAR = re.compile(r"(?:\.(?:visible|weak|extern|common)\s+)*\.(global|const)\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?"
                   r"\.(\w+)\s+([\w$]+)((?:\s*\[\d*\])*)\s*(?:=\s*(.*))?\Z", re.S)
 
 
@@ -394,7 +394,7 @@ def parse_module(text: str) -> ModuleText:
             (entries if kind == "entry" else functions)[name] = ent
             i = e + 1
             continue
-        if head.startswith((".shared", ".extern", ".global", ".const", ".visible", ".weak")):
+        if head.startswith((".shared", ".extern", ".global", ".const", ".visible", ".weak", ".common")):
             j = clean.find(";", i)
             if j < 0:
                 raise PTXError("declaration is missing its terminating ';'", line=line, statement=head)
