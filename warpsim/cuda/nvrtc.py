@@ -33,16 +33,16 @@ class CompileError(RuntimeError):
 # NVRTC does not: the C99 float macros and the usual math constants.
 _MATH = """#pragma once
 #ifndef INFINITY
-#define INFINITY (1.0f / 0.0f)
+#define INFINITY __builtin_bit_cast(float, 0x7f800000u)
 #endif
 #ifndef NAN
-#define NAN (-(0.0f / 0.0f))  /* folds to 0x7FC00000, the word nvcc writes for NAN */
+#define NAN __builtin_bit_cast(float, 0x7fc00000u)   /* the words nvcc 13 writes for glibc's macros */
 #endif
 #ifndef HUGE_VALF
-#define HUGE_VALF (1.0f / 0.0f)
+#define HUGE_VALF __builtin_bit_cast(float, 0x7f800000u)
 #endif
 #ifndef HUGE_VAL
-#define HUGE_VAL (1.0 / 0.0)
+#define HUGE_VAL __builtin_bit_cast(double, 0x7ff0000000000000ull)
 #endif
 #ifndef M_PI
 #define M_E 2.7182818284590452354
