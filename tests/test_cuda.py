@@ -170,3 +170,9 @@ def test_cli_runs_a_cu_file(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert _differing(name, 1, np.load(tmp_path / "histogram256_param_1.npy")) == 0
+
+
+def test_numba_test_file_runs_unchanged_under_the_switch():
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "warpsim.cuda.numba_sim", "-p", "no:cacheprovider",
+                        str(HERE / "numba_user_tests.py")], capture_output=True, text=True, cwd=HERE)
+    assert r.returncode == 0 and "3 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]

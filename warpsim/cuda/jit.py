@@ -182,11 +182,14 @@ class Dispatcher:
     def compile(self, sig):
         """Compile for a numba signature (``"void(float32[::1], int32)"`` or argument types)."""
         numba = require("numba")
-        if isinstance(sig, str):
-            sig = numba.core.sigutils.parse_signature(sig)
-        types = tuple(sig.args) if hasattr(sig, "args") else tuple(sig)
-        if hasattr(sig, "return_type") and sig.return_type not in (None, numba.types.void, numba.types.none):
+        sigutils = require("numba.cuda.core.sigutils")
+        if isinstance(sig, tuple):
+            types, ret = sig, None
+        else:
+            types, ret = sigutils.normalize_signature(sig)
+        if ret not in (None, numba.types.void, numba.types.none):
             raise TypeError(f"a kernel returns nothing (void); {self.__name__} was given {sig}")
+        types = tuple(types)
         if types not in self.overloads:
             self.overloads[types] = _Compiled(self.py_func, types, self.arch, self.fastmath, self.lineinfo)
         return self.overloads[types]
@@ -244,7 +247,7 @@ def _accepts(have, got):
 def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, lineinfo=False, **options):
     """numba-cuda's ``@cuda.jit`` running on warpsim: ``@jit``, ``@jit("void(float32[::1])")``,
     ``@jit(device=True)`` (a device function: numba-cuda's own, callable from warpsim kernels)."""
-    numba_cuda = require("numba.cuda")
+    numba_jit = require("numba.cuda.decorators").jit     # numba-cuda's own, also while numba_sim patches numba.cuda
     unknown = set(options) - {"debug", "opt", "cache", "link", "inline", "forceinline", "max_registers",
                               "launch_bounds"}
     if unknown:
@@ -252,7 +255,7 @@ def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, linein
     if options.get("link"):
         raise NotImplementedError("jit(link=...) is not supported by warpsim.cuda.jit yet")
     if device:
-        wrap = lambda f: numba_cuda.jit(device=True, fastmath=fastmath)(f)   # noqa: E731
+        wrap = lambda f: numba_jit(device=True, fastmath=fastmath)(f)   # noqa: E731
         return wrap if func_or_sig is None or not callable(func_or_sig) else wrap(func_or_sig)
     if callable(func_or_sig):
         return Dispatcher(func_or_sig, arch=arch, fastmath=fastmath, lineinfo=lineinfo)
