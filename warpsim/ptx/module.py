@@ -376,6 +376,7 @@ class Module:
             have = {v.name for v in self._mod.variables}
             self._mod.variables += [v for v in theirs.variables if v.name not in have]
             self._mod.shared += theirs.shared
+            self.text = f"{self.text}\n{other.text}"      # what a worker process re-reads: the linked whole
         self._programs = {}
         return self
 
