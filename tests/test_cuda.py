@@ -176,3 +176,20 @@ def test_numba_test_file_runs_unchanged_under_the_switch():
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "warpsim.cuda.numba_sim", "-p", "no:cacheprovider",
                         str(HERE / "numba_user_tests.py")], capture_output=True, text=True, cwd=HERE)
     assert r.returncode == 0 and "3 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_cvt_sat_clamps_float_results():
+    """Found by the softmax kernel (nvcc's expf range reduction runs cvt.sat.f32.f32): the PTX ISA's
+    .sat for a float destination clamps to [+0.0, 1.0] and turns NaN into +0.0."""
+    import warpsim
+
+    w = warpsim.ptx.Warp(1, undefined="zero")
+    w.run(""".reg .f32 %f<12>; .reg .f64 %d<2>;
+    mov.b32 %f1, 0fBD9479D5; cvt.sat.f32.f32 %f2, %f1;
+    mov.b32 %f3, 0f40000000; cvt.sat.f32.f32 %f4, %f3;
+    mov.b32 %f5, 0f3F000000; cvt.sat.f32.f32 %f6, %f5;
+    mov.b32 %f7, 0f7FC00000; cvt.sat.f32.f32 %f8, %f7;
+    mov.b32 %f9, 0f80000000; cvt.sat.f32.f32 %f10, %f9;
+    mov.b64 %d1, 0dBFF0000000000000; cvt.rn.sat.f32.f64 %f11, %d1;""")
+    got = [int(w.get(r)[0][0]) for r in ("%f2", "%f4", "%f6", "%f8", "%f10", "%f11")]
+    assert got == [0, 0x3F800000, 0x3F000000, 0, 0, 0]
