@@ -70,6 +70,20 @@ def cases():
                            args=[pd, np.zeros_like(pd), np.int32(pd.size)], outputs=[1],
                            globals={"poly_coeffs": coeffs, "evaluated": np.array([0], np.uint32)},
                            read_globals=["evaluated"])
+    # .sat on float destinations (what nvcc's expf runs), one word per thread: special and edge values
+    edge32 = np.array([0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x3F000000, 0x3F7FFFFF,
+                       0x3F800000, 0x3F800001, 0x40000000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000,
+                       0x7F800001, 0x7FBFFFFF, 0xFFFFFFFF, 0xBD9479D5, 0xBF800000, 0x33800000, 0x3F7FFFF0],
+                      np.uint32)
+    w32 = np.concatenate([edge32, rng.integers(0, 2**32, 128 - edge32.size, dtype=np.uint64).astype(np.uint32)])
+    edge64 = np.array([0, 1 << 63, 1, 0x3FF0000000000001, 0x3FEFFFFFFFFFFFFF, 0x3FEFFFFFF0000000, 0x3FEFFFFFF8000000,
+                       0x36A0000000000000, 0x3690000000000000, 0xB690000000000000, 0x7FF0000000000000,
+                       0x7FF8000000000000, 0xFFF8000000000001, 0x7FF0000000000001, 0x47EFFFFFF0000000,
+                       0x3FE0000000000000], np.uint64)
+    w64 = np.concatenate([edge64, rng.integers(0, 2**63, 128 - edge64.size, dtype=np.uint64) * 2 + 1])
+    c["cvt_sat"] = dict(src="cvt_sat.cu", kernel="cvt_sat", grid=1, block=128,
+                        args=[w32, w64, np.zeros(128, np.uint32), np.zeros(128, np.uint32), np.zeros(128, np.uint32),
+                              np.zeros(128, np.uint16), np.int32(128)], outputs=[2, 3, 4, 5])
     for v in c.values():
         v.setdefault("options", ())
         v.setdefault("globals", {})
