@@ -51,7 +51,7 @@ def _cc_of(arch):
     return int(m.group(1)), int(m.group(2))
 
 
-def compile_kernel_ptx(pyfunc, sig, *, arch="sm_90a", fastmath=False, lineinfo=False, opt=True):
+def compile_kernel_ptx(pyfunc, sig, *, arch="sm_90a", fastmath=False, lineinfo=False, opt=True, launch_bounds=None):
     """Compile a numba-cuda kernel -> (PTX text, entry name, [PTX of each C++ shim it calls])."""
     require("numba.cuda")
     compiler = require("numba.cuda.compiler")
@@ -62,7 +62,7 @@ def compile_kernel_ptx(pyfunc, sig, *, arch="sm_90a", fastmath=False, lineinfo=F
     with _target(cc):
         lib, _ = compiler._compile_pyfunc_with_fixup(
             pyfunc, sig, debug=False, lineinfo=lineinfo, device=False, fastmath=fastmath, cc=cc, opt=opt,
-            abi="numba", abi_info=None, forceinline=False, launch_bounds=None, lto=False)
+            abi="numba", abi_info=None, forceinline=False, launch_bounds=launch_bounds, lto=False)
         ptxs = lib.get_asm_strs(cc=cc)
     if len(ptxs) != 1:
         raise RuntimeError(f"numba-cuda wrote {len(ptxs)} PTX modules for {pyfunc.__name__}; expected one")
@@ -148,13 +148,12 @@ def marshal(args, types):
 class _Compiled:
     """One specialisation: its PTX (shims linked), entry and argument types."""
 
-    def __init__(self, pyfunc, types, arch, fastmath, lineinfo):
+    def __init__(self, pyfunc, types, arch, options):
         from .. import ptx as _ptx
 
         numba = require("numba")
         sig = numba.core.typing.signature(numba.types.void, *types)
-        self.ptx, self.entry, self.shims = compile_kernel_ptx(pyfunc, sig, arch=arch, fastmath=fastmath,
-                                                              lineinfo=lineinfo)
+        self.ptx, self.entry, self.shims = compile_kernel_ptx(pyfunc, sig, arch=arch, **options)
         self.types = types
         self.module = _ptx.load(self.ptx)
         if self.shims:
@@ -165,13 +164,13 @@ class Dispatcher:
     """A ``@warpsim.cuda.jit`` kernel: ``kernel[grid, block](*args)`` or ``kernel[grid, block, stream,
     dynamic_shared_bytes](*args)``; specialised per argument types like numba-cuda's dispatcher."""
 
-    def __init__(self, pyfunc, signatures=(), *, arch="sm_90a", fastmath=False, lineinfo=False):
+    def __init__(self, pyfunc, signatures=(), *, arch="sm_90a", fastmath=False, lineinfo=False, opt=True,
+                 launch_bounds=None):
         self.py_func = pyfunc
         self.__name__ = getattr(pyfunc, "__name__", "kernel")
         self.__doc__ = getattr(pyfunc, "__doc__", None)
         self.arch = arch
-        self.fastmath = fastmath
-        self.lineinfo = lineinfo
+        self.options = dict(fastmath=fastmath, lineinfo=lineinfo, opt=opt, launch_bounds=launch_bounds)
         self.overloads = {}
         for sig in signatures:
             self.compile(sig)
@@ -191,7 +190,7 @@ class Dispatcher:
             raise TypeError(f"a kernel returns nothing (void); {self.__name__} was given {sig}")
         types = tuple(types)
         if types not in self.overloads:
-            self.overloads[types] = _Compiled(self.py_func, types, self.arch, self.fastmath, self.lineinfo)
+            self.overloads[types] = _Compiled(self.py_func, types, self.arch, self.options)
         return self.overloads[types]
 
     def _specialisation(self, args):
@@ -244,12 +243,14 @@ def _accepts(have, got):
     return have == got
 
 
-def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, lineinfo=False, **options):
+def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, lineinfo=False, opt=True,
+        launch_bounds=None, **options):
     """numba-cuda's ``@cuda.jit`` running on warpsim: ``@jit``, ``@jit("void(float32[::1])")``,
-    ``@jit(device=True)`` (a device function: numba-cuda's own, callable from warpsim kernels)."""
+    ``@jit(device=True)`` (a device function: numba-cuda's own, callable from warpsim kernels).
+    fastmath, lineinfo, opt, launch_bounds: as numba-cuda's; debug, cache, inline, forceinline and
+    max_registers are accepted and change nothing warpsim computes."""
     numba_jit = require("numba.cuda.decorators").jit     # numba-cuda's own, also while numba_sim patches numba.cuda
-    unknown = set(options) - {"debug", "opt", "cache", "link", "inline", "forceinline", "max_registers",
-                              "launch_bounds"}
+    unknown = set(options) - {"debug", "cache", "link", "inline", "forceinline", "max_registers"}
     if unknown:
         raise TypeError(f"unknown jit option(s) {sorted(unknown)}")
     if options.get("link"):
@@ -257,8 +258,9 @@ def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, linein
     if device:
         wrap = lambda f: numba_jit(device=True, fastmath=fastmath)(f)   # noqa: E731
         return wrap if func_or_sig is None or not callable(func_or_sig) else wrap(func_or_sig)
+    kw = dict(arch=arch, fastmath=fastmath, lineinfo=lineinfo, opt=opt, launch_bounds=launch_bounds)
     if callable(func_or_sig):
-        return Dispatcher(func_or_sig, arch=arch, fastmath=fastmath, lineinfo=lineinfo)
+        return Dispatcher(func_or_sig, **kw)
     sigs = [] if func_or_sig is None else (list(func_or_sig) if isinstance(func_or_sig, (list, tuple))
                                            else [func_or_sig])
-    return lambda f: Dispatcher(f, sigs, arch=arch, fastmath=fastmath, lineinfo=lineinfo)
+    return lambda f: Dispatcher(f, sigs, **kw)
