@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from ._extra import require
+from ._extra import INSTALL, require
 
 __all__ = ["CompileError", "compile_to_ptx", "nvrtc_version", "include_dirs"]
 
@@ -190,8 +190,13 @@ def compile_to_ptx(code: str, *, arch: str = "sm_90a", options=(), name_expressi
     if not isinstance(code, str) or not code.strip():
         raise ValueError("code must be CUDA C++ source text (a non-empty string)")
     opts = translate_options(arch, options)
+    try:
+        nvrtc_version()
+    except Exception as exc:        # cuda-bindings present, the NVRTC library (nvidia-cuda-nvrtc) not
+        raise ImportError(f"NVRTC cannot be loaded ({exc}); it comes with the 'cuda' extra: {INSTALL}") from None
+    dirs = include_dirs()
     if implicit_includes:
-        opts += [f"-I{d}" for d in include_dirs()]
+        opts += [f"-I{d}" for d in dirs]
         # nvcc includes cuda_runtime.h (and through it the math library's macros) before the source
         opts += ["--pre-include=math.h"]
     if not any(o.startswith("--std=") for o in opts):
@@ -214,6 +219,8 @@ def compile_to_ptx(code: str, *, arch: str = "sm_90a", options=(), name_expressi
         nvrtc.nvrtcGetProgramLog(prog, log)
         log = log.rstrip(b"\0 ").decode(errors="replace")
         if cerr != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            if implicit_includes and not dirs:
+                log += f"\n(no CUDA headers were found: the 'cuda' extra installs them: {INSTALL})"
             raise CompileError(log, [o for o in opts if not o.startswith("-I" + os.sep)])
         err, size = nvrtc.nvrtcGetPTXSize(prog)
         _check(nvrtc, err, "nvrtcGetPTXSize")
