@@ -1,6 +1,6 @@
 """warpsim.cuda: CUDA C++ through NVRTC and numba-cuda kernels, against the words an H100-class GPU wrote.
 
-The hardware truth is tests/cuda/captured_sm90.npz (warpsim/hw/offline/cuda_sources.py, captured on
+The hardware truth is tests/golden/cuda_sm90.npz (warpsim/hw/offline/cuda_sources.py, captured on
 an H200, sm_90a: the same SM as the H100): every CUDA C++ case built by nvcc 13.0 (-O3 -arch=sm_90a),
 every numba-cuda case from the PTX numba-cuda 0.30 wrote (tests/cuda/numba_ptx/), run through CuPy.
 Here the same sources are compiled by NVRTC / numba-cuda on the CPU and run by warpsim.
@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 import warpsim.cuda as wc
+from warpsim.hw.golden import open_golden
 
 HERE = Path(__file__).resolve().parent / "cuda"
 sys.path.insert(0, str(HERE))
 import cu_cases  # noqa: E402
 import numba_kernels  # noqa: E402
 
-CAPTURE = np.load(HERE / "captured_sm90.npz")
+CAPTURE = open_golden(HERE.parent / "golden" / "cuda_sm90.npz")
 CASES = cu_cases.cases()
 SFU = pytest.mark.xfail(strict=False, reason="expf / math.exp (f32) lower to ex2.approx: the special-function unit "
                                              "is being made bit-exact in parallel (the lead's SFU work)")

@@ -1,4 +1,4 @@
-"""The CUDA C++ launches whose H100 outputs are committed (tests/cuda/captured_sm90.npz).
+"""The CUDA C++ launches whose H100 outputs are committed (tests/golden/cuda_sm90.npz).
 
 Each case: the source in kernels/, nvcc/NVRTC options, the kernel's name (a name expression for
 templates), grid, block, the arguments (numpy arrays and typed scalars), which arrays are outputs,

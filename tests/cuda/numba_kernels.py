@@ -1,4 +1,4 @@
-"""numba-cuda kernels whose hardware outputs are committed (tests/cuda/captured_sm90.npz).
+"""numba-cuda kernels whose hardware outputs are committed (tests/golden/cuda_sm90.npz).
 
 Plain ``numba.cuda`` code: the capture compiled each with ``numba.cuda.compile_ptx`` for sm_90 and
 ran that PTX on an H100 through CuPy; the tests compile them through ``warpsim.cuda.jit``.

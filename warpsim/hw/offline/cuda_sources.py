@@ -1,11 +1,11 @@
-"""Prepare and merge the warpsim.cuda capture (tests/cuda/captured_sm90.npz); the GPU side is
+"""Prepare and merge the warpsim.cuda capture (tests/golden/cuda_sm90.npz); the GPU side is
 warpsim/hw/device/cuda_capture.py.
 
 Here (no GPU; nvcc 13, numba-cuda, NVRTC and nvJitLink installed)::
 
     python3 -m warpsim.hw.offline.cuda_sources prepare DIR    # cubins, numba PTX, inputs, manifest
     # on the GPU: python3 DIR/cuda_capture.py DIR              -> $OUT/cuda_sm90.npz
-    python3 -m warpsim.hw.offline.cuda_sources merge DIR cuda_sm90.npz tests/cuda/captured_sm90.npz
+    python3 -m warpsim.hw.offline.cuda_sources merge DIR cuda_sm90.npz tests/golden/cuda_sm90.npz
 
 The CUDA C++ cases (tests/cuda/cu_cases.py) are built by ``nvcc -O3 -arch=sm_90a -cubin`` with each
 case's options; the numba-cuda cases (tests/cuda/numba_kernels.py) are the PTX numba-cuda's
@@ -82,14 +82,18 @@ def prepare(dest):
 
 
 def merge(src, captured, dest):
-    """Inputs (from the prepare step) and the GPU's outputs in one npz for the tests."""
+    """Inputs (from the prepare step) and the GPU's outputs in one compact golden file for the tests."""
+    from warpsim.hw.golden import save_golden
+
     inputs = dict(np.load(Path(src) / "inputs.npz"))
     got = dict(np.load(captured))
     errors = {k: str(v) for k, v in got.items() if k.endswith("/error")}
     if errors:
         raise SystemExit(f"cases failed on the GPU: {errors}")
-    np.savez_compressed(dest, **inputs, **got)
-    print(f"wrote {dest}: {len(inputs)} inputs, {len(got)} captured arrays")
+    info = {"what": "warpsim.cuda: CUDA C++ (nvcc 13.0 -O3 -arch=sm_90a) and numba-cuda 0.30 kernels run through "
+                    "CuPy", "device": str(got.get("device", "?"))}
+    stats = save_golden(dest, {**inputs, **got}, info=info)
+    print(f"wrote {dest}: {len(inputs)} inputs, {len(got)} captured arrays, {stats['file_bytes']} bytes")
 
 
 if __name__ == "__main__":
