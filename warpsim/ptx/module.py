@@ -22,7 +22,7 @@ from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
-from .syntax import PTXError, make_statement, parse_int, parse_module, statements
+from .syntax import SCOPED_REG, PTXError, make_statement, parse_int, parse_module, scoped_names, statements
 
 __all__ = ["load", "Module"]
 
@@ -183,12 +183,12 @@ class _Program:
             if chain and text.startswith(".reg"):
                 # a register declared in a { } block (inline asm's scratch registers) is that block's own:
                 # each gets a name of its own, so blocks may reuse a name with another type
-                m = _SCOPED_REG.match(text)
+                m = SCOPED_REG.match(text)
                 if m:
                     names = [x.strip() for x in m.group(2).split(",")]
                     block_regs.setdefault(chain[-1], {}).update({nm: f"{nm}$b{chain[-1]}" for nm in names})
             if block_regs:
-                text = _scoped_names(text, chain, block_regs)
+                text = scoped_names(text, chain, block_regs)
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -259,27 +259,6 @@ class _Program:
             if n:
                 count *= int(n)
         self.shared.append((name, _alignment(align, typ, line, text), 0 if extern else count * _SIZES[typ], extern, line))
-
-
-_SCOPED_REG = re.compile(r"\.reg\s+(?:\.v[248]\s+)?\.(\w+)\s+((?:%?[A-Za-z_$][\w$]*\s*,\s*)*%?[A-Za-z_$][\w$]*)\s*\Z")
-
-
-def _scoped_names(text, chain, block_regs):
-    """``text`` with the registers of its enclosing blocks under their block-scoped names (the
-    innermost declaration of a name wins); the opcode itself is left alone."""
-    names = {}
-    for b in chain:
-        names.update(block_regs.get(b, {}))
-    if not names:
-        return text
-    pat = re.compile(r"(?<![\w$%.])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) +
-                     r")(?![\w$])")
-    head, _, rest = text.partition(" ")
-    if head.startswith("@"):                       # a guard, then the opcode
-        guard = pat.sub(lambda m: names[m.group(1)], head)
-        op, _, rest = rest.partition(" ")
-        return f"{guard} {op} {pat.sub(lambda m: names[m.group(1)], rest)}".rstrip()
-    return f"{head} {pat.sub(lambda m: names[m.group(1)], rest)}".rstrip()
 
 
 def _label_of(fn, st):
