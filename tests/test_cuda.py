@@ -6,6 +6,7 @@ every numba-cuda case from the PTX numba-cuda 0.30 wrote (tests/cuda/numba_ptx/)
 Here the same sources are compiled by NVRTC / numba-cuda on the CPU and run by warpsim.
 """
 
+import gc
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,8 @@ def test_device_arrays_persist_across_launches():
     start, end = wc.event(), wc.event()
     start.record(stream)
     kernel[12, 256, stream](values, bins, stats)
+    assert bins.view(np.uint8).nbytes == 61 * 4       # a view that dies must not unmap the array it views
+    gc.collect()
     kernel[12, 256, stream, 0](values, bins, stats)
     end.record(stream)
     end.synchronize()

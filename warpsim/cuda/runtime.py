@@ -39,14 +39,16 @@ class DeviceArray:
     """An array in warpsim's device memory: ``copy_to_host()`` / ``get()`` read it, ``copy_to_device()`` /
     ``set()`` write it, and kernels take it in place of a numpy array (as its device pointer)."""
 
-    def __init__(self, shape, dtype, *, _storage=None, _address=None):
+    def __init__(self, shape, dtype, *, _storage=None, _address=None, _base=None):
         self.dtype = np.dtype(dtype)
         self.shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         if _storage is None:
             _storage = np.zeros(self.shape, self.dtype)
         self._data = _storage
+        self._base = _base              # a view keeps the array it views (and its mapping) alive
         self.address = allocate(self._data.nbytes) if _address is None else _address
-        _live[self.address] = self
+        if self.address not in _live:
+            _live[self.address] = self
 
     # numpy-like description
     @property
@@ -106,7 +108,7 @@ class DeviceArray:
     def view(self, dtype) -> "DeviceArray":
         """The same device bytes seen as ``dtype`` (a 1-D view)."""
         flat = self._data.reshape(-1).view(np.uint8).view(dtype)
-        return DeviceArray(flat.shape, flat.dtype, _storage=flat, _address=self.address)
+        return DeviceArray(flat.shape, flat.dtype, _storage=flat, _address=self.address, _base=self)
 
     def is_c_contiguous(self):
         return True
