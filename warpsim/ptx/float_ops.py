@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .alu_rows import APPROXIMATE, EXACT, note_status, row
+from .convert import saturate
 from .instructions import _CMPS, _compare, instr
 
 # format: (exponent bits, mantissa bits, storage dtype, canonical NaN of arithmetic results)
@@ -61,18 +62,6 @@ def flush(x, fmt):
     s, e, mn = _fields(x, fmt)
     sub = (e == 0) & (mn != 0)
     return np.where(sub, s << np.uint64(eb + mb), np.asarray(x).astype(np.uint64)).astype(dt)
-
-
-def saturate(x, fmt):
-    """.sat: clamp to [+0, 1]; NaN and -0 give +0."""
-    eb, mb, dt, _ = FMT[fmt]
-    x = np.asarray(x).astype(np.uint64)
-    s, e, mn = _fields(x, fmt)
-    one = np.uint64(((1 << (eb - 1)) - 1) << mb)
-    nan = (e == (1 << eb) - 1) & (mn != 0)
-    mag = x & np.uint64((1 << (eb + mb)) - 1)
-    out = np.where((s == 1) | nan, np.uint64(0), np.where(mag > one, one, x))
-    return out.astype(dt)
 
 
 def fma(a, b, c, fmt, rmode="rn", *, nan="canonical", ftz=False, sat=False):

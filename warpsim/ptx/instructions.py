@@ -519,6 +519,8 @@ def _cvt(ctx, m):
                 ctx.fail(f"{ctx.opcode} narrows .{st} to .{dt}: it needs a rounding modifier "
                          f"({'.rna' if dt == 'tf32' else '.rn, .rz, .rm or .rp'})")
             out = cv.float_to_float(a_bits, st, dt, mode, ftz="ftz" in mods, **kw)
+        if "sat" in mods and dt != "tf32":
+            out = cv.saturate(out, dt).astype(np.asarray(out).dtype)
     elif st in _CVT_FLOAT and dt in cv.INTS:
         if imode is None:
             ctx.fail(f"{ctx.opcode} converts a float to an integer: it needs .rni, .rzi, .rmi or .rpi")

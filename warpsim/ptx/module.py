@@ -22,7 +22,7 @@ from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
-from .syntax import PTXError, make_statement, parse_int, parse_module, statements
+from .syntax import SCOPED_REG, PTXError, make_statement, parse_int, parse_module, scoped_names, statements
 
 __all__ = ["load", "Module"]
 
@@ -160,6 +160,7 @@ class _Program:
         off = ent.body_line - 1
         chain = ()                 # the brace blocks enclosing the current statement, innermost last
         nblocks = 0
+        block_regs = {}            # brace block -> {register declared in it: its name in the function}
         for kind, line, item in statements(ent.body, scopes=True):
             line += off
             if kind == "scope":
@@ -167,6 +168,7 @@ class _Program:
                     nblocks += 1
                     chain = chain + (nblocks,)
                 else:
+                    block_regs.pop(chain[-1], None)
                     chain = chain[:-1]
                 continue
             if kind == "label":
@@ -178,6 +180,15 @@ class _Program:
             text = " ".join(item.split())
             if not text or re.fullmatch(r"@!?%?[\w$]+", text):
                 continue            # an empty statement (';;'), as ptxas takes it
+            if chain and text.startswith(".reg"):
+                # a register declared in a { } block (inline asm's scratch registers) is that block's own:
+                # each gets a name of its own, so blocks may reuse a name with another type
+                m = SCOPED_REG.match(text)
+                if m:
+                    names = [x.strip() for x in m.group(2).split(",")]
+                    block_regs.setdefault(chain[-1], {}).update({nm: f"{nm}$b{chain[-1]}" for nm in names})
+            if block_regs:
+                text = scoped_names(text, chain, block_regs)
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -356,6 +367,29 @@ class Module:
         if entry not in self._programs:
             self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
+
+    def link(self, *others) -> "Module":
+        """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
+        nvJitLink links separately compiled PTX (numba-cuda's C++ shims, for one): their ``.func``
+        bodies and module variables join this module.  others: PTX texts or Modules.  Returns self."""
+        for other in others:
+            if isinstance(other, str):
+                other = Module(other, name="<linked ptx>")
+            if not isinstance(other, Module):
+                raise TypeError(f"link() takes PTX texts or warpsim.ptx Modules, not {type(other).__name__}")
+            theirs = other._mod
+            for name, fn in theirs.functions.items():
+                mine = self._mod.functions.get(name)
+                if mine is not None and mine.body != fn.body:
+                    raise PTXError(f"{name} is defined in {self.name} and, differently, in {other.name}: cannot link")
+                self._mod.functions[name] = fn
+            self._mod.declared |= theirs.declared
+            have = {v.name for v in self._mod.variables}
+            self._mod.variables += [v for v in theirs.variables if v.name not in have]
+            self._mod.shared += theirs.shared
+            self.text = f"{self.text}\n{other.text}"      # what a worker process re-reads: the linked whole
+        self._programs = {}
+        return self
 
     @property
     def variables(self) -> dict:
