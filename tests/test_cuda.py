@@ -24,8 +24,6 @@ import numba_kernels  # noqa: E402
 
 CAPTURE = open_golden(HERE.parent / "golden" / "cuda_sm90.npz")
 CASES = cu_cases.cases()
-SFU = pytest.mark.xfail(strict=False, reason="expf / math.exp (f32) lower to ex2.approx: the special-function unit "
-                                             "is being made bit-exact in parallel (the lead's SFU work)")
 
 
 def _differing(name, k, got):
@@ -43,7 +41,7 @@ def _inputs(name, args):
     return [CAPTURE[f"{name}/in/{k}"].copy() if isinstance(a, np.ndarray) else a for k, a in enumerate(args)]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=SFU) if n.startswith("softmax") else n for n in CASES])
+@pytest.mark.parametrize("name", list(CASES))
 def test_cuda_cpp_kernel_reproduces_the_gpu(name):
     case = CASES[name]
     mod = _module(case)
@@ -57,8 +55,7 @@ def test_cuda_cpp_kernel_reproduces_the_gpu(name):
         np.testing.assert_array_equal(mod.get_global(g, want.dtype).copy_to_host(), want)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=SFU) if n == "exp_elementwise_f32" else n
-                                  for n in numba_kernels.KERNELS])
+@pytest.mark.parametrize("name", list(numba_kernels.KERNELS))
 def test_numba_kernel_reproduces_the_gpu(name):
     fn, _ = numba_kernels.KERNELS[name]
     args, grid, block, outs = numba_kernels.inputs()[name]

@@ -30,8 +30,6 @@ CAPTURE = os.path.join(HERE, "golden", "triton_driver_sm90.npz")
 _Z = open_golden(CAPTURE)
 _MANIFEST = _Z.manifest["cases"]
 
-SFU = ("the special-function unit (ex2, rcp, sqrt, div.full) is being made bit-exact in parallel (the lead's "
-       "issue): words that pass through it may differ until then")
 _runs: dict = {}
 
 
@@ -47,8 +45,8 @@ def _run(name):
 def _params():
     for name, (_, sfu) in tk.CASES.items():
         for out in _MANIFEST[name]["outputs"]:
-            marks = [pytest.mark.xfail(reason=SFU, strict=False)] if out in sfu else []
-            yield pytest.param(name, out, marks=marks, id=f"{name}.{out}")
+            # outputs through the special-function unit (ex2, rcp, rsqrt, div.full) are strict too: the SFU is exact
+            yield pytest.param(name, out, id=f"{name}.{out}")
 
 
 @pytest.mark.parametrize("name,out", list(_params()))
