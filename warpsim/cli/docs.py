@@ -1,4 +1,5 @@
-"""Documentation generated from the catalog (the README's catalog table)."""
+"""Documentation generated from the catalog: the catalog and per-architecture tables of docs/status.md,
+the per-architecture and sm_120a tables of docs/numerics.md, the wgmma table of docs/wgmma.md."""
 
 from __future__ import annotations
 
@@ -164,15 +165,19 @@ def update_block(path, begin, end, body) -> bool:
     return new != text
 
 
-def update_readme(path="README.md") -> bool:
-    """Rewrite the generated blocks of the README (catalog, per-arch status); True if one changed."""
+#: the page that holds the generated catalog and per-architecture status tables (the README links to it)
+STATUS_DOC = "docs/status.md"
+
+
+def update_status_doc(path=STATUS_DOC) -> bool:
+    """Rewrite the generated blocks of docs/status.md (catalog, per-arch status); True if one changed."""
     a = update_block(path, BEGIN, END, catalog_markdown())
     b = update_block(path, ARCH_BEGIN, ARCH_END, arch_markdown())
     return a or b
 
 
 if __name__ == "__main__":
-    print("README.md updated" if update_readme() else "README.md already up to date")
+    print(f"{STATUS_DOC} updated" if update_status_doc() else f"{STATUS_DOC} already up to date")
     changed = update_block("docs/numerics.md", ARCH_BEGIN, ARCH_END, arch_markdown())
     print("docs/numerics.md updated" if changed else "docs/numerics.md already up to date")
     print("docs/numerics.md (sm_120a) updated" if update_numerics_doc() else "docs/numerics.md (sm_120a) already up to date")
