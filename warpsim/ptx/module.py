@@ -47,7 +47,24 @@ def _alignment(align, typ, line, text) -> int:
 
 
 def load(path_or_text) -> "Module":
-    """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
+    """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself.
+
+    Example:
+
+    >>> mod = warpsim.ptx.load('''.version 8.0
+    ... .target sm_90
+    ... .address_size 64
+    ... .visible .entry add1(.param .u64 p)
+    ... {
+    ...     .reg .b32 %r<3>;  .reg .b64 %rd<4>;
+    ...     ld.param.u64 %rd1, [p];  mov.u32 %r1, %tid.x;  mul.wide.u32 %rd2, %r1, 4;  add.s64 %rd3, %rd1, %rd2;
+    ...     ld.global.u32 %r2, [%rd3];  add.u32 %r2, %r2, 1;  st.global.u32 [%rd3], %r2;  ret;
+    ... }''')
+    >>> x = np.arange(32, dtype=np.uint32)
+    >>> mod.launch("add1", grid=1, block=32, args=[x])
+    >>> x[:4]
+    array([1, 2, 3, 4], dtype=uint32)
+    """
     if isinstance(path_or_text, str) and not path_or_text.strip():
         raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
                          "entries) or a path to a .ptx file")
@@ -337,7 +354,21 @@ def _post_dominators(code, fn):
 
 
 class Module:
-    """A loaded PTX module: its entries, ready to launch."""
+    """A loaded PTX module: its entries, ready to launch.
+
+    Example:
+
+    >>> mod = warpsim.ptx.load('''.version 8.0
+    ... .target sm_90
+    ... .address_size 64
+    ... .visible .entry k(.param .u32 n)
+    ... {
+    ...     ret;
+    ... }''')
+    >>> mod.entries, mod.params("k"), mod.target
+    (['k'], [('n', 'u32')], 'sm_90')
+    >>> mod.launch("k", grid=(2, 1, 1), block=32, args=[7])
+    """
 
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
