@@ -39,7 +39,7 @@ def test_sweep_report_is_exhaustive_and_clean():
     for form, r in rep["forms"].items():
         full = 1 << (16 if sfu_ops.FORMS[form][1] == (16,) else 32)
         assert instruction_status(form)[0] == "verified"
-        if r["differing"] is None:          # sin / cos: the corrected model awaits its exhaustive re-sweep
+        if r["differing"] is None:          # sin / cos / tanh.f32: the exhaustive sweep of this model is pending
             assert "pending" in r["status"] and "pending" in instruction_status(form)[1], form
             continue
         assert r["operands"] == full and r["differing"] == 0, form

@@ -18,7 +18,8 @@ The result significands are not a published formula: warpsim keeps, per operatio
 between the hardware's word and a deterministic reference (IEEE +, *, /, sqrt in float64 only, so the
 same on every host) in a compressed table under ``warpsim/numerics/sfu_data/`` -- the "compact table
 of hardware outputs" fallback; a fitted interpolator (segments, coefficients) would replace it.
-``LG2`` and ``TANH`` (f32) have no table yet: :func:`available` says which units
+``TANH`` (f32) is a table per binade between 2**-8 and 8 (the identity below, +-1 above);
+``LG2`` has no table yet: :func:`available` says which units
 are exact.
 """
 
@@ -105,6 +106,28 @@ def log2_det(x):
     return e + acc * (2.0 / 0.6931471805599453)
 
 
+def tanh_det(x):
+    """tanh of positive float64 values (deterministic: exp(-2x) as 2**n * 2**f, then a quotient)."""
+    t = np.asarray(x, np.float64) * (-2.0 / 0.6931471805599453)
+    n = np.floor(t)
+    e = np.ldexp(_exp2_frac(t - n), n.astype(np.int64))
+    return (1.0 - e) / (1.0 + e)
+
+
+# MUFU.TANH reads its operand's significand to 23 - k bits in binade e (k from the sweep); below
+# 2**-8 it returns the operand, from 8 on +-1
+TANH_DROPPED = {119: 6, 120: 6, 121: 6, 122: 5, 123: 5, 124: 4, 125: 4, 126: 4, 127: 3, 128: 2, 129: 3}
+
+
+def _tanh_grid(e):
+    k = TANH_DROPPED[e]
+    return lambda: np.arange(0, 1 << 23, 1 << k, dtype=np.uint32) | np.uint32(e << 23)
+
+
+def _tanh_ref(u):
+    return tanh_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+
+
 @dataclass(frozen=True)
 class Table:
     """One table: the canonical operands whose hardware words it records, and their reference."""
@@ -176,7 +199,7 @@ TABLES = {t.name: t for t in (
     Table("tanh_f16", 16, _binade(0, 16), _half_ref),
     Table("tanh_bf16", 16, _binade(0, 16), _half_ref),
     Table("sin_half", 32, _binade(0, SC_BITS - 1), _sc_ref("sin", 0)),   # sin of k / 2**25 turns, k < 2**24
-)}
+) + tuple(Table(f"tanh_e{e}", 32, _tanh_grid(e), _tanh_ref) for e in TANH_DROPPED)}
 
 _LOADED: dict = {}
 
@@ -382,9 +405,22 @@ def cos(y):
     return np.where((y & np.uint32(0x7F800000)) == np.uint32(0x7F800000), _F32_NAN, out).astype(np.uint32)
 
 
+def tanh(u):
+    """MUFU.TANH (f32): odd; the operand below 2**-8 (subnormals too), +-1 from 8 on, between them
+    a table per binade over the significand bits the unit reads."""
+    u, s, e, m = _split32(u)
+    out = u & np.uint32(0x7FFFFFFF)
+    for b, k in TANH_DROPPED.items():
+        sel = e == b
+        if sel.any():
+            out = np.where(sel, table(f"tanh_e{b}")[(m >> np.uint32(k)).astype(np.intp) * sel], out)
+    out = np.where(e >= 130, np.uint32(0x3F800000), out) | (s << np.uint32(31))
+    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+
+
 def half(name, h):
     """MUFU.EX2 / TANH on f16 or bf16 words (``name``: ex2_f16, ex2_bf16, tanh_f16, tanh_bf16)."""
     return table(name)[np.asarray(h, np.uint16).astype(np.intp)].astype(np.uint16)
 
 
-UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos}
+UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos, "tanh": tanh}
