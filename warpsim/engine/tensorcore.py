@@ -201,6 +201,22 @@ def _run(pos, bits: int, lane_bytes: int) -> int:
 
 # --- the kernel ------------------------------------------------------------------------------
 
+@lru_cache(maxsize=None)
+def packed_int64_conversions() -> bool:
+    """Whether numba generates code for a CPU with packed float64 <-> int64 conversions (AVX-512DQ).
+    Without them (AVX2 hosts, or NUMBA_CPU_NAME / NUMBA_CPU_FEATURES naming one) LLVM converts
+    <8 x double> to <8 x i64> one lane at a time, so the dot core sums its truncated terms in float64
+    instead of int64 (the same exact sums).  numba keys its on-disk cache by CPU name and features."""
+    from numba.core.registry import cpu_target
+
+    codegen = cpu_target.target_context.codegen()
+    try:
+        features = codegen._get_host_cpu_features()
+    except AttributeError:       # another numba's codegen: the conversions are then never assumed
+        return False
+    return "+avx512dq" in features.split(",")
+
+
 def _i64(context, builder, ty, v):
     return context.cast(builder, v, ty, _nbt.int64)
 
@@ -507,7 +523,7 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
             out.append(builder.sitofp(builder.add(s0, parts[0]), _V8D))
         return out
 
-    if finite is None:
+    if finite is None or not packed_int64_conversions():
         sums = fsums(None)
     else:
         with builder.if_else(finite, likely=True) as (then, otherwise):
@@ -601,7 +617,9 @@ def _gen_round8_any(builder, v, rp):
     y = builder.select(special, _c8(0.0, _V8D), y)
     isrne = builder.icmp_signed("!=", rne, _c8(0))
     qf = builder.select(isrne, builder.call(fround, [y]), builder.call(ftrunc, [y]))
-    q = builder.fptosi(qf, _V8L)
+    # qf is a non-negative integer below 2^52: its bits in 2^52 + qf are q (no packed double -> int64
+    # conversion needed, which AVX2 lacks)
+    q = builder.sub(builder.bitcast(builder.fadd(qf, _c8(2.0 ** 52, _V8D)), _V8L), _c8(0x4330000000000000))
     bits = builder.add(builder.shl(builder.add(builder.sub(ue, emin), mb), mb), q)
     ovf = builder.or_(builder.icmp_signed(">=", bits, infb), builder.and_(special, builder.not_(isnan)))
     bits = builder.select(ovf, infb, bits)
