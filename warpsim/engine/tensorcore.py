@@ -34,6 +34,7 @@ from numba import njit, prange
 from ..numerics import fused as ar
 from ..numerics.fused import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
                      _bits_f32, _bits_f64, _f64_bits, _fround, tc_fast_ok)
+from .hostisa import packed_int64_conversions
 from .jitcache import named_copy
 from .hostfpu import PROBE32 as _PROBE32, PROBE64 as _PROBE64, fp_env_ok as _fp_env_ok
 
@@ -202,19 +203,12 @@ def _run(pos, bits: int, lane_bytes: int) -> int:
 # --- the kernel ------------------------------------------------------------------------------
 
 @lru_cache(maxsize=None)
-def packed_int64_conversions() -> bool:
-    """Whether numba generates code for a CPU with packed float64 <-> int64 conversions (AVX-512DQ).
+def _packed_int64_conversions() -> bool:
+    """Whether the code being generated has packed float64 <-> int64 conversions (AVX-512DQ).
     Without them (AVX2 hosts, or NUMBA_CPU_NAME / NUMBA_CPU_FEATURES naming one) LLVM converts
     <8 x double> to <8 x i64> one lane at a time, so the dot core sums its truncated terms in float64
-    instead of int64 (the same exact sums).  numba keys its on-disk cache by CPU name and features."""
-    from numba.core.registry import cpu_target
-
-    codegen = cpu_target.target_context.codegen()
-    try:
-        features = codegen._get_host_cpu_features()
-    except AttributeError:       # another numba's codegen: the conversions are then never assumed
-        return False
-    return "+avx512dq" in features.split(",")
+    (the same exact sums) instead of int64; see engine/hostisa.py."""
+    return packed_int64_conversions()
 
 
 def _i64(context, builder, ty, v):
@@ -523,7 +517,7 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
             out.append(builder.sitofp(builder.add(s0, parts[0]), _V8D))
         return out
 
-    if finite is None or not packed_int64_conversions():
+    if finite is None or not _packed_int64_conversions():
         sums = fsums(None)
     else:
         with builder.if_else(finite, likely=True) as (then, otherwise):
