@@ -34,6 +34,8 @@ _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.
 #: default launch limits: CTAs in one grid, and CTAs run together in one batch
 MAX_CTAS = 1 << 16
 CTAS_PER_BATCH = 128
+#: batches of CTAs per dask task (launch(..., client=)): enough work per task to pay its scheduling
+DASK_BATCHES_PER_TASK = 2
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
@@ -364,7 +366,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None, wgmma_strict=False, workers=None):
+               progress=None, wgmma_strict=False, workers=None, client=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -387,7 +389,10 @@ class Module:
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
         workers: processes that run the batches of a grid of several batches side by side (None:
         ``WARPSIM_PTX_WORKERS``, else the idle CPUs; 1: none); the result is the sequential launch's,
-        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).
+        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).  client: a
+        ``dask.distributed.Client``: the batches run on its cluster (a few batches a task, at most
+        twice its threads in flight, writes merged in batch order as tasks finish), with the same
+        words and the same sequential fallback (``workers.run_dask``; progress: a task counter).
         Returns nothing.
         """
         prog = self.program(entry)
@@ -440,12 +445,19 @@ class Module:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
                                     or workers < 1):
             raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        if client is not None:
+            from .workers import is_dask_client
+
+            if not is_dask_client(client):
+                raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
+        if progress is None:
+            progress = len(batches) > 1 and sys.stderr.isatty()
         first_batch = None
         if len(batches) > 1 and not prog.cross_cta:
-            from .workers import aliased, default_workers, run, split
+            from .workers import aliased, default_workers, run, run_dask, split
 
             n = default_workers() if workers is None else int(workers)
-            if n > 1:
+            if n > 1 or client is not None:
                 first_batch = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
                                       first_cta=0, nctas=min(per, nctas))
                 first_batch.bind(args)
@@ -454,11 +466,15 @@ class Module:
                     geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
                     state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps),
                              bool(wgmma_strict), list(memory.bases), [np.array(x) for x in memory.buffers], syms)
-                    jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
-                    if run(_batch_worker, jobs, memory.buffers):
-                        return
-        if progress is None:
-            progress = len(batches) > 1 and sys.stderr.isatty()
+                    if client is not None:
+                        heads = [(self.text, self.name, entry, geom, firsts)
+                                 for firsts in split(batches, max(1, len(batches) // DASK_BATCHES_PER_TASK))]
+                        if run_dask(client, _batch_worker, heads, state, memory.buffers, progress):
+                            return
+                    else:
+                        jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                        if run(_batch_worker, jobs, memory.buffers):
+                            return
         for i, first in enumerate(batches):
             if progress:
                 print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"
