@@ -45,6 +45,12 @@ def test_bench_quick_json(tmp_path, capsys):
     md = capsys.readouterr().out
     assert md.count("| --- ") >= 3 and all(f"| {name} |" in md for name, _ in _bench.FAMILIES)
     assert all(f"| {name} |" in md for name, *_ in _bench.PATHS) and "beyond its operands" in md
+    kernels = report["kernels"]       # whole Triton kernels from their PTX, against numpy float32
+    assert [k["kernel"] for k in kernels] == [name for name, *_ in _bench.KERNEL_ROWS]
+    for k in kernels:
+        assert k["available"], k
+        assert k["first_launch_s"] > 0 and k["seconds"] > 0 and k["reference_seconds"] > 0 and k["ptx_lines"] > 500
+    assert "whole kernels" in _bench.format_table(report)
     paths = report["paths"]
     assert [p["path"] for p in paths] == [name for name, *_ in _bench.PATHS]
     for p in paths:

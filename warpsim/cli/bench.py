@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bench_kernels import KERNEL_ROWS, bench_kernels, format_kernels  # noqa: F401
 from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
 
 #: (row name, opcode) -- one representative instruction per family
@@ -321,6 +322,8 @@ def targets_summary(report: dict) -> dict:
         out["path_ratio"] = [r["path"] for r in report["paths"] if r.get("available") and not r["meets_ratio"]]
     if report.get("gemms") is not None:
         out["gemm_ratio"] = [r["gemm"] for r in report["gemms"] if r.get("available") and not r["meets_ratio"]]
+    if report.get("kernels") is not None:
+        out["kernel_ratio"] = [r["kernel"] for r in report["kernels"] if not (r.get("available") and r["meets_ratio"])]
     return out
 
 
@@ -730,6 +733,7 @@ def format_table(report: dict) -> str:
                          f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
                          f"{_fmt_rate(r['macs_per_s'])}")
         lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
+    lines += format_kernels(report.get("kernels") or [])
     t = report.get("targets_missed")
     if t:
         def _say(names):
@@ -744,6 +748,8 @@ def format_table(report: dict) -> str:
                          f"{TARGET_PTX_RATIO:g}): {_say(t['path_ratio'])}")
         if "gemm_ratio" in t:
             lines.append(f"whole-GEMM targets (ratio per row): {_say(t['gemm_ratio'])}")
+        if "kernel_ratio" in t:
+            lines.append(f"whole-kernel targets (ratio to numpy float32 per row): {_say(t['kernel_ratio'])}")
         if t["not_available"]:
             lines.append("not available in this build: " + ", ".join(t["not_available"]))
     return "\n".join(lines)
@@ -843,6 +849,8 @@ def main(argv=None) -> int:
                     help="n of the n^3 gemm whose peak memory is measured (default 4096; --quick: 256)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the whole-GEMM rows")
     ap.add_argument("--no-paths", action="store_true", help="skip the wgmma / sm_89 / sm_120a / PTX path rows")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the whole-kernel rows (Triton softmax, layernorm, "
+                                                               "flash attention from their PTX)")
     ap.add_argument("--save", nargs="?", const=str(HISTORY), default=None, metavar="HISTORY",
                     help="append this run's JSON with the commit to the history (default benchmarks/results/"
                          "history.jsonl)")
@@ -934,6 +942,8 @@ def main(argv=None) -> int:
             report["gemms"].append(row)
     if not args.no_paths:
         report["paths"] = bench_paths(repeat, args.quick, args.family)
+    if not args.no_kernels:
+        report["kernels"] = bench_kernels(repeat, args.quick, args.family)
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:
