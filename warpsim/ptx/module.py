@@ -337,6 +337,9 @@ class Module:
         self.version = self._mod.version
         self.target = self._mod.target
         self._programs = {}
+        self._translations = {}
+        #: the engine of the last launch: {"entry", "requested", "engine", "reason"} (None before one)
+        self.last_engine = None
 
     def __repr__(self):
         return f"Module({self.name!r}, target={self.target!r}, entries={self.entries})"
@@ -359,6 +362,27 @@ class Module:
             self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
 
+    def translation(self, entry):
+        """What the native translator makes of ``entry`` (:class:`warpsim.ptx.translate.Translation`:
+        native or not, the reason, the statement classes)."""
+        if entry not in self._translations:
+            from .translate import translate
+
+            self._translations[entry] = translate(self.program(entry))
+        return self._translations[entry]
+
+    def _choose_engine(self, entry, engine):
+        """Record in ``last_engine`` the engine that runs this launch (warn when "compiled" cannot)."""
+        reason = "asked for" if engine == "interpret" else self.translation(entry).reason
+        if engine == "compiled":
+            import warnings
+
+            from .translate import TranslationFallbackWarning
+
+            warnings.warn(f"engine='compiled': running on the interpreter: {reason}", TranslationFallbackWarning,
+                          stacklevel=3)
+        self.last_engine = {"entry": entry, "requested": engine, "engine": "interpret", "reason": reason}
+
     @property
     def variables(self) -> dict:
         """Module-level .global / .const variables: name -> their bytes as initialised."""
@@ -366,7 +390,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None, wgmma_strict=False, workers=None, client=None):
+               progress=None, wgmma_strict=False, workers=None, client=None, engine=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -393,9 +417,16 @@ class Module:
         ``dask.distributed.Client``: the batches run on its cluster (a few batches a task, at most
         twice its threads in flight, writes merged in batch order as tasks finish), with the same
         words and the same sequential fallback (``workers.run_dask``; progress: a task counter).
-        Returns nothing.
+        engine: None (the fastest exact engine), "interpret" (the reference) or "compiled" (native
+        code; in this build every kernel falls back to the interpreter with a
+        ``TranslationFallbackWarning`` naming why: :mod:`warpsim.ptx.translate`).  ``last_engine``
+        records which engine ran and why.  Returns nothing.
         """
+        from .translate import check_engine
+
+        check_engine(engine)
         prog = self.program(entry)
+        self._choose_engine(entry, engine)
         g = _dims(grid, "grid")
         b = _dims(block, "block")
         nthreads = b[0] * b[1] * b[2]
