@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench_kernels import KERNEL_ROWS, bench_kernels, format_kernels  # noqa: F401
+from .bench_kernels import KERNEL_ROWS, bench_kernels_one_thread, format_kernels  # noqa: F401
 from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
 
 #: (row name, opcode) -- one representative instruction per family
@@ -943,7 +943,8 @@ def main(argv=None) -> int:
     if not args.no_paths:
         report["paths"] = bench_paths(repeat, args.quick, args.family)
     if not args.no_kernels:
-        report["kernels"] = bench_kernels(repeat, args.quick, args.family)
+        _log("whole kernels (one thread)")
+        report["kernels"] = bench_kernels_one_thread(repeat, args.quick, args.family)
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:
