@@ -260,7 +260,10 @@ def _field_values(tm: TensorMap) -> dict:
 
 
 def _pack(tm: TensorMap) -> np.ndarray:
-    vals = _field_values(tm)
+    return _pack_values(_field_values(tm))
+
+
+def _pack_values(vals: dict) -> np.ndarray:
     word = 0
     for f in LAYOUT:
         v = vals[f.name]
@@ -339,3 +342,67 @@ def decode_tensormap(data) -> TensorMap:
         if raw[name] != want:
             raise ValueError(f"tensormap {name} field holds {raw[name]:#x}, but the other fields make it {want:#x}")
     return tm
+
+
+# ----------------------------------------------------------------------------------------------
+# device-side edits: ``tensormap.replace``
+
+#: tensormap.replace fields that take an ordinal (the dimension, innermost first)
+REPLACE_PER_DIM = {"box_dim": "box_dim", "global_dim": "global_dim", "global_stride": "global_strides",
+                   "element_stride": "element_strides"}
+REPLACE_FIELDS = ("global_address", "rank", "elemtype", "interleave_layout", "swizzle_mode", "fill_mode",
+                  *REPLACE_PER_DIM)
+
+
+def replace_field(data, field: str, value: int, ordinal: int | None = None) -> np.ndarray:
+    """``tensormap.replace.tile.<field>``: the 128 bytes ``data`` with one field set, as the PTX ISA gives
+    ``new_val``: the address, ``rank`` as rank - 1, dimensions, byte strides and element strides as they are,
+    ``elemtype`` / ``interleave_layout`` / ``swizzle_mode`` / ``fill_mode`` as the CUDA enumeration values.
+    The driver's derived fields (box bytes, swizzle mark) are kept consistent with the rest, so the result
+    decodes as the descriptor the driver would write for the same fields.  Any bytes (a zeroed buffer
+    included) are a starting point."""
+    raw = _unpack(int.from_bytes(_as_bytes(data), "little"))
+    per_dim = {f.name for f in LAYOUT if f.index >= 0}
+    vals = {k: ([x + _bias(k) for x in v] if k in per_dim else v) for k, v in raw.items()}
+    rank = raw["rank"] + 1
+    dtype = next((n for n, c in DTYPE_CODES.items() if c == (raw["dtype_code"], raw["tf32"])), "uint8")
+    v = int(value)
+    if field in REPLACE_PER_DIM:
+        name = REPLACE_PER_DIM[field]
+        n = 4 if name == "global_strides" else 5
+        if ordinal is None or not 0 <= int(ordinal) < n:
+            raise ValueError(f"tensormap.replace .{field}: ordinal {ordinal} outside 0 .. {n - 1}")
+        vals[name][int(ordinal)] = v
+    elif field == "global_address":
+        vals["global_address"] = v & ((1 << 64) - 1)
+    elif field == "rank":
+        if not 0 <= v < MAX_RANK:
+            raise ValueError(f"tensormap.replace .rank: new value {v} (rank - 1) outside 0 .. {MAX_RANK - 1}")
+        rank = v + 1
+    elif field == "elemtype":
+        dtype = next((n for n, (c, _, _) in DATA_TYPES.items() if c == v), None)
+        if dtype is None or dtype not in DTYPE_CODES:
+            raise ValueError(f"tensormap.replace .elemtype: {v} is not a data type the sm_90 layout holds")
+    elif field in ("interleave_layout", "swizzle_mode", "fill_mode"):
+        name, table = {"interleave_layout": ("interleave", INTERLEAVES), "swizzle_mode": ("swizzle", SWIZZLES),
+                       "fill_mode": ("oob_fill", OOB_FILLS)}[field]
+        if v not in table.values() or (name == "swizzle" and _reverse(table, name, v) not in SWIZZLE_MARKS):
+            raise ValueError(f"tensormap.replace .{field}: {v} is not one of {sorted(table.values())} on sm_90")
+        vals[name] = v
+    else:
+        raise ValueError(f"tensormap.replace .{field} is not modelled; modelled: {', '.join(REPLACE_FIELDS)}")
+    vals["rank"] = rank
+    vals["dtype_code"], vals["tf32"] = DTYPE_CODES[dtype]
+    box, es = vals["box_dim"][:rank], vals["element_strides"][:rank]
+    nbits = DATA_TYPES[dtype][1]
+    for b, e in zip(box, es):
+        nbits *= b // max(e, 1)
+    vals["encoded_box_bytes"] = nbits // 8
+    vals["swizzle_mark"] = SWIZZLE_MARKS[_reverse(SWIZZLES, "swizzle", vals["swizzle"])]
+    for name in per_dim:                      # dimensions beyond the rank stay zero
+        vals[name] = vals[name][:rank - 1 if name == "global_strides" else rank]
+    return _pack_values(vals)
+
+
+def _bias(name):
+    return next(f.bias for f in LAYOUT if f.name == name)

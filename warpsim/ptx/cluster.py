@@ -26,7 +26,7 @@ import re
 
 import numpy as np
 
-from ..isa.tensormap import TENSORMAP_BYTES, decode_tensormap
+from ..isa.tensormap import REPLACE_FIELDS, REPLACE_PER_DIM, TENSORMAP_BYTES, decode_tensormap, replace_field
 from . import tma
 from .instructions import instr
 from .mbarrier import MBarrier, MBarrierError
@@ -579,10 +579,39 @@ def _tensormap_copy(ctx, m):
                       ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES])
 
 
-@instr(r"tensormap\.replace\S*")
+@instr(r"tensormap\.replace\.tile\.(?P<field>[a-z_]+)\.(?P<space>shared::cta|global)\.b1024\.b(?P<bits>32|64)")
 def _tensormap_replace(ctx, m):
-    ctx.fail("tensormap.replace (device-side edits of a descriptor's fields) is not modelled yet; the byte layout "
-             "it edits is warpsim.isa.tensormap.LAYOUT")
+    """Edit one field of a 128-byte tensormap in shared or global memory (warpsim.isa.tensormap.replace_field)."""
+    field = m["field"]
+    per_dim = field in REPLACE_PER_DIM
+    if field not in REPLACE_FIELDS:
+        ctx.fail(f"tensormap.replace .{field} is not modelled; modelled fields: {', '.join(REPLACE_FIELDS)}",
+                 token=field)
+    ops = ctx.need(3 if per_dim else 2)
+    typ = "u64" if m["bits"] == "64" else "u32"
+    st = _state(ctx)
+    for k, w, l in _lanes(ctx):
+        addr = _addr(ctx, ops[0], k, l)
+        ordinal = _scalar(ctx, ops[1], "u32", k, l) if per_dim else None
+        value = _scalar(ctx, ops[-1], typ, k, l)
+        if m["space"] == "shared::cta":
+            scta, soff = st.shared_target(ctx, _cta(ctx, w), addr, "shared::cta", "tensormap")
+            old = ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES]
+        else:
+            old = np.frombuffer(_read_bytes(ctx, addr, TENSORMAP_BYTES, _cta(ctx, w)), np.uint8)
+        try:
+            new = replace_field(old, field, value, ordinal)
+        except ValueError as exc:
+            ctx.fail(str(exc))
+        if m["space"] == "shared::cta":
+            ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES] = new
+        else:
+            _global_write(ctx, addr + np.arange(TENSORMAP_BYTES), new)
+
+
+@instr(r"tensormap\.replace\S*")
+def _tensormap_replace_other(ctx, m):
+    ctx.fail(f"{ctx.opcode}: the modelled form is tensormap.replace.tile.<field>.{{shared::cta,global}}.b1024.b<32|64>")
 
 
 # ----------------------------------------------------------------------------------------------
