@@ -106,7 +106,7 @@ def instruction_status(opcode: str) -> tuple[str, str]:
 
     >>> warpsim.ptx.instruction_status("div.rn.f32")[0]
     'verified'
-    >>> warpsim.ptx.instruction_status("sin.approx.f32")[0]
+    >>> warpsim.ptx.instruction_status("lg2.approx.f32")[0]
     'approximate'
     """
     if not isinstance(opcode, str):
