@@ -19,7 +19,7 @@ between the hardware's word and a deterministic reference (IEEE +, *, /, sqrt in
 same on every host) in a compressed table under ``warpsim/numerics/sfu_data/`` -- the "compact table
 of hardware outputs" fallback; a fitted interpolator (segments, coefficients) would replace it.
 ``TANH`` (f32) is a table per binade between 2**-8 and 8 (the identity below, +-1 above);
-``LG2`` has no table yet: :func:`available` says which units
+``LG2`` is e + log2(significand) in 23-bit fixed point with the binades next to 1 as tables: :func:`available` says which units
 are exact.
 """
 
@@ -128,6 +128,10 @@ def _tanh_ref(u):
     return tanh_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
 
 
+def _lg2_ref(u):
+    return log2_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+
+
 @dataclass(frozen=True)
 class Table:
     """One table: the canonical operands whose hardware words it records, and their reference."""
@@ -199,6 +203,8 @@ TABLES = {t.name: t for t in (
     Table("tanh_f16", 16, _binade(0, 16), _half_ref),
     Table("tanh_bf16", 16, _binade(0, 16), _half_ref),
     Table("sin_half", 32, _binade(0, SC_BITS - 1), _sc_ref("sin", 0)),   # sin of k / 2**25 turns, k < 2**24
+    Table("lg2_e127", 32, _binade(0x3F800000, 23), _lg2_ref),          # [1, 2): log2 of the significand
+    Table("lg2_e126", 32, _binade(0x3F000000, 23), _lg2_ref),          # [0.5, 1): its own words
 ) + tuple(Table(f"tanh_e{e}", 32, _tanh_grid(e), _tanh_ref) for e in TANH_DROPPED)}
 
 _LOADED: dict = {}
@@ -418,9 +424,34 @@ def tanh(u):
     return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
+def _rz32(v):
+    """float64 -> f32 bits rounded towards zero (results here are normal)."""
+    bits = np.abs(v).view(np.uint64) & ~np.uint64((1 << 29) - 1)
+    mag = bits.view(np.float64).astype(np.float32).view(np.uint32)
+    return np.where(v < 0, mag | np.uint32(1 << 31), mag).astype(np.uint32)
+
+
+def lg2(u):
+    """MUFU.LG2: e + log2(significand) in fixed point with 23 fraction bits, converted towards zero;
+    a negative sum is the one's complement of the positive one (so log2(0.5) is -1 + 2**-23). The
+    binades [0.5, 1) and [1, 2), whose results have more bits than that, are tables of their own."""
+    u, s, e, m = _split32(u)
+    ei = e.astype(np.int64) - 127
+    l0 = table("lg2_e127")[m].view(np.float32).astype(np.float64)
+    fixed = ei * float(1 << 23) + np.floor(l0 * float(1 << 23))
+    v = np.where(ei >= 1, ei + l0, -(-fixed - 1.0) / float(1 << 23))
+    out = _rz32(v)
+    out = np.where(ei == 0, table("lg2_e127")[m], out)
+    out = np.where(ei == -1, table("lg2_e126")[m], out)
+    out = np.where(e == 0, np.uint32(0xFF800000), out)                  # +-0 and subnormals: -inf
+    out = np.where((s == 1) & (e != 0), _F32_NAN, out)
+    out = np.where((s == 0) & (e == 255), np.uint32(0x7F800000), out)
+    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+
+
 def half(name, h):
     """MUFU.EX2 / TANH on f16 or bf16 words (``name``: ex2_f16, ex2_bf16, tanh_f16, tanh_bf16)."""
     return table(name)[np.asarray(h, np.uint16).astype(np.intp)].astype(np.uint16)
 
 
-UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos, "tanh": tanh}
+UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos, "tanh": tanh, "lg2": lg2}

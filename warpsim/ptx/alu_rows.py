@@ -106,8 +106,8 @@ def instruction_status(opcode: str) -> tuple[str, str]:
 
     >>> warpsim.ptx.instruction_status("div.rn.f32")[0]
     'verified'
-    >>> warpsim.ptx.instruction_status("lg2.approx.f32")[0]
-    'approximate'
+    >>> warpsim.ptx.instruction_status("rcp.rz.ftz.f32")[0]
+    'exact'
     """
     if not isinstance(opcode, str):
         raise TypeError(f"opcode must be a str such as 'div.rn.f32', not {type(opcode).__name__}")

@@ -4,8 +4,7 @@ from :mod:`warpsim.numerics.sfu`.
 
 The wrappers are ordinary correctly rounded FMUL / DFMA steps and predicated scalings: non-``.ftz``
 forms move subnormal operands into the normal range by 2**24 (and results back), ``div.full``
-scales a divisor above 2**126 by 1/4.  Forms whose MUFU has no table yet (``lg2``, ``sin``,
-``tanh.f32``) stay in :mod:`warpsim.ptx.float_ops` as approximate rows.
+scales a divisor above 2**126 by 1/4, ``sin``/``cos`` multiply by 1/(2 pi) rounding towards zero.
 """
 
 from __future__ import annotations
@@ -257,6 +256,29 @@ _TANH = ("verified (captured binades): equal to the H200 on every operand of mag
          "(the identity below 2**-8, +-1 from 8 on); the exhaustive sweep of the whole space is pending; MUFU.{unit} alone")
 
 
+_LG2 = ("verified (captured binades): equal to the H200 on every operand of 25 binades (2 of them are the "
+        "unit's tables, the others fell out of the model) and to the H100 capture cap_alu2.npz; the exhaustive "
+        "sweep is pending; MUFU.{unit}, without .ftz subnormals scaled by 2**24 and 24 subtracted (FADD)")
+
+
+def lg2_approx(a, ftz):
+    a = np.asarray(a, np.uint32)
+    if ftz:
+        return sfu.lg2(a)
+
+    def slow(x):
+        r = sfu.lg2(fmul32(x, _const(2.0 ** 24, x)))
+        with np.errstate(all="ignore"):
+            v = _f32(r) - 24.0                  # FADD: exact in float64, one rounding
+            return np.where(np.isnan(v), _NAN32, v.astype(np.float32).view(np.uint32)).astype(np.uint32)
+    return _patch(sfu.lg2(a), ~_abs_ge(a, _TWO_M126), slow, a)
+
+
+@row(r"lg2\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("LG2", _LG2))
+def _lg2_32(m, a):
+    return lg2_approx(a, bool(m["ftz"]))
+
+
 @row(r"tanh\.approx\.f32", "f32", ["f32"], **_status("TANH", _TANH))
 def _tanh32(m, a):
     return sfu.tanh(a)
@@ -316,6 +338,8 @@ FORMS = {   # PTX form -> (function on raw words, operand widths); the sweep's a
     "cos.approx.f32": (lambda a: sincos_approx(a, sfu.cos), (32,)),
     "cos.approx.ftz.f32": (lambda a: sincos_approx(a, sfu.cos), (32,)),
     "tanh.approx.f32": (sfu.tanh, (32,)),
+    "lg2.approx.f32": (lambda a: lg2_approx(a, False), (32,)),
+    "lg2.approx.ftz.f32": (lambda a: lg2_approx(a, True), (32,)),
     "div.full.f32": (lambda a, b: div_full(a, b, False), (32, 32)),
     "div.full.ftz.f32": (lambda a, b: div_full(a, b, True), (32, 32)),
     "div.approx.f32": (lambda a, b: div_approx(a, b, False), (32, 32)),
