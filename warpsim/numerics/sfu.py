@@ -270,14 +270,38 @@ def available():
 # ----------------------------------------------------------------------------------------------
 # the operations, on raw words (uint32 arrays; the f64 units on the upper word)
 
-def _split32(u):
+@dataclass(frozen=True)
+class WordFormat:
+    """Where sign, exponent and significand sit in the 32-bit word a MUFU reads: an f32, or the
+    upper word of an f64."""
+    ebits: int
+    mbits: int
+
+    @property
+    def bias(self):
+        return (1 << (self.ebits - 1)) - 1
+
+    @property
+    def inf(self):
+        return np.uint32(((1 << self.ebits) - 1) << self.mbits)
+
+
+F32, F64_HI = WordFormat(8, 23), WordFormat(11, 20)
+
+
+def _split(u, fmt=F32):
     u = np.asarray(u, np.uint32)
-    return u, u >> np.uint32(31), (u >> np.uint32(23)) & np.uint32(0xFF), u & np.uint32(0x7FFFFF)
+    return (u, u >> np.uint32(31), (u >> np.uint32(fmt.mbits)) & np.uint32((1 << fmt.ebits) - 1),
+            u & np.uint32((1 << fmt.mbits) - 1))
 
 
-def _shift_exp(words, k):
+def _split32(u):
+    return _split(u, F32)
+
+
+def _shift_exp(words, k, fmt=F32):
     """Add k to the exponent field of (normal) words, as int64 arithmetic on the bits."""
-    return (words.astype(np.int64) + (np.asarray(k, np.int64) << 23)).astype(np.uint32)
+    return (words.astype(np.int64) + (np.asarray(k, np.int64) << fmt.mbits)).astype(np.uint32)
 
 
 def rcp(u):
@@ -294,21 +318,21 @@ def rcp(u):
     return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
-def _root(u, kind):
-    u, s, e, m = _split32(u)
+def _root(u, kind, fmt=F32, name=None):
+    """RSQ / SQRT (and RSQ64H): the significand from the table of the exponent's parity."""
+    name = name or kind
+    u, s, e, m = _split(u, fmt)
     ei = e.astype(np.int64)
     odd = (ei & 1) == 1
-    t = np.where(odd, table(kind + "_odd")[m], table(kind + "_even")[m])
-    k = np.where(odd, 127 - ei, 128 - ei) // 2
-    if kind == "sqrt":
-        k = -k
-    out = _shift_exp(t, k)
-    zero_res = np.uint32(0x7F800000) if kind == "rsq" else np.uint32(0)
-    inf_res = np.uint32(0) if kind == "rsq" else np.uint32(0x7F800000)
+    t = np.where(odd, table(name + "_odd")[m], table(name + "_even")[m])
+    k = np.where(odd, fmt.bias - ei, fmt.bias + 1 - ei) // 2
+    out = _shift_exp(t, -k if kind == "sqrt" else k, fmt)
+    zero_res, inf_res = (fmt.inf, np.uint32(0)) if kind == "rsq" else (np.uint32(0), fmt.inf)
+    top = (1 << fmt.ebits) - 1
     out = np.where(e == 0, (s << np.uint32(31)) | zero_res, out)
     out = np.where((s == 1) & (e != 0), _F32_NAN, out)
-    out = np.where((s == 0) & (e == 255), inf_res, out)
-    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+    out = np.where((s == 0) & (e == top), inf_res, out)
+    return np.where((e == top) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
 def rsq(u):
@@ -343,19 +367,10 @@ def ex2(u):
     return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
-def _split64h(h):
-    h = np.asarray(h, np.uint32)
-    return h, h >> np.uint32(31), (h >> np.uint32(20)) & np.uint32(0x7FF), h & np.uint32(0xFFFFF)
-
-
-def _shift_exp64h(words, k):
-    return (words.astype(np.int64) + (np.asarray(k, np.int64) << 20)).astype(np.uint32)
-
-
 def rcp64h(h):
     """MUFU.RCP64H on the upper word of an f64 (the lower word of the result is 0)."""
-    h, s, e, m = _split64h(h)
-    out = _shift_exp64h(table("rcp64h")[m], 1023 - e.astype(np.int64)) | (s << np.uint32(31))
+    h, s, e, m = _split(h, F64_HI)
+    out = _shift_exp(table("rcp64h")[m], 1023 - e.astype(np.int64), F64_HI) | (s << np.uint32(31))
     out = np.where(e >= 2045, np.where(h & np.uint32(0x7FFFFFFF) == np.uint32(0x7FD00000),
                                        (s << np.uint32(31)) | np.uint32(0x00100000), s << np.uint32(31)), out)
     out = np.where(e == 0, (s << np.uint32(31)) | np.uint32(0x7FF00000), out)
@@ -363,16 +378,8 @@ def rcp64h(h):
 
 
 def rsq64h(h):
-    """MUFU.RSQ64H on the upper word of an f64."""
-    h, s, e, m = _split64h(h)
-    ei = e.astype(np.int64)
-    odd = (ei & 1) == 1
-    t = np.where(odd, table("rsq64h_odd")[m], table("rsq64h_even")[m])
-    out = _shift_exp64h(t, np.where(odd, 1023 - ei, 1024 - ei) // 2)
-    out = np.where(e == 0, (s << np.uint32(31)) | np.uint32(0x7FF00000), out)
-    out = np.where((s == 1) & (e != 0), _F64H_NAN, out)
-    out = np.where((s == 0) & (e == 2047), np.uint32(0), out)
-    return np.where((e == 2047) & (m != 0), _F64H_NAN, out).astype(np.uint32)
+    """MUFU.RSQ64H on the upper word of an f64 (the rules of RSQ in the f64 word)."""
+    return _root(h, "rsq", F64_HI, "rsq64h")
 
 
 def _negate(w):
