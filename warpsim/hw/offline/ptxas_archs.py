@@ -32,8 +32,8 @@ from warpsim.isa.catalog import CATALOG  # noqa: E402
 from warpsim.hw.ptxcheck import assemble as _assemble, error_reason, ptx_module  # noqa: E402
 
 #: targets asked; the ``a`` forms are asked too, to record that none needs the suffix
-TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120", "sm_120a",
-           "sm_121a")
+TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_103a", "sm_110a",
+           "sm_120", "sm_120a", "sm_121a")
 
 
 def assemble(ptxas: str, ins, target: str, workdir: str):
