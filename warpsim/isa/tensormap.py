@@ -339,3 +339,53 @@ def decode_tensormap(data) -> TensorMap:
         if raw[name] != want:
             raise ValueError(f"tensormap {name} field holds {raw[name]:#x}, but the other fields make it {want:#x}")
     return tm
+
+
+# -- tensormap.replace: device-side edits of one field ----------------------------------------------
+
+#: ``tensormap.replace`` field -> (LAYOUT field it writes, value -> stored bits); ``elemtype`` takes the
+#: PTX ISA's element-type numbering (u8, u16, u32, s32, u64, s64, f16, f32, f32.ftz, f64, bf16, tf32,
+#: tf32.ftz), which is the driver's internal data-type code, tf32 adding bit 80.
+REPLACE_FIELDS = {
+    "global_address": "global_address", "rank": "rank", "box_dim": "box_dim", "global_dim": "global_dim",
+    "global_stride": "global_strides", "element_stride": "element_strides", "elemtype": "dtype_code",
+    "interleave_layout": "interleave", "swizzle_mode": "swizzle", "fill_mode": "oob_fill",
+}
+#: ordinals per per-dimension field (``global_stride`` has rank - 1 entries)
+REPLACE_ORDINALS = {"box_dim": 5, "global_dim": 5, "global_stride": 4, "element_stride": 5}
+#: immediates ptxas takes for the enum fields on sm_90a
+REPLACE_IMMEDIATES = {"elemtype": range(13), "interleave_layout": range(3), "swizzle_mode": range(4),
+                      "fill_mode": range(2)}
+
+
+def replace_field(data, field: str, value: int, ordinal: int | None = None) -> bytes:
+    """The 128 tensormap bytes after ``tensormap.replace.tile.<field>`` writes ``value`` (at ``ordinal``).
+
+    Only the named field's bits change; the driver's derived fields (box bytes at 64..67, the swizzle
+    mark at 72..73) are left as they were, so the result may not decode.  The value is stored as the
+    PTX ISA states it (a count or a size, the encoding's bias applied), its bits beyond the field
+    dropped.
+    """
+    if field not in REPLACE_FIELDS:
+        raise ValueError(f"tensormap.replace field {field!r} is not one of {sorted(REPLACE_FIELDS)}")
+    n = REPLACE_ORDINALS.get(field, 0)
+    if n and not (isinstance(ordinal, (int, np.integer)) and 0 <= ordinal < n):
+        raise ValueError(f"tensormap.replace .{field} takes an ordinal in 0 .. {n - 1}, got {ordinal!r}")
+    if not n and ordinal is not None:
+        raise ValueError(f"tensormap.replace .{field} takes no ordinal")
+    if field in REPLACE_IMMEDIATES and int(value) not in REPLACE_IMMEDIATES[field]:
+        allowed = REPLACE_IMMEDIATES[field]
+        raise ValueError(f"tensormap.replace .{field} takes {allowed.start} .. {allowed.stop - 1}, got {value}")
+    word = int.from_bytes(_as_bytes(data), "little")
+    value = int(value)
+    writes = []
+    if field == "elemtype":
+        writes = [("dtype_code", -1, value if value < 11 else value - 4), ("tf32", -1, int(value >= 11))]
+    else:
+        writes = [(REPLACE_FIELDS[field], -1 if ordinal is None else int(ordinal), value)]
+    for name, index, v in writes:
+        for f in LAYOUT:
+            if f.name == name and f.index == index:
+                mask = ((1 << f.width) - 1) << f.bit
+                word = (word & ~mask) | ((((v - f.bias) >> f.shift) & ((1 << f.width) - 1)) << f.bit)
+    return word.to_bytes(TENSORMAP_BYTES, "little")

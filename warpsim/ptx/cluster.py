@@ -579,10 +579,38 @@ def _tensormap_copy(ctx, m):
                       ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES])
 
 
-@instr(r"tensormap\.replace\S*")
+@instr(r"tensormap\.replace\.tile\.(?P<field>\w+)\.(?P<space>global|shared::cta)\.b1024\.(?P<t>b32|b64)")
 def _tensormap_replace(ctx, m):
-    ctx.fail("tensormap.replace (device-side edits of a descriptor's fields) is not modelled yet; the byte layout "
-             "it edits is warpsim.isa.tensormap.LAYOUT")
+    """One field of a 128-byte tensormap in global or shared memory rewritten in place
+    (warpsim.isa.tensormap.replace_field; captured on Hopper, tests/golden/tma_stores_sm90.npz)."""
+    from ..isa.tensormap import REPLACE_ORDINALS, replace_field
+
+    ops = _ops(ctx)
+    field = m["field"]
+    has_ord = field in REPLACE_ORDINALS
+    if len(ops) != 2 + has_ord:
+        ctx.fail(f"{ctx.opcode} takes [addr], {'ord, ' if has_ord else ''}new_val")
+    st = _state(ctx)
+    for k, w, l in _lanes(ctx):
+        cta = _cta(ctx, w)
+        addr = _addr(ctx, ops[0], k, l)
+        ordinal = int(ctx.read(ops[1], "u32")[k, l]) if has_ord else None
+        value = int(ctx.read(ops[-1], "u64" if m["t"] == "b64" else "u32")[k, l])
+        if m["space"] == "global":
+            if addr % 128:
+                ctx.fail(f"{ctx.opcode}: the tensormap address {addr:#x} is not 128-byte aligned")
+            old = _global_reader(ctx)(addr, TENSORMAP_BYTES)
+        else:
+            scta, soff = st.shared_target(ctx, cta, addr, "shared::cta", "tensormap")
+            old = ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES]
+        try:
+            new = np.frombuffer(replace_field(bytes(old), field, value, ordinal), dtype=np.uint8)
+        except ValueError as exc:
+            ctx.fail(f"{ctx.opcode}: {exc}")
+        if m["space"] == "global":
+            _global_write(ctx, addr + np.arange(TENSORMAP_BYTES), new)
+        else:
+            ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES] = new
 
 
 # ----------------------------------------------------------------------------------------------

@@ -97,14 +97,21 @@ def _smem_addr(addr) -> int:
     return int(addr)
 
 
-def _walk(tm: TensorMap, coords):
-    """Per box element (dense order, dim 0 fastest): tensor coordinates (n, rank) and in-bounds mask."""
+def _walk(tm: TensorMap, coords, granule: int = 0):
+    """Per box element (dense order, dim 0 fastest): tensor coordinates (n, rank) and in-bounds mask.
+
+    ``granule`` (bytes): the innermost bound rounded up to it -- a store or reduction writes every
+    element of a 16-byte chunk of a row that holds an in-bounds element (captured, issue 33)."""
     shape = box_shape(tm)
     steps = [1] + list(tm.element_strides[1:])
     axes = [c + s * np.arange(n, dtype=np.int64) for c, s, n in zip(coords, steps, shape)]
     grid = np.meshgrid(*axes[::-1], indexing="ij")            # slowest dimension first
     pos = np.stack([g.ravel() for g in grid[::-1]], axis=1)   # columns back to innermost first
     dims = np.asarray(tm.global_dim, dtype=np.int64)
+    if granule:
+        eb = tm.elem_bits // 8
+        dims = dims.copy()
+        dims[0] = -(-int(dims[0]) * eb // granule) * granule // eb
     inb = ((pos >= 0) & (pos < dims)).all(axis=1)
     return pos, inb
 
@@ -202,18 +209,32 @@ def tile_load(tm, read, coords, smem_addr: int = 0, smem_size: int | None = None
     return smem_addresses(tm, smem_addr), data.ravel()
 
 
+#: bytes of a row a store or reduction writes whole (see :func:`tile_store`)
+STORE_GRANULE = 16
+
+
 def tile_store(tm, smem, coords, smem_addr: int = 0):
     """``cp.async.bulk.tensor`` shared -> global, tile mode: ``(global byte addresses, bytes)`` of the
-    in-bounds elements only (out-of-bounds elements are not written)."""
+    elements written.
+
+    Captured on Hopper (an H200, sm_90a; tests/golden/tma_stores_sm90.npz): elements past the far
+    edge of a dimension are not written, except in the innermost one, which is bounded at 16-byte
+    granularity: the elements that share a 16-byte chunk of a row with an in-bounds element are
+    written (or reduced) too.  A box whose start coordinate is negative in any dimension faults
+    (illegal instruction; every such case of the capture): refused here.
+    """
     tm = _tensormap(tm)
     c = _coords(tm, coords)
+    if min(c) < 0:
+        raise ValueError(f"a TMA store / reduction at coordinates {list(c)}: a negative start coordinate faults on "
+                         "Hopper (illegal instruction; captured), though a tile load takes one")
     smem = np.asarray(smem)
     if smem.dtype != np.uint8 or smem.ndim != 1:
         raise TypeError(f"smem must be a 1-D uint8 array (the CTA's shared window), not {smem.dtype}{smem.shape}")
     sa = smem_addresses(tm, smem_addr)
     if int(sa.max()) >= smem.size:
         raise ValueError(f"the box reads shared bytes up to {int(sa.max()) + 1}, but smem holds {smem.size}")
-    pos, inb = _walk(tm, c)
+    pos, inb = _walk(tm, c, STORE_GRANULE)
     eb = tm.elem_bits // 8
     sel = _byte_index(tm, inb)
     gofs = (_global_offsets(tm, pos[inb])[:, None] + np.arange(eb)).ravel()
@@ -276,6 +297,9 @@ def tile_reduce(tm, op: str, read, smem, coords, smem_addr: int = 0):
     """``cp.reduce.async.bulk.tensor`` tile mode: ``(global byte addresses, new bytes)`` of the in-bounds
     elements, each ``global (op) shared``."""
     tm = _tensormap(tm)
+    if op in ("and", "or", "xor") and tm.dtype == "int64":
+        raise ValueError(f"cp.reduce.async.bulk.tensor .{op} on an int64 tensormap faults on Hopper (illegal "
+                         "instruction; captured): use a uint64 tensormap for 64-bit bitwise reductions")
     addrs, src = tile_store(tm, smem, coords, smem_addr)
     eb = tm.elem_bits // 8
     if not len(addrs):
