@@ -343,6 +343,31 @@ def _mb_arrive(ctx, m):
         ctx.write(ops[0], tokens, "b64")
 
 
+@instr(r"tcgen05\.commit\.cta_group::(?P<g>[12])\.mbarrier::arrive::one(?P<space>\.shared::cluster)?"
+       r"(?P<mc>\.multicast::cluster)?\.b64")
+def _tc05_commit(ctx, m):
+    """``tcgen05.commit``: one arrival on the mbarrier (on that offset of every CTA of the 16-bit mask with
+    ``.multicast::cluster``) once the thread's earlier tcgen05 operations are done -- at once here: warpsim
+    runs them synchronously (modelled; no capture on sm_100a)."""
+    ops = ctx.operands
+    if len(ops) != 1 + bool(m["mc"]):
+        ctx.fail(f"{ctx.opcode} takes [mbar]{', ctaMask' if m['mc'] else ''}")
+    st = _state(ctx)
+    space = "shared::cluster" if m["space"] else "generic"
+    for k, w, l in _lanes(ctx):
+        cta, off = st.shared_target(ctx, _cta(ctx, w), _addr(ctx, ops[0], k, l), space, ctx.opcode)
+        targets = [cta]
+        if m["mc"]:
+            try:
+                targets = [int(st.cta_of[_cta(ctx, w), r])
+                           for r in tma.multicast_targets(_scalar(ctx, ops[1], "u16", k, l), st.size)]
+            except ValueError as exc:
+                ctx.fail(str(exc))
+        for t in targets:
+            _, bar = st.mbarrier(ctx, t, off)
+            _mbar_error(ctx, bar.arrive, 1)
+
+
 @instr(r"mbarrier\.(?P<op>expect_tx|complete_tx)" + _MB_SEM + _MB_SPACE + r"\.b64")
 def _mb_tx(ctx, m):
     a, n = ctx.need(2)
