@@ -50,3 +50,19 @@ def test_commit_needs_its_operands():
     bad = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r2];"
     with pytest.raises(wp.PTXError, match="ctaMask"):
         wp.load(KERNEL.format(count=1, commit=bad)).launch("k", (1,), (32,), [out])
+
+
+@pytest.mark.parametrize("op,guess", [
+    ("tcgen05.mma.cta_group::1.kind::f16", None),
+    ("tcgen05.mma.ws.cta_group::1.kind::tf32", ".ws"),
+    ("tcgen05.mma.cta_group::2.kind::f8f6f4.ashift", "cta_group::2"),
+    ("tcgen05.mma.sp.cta_group::1.kind::mxf8f6f4.block_scale", "sparse"),
+    ("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64", None),
+])
+def test_explain_marks_every_tcgen05_form_modelled(op, guess):
+    import warpsim
+
+    text = str(warpsim.explain(op))
+    assert "modelled: no hardware capture" in text
+    if guess:
+        assert "layout guesses" in text and guess in text
