@@ -552,7 +552,7 @@ def _bulk_to_global(ctx, m):
     if len(ops) != 3 + hint:
         ctx.fail(f"{ctx.opcode} takes [dstMem], [srcMem], size{', cache-policy' if hint else ''}")
     types = {"u32": "uint32", "s32": "int32", "u64": "uint64", "s64": "int64", "f32": "float32", "f16": "float16",
-             "bf16": "bfloat16", "b32": "uint32", "b64": "uint64"}
+             "bf16": "bfloat16", "b32": "uint32", "b64": "uint64", "f64": "float64"}
     for k, w, l in _lanes(ctx):
         cta = _cta(ctx, w)
         size = _scalar(ctx, ops[2], "u32", k, l)

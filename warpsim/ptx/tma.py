@@ -245,7 +245,7 @@ def tile_store(tm, smem, coords, smem_addr: int = 0):
 
 #: reduce op -> data types it accepts (modelled on the cp.reduce.async.bulk type table; unverified)
 REDUCE_TYPES = {
-    "add": ("uint32", "int32", "uint64", "float32", "float16", "bfloat16"),
+    "add": ("uint32", "int32", "uint64", "float32", "float64", "float16", "bfloat16"),
     "min": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
     "max": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
     "inc": ("uint32",), "dec": ("uint32",),
@@ -253,15 +253,27 @@ REDUCE_TYPES = {
     "xor": ("uint32", "int32", "uint64", "int64"),
 }
 _NP = {"uint32": np.uint32, "int32": np.int32, "uint64": np.uint64, "int64": np.int64,
-       "float32": np.float32, "float16": np.float16}
+       "float32": np.float32, "float16": np.float16, "float64": np.float64}
+#: the NaN a float reduction writes, per element bits (captured: every NaN sum, and a min / max of two
+#: NaNs, is this word whatever the operands' payloads; bf16 included)
+CANONICAL_NAN = {16: 0x7FFF, 32: 0x7FFFFFFF, 64: 0x7FFFFFFFFFFFFFFF}
+
+
+def _canonical_nans(r: np.ndarray, bits: int, nan: np.ndarray) -> np.ndarray:
+    """``r`` (raw words of ``bits``) with the elements flagged in ``nan`` set to the canonical NaN."""
+    u = {16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
+    out = np.array(r, copy=True).view(u)
+    out[nan] = u(CANONICAL_NAN[bits])
+    return out
 
 
 def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
     """``old (op) new`` elementwise on raw little-endian bytes of ``dtype``; returns the result bytes.
 
-    add.f32 rounds to nearest even (subnormals kept: modelled); f16/bf16 add rounds the exact sum
-    once.  inc/dec follow ``atom``: inc ``old >= new ? 0 : old + 1``, dec ``old == 0 or old > new ?
-    new : old - 1``.
+    add.f32 / f64 rounds to nearest even (subnormals kept); f16/bf16 add rounds the exact sum once;
+    a NaN sum is the canonical NaN (:data:`CANONICAL_NAN`; f64: the NaN operand, quieted); min / max return the other operand when one
+    is NaN and the canonical NaN when both are (captured, tests/golden/tma_stores_sm90.npz).  inc/dec
+    follow ``atom``: inc ``old >= new ? 0 : old + 1``, dec ``old == 0 or old > new ? new : old - 1``.
     """
     if op not in REDUCE_TYPES:
         raise ValueError(f"reduce op must be one of {list(REDUCE_TYPES)}, not {op!r}")
@@ -274,10 +286,10 @@ def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
         b = (new.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         r = {"add": a + b, "min": np.fmin(a, b), "max": np.fmax(a, b)}[op].astype(np.float32)
         import ml_dtypes
-        return r.astype(ml_dtypes.bfloat16).view(np.uint8)
+        return _canonical_nans(r.astype(ml_dtypes.bfloat16).view(np.uint16), 16, np.isnan(r)).view(np.uint8)
     t = _NP[dtype]
     a, b = old.view(t), new.view(t)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         if op == "add":
             r = (a.astype(np.float64) + b.astype(np.float64)).astype(t) if dtype == "float16" else a + b
         elif op == "min":
@@ -290,7 +302,10 @@ def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
             r = np.where((a == 0) | (a > b), b, a - t(1))
         else:
             r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a, b)
-    return np.asarray(r, dtype=t).view(np.uint8)
+    r = np.asarray(r, dtype=t)
+    if r.dtype.kind == "f" and r.dtype.itemsize < 8:   # f64: the NaN operand, quieted (1 captured element)
+        r = _canonical_nans(r, r.dtype.itemsize * 8, np.isnan(r))
+    return r.view(np.uint8)
 
 
 def tile_reduce(tm, op: str, read, smem, coords, smem_addr: int = 0):

@@ -41,10 +41,28 @@ def initial(c, base_maps=None):
     return np.full(16384, 0xA5, np.uint8)
 
 
+def _replace_bases_as_run(z, plan, bases):
+    """The base tensormaps the replace cases really started from.  Every child process of the capture
+    re-encodes them over a fresh buffer and rewrites ``replace_bases``, so the stored ones carry the
+    last child's buffer address; the replace group ran first, in one child.  Bytes 0..7 (the address)
+    are taken from that group's outputs of other fields, which must agree on them (checked)."""
+    bases = np.array(bases, dtype=np.uint8, copy=True)
+    for b in range(len(bases)):
+        seen = {bytes(z[f"{i}.after"][:8]) for i, c in enumerate(plan["cases"])
+                if c["group"] == "replace" and c["base"] == b and c["field"] != "global_address"
+                and f"{i}.after" in z.files}
+        if len(seen) != 1:
+            raise ValueError(f"replace base {b}: the outputs disagree on the tensormap's address ({len(seen)} values)")
+        bases[b, :8] = np.frombuffer(seen.pop(), dtype=np.uint8)
+    return bases
+
+
 def pack(raw_path, out_path):
     z = np.load(raw_path)
     plan = json.loads(str(z["plan"]))
     bases = z["replace_bases"] if "replace_bases" in z.files else None
+    if bases is not None:
+        bases = _replace_bases_as_run(z, plan, bases)
     arrays = {"plan": z["plan"], "crash_log": z["crash_log"]}
     if bases is not None:
         arrays["replace_bases"] = bases
