@@ -66,3 +66,37 @@ def test_explain_marks_every_tcgen05_form_modelled(op, guess):
     assert "modelled: no hardware capture" in text
     if guess:
         assert "layout guesses" in text and guess in text
+
+
+def test_a_from_tensor_memory_and_ashift():
+    """A placed in tensor memory (row i in lane i, two f16 per 32-bit cell, element 0 low: the modelled
+    layout) gives the D that A from a shared-memory descriptor gives; .ashift moves A's rows down one
+    lane (row 0 kept: modelled) -- D = shift(A) x B.  Small integers: exact whatever the recipe."""
+    from warpsim.api.tcgen05 import tcgen05_mma
+    from warpsim.isa import smem as S
+    from warpsim.isa import tcgen05 as t5
+    from warpsim.ptx.tmem import TensorMemory
+
+    rng = np.random.default_rng(33)
+    A = rng.integers(-4, 5, (128, 16)).astype(np.float16)
+    B = rng.integers(-4, 5, (16, 32)).astype(np.float16)
+    db, sb = S.dense_layout(32, 16, "K", "none", 0, kbytes=32)
+    sm = np.zeros((1, sb), np.uint8)
+    S.write_operand(sm, db, B.T.copy().view(np.uint16).astype(np.uint64)[None], 16)
+    d = S.decode_descriptor(db)
+    bdesc = t5.encode_smem_desc(d.start, d.lbo, d.sbo)
+    idesc = t5.encode_idesc("f16", "f16", "f16", "f32", 128, 32)
+    tm = TensorMemory()
+    dcol = tm.alloc(32)
+    acol = tm.alloc(32)
+    tm.cells[:, acol:acol + 8] = A.view(np.uint32)                     # 16 f16 = 8 cells per lane
+    tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, dcol, None, bdesc, idesc, smem=sm[0],
+                enable_input_d=False, a_taddr=acol)
+    assert (tm.cells[:, dcol:dcol + 32].view(np.float32) == A.astype(np.float64) @ B.astype(np.float64)).all()
+    tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16.ashift.collector::a::discard", tm, dcol, None, bdesc, idesc,
+                smem=sm[0], enable_input_d=False, a_taddr=acol)
+    shifted = np.concatenate([A[:1], A[:-1]]).astype(np.float64)
+    assert (tm.cells[:, dcol:dcol + 32].view(np.float32) == shifted @ B.astype(np.float64)).all()
+    with pytest.raises(ValueError, match="ashift needs A in tensor memory"):
+        tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16.ashift.collector::a::discard", tm, dcol, bdesc, bdesc,
+                    idesc, smem=sm[0])

@@ -133,7 +133,8 @@ def tcgen05_status(opcode: str) -> str:
     text = "; ".join(notes)
     if guesses:
         text += "; layout guesses (not in the PTX ISA's figures as warpsim reads them): " + "; ".join(guesses)
-    return text + "; the PTX tensor-memory row runs dense cta_group::1 without .ws/.ashift"
+    return text + ("; the PTX tensor-memory row runs dense cta_group::1 forms (A from a descriptor or tensor memory, "
+                   ".ashift), not .ws / .sp / cta_group::2")
 
 
 def explain(instruction, a=None, b=None, c=None, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
