@@ -5,7 +5,7 @@ tests/golden/tma_stores_sm90.npz (``warpsim/hw/device/tma_store_capture.py``, pa
 memory after the entries of one hand-written PTX module (``warpsim.hw.tma_store_cases``): tensor
 stores and every reduction op over ranks 1-5, swizzles and boxes past the far edges; plain and
 reducing bulk copies; ``tensormap.replace`` of every field on global and shared tensormaps; im2col
-loads.  Each case is replayed by launching the same entry through ``warpsim.ptx`` on the same bytes.
+loads, and the launches that faulted (which warpsim refuses).  Each case is replayed by launching the same entry through ``warpsim.ptx`` on the same bytes.
 """
 
 from __future__ import annotations
@@ -85,8 +85,28 @@ def test_tensormap_replace_replays_bit_for_bit():
     assert not faults and not differ, (faults[:3], differ[:5])
 
 
-@pytest.mark.xfail(reason="im2col mode is captured (tests/golden/tma_stores_sm90.npz) but not modelled yet", strict=True)
 def test_im2col_loads_replay_bit_for_bit():
+    """The 10 im2col loads that ran (15 of the plan's coordinates outside the pixel box faulted, 35 were not
+    run after the capture's crash limit): every byte of the shared window, 0xA5 left alone included."""
     ran, differ, faults = _replay("im2col")
-    assert ran >= 20
+    assert ran == 10
     assert not faults and not differ, (faults[:3], differ[:5])
+    ranks = {c["rank"] for i, c in _group("im2col") if f"{i}.idx" in Z.files}
+    assert ranks == {3, 4, 5}
+
+
+def test_im2col_start_outside_the_pixel_box_is_refused():
+    """The 15 im2col cases that faulted on the GPU all started outside the pixel box; warpsim refuses that."""
+    from warpsim.isa.tensormap import Im2colMap, make_tensormap
+    from warpsim.ptx.tma import im2col_load
+
+    crashed = [c for i, c in _group("im2col") if int(Z[f"{i}.result"]) == -1]
+    assert len(crashed) == 15
+    names = {0: "uint8", 1: "uint16", 6: "float16", 7: "float32", 9: "bfloat16"}
+    for c in crashed:
+        r = c["rank"]
+        tm = make_tensormap(names[c["dtype"]], r, 0, c["dims"], c["strides"], [c["channels_per_pixel"]] + [1] * (r - 1),
+                            [1] * r)
+        im = Im2colMap(tm, tuple(c["lower"]), tuple(c["upper"]), c["channels_per_pixel"], c["pixels_per_column"])
+        with pytest.raises(ValueError, match="outside the pixel box"):
+            im2col_load(im, lambda a, n: np.zeros(n, np.uint8), c["coords"], c["offsets"])

@@ -392,3 +392,59 @@ def replace_field(data, field: str, value: int, ordinal: int | None = None) -> b
                 bias = 0 if field == "rank" else f.bias      # captured: .rank stores new_val as given (rank - 1)
                 word = (word & ~mask) | ((((v - bias) >> f.shift) & ((1 << f.width) - 1)) << f.bit)
     return word.to_bytes(TENSORMAP_BYTES, "little")
+
+
+# -- im2col descriptors (cuTensorMapEncodeIm2col) ------------------------------------------------------
+
+#: bit 64 set marks an im2col descriptor (captured: every im2col descriptor the driver wrote has it)
+IM2COL_BIT = 64
+
+
+@dataclass(frozen=True)
+class Im2colMap:
+    """A decoded im2col tensormap: ``tensor`` holds the tensor (dims, strides, type, swizzle, fill; its box
+    is one pixel of ``channels_per_pixel`` channels), plus the pixel bounding box and the pixels per load."""
+
+    tensor: TensorMap
+    lower: tuple                 # pixel-box lower corner per spatial dimension (W, H, D)
+    upper: tuple                 # pixel-box upper corner offsets per spatial dimension
+    channels_per_pixel: int
+    pixels_per_column: int
+
+
+def is_im2col(data) -> bool:
+    return bool(int.from_bytes(_as_bytes(data), "little") >> IM2COL_BIT & 1)
+
+
+def decode_im2col(data) -> Im2colMap:
+    """128 bytes of a driver-written im2col descriptor -> :class:`Im2colMap`.
+
+    Layout read off the 10 im2col descriptors of tests/golden/tma_stores_sm90.npz that the H200 ran
+    (bit 64 set; the tiled fields elsewhere as in :data:`LAYOUT`): channels per pixel - 1 in box dim 0's
+    byte (bits 440..447); the corners in bytes 56..59, lower then upper, each a 16-bit half holding one
+    signed field per spatial dimension of 16 // (rank - 2) bits (16, 8 or 5); pixels per column - 1 in
+    byte 60.  Not fitted beyond those descriptors (the driver's own limits are not checked here)."""
+    word = int.from_bytes(_as_bytes(data), "little")
+    if not word >> IM2COL_BIT & 1:
+        raise ValueError("not an im2col tensormap (bit 64 is clear): decode it with decode_tensormap")
+    raw = _unpack(word)
+    rank = raw["rank"] + 1
+    if not 3 <= rank <= MAX_RANK:
+        raise ValueError(f"an im2col tensormap has rank 3 .. {MAX_RANK}, this one {rank}")
+    nsp = rank - 2
+    w = 16 // nsp
+
+    def corner(base):
+        out = []
+        for j in range(nsp):
+            v = (word >> (base + w * j)) & ((1 << w) - 1)
+            out.append(v - (1 << w) if v >> (w - 1) else v)
+        return tuple(out)
+
+    cpp = ((word >> 440) & 0xFF) + 1
+    ppc = ((word >> 480) & 0xFF) + 1
+    dtype = _reverse(DTYPE_CODES, "data-type code (bits 71..74, tf32 bit 80)", (raw["dtype_code"], raw["tf32"]))
+    names = {k: _reverse(t, k, raw[k]) for k, t in _ENUM_FIELDS.items()}
+    tm = make_tensormap(dtype, rank, raw["global_address"], [v + 1 for v in raw["global_dim"][:rank]],
+                        raw["global_strides"][:rank - 1], [cpp] + [1] * (rank - 1), [1] * rank, **names)
+    return Im2colMap(tm, corner(448), corner(464), cpp, ppc)

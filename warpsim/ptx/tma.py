@@ -24,8 +24,10 @@ byte): the fill word, ceil counts with element strides, padded narrow rows, nega
 past-the-end coordinates, every swizzle at destination offsets 0..1024.  Measured faults, refused
 here: a load whose innermost coordinate is not a multiple of 16 bytes (illegal instruction), and a
 box whose padded shared footprint runs past the CTA's shared allocation (illegal address; pass
-``smem_size``).  Stores and reductions use the same layout but are not captured.  Not modelled
-(refused): im2col mode, interleaved layouts, the 128B atom swizzles and the packed 16U4/16U6 types.
+``smem_size``).  Stores, reductions and im2col loads are verified against an H200 capture
+(``tests/golden/tma_stores_sm90.npz``; see :func:`tile_store`, :func:`reduce_elements`,
+:func:`im2col_load`).  Not modelled (refused): interleaved layouts, the 128B atom swizzles, the
+packed 16U4/16U6 types and the im2col variants of sm_100 (``im2col::w``, ``im2col::w::128``).
 """
 
 from __future__ import annotations
@@ -239,6 +241,64 @@ def tile_store(tm, smem, coords, smem_addr: int = 0):
     sel = _byte_index(tm, inb)
     gofs = (_global_offsets(tm, pos[inb])[:, None] + np.arange(eb)).ravel()
     return tm.global_address + gofs, smem[sa[sel]]
+
+
+# -- im2col loads ------------------------------------------------------------------------------
+
+def im2col_load(im, read, coords, offsets, smem_addr: int = 0):
+    """``cp.async.bulk.tensor`` global -> shared, im2col mode: ``(shared byte addresses, bytes)``.
+
+    ``im`` is a :class:`warpsim.isa.tensormap.Im2colMap`; ``coords`` (channel, spatial W.., image) name the
+    first pixel, ``offsets`` (one per spatial dimension) the filter tap added to every pixel.  The load
+    takes ``pixels_per_column`` pixels walking the pixel bounding box -- spatial coordinate j from
+    ``lower[j]`` to ``dim[j] - 1 + upper[j]`` inclusive, W fastest, then the image -- and lands, per
+    pixel, ``channels_per_pixel`` channels from the channel coordinate at pixel + offsets as one box row
+    (rows padded to the swizzle span and swizzled as in tile mode); a pixel outside the tensor, or
+    channels past its end, land as the OOB fill.  Captured on an H200: all 10 im2col loads of
+    tests/golden/tma_stores_sm90.npz that ran (ranks 3-5, 1- to 4-byte types, every swizzle); a first
+    pixel outside the pixel box faults there (15 of 15) and is refused here.
+    """
+    tm = _tensormap(im.tensor)
+    r = tm.rank
+    c = _coords(tm, coords)
+    if len(offsets) != r - 2:
+        raise ValueError(f"a {r}D im2col load takes {r - 2} offsets, got {len(offsets)}")
+    eb = tm.elem_bits // 8
+    cpp, ppc = im.channels_per_pixel, im.pixels_per_column
+    dims, strides = tm.global_dim, (eb,) + tuple(tm.global_strides)
+    hi = [d - 1 + u for d, u in zip(dims[1:r - 1], im.upper)]
+    pos, n = list(c[1:r - 1]), c[r - 1]
+    if not all(lo <= x <= h for x, lo, h in zip(pos, im.lower, hi)):
+        # captured: every im2col load whose first pixel lay outside the pixel box faulted (15 of 15;
+        # the 10 inside landed)
+        raise ValueError(f"im2col load at spatial coordinates {pos}: outside the pixel box {list(im.lower)} .. {hi}; "
+                         "Hopper faults (illegal instruction) on such a load")
+    data = np.zeros((ppc, cpp * eb), np.uint8)
+    if tm.oob_fill != "none" and tm.is_float:
+        data[:] = np.tile(np.frombuffer(NAN_FILL[tm.elem_bits].to_bytes(eb, "little"), np.uint8), cpp)
+    for p in range(ppc):
+        q = [a + int(o) for a, o in zip(pos, offsets)]
+        if all(0 <= x < d for x, d in zip(q, dims[1:r - 1])) and 0 <= n < dims[r - 1]:
+            lo, top = max(c[0], 0), min(c[0] + cpp, dims[0])
+            if top > lo:
+                base = sum(x * s for x, s in zip(q, strides[1:r - 1])) + n * strides[r - 1]
+                got = np.asarray(read(tm.global_address + base + lo * eb, (top - lo) * eb), dtype=np.uint8)
+                data[p, (lo - c[0]) * eb:(top - c[0]) * eb] = got   # channels outside keep the fill
+        j = 0                                          # next pixel of the bounding box, W fastest
+        while True:
+            if j == len(pos):
+                n += 1
+                break
+            pos[j] += 1
+            if pos[j] <= hi[j]:
+                break
+            pos[j] = im.lower[j]
+            j += 1
+    row = cpp * eb
+    pitch = max(row, SWIZZLE_SPAN[tm.swizzle])
+    k = np.arange(ppc * row, dtype=np.int64)
+    addrs = _swizzle(_smem_addr(smem_addr) + (k // row) * pitch + k % row, tm.swizzle)
+    return addrs, data.ravel()
 
 
 # -- reductions -------------------------------------------------------------------------------
