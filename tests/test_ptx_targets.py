@@ -90,3 +90,20 @@ def test_wgmma_needs_sm_90a():
     stmt = ("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f0, %f1, %f2, %f3}, %rd1, %rd1, 1, 1, 1, 0, 0;")
     with pytest.raises(PTXError, match="sm_90a only"):
         wp.load(_KERNEL.format(version="8.8", target="sm_100a", stmt=stmt)).program("k")
+
+
+def test_sm_100_tf32_satfinite_rounding_runs_there_only():
+    """cvt.rn/rz(.relu).satfinite.tf32.f32 exist from sm_100 (ptxas 13.0): refused on sm_90a, run on sm_100a
+    (modelled: no capture on sm_100).  1.5 + 2**-12 rounds to 1.5 (rz) / 1.5 (rn: below the tf32 half-ulp),
+    inf saturates to the largest finite tf32."""
+    import numpy as np
+
+    stmt = "cvt.rz.satfinite.tf32.f32 %r1, %f0;"
+    body = _KERNEL.replace("{stmt}", "ld.global.f32 %f0, [%rd1];\n  {stmt}\n  st.global.b32 [%rd1], %r1;")
+    with pytest.raises(PTXError, match="sm_90a"):
+        wp.load(body.format(version="8.8", target="sm_90a", stmt=stmt)).program("k")
+    mod = wp.load(body.format(version="8.8", target="sm_100a", stmt=stmt))
+    for x, want in ((1.5 + 2.0 ** -12, 0x3FC00000), (float("inf"), 0x7F7FE000), (-float("inf"), 0xFF7FE000)):
+        buf = np.array([x], np.float32).view(np.uint32)
+        mod.launch("k", (1,), (32,), [buf])
+        assert int(buf[0]) == want, (x, hex(int(buf[0])))
