@@ -48,11 +48,11 @@ _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def check_mode(mode: str) -> None:
-    """``.tile`` is modelled; ``.im2col`` (and its variants) are refused clearly."""
-    if mode == "tile":
+    """``.tile`` and ``.im2col`` (:func:`im2col_load`) are modelled; the sm_100 im2col variants are refused."""
+    if mode in ("tile", "im2col"):
         return
     if str(mode).startswith("im2col"):
-        raise NotImplementedError(f"cp.async.bulk.tensor .{mode} mode is not modelled by warpsim (tile mode only)")
+        raise NotImplementedError(f"cp.async.bulk.tensor .{mode} mode is not modelled by warpsim (tile and im2col only)")
     raise ValueError(f"load mode must be 'tile' or 'im2col...', not {mode!r}")
 
 
