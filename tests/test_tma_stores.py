@@ -16,11 +16,12 @@ import os
 import numpy as np
 import pytest
 
+from warpsim.hw.golden import open_golden
 from warpsim.hw.offline.tma_store_replay import replay_case
 from warpsim.ptx import PTXError
 
 PATH = os.path.join(os.path.dirname(__file__), "golden", "tma_stores_sm90.npz")
-Z = np.load(PATH)
+Z = open_golden(PATH)
 CASES = json.loads(str(Z["plan"]))["cases"]
 
 

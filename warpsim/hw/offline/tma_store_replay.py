@@ -1,7 +1,7 @@
 """Pack and replay the TMA store / reduction / tensormap.replace / im2col capture (issue 33).
 
 ``pack(raw, out)`` turns the device script's ``tma_stores.npz`` into the committed
-``tests/golden/tma_stores_sm90.npz``: the plan, and per case the driver's result, tensormap bytes,
+``tests/golden/tma_stores_sm90.npz`` (a compact golden file, ``warpsim.hw.golden``): the plan, and per case the driver's result, tensormap bytes,
 device addresses and, instead of whole tensors (seeded random bytes that do not compress), the
 positions and values of the bytes the GPU changed.  ``replay_case(z, i)`` launches the case's entry
 of :func:`warpsim.hw.tma_store_cases.ptx_text` with ``warpsim.ptx`` on the same bytes and returns
@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from ...ptx import GlobalMemory, load
+from ..golden import save_golden
 from ..tma_store_cases import data_bytes, ptx_text
 
 _MODULE = None
@@ -76,7 +77,8 @@ def pack(raw_path, out_path):
             idx = np.flatnonzero(after != before)
             arrays[f"{i}.idx"] = idx.astype(np.uint32)
             arrays[f"{i}.val"] = after[idx]
-    np.savez_compressed(out_path, **arrays)
+    save_golden(out_path, {k: np.asarray(v) for k, v in arrays.items()},
+                info={"capture": "warpsim/hw/device/tma_store_capture.py", "gpu": "H200 (sm_90a)"})
 
 
 def gpu_bytes(z, i, c):
