@@ -13,6 +13,10 @@ to sm_120 (with and without the ``a`` suffix), the CUDA 12.9 ptxas for sm_70
 (ptxas 13 no longer targets it).  Every ``mma``/``mma.sp`` opcode of the catalog
 is accepted by every target at or above its lowest sm, and rejected below it;
 no target needs the ``a`` suffix for any of them, so :data:`EXCEPTIONS` is empty.
+Two things do depend on the suffix: ``wgmma.mma_async`` exists on sm_90a only, and
+sm_100a / sm_103a / sm_110a also assemble 80 sm_120a ``.kind::`` spellings as their legacy
+fp8 twins (:func:`ptxas_also_accepts`).  tests/golden/ptxas/spellings.json.xz has ptxas's
+verdict on every catalog opcode for every target.
 """
 
 from __future__ import annotations
@@ -80,12 +84,13 @@ def available(ins: Instruction, arch: str) -> bool:
 
 
 def ptxas_also_accepts(ins: Instruction, arch: str) -> bool:
-    """Opcodes ptxas 13.0 assembles for a target that warpsim nevertheless refuses there.
+    """sm_120a catalog opcodes that ptxas 13.0 also assembles for a datacenter-Blackwell target.
 
-    sm_100a (not sm_100; also sm_103a and sm_110a) accepts the sm_120a kind:: spellings on e4m3/e5m2 operands without
-    ``.block_scale`` (except sparse f16 accumulate): ptxas ignores the ``.kind`` and emits the
-    target's legacy fp8 ``mma``.  The PTX ISA defines ``.kind`` for sm_120a only, so warpsim
-    models these spellings on sm_120a / sm_121a alone (tests/golden/ptxas_archs.json records it).
+    sm_100a (not sm_100; also sm_103a and sm_110a) accepts the sm_120a kind:: spellings on e4m3/e5m2
+    operands without ``.block_scale`` (except sparse f16 accumulate): ptxas ignores the ``.kind`` and
+    emits the target's legacy fp8 ``mma`` -- the cubin is byte for byte the legacy opcode's (checked for
+    all 80 on the three targets).  warpsim accepts them there and runs them as that twin
+    (:func:`as_assembled`); tests/golden/ptxas_archs.json records them.
     """
     canonical(arch)   # a known target name
     return (arch.strip().lower() in LENIENT_KIND_TARGETS and bool(ins.targets) and not ins.block_scaled
