@@ -22,6 +22,7 @@ from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
+from .targets import check_module_target
 from .syntax import PTXError, make_statement, parse_int, parse_module, statements
 
 __all__ = ["load", "Module"]
@@ -140,7 +141,7 @@ class _Program:
                     st.target = target
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
-        _check_target(self.code, mod.target)
+        check_module_target(self.code, mod.target)
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
@@ -324,38 +325,6 @@ def _post_dominators(code, fn):
                 break
         out[pc] = EXIT_PC if ip == exit_node else starts[ip]
     return out
-
-
-def _check_target(code, target):
-    """PTXError for a statement ptxas refuses on the module's ``.target`` (a modelled target): the PTX-layer
-    families by :mod:`warpsim.ptx.targets`, ``mma`` / ``wgmma`` by the catalog's per-target sets."""
-    from ..isa.parse import parse as parse_mma
-    from . import targets
-
-    tgt = (target or "").split(",")[0].strip().lower()
-    if tgt not in targets.TARGET_SM:
-        return
-    seen = set()
-    for st in code:
-        op = st.opcode
-        if op in seen:
-            continue
-        seen.add(op)
-        try:
-            if op.startswith(("mma.", "wgmma.mma_async")):
-                parse_mma(op, arch=tgt)
-                continue
-            form = canonical(op)
-        except ValueError as exc:
-            if op.startswith(("mma.", "wgmma.mma_async")) and "not available on" in str(exc):
-                raise PTXError(str(exc), line=st.line, statement=st.text, token=op) from None
-            continue                        # a spelling ptxas refuses: the statement's own error, when it runs
-        fam = targets.family_of(form)
-        if fam is not None:
-            try:
-                targets.require(fam, form, tgt)
-            except ValueError as exc:
-                raise PTXError(str(exc), line=st.line, statement=st.text, token=op) from None
 
 
 class Module:

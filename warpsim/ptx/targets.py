@@ -86,3 +86,36 @@ def require(family: str, form: str, target: str | None) -> None:
     low = lowest_sm(family, form)
     extra = " (an arch-specific 'a' target)" if family == "setmaxnreg" else ""
     raise ValueError(f"{form} is not available on .target {target}: ptxas needs sm_{low} or later{extra}")
+
+
+def check_module_target(code, target):
+    """PTXError for a statement ptxas refuses on the module's ``.target`` (a modelled target): the PTX-layer
+    families by :mod:`warpsim.ptx.targets`, ``mma`` / ``wgmma`` by the catalog's per-target sets."""
+    from ..isa.parse import parse as parse_mma
+    from .spellings import canonical
+    from .syntax import PTXError
+
+    tgt = (target or "").split(",")[0].strip().lower()
+    if tgt not in TARGET_SM:
+        return
+    seen = set()
+    for st in code:
+        op = st.opcode
+        if op in seen:
+            continue
+        seen.add(op)
+        try:
+            if op.startswith(("mma.", "wgmma.mma_async")):
+                parse_mma(op, arch=tgt)
+                continue
+            form = canonical(op)
+        except ValueError as exc:
+            if op.startswith(("mma.", "wgmma.mma_async")) and "not available on" in str(exc):
+                raise PTXError(str(exc), line=st.line, statement=st.text, token=op) from None
+            continue                        # a spelling ptxas refuses: the statement's own error, when it runs
+        fam = family_of(form)
+        if fam is not None:
+            try:
+                require(fam, form, tgt)
+            except ValueError as exc:
+                raise PTXError(str(exc), line=st.line, statement=st.text, token=op) from None
