@@ -24,7 +24,9 @@ LAYERS = {"isa": 0, "numerics": 1, "engine": 2, "ptx": 3, "hw": 3, "api": 4, "":
           # workstation tools run after a GPU capture (packing, replay, fitting): they use the public API
           "hw.offline": 6,
           # the Triton front end (the public module warpsim.triton): uses the facade, the CLI uses it
-          "triton": 5.5}
+          "triton": 5.5,
+          # the CUDA C++ / numba-cuda front end (the public module warpsim.cuda): over warpsim.ptx, the CLI uses it
+          "cuda": 5.5}
 
 #: known upward imports that this test tolerates for now, each with the reason.  An entry here
 #: is a debt, not a rule: remove it when the import is gone.

@@ -396,18 +396,49 @@ def cmd_ptx_module(a, text):
                    arch=a.arch)
     except (ptx.PTXError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
-    params = mod.params(entry)
+    _print_arrays(mod.params(entry), args, a.save)
+    return EXIT_OK
+
+
+def _print_arrays(params, args, save):
+    """After a launch: each array argument's head, and with --save DIR each as DIR/PARAM.npy."""
     for i, ((name, typ), v) in enumerate(zip(params, args)):
         if not isinstance(v, np.ndarray):
             continue
         head = " ".join(str(x) for x in v.reshape(-1)[:8]) + (" ..." if v.size > 8 else "")
         print(f"{name} ({v.dtype}[{v.size}]): {head}")
-        if a.save:
+        if save:
             import os
-            os.makedirs(a.save, exist_ok=True)
-            path = os.path.join(a.save, f"{name}.npy")
+            os.makedirs(save, exist_ok=True)
+            path = os.path.join(save, f"{name}.npy")
             np.save(path, v)
             print(f"  wrote {path}")
+
+
+def cmd_cuda(a):
+    """warpsim cuda FILE.cu --kernel NAME: compile with NVRTC (warpsim.cuda) and launch like `warpsim ptx`."""
+    try:
+        from .. import cuda
+    except ImportError as exc:
+        print(f"warpsim cuda: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    if not os.path.isfile(a.file):
+        raise UsageError(f"cannot read {a.file}: no such file")
+    options = [f"-D{d}" for d in a.define or []] + [f"-I{d}" for d in a.include or []] + list(a.opt or [])
+    options += ["--use_fast_math"] if a.use_fast_math else []
+    options += [f"-std={a.std}"] if a.std else []
+    args = [_kernel_arg(s) for s in (a.arg or [])]
+    try:
+        mod = cuda.RawModule(path=a.file, options=options, arch=a.arch,
+                             name_expressions=[a.kernel] if "<" in a.kernel else ())
+        kernel = mod.get_function(a.kernel)
+        kernel(_dims_arg(a.grid, "grid"), _dims_arg(a.block, "block"), tuple(args), shared_mem=a.shared)
+    except cuda.CompileError as exc:
+        print(f"warpsim cuda: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    _print_arrays(mod.ptx.params(kernel.entry), args, a.save)
     return EXIT_OK
 
 
@@ -556,11 +587,41 @@ def _dot_chains(records):
     return chains
 
 
+def _triton_run(a):
+    """``warpsim triton FILE.py --run``: the script under the warpsim Triton driver (compiled kernels, every word)."""
+    import runpy
+
+    try:
+        import warpsim.triton as wt
+        wt.device(a.arch, a.device)
+    except ImportError as exc:
+        raise UsageError(f"needs the optional extra warpsim[triton] (triton, torch): {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not os.path.isfile(a.file):
+        raise UsageError(f"no such file: {a.file}")
+    old_argv, old_env = sys.argv, os.environ.get("WARPSIM_TRITON")
+    sys.argv = [a.file] + list(a.args)
+    os.environ["WARPSIM_TRITON"] = a.arch        # child processes the script starts (entry point) too
+    try:
+        with wt.device(a.arch, a.device):
+            runpy.run_path(a.file, run_name="__main__")
+    finally:
+        sys.argv = old_argv
+        if old_env is None:
+            os.environ.pop("WARPSIM_TRITON", None)
+        else:
+            os.environ["WARPSIM_TRITON"] = old_env
+    return 0
+
+
 def cmd_triton(a):
     import runpy
 
     from . import gemm_report as gr
     from ..isa.parse import parse
+    if a.run:
+        return _triton_run(a)
     os.environ["TRITON_INTERPRET"] = "1"        # before triton is imported: its kernels then build for the interpreter
     try:
         import warpsim.triton as wt
@@ -721,6 +782,28 @@ def build_parser():
     s.add_argument("--smem", metavar="SMEM.npy", help="--warpgroup: initial shared memory, uint8 (bytes,) or (groups, bytes)")
     s.set_defaults(fn=cmd_ptx)
 
+    s = sub.add_parser("cuda", help="compile a CUDA C++ kernel with NVRTC and run it (warpsim[cuda])",
+                       description="Compile FILE.cu with NVRTC (nvcc's implicit includes and option spellings) and launch "
+                                   "--kernel over --grid CTAs of --block threads with --arg arguments in parameter order; "
+                                   "print (and --save) the arrays.  Needs the cuda extra: pip install 'warpsim[cuda]'.")
+    s.add_argument("file", metavar="FILE.cu")
+    s.add_argument("--kernel", required=True, help="kernel name (extern \"C\" name, or a template instantiation "
+                                                   "such as 'scale<float, 4>')")
+    s.add_argument("--grid", required=True, help="grid of CTAs: N or X,Y[,Z]")
+    s.add_argument("--block", required=True, help="threads per CTA: N or X,Y[,Z]")
+    s.add_argument("--arg", action="append", metavar="ARG",
+                   help="kernel argument, in parameter order (repeatable): FILE.npy, zeros:N[:DTYPE] or a number "
+                        "(converted to the parameter's type)")
+    s.add_argument("-D", dest="define", action="append", metavar="NAME[=VALUE]", help="define a macro")
+    s.add_argument("-I", dest="include", action="append", metavar="DIR", help="add an include directory")
+    s.add_argument("--use_fast_math", action="store_true", help="as nvcc --use_fast_math")
+    s.add_argument("--std", metavar="c++17", help="C++ dialect (default c++17)")
+    s.add_argument("--opt", action="append", metavar="OPTION", help="another nvcc/NVRTC option, e.g. --opt=-lineinfo")
+    s.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes per CTA")
+    s.add_argument("--arch", default="sm_90a", help="target (default sm_90a)")
+    s.add_argument("--save", metavar="DIR", help="write every array argument after the run to DIR/NAME.npy")
+    s.set_defaults(fn=cmd_cuda)
+
     s = sub.add_parser("verify", help="replay a golden-vector corpus",
                        description="Replay a captured corpus through warpsim and compare every word; exit 1 if any differs.")
     s.add_argument("--corpus", metavar="PATH", help="corpus .npz (default: the H100 corpus in tests/golden)")
@@ -753,7 +836,8 @@ def build_parser():
     s.add_argument("--arch", default="sm_90")
     s.set_defaults(fn=cmd_gemm)
 
-    s = sub.add_parser("triton", help="run a Triton script under the exact interpreter and report tl.dot numerics",
+    s = sub.add_parser("triton", help="run a Triton script under the exact interpreter and report tl.dot numerics "
+                                      "(--run: under the warpsim Triton driver)",
                        description="Run FILE.py with TRITON_INTERPRET=1 and warpsim.triton.exact: every tl.dot computes what "
                                    "the kernel compiled for --arch computes; then print, per kernel and lowering, the "
                                    "numerics report of warpsim gemm (each accumulator chain against the exactly "
@@ -764,6 +848,9 @@ def build_parser():
     s.add_argument("--device", default=None, help="the GPU running the code when not the target's own (e.g. sm_90a)")
     s.add_argument("--num-warps", type=int, default=None, help="pin num_warps for the lowering rule (default: the launch's)")
     s.add_argument("--path", choices=["auto", "mma", "wgmma"], default="auto", help="pin the lowering path (sm_90a)")
+    s.add_argument("--run", action="store_true",
+                   help="run the compiled kernels instead: Triton compiles for --arch and warpsim runs the PTX (the "
+                        "warpsim.triton.device driver; every word, no report)")
     s.set_defaults(fn=cmd_triton)
 
     sub.add_parser("bench", help="benchmarks (arguments are passed on; see `warpsim bench --help`)", add_help=False)

@@ -260,7 +260,10 @@ def _field_values(tm: TensorMap) -> dict:
 
 
 def _pack(tm: TensorMap) -> np.ndarray:
-    vals = _field_values(tm)
+    return _pack_values(_field_values(tm))
+
+
+def _pack_values(vals: dict) -> np.ndarray:
     word = 0
     for f in LAYOUT:
         v = vals[f.name]
@@ -303,12 +306,14 @@ def _reverse(table: dict, field: str, code):
     raise ValueError(f"tensormap {field} field holds {code}, which the driver never writes; known: {table}")
 
 
-def decode_tensormap(data) -> TensorMap:
+def decode_tensormap(data, *, derived: str = "check") -> TensorMap:
     """128 descriptor bytes (the driver's, or :func:`encode_tiled`'s) -> :class:`TensorMap`.
 
     Raises ValueError naming what is wrong for bits outside every field of :data:`LAYOUT`, codes
     the driver does not write, dimensions set beyond the rank, derived fields (box bytes,
-    swizzle mark) that disagree with the rest, and descriptors the encoder would refuse.
+    swizzle mark) that disagree with the rest (unless ``derived="ignore"``: ``tensormap.replace``
+    leaves them as they were on the GPU, and a descriptor built that way loads there), and
+    descriptors the encoder would refuse.
     """
     word = int.from_bytes(_as_bytes(data), "little")
     used = 0
@@ -334,7 +339,7 @@ def decode_tensormap(data) -> TensorMap:
     names = {k: _reverse(t, k, raw[k]) for k, t in _ENUM_FIELDS.items()}
     tm = make_tensormap(dtype, rank, raw["global_address"], per_dim["global_dim"], per_dim["global_strides"],
                         per_dim["box_dim"], per_dim["element_strides"], **names)
-    for name in ("encoded_box_bytes", "swizzle_mark"):
+    for name in ("encoded_box_bytes", "swizzle_mark") if derived == "check" else ():
         want = _field_values(tm)[name]
         if raw[name] != want:
             raise ValueError(f"tensormap {name} field holds {raw[name]:#x}, but the other fields make it {want:#x}")
@@ -353,12 +358,14 @@ REPLACE_FIELDS = {
 }
 #: ordinals per per-dimension field (``global_stride`` has rank - 1 entries)
 REPLACE_ORDINALS = {"box_dim": 5, "global_dim": 5, "global_stride": 4, "element_stride": 5}
+#: the per-dimension fields and the LAYOUT field each writes
+REPLACE_PER_DIM = {f: REPLACE_FIELDS[f] for f in REPLACE_ORDINALS}
 #: immediates ptxas takes for the enum fields on sm_90a
 REPLACE_IMMEDIATES = {"elemtype": range(13), "interleave_layout": range(3), "swizzle_mode": range(4),
                       "fill_mode": range(2)}
 
 
-def replace_field(data, field: str, value: int, ordinal: int | None = None) -> bytes:
+def replace_field(data, field: str, value: int, ordinal: int | None = None) -> np.ndarray:
     """The 128 tensormap bytes after ``tensormap.replace.tile.<field>`` writes ``value`` (at ``ordinal``).
 
     Captured on Hopper (an H200; tests/golden/tma_stores_sm90.npz, 570 cases, every field, global and
@@ -369,10 +376,10 @@ def replace_field(data, field: str, value: int, ordinal: int | None = None) -> b
     PTX ISA numbers them; bits beyond a field are dropped.
     """
     if field not in REPLACE_FIELDS:
-        raise ValueError(f"tensormap.replace field {field!r} is not one of {sorted(REPLACE_FIELDS)}")
+        raise ValueError(f"tensormap.replace .{field} is not modelled; modelled: {', '.join(REPLACE_FIELDS)}")
     n = REPLACE_ORDINALS.get(field, 0)
     if n and not (isinstance(ordinal, (int, np.integer)) and 0 <= ordinal < n):
-        raise ValueError(f"tensormap.replace .{field} takes an ordinal in 0 .. {n - 1}, got {ordinal!r}")
+        raise ValueError(f"tensormap.replace .{field}: ordinal {ordinal} outside 0 .. {n - 1}")
     if not n and ordinal is not None:
         raise ValueError(f"tensormap.replace .{field} takes no ordinal")
     if field in REPLACE_IMMEDIATES and int(value) not in REPLACE_IMMEDIATES[field]:
@@ -391,7 +398,7 @@ def replace_field(data, field: str, value: int, ordinal: int | None = None) -> b
                 mask = ((1 << f.width) - 1) << f.bit
                 bias = 0 if field == "rank" else f.bias      # captured: .rank stores new_val as given (rank - 1)
                 word = (word & ~mask) | ((((v - bias) >> f.shift) & ((1 << f.width) - 1)) << f.bit)
-    return word.to_bytes(TENSORMAP_BYTES, "little")
+    return np.frombuffer(word.to_bytes(TENSORMAP_BYTES, "little"), dtype=np.uint8).copy()
 
 
 # -- im2col descriptors (cuTensorMapEncodeIm2col) ------------------------------------------------------

@@ -20,6 +20,7 @@ from . import cluster as _cluster  # noqa: F401  (registers the mbarrier / TMA /
 from . import int_ops as _int_ops  # noqa: F401  (integer rows: div/rem, carry chains, prmt modes, ...)
 from . import float_ops as _float_ops  # noqa: F401  (f32/f64 rounding modes, div/rcp/sqrt, approx)
 from . import packed_ops as _packed_ops  # noqa: F401  (f16/bf16 and f16x2/bf16x2 arithmetic)
+from . import sfu_ops as _sfu_ops  # noqa: F401  (the special-function unit: ex2, rcp, rsqrt, sqrt, div, 16-bit ex2/tanh)
 from .alu_rows import instruction_status
 from .memory import GlobalMemory
 from .module import Module, load

@@ -26,7 +26,7 @@ import re
 
 import numpy as np
 
-from ..isa.tensormap import TENSORMAP_BYTES, decode_tensormap
+from ..isa.tensormap import REPLACE_FIELDS, REPLACE_PER_DIM, TENSORMAP_BYTES, decode_tensormap, replace_field
 from . import tma
 from .instructions import instr
 from .mbarrier import MBarrier, MBarrierError
@@ -112,7 +112,7 @@ class ClusterState:
         raw = bytes(raw)
         if raw not in self.tensormaps:
             try:
-                tm = decode_tensormap(raw)
+                tm = decode_tensormap(raw, derived="ignore")   # tensormap.replace leaves them stale
             except ValueError as err:
                 ctx.fail(f"invalid tensormap: not a descriptor as the CUDA driver (or warpsim.isa.tensormap) "
                          f"encodes one: {err}")
@@ -651,38 +651,39 @@ def _tensormap_copy(ctx, m):
                       ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES])
 
 
-@instr(r"tensormap\.replace\.tile\.(?P<field>\w+)\.(?P<space>global|shared::cta)\.b1024\.(?P<t>b32|b64)")
+@instr(r"tensormap\.replace\.tile\.(?P<field>[a-z_]+)\.(?P<space>shared::cta|global)\.b1024\.b(?P<bits>32|64)")
 def _tensormap_replace(ctx, m):
-    """One field of a 128-byte tensormap in global or shared memory rewritten in place
-    (warpsim.isa.tensormap.replace_field; captured on Hopper, tests/golden/tma_stores_sm90.npz)."""
-    from ..isa.tensormap import REPLACE_ORDINALS, replace_field
-
-    ops = _ops(ctx)
+    """Edit one field of a 128-byte tensormap in shared or global memory (warpsim.isa.tensormap.replace_field)."""
     field = m["field"]
-    has_ord = field in REPLACE_ORDINALS
-    if len(ops) != 2 + has_ord:
-        ctx.fail(f"{ctx.opcode} takes [addr], {'ord, ' if has_ord else ''}new_val")
+    per_dim = field in REPLACE_PER_DIM
+    if field not in REPLACE_FIELDS:
+        ctx.fail(f"tensormap.replace .{field} is not modelled; modelled fields: {', '.join(REPLACE_FIELDS)}",
+                 token=field)
+    ops = ctx.need(3 if per_dim else 2)
+    typ = "u64" if m["bits"] == "64" else "u32"
     st = _state(ctx)
     for k, w, l in _lanes(ctx):
-        cta = _cta(ctx, w)
         addr = _addr(ctx, ops[0], k, l)
-        ordinal = int(ctx.read(ops[1], "u32")[k, l]) if has_ord else None
-        value = int(ctx.read(ops[-1], "u64" if m["t"] == "b64" else "u32")[k, l])
-        if m["space"] == "global":
-            if addr % 128:
-                ctx.fail(f"{ctx.opcode}: the tensormap address {addr:#x} is not 128-byte aligned")
-            old = _global_reader(ctx)(addr, TENSORMAP_BYTES)
-        else:
-            scta, soff = st.shared_target(ctx, cta, addr, "shared::cta", "tensormap")
+        ordinal = _scalar(ctx, ops[1], "u32", k, l) if per_dim else None
+        value = _scalar(ctx, ops[-1], typ, k, l)
+        if m["space"] == "shared::cta":
+            scta, soff = st.shared_target(ctx, _cta(ctx, w), addr, "shared::cta", "tensormap")
             old = ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES]
-        try:
-            new = np.frombuffer(replace_field(bytes(old), field, value, ordinal), dtype=np.uint8)
-        except ValueError as exc:
-            ctx.fail(f"{ctx.opcode}: {exc}")
-        if m["space"] == "global":
-            _global_write(ctx, addr + np.arange(TENSORMAP_BYTES), new)
         else:
+            old = np.frombuffer(_read_bytes(ctx, addr, TENSORMAP_BYTES, _cta(ctx, w)), np.uint8)
+        try:
+            new = replace_field(old, field, value, ordinal)   # as captured (tests/golden/tma_stores_sm90.npz)
+        except ValueError as exc:
+            ctx.fail(str(exc))
+        if m["space"] == "shared::cta":
             ctx.memory.shared[scta, soff:soff + TENSORMAP_BYTES] = new
+        else:
+            _global_write(ctx, addr + np.arange(TENSORMAP_BYTES), new)
+
+
+@instr(r"tensormap\.replace\S*")
+def _tensormap_replace_other(ctx, m):
+    ctx.fail(f"{ctx.opcode}: the modelled form is tensormap.replace.tile.<field>.{{shared::cta,global}}.b1024.b<32|64>")
 
 
 # ----------------------------------------------------------------------------------------------

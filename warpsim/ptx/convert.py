@@ -32,6 +32,20 @@ def _fmt(name):
     return eb, mb, has_inf, nan, bits, bias, emax, max_finite
 
 
+def saturate(bits, name):
+    """``.sat`` of a float result (cvt, add, fma, ...): clamp to [+0, 1]; NaN and any negative
+    value, -0 included, give +0 (the PTX ISA's rule for float destinations)."""
+    eb, mb, _, _, nbits = FORMATS[name]
+    x = np.asarray(bits).astype(np.uint64)
+    sign = x >> np.uint64(eb + mb)
+    e = (x >> np.uint64(mb)) & np.uint64((1 << eb) - 1)
+    nan = (e == np.uint64((1 << eb) - 1)) & ((x & np.uint64((1 << mb) - 1)) != 0)
+    one = np.uint64(((1 << (eb - 1)) - 1) << mb)
+    mag = x & np.uint64((1 << (eb + mb)) - 1)
+    out = np.where((sign == 1) | nan, np.uint64(0), np.where(mag > one, one, x))
+    return out.astype({16: np.uint16, 32: np.uint32, 64: np.uint64}[nbits])
+
+
 def decode(bits, name):
     """Raw words of format ``name`` -> float64 values (exact; NaN stays NaN)."""
     eb, mb, has_inf, nan, nbits, bias, emax, _ = _fmt(name)

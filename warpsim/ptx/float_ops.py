@@ -4,9 +4,10 @@ min/max with NaN rules, copysign, testp, and the special-function unit's approxi
 Correctly rounded operations run on the exact soft-float core (:mod:`warpsim.numerics.softfloat`)
 or, where the host's IEEE double is provably enough, on float64: a quotient, reciprocal or square
 root rounded to float64 and then to float32 is the correctly rounded float32 result (53 >= 2*24 + 2,
-double rounding is innocuous for these operations).  The ``.approx`` rows model the
-special-function unit (MUFU) as the correctly rounded function; the hardware's words differ in the
-last bits, so these rows are ``approximate`` in :data:`warpsim.ptx.alu_rows.STATUS`.
+double rounding is innocuous for these operations).  The special-function forms
+whose MUFU is modelled exactly live in :mod:`warpsim.ptx.sfu_ops`; ``lg2``, ``sin``, ``cos`` and
+``tanh.approx.f32`` stay here as the correctly rounded function, ``approximate`` in
+:data:`warpsim.ptx.alu_rows.STATUS`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .alu_rows import APPROXIMATE, EXACT, note_status, row
+from .convert import saturate
 from .instructions import _CMPS, _compare, instr
 
 # format: (exponent bits, mantissa bits, storage dtype, canonical NaN of arithmetic results)
@@ -60,18 +62,6 @@ def flush(x, fmt):
     s, e, mn = _fields(x, fmt)
     sub = (e == 0) & (mn != 0)
     return np.where(sub, s << np.uint64(eb + mb), np.asarray(x).astype(np.uint64)).astype(dt)
-
-
-def saturate(x, fmt):
-    """.sat: clamp to [+0, 1]; NaN and -0 give +0."""
-    eb, mb, dt, _ = FMT[fmt]
-    x = np.asarray(x).astype(np.uint64)
-    s, e, mn = _fields(x, fmt)
-    one = np.uint64(((1 << (eb - 1)) - 1) << mb)
-    nan = (e == (1 << eb) - 1) & (mn != 0)
-    mag = x & np.uint64((1 << (eb + mb)) - 1)
-    out = np.where((s == 1) | nan, np.uint64(0), np.where(mag > one, one, x))
-    return out.astype(dt)
 
 
 def fma(a, b, c, fmt, rmode="rn", *, nan="canonical", ftz=False, sat=False):
@@ -345,66 +335,10 @@ _APPROX_NOTE = ("special-function unit (MUFU): modelled as the correctly rounded
                 "words differ in the last bits (error measured against captures in docs/ptx_alu.md)")
 
 
-def _rcp_approx(a, ftz):
-    return _host("f32", lambda x: 1.0 / x, a, ftz=ftz)
+_SFU = {"lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
 
 
-@row(r"rcp\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
-def _rcp_approx32(m, a):
-    return _rcp_approx(a, bool(m["ftz"]))
-
-
-_HI32 = np.uint64(0xFFFFFFFF00000000)
-
-
-@row(r"rcp\.approx\.ftz\.f64", "f64", ["f64"], status=APPROXIMATE,
-     note="MUFU.RCP64H (H100 capture): reads only the upper word of a (20 fraction bits), writes only the "
-          "upper word (the lower word is 0); subnormal inputs and results flush to zero, a NaN gives "
-          "0x7fffffff00000000; modelled as 1/hi(a) truncated to the upper word: 95% of the captured words "
-          "equal, the rest 1 unit of the upper word (2**-20 relative) lower than the H100's")
-def _rcp_approx64(m, a):
-    hi = flush(np.asarray(a).astype(np.uint64) & _HI32, "f64")
-    with np.errstate(all="ignore"):
-        r = (1.0 / hi.view(np.float64)).view(np.uint64) & _HI32        # exact to 53 bits, then truncated
-    r = flush(r, "f64")
-    return np.where(is_nan(hi, "f64"), np.uint64(0x7FFFFFFF00000000), r).astype(np.uint64)
-
-
-@row(r"div\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], status=APPROXIMATE,
-     note="a * rcp.approx(b), the reciprocal flushed below 2**-126 (so |b| > 2**126 gives 0, as the ISA "
-          "says); the reciprocal's rounding modelled as correct rounding")
-def _div_approx(m, a, b):
-    return arith("mul", a, _rcp_approx(b, True), "f32", "rn", ftz=bool(m["ftz"]))
-
-
-@row(r"div\.full(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], status=APPROXIMATE,
-     note="full-range division within 2 ulp (PTX ISA); modelled as the correctly rounded quotient")
-def _div_full(m, a, b):
-    return _host("f32", np.divide, a, b, ftz=bool(m["ftz"]))
-
-
-@row(r"sqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
-def _sqrt_approx(m, a):
-    return _host("f32", np.sqrt, a, ftz=bool(m["ftz"]))
-
-
-@row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE, note=_APPROX_NOTE)
-def _rsqrt_approx(m, a):
-    return _host("f32", lambda x: 1.0 / np.sqrt(x), a, ftz=bool(m["ftz"]))
-
-
-@row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f64", "f64", ["f64"], status=APPROXIMATE,
-     note="modelled as the correctly rounded 1/sqrt(a); the H100's words are within 1 ulp of it (captured: "
-          "84% of the words equal), subnormal inputs kept without .ftz, a < 0 gives 0xfff8000000000000, -0 gives -inf, "
-          "a NaN comes out quieted")
-def _rsqrt_approx64(m, a):
-    return _host("f64", lambda x: 1.0 / np.sqrt(x), flush(a, "f64") if m["ftz"] else a)
-
-
-_SFU = {"ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
-
-
-@row(r"(?P<fn>ex2|lg2|sin|cos|tanh)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
+@row(r"(?P<fn>lg2|sin|cos|tanh)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
      note=_APPROX_NOTE)
 def _sfu(m, a):
     return _host("f32", _SFU[m["fn"]], a, ftz=bool(m["ftz"]))

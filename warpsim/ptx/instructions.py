@@ -519,6 +519,8 @@ def _cvt(ctx, m):
                 ctx.fail(f"{ctx.opcode} narrows .{st} to .{dt}: it needs a rounding modifier "
                          f"({'.rna' if dt == 'tf32' else '.rn, .rz, .rm or .rp'})")
             out = cv.float_to_float(a_bits, st, dt, mode, ftz="ftz" in mods, **kw)
+        if "sat" in mods and dt != "tf32":
+            out = cv.saturate(out, dt).astype(np.asarray(out).dtype)
     elif st in _CVT_FLOAT and dt in cv.INTS:
         if imode is None:
             ctx.fail(f"{ctx.opcode} converts a float to an integer: it needs .rni, .rzi, .rmi or .rpi")
@@ -787,6 +789,30 @@ def _ballot(ctx, m):
     v = (ctx.read(p, "pred") & on).astype(np.uint64)
     bits = (v << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
     ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
+
+
+@instr(r"redux\.sync\.(?:(?P<arith>add|min|max)\.(?P<t>u32|s32)|(?P<bit>and|or|xor)\.b32)")
+def _redux(ctx, m):
+    """One value for the whole membermask: add wraps mod 2^32, min / max compare as the type says."""
+    d, a, mask = ctx.need(3)
+    ctx.require_members(ctx.read(mask, "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    if m["bit"]:
+        v = ctx.read(a, "b32").astype(np.uint32)
+        ident = {"and": np.uint32(0xFFFFFFFF), "or": np.uint32(0), "xor": np.uint32(0)}[m["bit"]]
+        ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[m["bit"]]
+        r = ufunc.reduce(np.where(on, v, ident), axis=1).astype(np.uint32)
+        typ = "b32"
+    else:
+        typ = m["t"]
+        v = ctx.read(a, typ).astype(np.int64)
+        if m["arith"] == "add":
+            r = (np.where(on, v, 0).sum(axis=1) & 0xFFFFFFFF).astype(np.uint32)
+            typ = "u32"
+        else:
+            big = np.iinfo(np.int64).max
+            r = (np.where(on, v, big).min(axis=1) if m["arith"] == "min" else np.where(on, v, -big).max(axis=1))
+    ctx.write(d, np.broadcast_to(r[:, None], ctx.shape), typ)
 
 
 @instr(r"bar\.warp\.sync")

@@ -22,8 +22,8 @@ from .cluster import ClusterState
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
+from .syntax import SCOPED_REG, PTXError, make_statement, parse_int, parse_module, scoped_names, statements
 from .targets import check_module_target
-from .syntax import PTXError, make_statement, parse_int, parse_module, statements
 
 __all__ = ["load", "Module"]
 
@@ -162,6 +162,7 @@ class _Program:
         off = ent.body_line - 1
         chain = ()                 # the brace blocks enclosing the current statement, innermost last
         nblocks = 0
+        block_regs = {}            # brace block -> {register declared in it: its name in the function}
         for kind, line, item in statements(ent.body, scopes=True):
             line += off
             if kind == "scope":
@@ -169,6 +170,7 @@ class _Program:
                     nblocks += 1
                     chain = chain + (nblocks,)
                 else:
+                    block_regs.pop(chain[-1], None)
                     chain = chain[:-1]
                 continue
             if kind == "label":
@@ -180,6 +182,15 @@ class _Program:
             text = " ".join(item.split())
             if not text or re.fullmatch(r"@!?%?[\w$]+", text):
                 continue            # an empty statement (';;'), as ptxas takes it
+            if chain and text.startswith(".reg"):
+                # a register declared in a { } block (inline asm's scratch registers) is that block's own:
+                # each gets a name of its own, so blocks may reuse a name with another type
+                m = SCOPED_REG.match(text)
+                if m:
+                    names = [x.strip() for x in m.group(2).split(",")]
+                    block_regs.setdefault(chain[-1], {}).update({nm: f"{nm}$b{chain[-1]}" for nm in names})
+            if block_regs:
+                text = scoped_names(text, chain, block_regs)
             if text.startswith(".reg"):
                 fn.reg_decls.append((line, text))
             elif text.startswith((".shared", ".extern .shared")):
@@ -358,6 +369,29 @@ class Module:
         if entry not in self._programs:
             self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
+
+    def link(self, *others) -> "Module":
+        """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
+        nvJitLink links separately compiled PTX (numba-cuda's C++ shims, for one): their ``.func``
+        bodies and module variables join this module.  others: PTX texts or Modules.  Returns self."""
+        for other in others:
+            if isinstance(other, str):
+                other = Module(other, name="<linked ptx>")
+            if not isinstance(other, Module):
+                raise TypeError(f"link() takes PTX texts or warpsim.ptx Modules, not {type(other).__name__}")
+            theirs = other._mod
+            for name, fn in theirs.functions.items():
+                mine = self._mod.functions.get(name)
+                if mine is not None and mine.body != fn.body:
+                    raise PTXError(f"{name} is defined in {self.name} and, differently, in {other.name}: cannot link")
+                self._mod.functions[name] = fn
+            self._mod.declared |= theirs.declared
+            have = {v.name for v in self._mod.variables}
+            self._mod.variables += [v for v in theirs.variables if v.name not in have]
+            self._mod.shared += theirs.shared
+            self.text = f"{self.text}\n{other.text}"      # what a worker process re-reads: the linked whole
+        self._programs = {}
+        return self
 
     @property
     def variables(self) -> dict:
@@ -1265,8 +1299,43 @@ class _Kernel(Warp):
             msg, file, line = arg(args[0], 8), arg(args[1], 8), arg(args[2], 4)
             raise PTXError(f"device assertion failed in {where}: {text(msg) if msg else '?'} "
                            f"({text(file) if file else '?'}:{line})", line=st.line, statement=st.text)
+        if name == "vprintf" and len(args) >= 2:
+            return self._vprintf(st, args, idx, lanes)
         raise PTXError(f"{name} is declared without a body in this module and was called ({where}); external "
                        "functions are not modelled", line=st.line, statement=st.text, token=name)
+
+    def _vprintf(self, st, args, idx, lanes):
+        """Device printf: one line per active lane, warps in order, lanes in order, to ``sys.stdout``."""
+        import sys
+
+        from .memory import LOCAL_WINDOW
+        from .printf import format_vprintf
+
+        caller = self._fn
+        f = self.frames[caller.name]
+        for k, l in np.argwhere(lanes):
+            w = int(idx[k])
+
+            def read(addr, n, w=w, l=l):
+                if LOCAL_WINDOW <= addr < LOCAL_WINDOW + (1 << 32):
+                    off = addr - LOCAL_WINDOW
+                    return self.memory.local[w, l, off:off + n].tobytes()
+                return self.memory.glob.read(addr, n)
+
+            def arg(a):
+                if a not in caller.params:
+                    raise PTXError(f"vprintf argument {a!r} is not a .param variable of {caller.name}",
+                                   line=st.line, statement=st.text, token=a)
+                b, _ = caller.params[a]
+                return int.from_bytes(f[w, l, b:b + 8].tobytes(), "little")
+            fmt_addr, buf = arg(args[0]), arg(args[1])
+            fmt = bytearray()
+            while len(fmt) < 4096 and (c := read(fmt_addr + len(fmt), 1)) != b"\0":
+                fmt += c
+            try:
+                sys.stdout.write(format_vprintf(fmt.decode(errors="replace"), read, buf))
+            except (ValueError, IndexError) as exc:
+                raise PTXError(f"vprintf: {exc}", line=st.line, statement=st.text) from None
 
 
 _CLUSTER_SPECIAL = re.compile(r"%(clusterid|nclusterid|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|"

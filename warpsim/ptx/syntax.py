@@ -302,7 +302,7 @@ def _match_brace(text, i, open_="{", close="}"):
 
 
 _FUNC = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\s*")
-_VAR = re.compile(r"(?:\.(?:visible|weak|extern)\s+)*\.(global|const)\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?"
+_VAR = re.compile(r"(?:\.(?:visible|weak|extern|common)\s+)*\.(global|const)\s+(?:\.align\s+(\d+)\s+)?(?:\.v([248])\s+)?"
                   r"\.(\w+)\s+([\w$]+)((?:\s*\[\d*\])*)\s*(?:=\s*(.*))?\Z", re.S)
 
 
@@ -394,7 +394,7 @@ def parse_module(text: str) -> ModuleText:
             (entries if kind == "entry" else functions)[name] = ent
             i = e + 1
             continue
-        if head.startswith((".shared", ".extern", ".global", ".const", ".visible", ".weak")):
+        if head.startswith((".shared", ".extern", ".global", ".const", ".visible", ".weak", ".common")):
             j = clean.find(";", i)
             if j < 0:
                 raise PTXError("declaration is missing its terminating ';'", line=line, statement=head)
@@ -482,3 +482,25 @@ def _param(ptxt, line, entry):
     if ".param" not in toks or typ is None:
         raise PTXError(f"cannot read kernel parameter {ptxt!r} of {entry}", line=line)
     return Param(name, typ, _TYPE_BITS[typ], align, array)
+
+
+#: a .reg declaration of plain names (no %r<N> range): what a { } block of inline asm declares
+SCOPED_REG = re.compile(r"\.reg\s+(?:\.v[248]\s+)?\.(\w+)\s+((?:%?[A-Za-z_$][\w$]*\s*,\s*)*%?[A-Za-z_$][\w$]*)\s*\Z")
+
+
+def scoped_names(text, chain, block_regs):
+    """``text`` with the registers of its enclosing blocks under their block-scoped names (the
+    innermost declaration of a name wins); the opcode itself is left alone."""
+    names = {}
+    for b in chain:
+        names.update(block_regs.get(b, {}))
+    if not names:
+        return text
+    pat = re.compile(r"(?<![\w$%.])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) +
+                     r")(?![\w$])")
+    head, _, rest = text.partition(" ")
+    if head.startswith("@"):                       # a guard, then the opcode
+        guard = pat.sub(lambda m: names[m.group(1)], head)
+        op, _, rest = rest.partition(" ")
+        return f"{guard} {op} {pat.sub(lambda m: names[m.group(1)], rest)}".rstrip()
+    return f"{head} {pat.sub(lambda m: names[m.group(1)], rest)}".rstrip()

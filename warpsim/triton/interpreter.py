@@ -314,7 +314,7 @@ def _scaled_operand(x, fmt, k_pack, scale, scale_type, k_axis):
     """One dot_scaled operand as float64 values: e2m1 unpacked (two per byte along K, the first in the
     low nibble), times its per-block scale along K (scale_type "ue8m0": blocks of 32, "ue4m3": of 16;
     the scale array is (rows or columns, K / block))."""
-    from .isa.codec import to_values
+    from ..isa.codec import to_values
 
     raw = np.asarray(x)
     if fmt == "e2m1":
