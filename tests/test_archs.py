@@ -9,6 +9,7 @@ hand-made inputs whose expected words follow from those statements alone.
 
 import glob
 import json
+import lzma
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from warpsim.isa import archs
 from warpsim.isa.catalog import BY_OPCODE, CATALOG
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "golden", "ptxas_archs.json")) as _f:
+with lzma.open(os.path.join(HERE, "golden", "ptxas_archs.json.xz"), "rt") as _f:
     TABLE = json.load(_f)
 ALL = {i.opcode for i in CATALOG}
 
@@ -84,7 +85,7 @@ def _ptxas(target):
 
 def _live_targets():
     """Every target, when ptxas 13 is on PATH; else those Triton's bundled ptxas 12.8 knows (not sm_103a,
-    sm_110a, sm_121a: the committed tables, tests/golden/ptxas_archs.json and
+    sm_110a, sm_121a: the committed tables, tests/golden/ptxas_archs.json.xz and
     tests/golden/ptxas/spellings.json.xz, answer for those)."""
     every = list(archs.TARGETS) + list(archs.ALIASES)
     if _ptxas("sm_80")[0] == shutil.which("ptxas"):

@@ -10,19 +10,18 @@ loads, and the launches that faulted (which warpsim refuses).  Each case is repl
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 
 from warpsim.hw.golden import open_golden
-from warpsim.hw.offline.tma_store_replay import replay_case
+from warpsim.hw.offline.tma_store_replay import Capture, replay_case
 from warpsim.ptx import PTXError
 
 PATH = os.path.join(os.path.dirname(__file__), "golden", "tma_stores_sm90.npz")
-Z = open_golden(PATH)
-CASES = json.loads(str(Z["plan"]))["cases"]
+CAP = Capture(open_golden(PATH))
+CASES = CAP.cases
 
 
 def _group(g):
@@ -32,11 +31,11 @@ def _group(g):
 def _replay(group):
     ran, differ, faults = 0, [], []
     for i, c in _group(group):
-        if int(Z[f"{i}.result"]) != 0 or f"{i}.idx" not in Z.files:
+        if CAP.result[i] != 0 or not CAP.has_output[i]:
             continue
         ran += 1
         try:
-            mine, gpu = replay_case(Z, i, c)
+            mine, gpu = replay_case(CAP, i)
         except PTXError as exc:
             faults.append((i, c["entry"], str(exc)[:200]))
             continue
@@ -49,14 +48,14 @@ def test_tensor_stores_and_reductions_replay_bit_for_bit():
     ran, differ, faults = _replay("tensor")
     assert ran >= 150
     assert not faults and not differ, (faults[:3], differ[:5])
-    ops = {c["op"] for i, c in _group("tensor") if f"{i}.idx" in Z.files}
+    ops = {c["op"] for i, c in _group("tensor") if CAP.has_output[i]}
     assert ops == {"store", "add", "min", "max", "inc", "dec", "and", "or", "xor"}
 
 
 def test_what_faults_on_the_gpu_is_refused():
     """Every probe the GPU faulted on (a negative start coordinate; .and/.or/.xor on int64) is a PTXError."""
     probes = [(i, c) for i, c in _group("tensor") if c.get("probe")]
-    assert probes and all(int(Z[f"{i}.result"]) == -1 for i, _ in probes)
+    assert probes and all(CAP.result[i] == -1 for i, _ in probes)
     for i, c in probes:
         data = np.zeros(c["gbytes"], np.uint8)
         from warpsim.hw.offline.tma_store_replay import _module
@@ -92,7 +91,7 @@ def test_im2col_loads_replay_bit_for_bit():
     ran, differ, faults = _replay("im2col")
     assert ran == 10
     assert not faults and not differ, (faults[:3], differ[:5])
-    ranks = {c["rank"] for i, c in _group("im2col") if f"{i}.idx" in Z.files}
+    ranks = {c["rank"] for i, c in _group("im2col") if CAP.has_output[i]}
     assert ranks == {3, 4, 5}
 
 
@@ -101,7 +100,7 @@ def test_im2col_start_outside_the_pixel_box_is_refused():
     from warpsim.isa.tensormap import Im2colMap, make_tensormap
     from warpsim.ptx.tma import im2col_load
 
-    crashed = [c for i, c in _group("im2col") if int(Z[f"{i}.result"]) == -1]
+    crashed = [c for i, c in _group("im2col") if CAP.result[i] == -1]
     assert len(crashed) == 15
     names = {0: "uint8", 1: "uint16", 6: "float16", 7: "float32", 9: "bfloat16"}
     for c in crashed:

@@ -2,7 +2,7 @@
 
 :func:`ptx_module` writes one ``.entry`` per instruction: load the operand registers from
 global memory, execute the opcode, store D.  ``warpsim/hw/offline/ptxas_archs.py`` assembles one such
-module per (opcode, target) to build ``tests/golden/ptxas_archs.json``; the tests assemble one
+module per (opcode, target) to build ``tests/golden/ptxas_archs.json.xz``; the tests assemble one
 module per target to check the catalog's per-architecture derivation against a live ptxas.
 """
 

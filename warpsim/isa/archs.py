@@ -7,7 +7,7 @@ restricted on a later target).  Nothing here lists opcodes per architecture by
 hand.
 
 Cross-checked against ptxas for every target (``warpsim/hw/offline/ptxas_archs.py`` writes
-``tests/golden/ptxas_archs.json``; ``tests/test_archs.py`` compares it with this
+``tests/golden/ptxas_archs.json.xz``; ``tests/test_archs.py`` compares it with this
 derivation, and with a live ptxas where one is installed): ptxas 13.0 for sm_75
 to sm_120 (with and without the ``a`` suffix), the CUDA 12.9 ptxas for sm_70
 (ptxas 13 no longer targets it).  Every ``mma``/``mma.sp`` opcode of the catalog
@@ -41,7 +41,7 @@ TARGETS: dict[str, str] = {
 #: Spellings accepted as another target: sm_90a and sm_100a run the same ``mma``/``mma.sp``
 #: opcodes as sm_90 / sm_100 (ptxas accepts exactly the same set of catalog opcodes); sm_121a
 #: (GB10) accepts exactly sm_120a's set.  sm_120a itself is a target of its own (the kind:: forms).
-#: sm_103a (B300) and sm_110a (Thor) accept exactly sm_100a's set (ptxas 13.0, tests/golden/ptxas_archs.json).
+#: sm_103a (B300) and sm_110a (Thor) accept exactly sm_100a's set (ptxas 13.0, tests/golden/ptxas_archs.json.xz).
 ALIASES: dict[str, str] = {"sm_90a": "sm_90", "sm_100a": "sm_100", "sm_103a": "sm_100", "sm_110a": "sm_100",
                            "sm_121a": "sm_120a"}
 
@@ -90,7 +90,7 @@ def ptxas_also_accepts(ins: Instruction, arch: str) -> bool:
     operands without ``.block_scale`` (except sparse f16 accumulate): ptxas ignores the ``.kind`` and
     emits the target's legacy fp8 ``mma`` -- the cubin is byte for byte the legacy opcode's (checked for
     all 80 on the three targets).  warpsim accepts them there and runs them as that twin
-    (:func:`as_assembled`); tests/golden/ptxas_archs.json records them.
+    (:func:`as_assembled`); tests/golden/ptxas_archs.json.xz records them.
     """
     canonical(arch)   # a known target name
     return (arch.strip().lower() in LENIENT_KIND_TARGETS and bool(ins.targets) and not ins.block_scaled
