@@ -140,7 +140,19 @@ def tcgen05_status(opcode: str) -> str:
 def explain(instruction, a=None, b=None, c=None, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
             scale_a=None, scale_b=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0) -> Explanation:
     """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment).
-    Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`."""
+    Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`.
+
+    Example: the status of a PTX ALU opcode, or one D element of an ``mma`` taken apart.
+
+    >>> print(warpsim.explain("ex2.approx.f32"))         # doctest: +ELLIPSIS
+    ex2.approx.f32
+      verified: ...
+    >>> op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    >>> A, B = np.full((16, 16), 1 / 3, np.float16), np.ones((16, 8), np.float16)
+    >>> ex = warpsim.explain(op, warpsim.pack(op, "a", A), warpsim.pack(op, "b", B), warpsim.pack(op, "c", np.zeros((16, 8))))
+    >>> ex.row, ex.col, ex.ulps
+    (0, 0, 0.0)
+    """
     from .mma import validate_scales
 
     if a is None and b is None and c is None and isinstance(instruction, str) \

@@ -178,6 +178,20 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
     (row i in lane i, elements packed along the cells; ``.ashift`` moves rows down one lane: layout guesses).
     Modelled: cta_group::1, dense, M = 128, 32-bit accumulator cells (f16 D in the low half); anything else
     raises NotImplementedError.
+
+    Example: every shared-memory element 1.0 (f16), D starts at 1.0 in tensor memory.
+
+    >>> from warpsim.isa import tcgen05
+    >>> from warpsim.ptx.tmem import TensorMemory
+    >>> sm = np.ones(8192, np.float16).view(np.uint8)
+    >>> desc = tcgen05.encode_smem_desc(0, 128, 256)                            # start, LBO, SBO
+    >>> idesc = tcgen05.encode_idesc("f16", "f16", "f16", "f32", 128, 32)       # kind, A, B, D types, M, N
+    >>> tm = TensorMemory()
+    >>> d = tm.alloc(32)
+    >>> tm.cells[:, :32] = np.float32(1).view(np.uint32)
+    >>> warpsim.tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, d, desc, desc, idesc, smem=sm)
+    >>> tm.cells[0, :4].view(np.float32)                                       # 1 + 16 products of 1 * 1
+    array([17., 17., 17., 17.], dtype=float32)
     """
     from ..ptx import tmem as _tmem
 

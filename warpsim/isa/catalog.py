@@ -187,7 +187,12 @@ def _parse_shape(shape: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Instruction:
-    """One catalog entry: an opcode and everything derived from it."""
+    """One catalog entry: an opcode and everything derived from it.
+
+    >>> ins = warpsim.parse("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32")
+    >>> ins.family, ins.shape, ins.atype, ins.btype, ins.satfinite, ins.min_sm
+    ('int8', 'm16n8k32', 's8', 'u8', True, 80)
+    """
 
     opcode: str
     family: str
@@ -459,7 +464,12 @@ BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_
 
 
 def entries():
-    """Every (instruction, selector) pair: sparse opcodes once per allowed selector."""
+    """Every (instruction, selector) pair: sparse opcodes once per allowed selector.
+
+    >>> pairs = list(warpsim.entries())
+    >>> pairs[0][0].opcode, pairs[0][1]
+    ('mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16', 0)
+    """
     for ins in CATALOG:
         yield from ins.entries
 

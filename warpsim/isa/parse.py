@@ -235,6 +235,10 @@ def parse(instruction, arch=None) -> Instruction:
 
     A ``tcgen05.mma`` spelling (sm_100a) returns its :class:`~warpsim.isa.catalog.Tcgen05Opcode` instead:
     its shape and types live in the instruction descriptor (:mod:`warpsim.isa.tcgen05`).
+
+    >>> ins = parse("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32")
+    >>> ins.mnk, ins.atype, ins.dtype, ins.is_sparse, ins.selectors, ins.min_sm
+    ((16, 8, 32), 'f16', 'f32', True, (0, 1), 80)
     """
     if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
         from .tcgen05 import parse_tcgen05

@@ -10,13 +10,16 @@ captures show (``warpsim/hw/device/sfu_sweep.py``; the findings are in ``docs/sf
 * ``EX2``: the operand is converted to sign-magnitude fixed point with 23 fraction bits, truncated;
   2^(integer part) is exact, the fraction indexes one table for positive and one for negative
   operands.
+* ``SIN`` / ``COS``: the operand (in turns) is read as the fraction of its magnitude to 25 bits;
+  one table of the half turn (2^24 entries) serves both, by the exact symmetries the sweep shows.
 * The 16-bit ``EX2`` / ``TANH`` (f16, bf16): a function of 2^16 words.
 
 The result significands are not a published formula: warpsim keeps, per operation, the difference
 between the hardware's word and a deterministic reference (IEEE +, *, /, sqrt in float64 only, so the
 same on every host) in a compressed table under ``warpsim/numerics/sfu_data/`` -- the "compact table
 of hardware outputs" fallback; a fitted interpolator (segments, coefficients) would replace it.
-``LG2``, ``SIN``, ``COS`` and ``TANH`` (f32) have no table yet: :func:`available` says which units
+``TANH`` (f32) is a table per binade between 2**-8 and 8 (the identity below, +-1 above);
+``LG2`` has no table yet: :func:`available` says which units
 are exact.
 """
 
@@ -45,6 +48,84 @@ def _exp2_frac(f):
         term = term * t / k
         s = s + term
     return s
+
+
+def _sin_small(t):
+    """sin(t) for |t| <= pi/4 (float64 Taylor, deterministic)."""
+    t2 = t * t
+    s, term = t.copy(), t.copy()
+    for k in range(1, 14):
+        term = -term * t2 / ((2 * k) * (2 * k + 1))
+        s = s + term
+    return s
+
+
+def _cos_small(t):
+    t2 = t * t
+    s, term = np.ones_like(t), np.ones_like(t)
+    for k in range(1, 14):
+        term = -term * t2 / ((2 * k - 1) * (2 * k))
+        s = s + term
+    return s
+
+
+def sincos_turns(k, bits):
+    """(sin, cos) of 2 pi k / 2**bits for integer k in [0, 2**bits), float64, deterministic: the
+    octant symmetry is exact integer arithmetic, the remainder within pi/4 a Taylor series."""
+    k = np.asarray(k, np.int64)
+    octant = k >> (bits - 3)
+    r = k & ((1 << (bits - 3)) - 1)                      # position inside the octant
+    eighth = 1 << (bits - 3)
+    odd = (octant & 1) == 1
+    rr = np.where(odd, eighth - r, r).astype(np.float64)   # distance to the nearest multiple of 90 degrees
+    t = rr * (2.0 * 3.141592653589793 / float(1 << bits))
+    s0, c0 = _sin_small(t), _cos_small(t)
+    swap = ((octant + 1) >> 1) & 1                         # octants 1, 2, 5, 6: sin and cos exchange
+    sa, ca = np.where(swap == 1, c0, s0), np.where(swap == 1, s0, c0)
+    quadrant = octant >> 1
+    sin = np.where(quadrant >= 2, -sa, sa)
+    cos = np.where((quadrant == 1) | (quadrant == 2), -ca, ca)
+    return sin, cos
+
+
+def log2_det(x):
+    """log2 of positive normal float64 values (deterministic: exponent, then 2 atanh series)."""
+    x = np.asarray(x, np.float64)
+    bits = x.view(np.uint64)
+    e = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64) - 1023
+    m = ((bits & np.uint64((1 << 52) - 1)) | np.uint64(1023 << 52)).view(np.float64)   # [1, 2)
+    big = m > 1.4142135623730951
+    m = np.where(big, m * 0.5, m)
+    e = e + big
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    acc, term = s.copy(), s.copy()
+    for k in range(1, 30):
+        term = term * s2
+        acc = acc + term / (2 * k + 1)
+    return e + acc * (2.0 / 0.6931471805599453)
+
+
+def tanh_det(x):
+    """tanh of positive float64 values (deterministic: exp(-2x) as 2**n * 2**f, then a quotient)."""
+    t = np.asarray(x, np.float64) * (-2.0 / 0.6931471805599453)
+    n = np.floor(t)
+    e = np.ldexp(_exp2_frac(t - n), n.astype(np.int64))
+    return (1.0 - e) / (1.0 + e)
+
+
+# MUFU.TANH reads its operand's significand to 23 - k bits in binade e (k from the sweep); below
+# 2**-8 it returns the operand, from 8 on +-1
+TANH_DROPPED = {119: 6, 120: 6, 121: 6, 122: 5, 123: 5, 124: 4, 125: 4, 126: 4, 127: 3, 128: 2, 129: 3}
+
+
+def _tanh_grid(e):
+    k = TANH_DROPPED[e]
+    return lambda: np.arange(0, 1 << 23, 1 << k, dtype=np.uint32) | np.uint32(e << 23)
+
+
+def _tanh_ref(u):
+    return tanh_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
 
 
 @dataclass(frozen=True)
@@ -87,6 +168,18 @@ def _half_ref(u):
     return np.zeros_like(u)
 
 
+SC_BITS = 25            # MUFU.SIN / COS read the fraction of their operand (in turns) to 2**-25
+
+
+def _sc_ref(which, sign):
+    def ref(k):
+        v = sincos_turns(k, SC_BITS)[0 if which == "sin" else 1]
+        if sign and which == "sin":
+            v = -v
+        return v.astype(np.float32).view(np.uint32)
+    return ref
+
+
 _RCP = lambda x: 1.0 / x            # noqa: E731
 _RSQ = lambda x: 1.0 / np.sqrt(x)   # noqa: E731
 
@@ -105,15 +198,29 @@ TABLES = {t.name: t for t in (
     Table("ex2_bf16", 16, _binade(0, 16), _half_ref),
     Table("tanh_f16", 16, _binade(0, 16), _half_ref),
     Table("tanh_bf16", 16, _binade(0, 16), _half_ref),
-)}
+    Table("sin_half", 32, _binade(0, SC_BITS - 1), _sc_ref("sin", 0)),   # sin of k / 2**25 turns, k < 2**24
+) + tuple(Table(f"tanh_e{e}", 32, _tanh_grid(e), _tanh_ref) for e in TANH_DROPPED)}
 
 _LOADED: dict = {}
 
 
+def _key(words):
+    """Float words (sign-magnitude, as int64) on one integer line, -0 just below +0: differences
+    count last places across zero as well, and the sign of a zero survives."""
+    w = np.asarray(words).astype(np.int64)
+    return np.where(w >= 1 << 31, -(w & 0x7FFFFFFF) - 1, w)
+
+
+def _unkey(key):
+    key = np.asarray(key, np.int64)
+    return np.where(key < 0, (-key - 1) | (1 << 31), key).astype(np.uint32)
+
+
 def encode(name, hardware_words):
-    """The committed form of a table: the hardware's words minus the reference, lzma-compressed."""
+    """The committed form of a table: the hardware's words minus the reference (in last places),
+    lzma-compressed."""
     t = TABLES[name]
-    d = hardware_words.astype(np.int64) - t.reference(t.canonical()).astype(np.int64)
+    d = _key(hardware_words) - _key(t.reference(t.canonical()))
     lo, hi = int(d.min()), int(d.max())
     dt = np.int8 if -128 <= lo and hi < 128 else (np.int16 if -32768 <= lo and hi < 32768 else np.int32)
     return {f"{name}": np.frombuffer(lzma.compress(d.astype(dt).tobytes(), preset=9), np.uint8),
@@ -123,7 +230,7 @@ def encode(name, hardware_words):
 def decode(name, store):
     t = TABLES[name]
     d = np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
-    return (t.reference(t.canonical()).astype(np.int64) + d).astype(np.uint32)
+    return _unkey(_key(t.reference(t.canonical())) + d)
 
 
 def load(path=None):
@@ -262,9 +369,58 @@ def rsq64h(h):
     return np.where((e == 2047) & (m != 0), _F64H_NAN, out).astype(np.uint32)
 
 
+def _negate(w):
+    """Flip the sign of a MUFU.SIN / COS result (a plain sign flip: sin of half a turn is -0)."""
+    return (np.asarray(w, np.uint32) ^ np.uint32(1 << 31)).astype(np.uint32)
+
+
+def _turn_index(y):
+    """The operand's fraction of a turn as the MUFU reads it: floor(frac(|y|) * 2**25)."""
+    with np.errstate(all="ignore"):
+        a = np.abs(np.asarray(y, np.uint32).view(np.float32).astype(np.float64))
+        f = a - np.floor(a)
+        k = np.floor(np.where(np.isfinite(a), f, 0.0) * float(1 << SC_BITS)).astype(np.int64)
+    return k
+
+
+def _sin_turns(k):
+    half = 1 << (SC_BITS - 1)
+    v = table("sin_half")[k % half]
+    return np.where(k >= half, _negate(v), v).astype(np.uint32)
+
+
+def sin(y):
+    """MUFU.SIN of y in turns: one table of the half turn (2**24 entries, the H200's words); the
+    other half turn is its negation and a negative operand negates, both as plain sign flips."""
+    y = np.asarray(y, np.uint32)
+    out = _sin_turns(_turn_index(y))
+    out = np.where(y >> np.uint32(31) == 1, _negate(out), out)
+    return np.where((y & np.uint32(0x7F800000)) == np.uint32(0x7F800000), _F32_NAN, out).astype(np.uint32)
+
+
+def cos(y):
+    """MUFU.COS: the sine table a quarter turn on (cos k = sin(k + 2**23)); even in y."""
+    y = np.asarray(y, np.uint32)
+    out = _sin_turns((_turn_index(y) + (1 << (SC_BITS - 2))) % (1 << SC_BITS))
+    return np.where((y & np.uint32(0x7F800000)) == np.uint32(0x7F800000), _F32_NAN, out).astype(np.uint32)
+
+
+def tanh(u):
+    """MUFU.TANH (f32): odd; the operand below 2**-8 (subnormals too), +-1 from 8 on, between them
+    a table per binade over the significand bits the unit reads."""
+    u, s, e, m = _split32(u)
+    out = u & np.uint32(0x7FFFFFFF)
+    for b, k in TANH_DROPPED.items():
+        sel = e == b
+        if sel.any():
+            out = np.where(sel, table(f"tanh_e{b}")[(m >> np.uint32(k)).astype(np.intp) * sel], out)
+    out = np.where(e >= 130, np.uint32(0x3F800000), out) | (s << np.uint32(31))
+    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+
+
 def half(name, h):
     """MUFU.EX2 / TANH on f16 or bf16 words (``name``: ex2_f16, ex2_bf16, tanh_f16, tanh_bf16)."""
     return table(name)[np.asarray(h, np.uint16).astype(np.intp)].astype(np.uint16)
 
 
-UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h}
+UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos, "tanh": tanh}

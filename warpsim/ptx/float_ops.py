@@ -5,8 +5,7 @@ Correctly rounded operations run on the exact soft-float core (:mod:`warpsim.num
 or, where the host's IEEE double is provably enough, on float64: a quotient, reciprocal or square
 root rounded to float64 and then to float32 is the correctly rounded float32 result (53 >= 2*24 + 2,
 double rounding is innocuous for these operations).  The special-function forms
-whose MUFU is modelled exactly live in :mod:`warpsim.ptx.sfu_ops`; ``lg2``, ``sin``, ``cos`` and
-``tanh.approx.f32`` stay here as the correctly rounded function, ``approximate`` in
+whose MUFU is modelled exactly live in :mod:`warpsim.ptx.sfu_ops`; ``lg2.approx.f32`` stays here as the correctly rounded function, ``approximate`` in
 :data:`warpsim.ptx.alu_rows.STATUS`.
 """
 
@@ -335,10 +334,10 @@ _APPROX_NOTE = ("special-function unit (MUFU): modelled as the correctly rounded
                 "words differ in the last bits (error measured against captures in docs/ptx_alu.md)")
 
 
-_SFU = {"lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
+_SFU = {"lg2": np.log2}
 
 
-@row(r"(?P<fn>lg2|sin|cos|tanh)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
+@row(r"(?P<fn>lg2)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
      note=_APPROX_NOTE)
 def _sfu(m, a):
     return _host("f32", _SFU[m["fn"]], a, ftz=bool(m["ftz"]))
