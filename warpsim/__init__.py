@@ -13,8 +13,8 @@ The examples in this reference assume ``import numpy as np, warpsim``.  ``CATALO
 warp-level ``mma`` / ``mma.sp`` opcode of every modelled target, one :class:`Instruction` each:
 
 >>> len(warpsim.CATALOG), warpsim.CATALOG[0].opcode
-(470, 'mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16')
->>> sum(not i.targets for i in warpsim.CATALOG)      # the sm_90 catalog (the rest: sm_120a's kind:: forms)
+(474, 'mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16')
+>>> sum(not i.targets for i in warpsim.CATALOG)      # the sm_90 catalog (the rest: sm_120a's own forms)
 182
 >>> warpsim.__version__
 '0.1.0'

@@ -146,12 +146,13 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
 
     if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
         instruction, arch = _tcgen05_twin(instruction, A, arch)
+    is_wg = isinstance(instruction, str) and instruction.strip().startswith("wgmma")
     arch = check_arch("sm_90" if arch is None else arch)
-    try:
-        ins = parse(instruction, arch=arch)
-    except ValueError:
+    try:   # arch picks the numerics (sm_90 and sm_90a are one target there); wgmma's ptxas target is sm_90a
+        ins = parse(instruction, arch="sm_90a" if is_wg and arch == "sm_90" else arch)
+    except ValueError as exc:
         op = instruction.strip() if isinstance(instruction, str) else ""
-        if not op.startswith("wgmma"):
+        if not op.startswith("wgmma") or "not available on" in str(exc):
             raise
         from ..isa.catalog import CATALOG
 

@@ -114,7 +114,8 @@ def arch_markdown() -> str:
 
 
 def sm120a_markdown() -> str:
-    """The sm_120a (RTX Blackwell) kind:: opcodes: one line per (kind, shape, form, scale)."""
+    """The sm_120a (RTX Blackwell) only opcodes (kind:: and the sparse fp8 f16-accumulate form): one line
+    per (kind, shape, form, scale)."""
     groups = {}
     SM120 = [i for i in CATALOG if i.targets]
     for ins in SM120:
@@ -131,15 +132,16 @@ def sm120a_markdown() -> str:
         "| kind | shape | form | A.B types | D/C types | block scale | opcodes |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for (kind, shape, form, scale, lenient), g in sorted(groups.items(), key=lambda kv: (kv[0][4], kv[0][0], kv[0][2], kv[0][1], kv[0][3])):
+    for (kind, shape, form, scale, lenient), g in sorted(groups.items(), key=lambda kv: (kv[0][4], kv[0][0] or "~", kv[0][2], kv[0][1], kv[0][3])):
         ab = "any of e4m3, e5m2, e3m2, e2m3, e2m1 (25 pairs)" if len(g["ab"]) == 25 else ", ".join(g["ab"])
         form = "sparse (`mma.sp::ordered_metadata`)" if form == "sparse" else form
         note = " (ptxas-lenient, not in the PTX ISA)" if lenient else ""
-        lines.append(f"| `kind::{kind}`{note} | {shape} | {form} | {ab} | {', '.join(g['dc'])} | {scale} | {g['n']} |")
+        name = f"`kind::{kind}`" if kind else "no `.kind` (legacy fp8 spelling)"
+        lines.append(f"| {name}{note} | {shape} | {form} | {ab} | {', '.join(g['dc'])} | {scale} | {g['n']} |")
     lines.append("")
     lenient = sum(i.lenient for i in SM120)
-    lines.append(f"{len(SM120)} opcodes ({len(SM120) - lenient} defined by the PTX ISA, {lenient} accepted by ptxas 13.0 "
-                 "only), all for sm_120a and sm_121a, PTX ISA 8.7.")
+    lines.append(f"{len(SM120)} opcodes ({lenient} of them ptxas-lenient: accepted by ptxas 13.0, not in the PTX ISA), "
+                 "all for sm_120a and sm_121a, PTX ISA 8.7.")
     return "\n".join(lines)
 
 

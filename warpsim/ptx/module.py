@@ -23,6 +23,7 @@ from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
 from .syntax import SCOPED_REG, PTXError, make_statement, parse_int, parse_module, scoped_names, statements
+from .targets import check_module_target
 
 __all__ = ["load", "Module"]
 
@@ -159,6 +160,7 @@ class _Program:
                     st.target = target
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
+        check_module_target(self.code, mod.target)
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
