@@ -20,8 +20,9 @@ _NAN32 = np.uint32(0x7FFFFFFF)
 _ABS = np.uint32(0x7FFFFFFF)
 _TWO_M126 = np.uint32(0x00800000)      # 2**-126
 _TWO_126 = np.uint32(0x7E800000)       # 2**126
-_EXHAUSTIVE = ("verified (exhaustive): equal to the H100/H200 on every operand word (docs/sfu.md); "
-               "the SASS sequence of ptxas 13 around MUFU.{unit}, the MUFU from its hardware table")
+_EXHAUSTIVE = ("verified (exhaustive): equal to an H200 (the H100's GH100 SM) on every operand word, and to "
+               "the H100 capture where the form is in it (docs/sfu.md); the SASS sequence of ptxas 13 around "
+               "MUFU.{unit}, the MUFU from its hardware table")
 
 
 def _f32(bits):
