@@ -120,10 +120,14 @@ def encode(name, hardware_words):
             f"{name}.dtype": np.array(np.dtype(dt).str)}
 
 
+def deltas(name, store):
+    """The stored differences hardware word - reference word of one table (int8/16/32)."""
+    return np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
+
+
 def decode(name, store):
     t = TABLES[name]
-    d = np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
-    return (t.reference(t.canonical()).astype(np.int64) + d).astype(np.uint32)
+    return (t.reference(t.canonical()).astype(np.int64) + deltas(name, store)).astype(np.uint32)
 
 
 def load(path=None):
