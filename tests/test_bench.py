@@ -89,3 +89,24 @@ def test_readme_speed_tables_are_the_committed_report():
     assert [r["gemm"] for r in report["gemms"]] == [n for n, *_ in _bench.GEMMS]
     assert all(r["available"] for r in report["families"] + report["paths"] + report["gemms"])
     assert report["memory"]["warps"] == 1_000_000 and report["gemm_memory"]["n"] == 4096
+
+
+def test_bench_sfu_rows(tmp_path, capsys):
+    """One row per special-function family: words/s and the ratio to numpy's function of the same inputs."""
+    from warpsim.cli import bench_sfu
+
+    out = tmp_path / "sfu.json"
+    assert _bench.main(["--quick", "--family", "sfu", "--no-startup", "--no-memory", "--no-gemm", "--no-paths",
+                        "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["families"] == []
+    rows = report["sfu"]
+    assert [r["family"] for r in rows] == [name for name, *_ in bench_sfu.ROWS]
+    for r in rows:
+        for key in ("one_thread", "all_cores"):
+            assert r[key]["words_per_s"] > 0 and r[key]["numpy_words_per_s"] > 0
+        assert r["ratio_one_thread"] > 0 and r["meets_ratio"] == (r["ratio_one_thread"] <= bench_sfu.TARGET_RATIO)
+    assert "special function" in capsys.readouterr().out
+    assert _bench.main(["--report", str(out), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert all(f"| {name} | `{form}` |" in md for name, form, *_ in bench_sfu.ROWS)

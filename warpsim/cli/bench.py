@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import bench_sfu
+
 #: (row name, opcode) -- one representative instruction per family
 FAMILIES = (
     ("f16 m16n8k16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
@@ -790,6 +792,7 @@ def format_table(report: dict) -> str:
                          f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
                          f"{_fmt_rate(r['macs_per_s'])}")
         lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
+    lines += bench_sfu.format_lines(report.get("sfu"))
     t = report.get("targets_missed")
     if t:
         def _say(names):
@@ -859,6 +862,7 @@ def format_markdown(report: dict) -> str:
             tgt = r.get("target_ratio")
             out.append(f"| {r['gemm']} | {r['warpsim_s']:.3f} s | {r['numpy_f64_s']:.4f} s | {r['ratio']:.1f} | "
                        f"{'<= ' + format(tgt, 'g') if tgt else '-'} | {_verdict(r['meets_ratio'] if tgt else None)} |")
+    out += bench_sfu.format_lines(report.get("sfu"), markdown=True)
     mem, gm = report.get("memory"), report.get("gemm_memory")
     if mem or gm:
         out.append("")
@@ -902,6 +906,7 @@ def main(argv=None) -> int:
                     help="n of the n^3 gemm whose peak memory is measured (default 4096; --quick: 256)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the whole-GEMM rows")
     ap.add_argument("--no-paths", action="store_true", help="skip the wgmma / sm_89 / sm_120a / PTX path rows")
+    ap.add_argument("--no-sfu", action="store_true", help="skip the special-function rows (bench_sfu)")
     ap.add_argument("--save", nargs="?", const=str(HISTORY), default=None, metavar="HISTORY",
                     help="append this run's JSON with the commit to the history (default benchmarks/results/"
                          "history.jsonl)")
@@ -974,6 +979,9 @@ def main(argv=None) -> int:
             report["gemms"].append(row)
     if not args.no_paths:
         report["paths"] = bench_paths(repeat, args.quick, args.family)
+    if not args.no_sfu:
+        report["sfu"] = bench_sfu.bench_sfu((1 << 14) if args.quick else (1 << 22), repeat, threads_all, args.family,
+                                            CLOCKS[args.clock])
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:
