@@ -32,6 +32,7 @@ from .jitcache import named_copy
 #: elements per call above which the parallel kernels run; elements per chunk
 PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
 CHUNK = 1 << 14
+_TOUCH = 1024                  # elements whose table entries are loaded ahead (64 KiB of cache lines)
 
 _U = np.uint32
 _NAN = _U(0x7FFFFFFF)
@@ -149,6 +150,19 @@ def _ex2_ref(fr, neg, seg):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _ex2_fixed(u):
+    """|x| in fixed point with 23 fraction bits, truncated (the exponent clamped: larger saturate anyway)."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    sh = e - 127
+    sig = np.int64(u & _MANT) | (1 << 23)
+    if e == 0:
+        return np.int64(0)
+    if sh >= 0:
+        return sig << min(sh, 30)
+    return sig >> min(-sh, 63)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _mufu_ex2(u, d_pos, d_neg, seg):
     s = u >> _U(31)
     e = np.int64((u >> _U(23)) & _U(0xFF))
@@ -157,14 +171,7 @@ def _mufu_ex2(u, d_pos, d_neg, seg):
         if m != 0:
             return _NAN
         return _INF if s == 0 else _U(0)
-    sh = e - 127
-    sig = np.int64(m) | (1 << 23)
-    if e == 0:
-        fixed = np.int64(0)
-    elif sh >= 0:
-        fixed = sig << min(sh, 30)
-    else:
-        fixed = sig >> min(-sh, 63)
+    fixed = _ex2_fixed(u)
     ip = min(fixed >> 23, 200)
     fr = fixed & 0x7FFFFF
     if s == 0:
@@ -238,17 +245,54 @@ def _div_form(a, b, ftz, full, d):
     return _fmul(_mufu_rcp(b, d), a, ftz)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _f32_form(code, ftz, a, b, d0, d1, seg):
-    if code == RCP:
-        return _rcp_form(a, ftz, d0)
-    if code == RSQRT:
-        return _root_form(a, ftz, d0, d1, True)
-    if code == SQRT:
-        return _root_form(a, ftz, d0, d1, False)
+@njit(cache=True, nogil=True)
+def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+    """out[lo:hi] of one form: a loop per form (one loop over all forms keeps every form's values live
+    and ran 2-4x slower)."""
+    for s in range(lo, hi, _TOUCH):
+        e = min(hi, s + _TOUCH)
+        if _touch(code, a, b, s, e, d0, d1) == -(1 << 62):   # never: the loads are what counts
+            out[s] = 0
+        _f32_loops(code, ftz, a, b, out, s, e, d0, d1, seg)
+
+
+@njit(cache=True, nogil=True)
+def _touch(code, a, b, lo, hi, d0, d1):
+    """Load the table entries that out[lo:hi] will read, in a tight loop of independent loads: a random
+    operand's entry is an L3 (or memory) miss, and here many are in flight at once, not one or two."""
+    acc = 0
     if code == EX2:
-        return _ex2_form(a, ftz, d0, d1, seg)
-    return _div_form(a, b, ftz, code == DIV_FULL, d0)
+        for i in range(lo, hi):
+            fr = _ex2_fixed(a[i]) & 0x7FFFFF
+            acc += d1[fr] if a[i] >> _U(31) else d0[fr]
+    elif code == RSQRT or code == SQRT:
+        for i in range(lo, hi):
+            acc += d0[a[i] & _MANT] if a[i] & _U(0x800000) else d1[a[i] & _MANT]
+    else:
+        x = a if code == RCP else b
+        for i in range(lo, hi):
+            acc += d0[x[i] & _MANT]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_loops(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+    if code == RCP:
+        for i in range(lo, hi):
+            out[i] = _rcp_form(a[i], ftz, d0)
+    elif code == RSQRT:
+        for i in range(lo, hi):
+            out[i] = _root_form(a[i], ftz, d0, d1, True)
+    elif code == SQRT:
+        for i in range(lo, hi):
+            out[i] = _root_form(a[i], ftz, d0, d1, False)
+    elif code == EX2:
+        for i in range(lo, hi):
+            out[i] = _ex2_form(a[i], ftz, d0, d1, seg)
+    else:
+        full = code == DIV_FULL
+        for i in range(lo, hi):
+            out[i] = _div_form(a[i], b[i], ftz, full, d0)
 
 
 def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, q64, q32, ok):
@@ -256,8 +300,7 @@ def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, q64, q32, ok):
     nch = (n + CHUNK - 1) // CHUNK
     for ch in prange(nch):
         ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
-        for i in range(ch * CHUNK, min(n, (ch + 1) * CHUNK)):
-            out[i] = _f32_form(code, ftz, a[i], b[i], d0, d1, seg)
+        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg)
 
 
 # ----------------------------------------------------------------------------------------------
