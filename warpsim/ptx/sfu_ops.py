@@ -1,6 +1,8 @@
 """Special-function rows: each PTX form as the SASS sequence ptxas 13 writes for sm_90a around its
 ``MUFU`` (read with ``cuobjdump -sass``; the sequences are listed in docs/sfu.md), the MUFU itself
-from :mod:`warpsim.numerics.sfu`.
+from :mod:`warpsim.numerics.sfu`.  The functions here are the readable numpy model (:data:`REFERENCE`); the
+rows and :data:`FORMS` run the jitted copy of each in :mod:`warpsim.engine.sfu` (same words, checked
+against the hardware by tests/test_sfu.py and tests/test_ptx_alu2.py).
 
 The wrappers are ordinary correctly rounded FMUL / DFMA steps and predicated scalings: non-``.ftz``
 forms move subnormal operands into the normal range by 2**24 (and results back), ``div.full``
