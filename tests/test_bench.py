@@ -40,11 +40,17 @@ def test_bench_quick_json(tmp_path, capsys):
     gm = report["gemm_memory"]
     assert gm["n"] == 256 and gm["peak_rss_bytes"] >= gm["rss_before_operands_bytes"] > 0
     assert gm["extra_bytes"] == gm["peak_rss_bytes"] - gm["rss_before_operands_bytes"] - gm["operand_and_result_bytes"]
-    # the saved report renders as the README's Markdown tables without measuring again
+    # the saved report renders as docs/speed.md's Markdown tables without measuring again
     assert _bench.main(["--report", str(out), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert md.count("| --- ") >= 3 and all(f"| {name} |" in md for name, _ in _bench.FAMILIES)
     assert all(f"| {name} |" in md for name, *_ in _bench.PATHS) and "beyond its operands" in md
+    kernels = report["kernels"]       # whole Triton kernels from their PTX, against numpy float32
+    assert [k["kernel"] for k in kernels] == [name for name, *_ in _bench.KERNEL_ROWS]
+    for k in kernels:
+        assert k["available"], k
+        assert k["first_launch_s"] > 0 and k["seconds"] > 0 and k["reference_seconds"] > 0 and k["ptx_lines"] > 500
+    assert "whole kernels" in _bench.format_table(report)
     paths = report["paths"]
     assert [p["path"] for p in paths] == [name for name, *_ in _bench.PATHS]
     for p in paths:
@@ -74,14 +80,12 @@ def test_bench_history_save_and_plot(tmp_path):
         _bench.main(["--plot", str(svg), "--history", str(empty)])
 
 
-def test_readme_speed_tables_are_the_committed_report():
-    """The README's speed tables are the committed full report rendered (no hand-edited figures), and
-    that report measured every row the bench defines."""
-    from pathlib import Path
-
+def test_speed_doc_tables_are_the_committed_report():
+    """docs/speed.md's speed tables (the README links to them) are the committed full report rendered
+    (no hand-edited figures), and that report measured every row the bench defines."""
     report = json.loads(_bench.SPEED_REPORT.read_text())
-    text = (Path(_bench.__file__).resolve().parents[2] / "README.md").read_text()
-    block = text.split(_bench.README_BEGIN, 1)[1].split(_bench.README_END, 1)[0].strip("\n")
+    text = _bench.SPEED_DOC.read_text()
+    block = text.split(_bench.SPEED_BEGIN, 1)[1].split(_bench.SPEED_END, 1)[0].strip("\n")
     assert block == _bench.format_markdown(report).rstrip("\n")
     assert not report["quick"]
     assert [r["family"] for r in report["families"]] == [n for n, _ in _bench.FAMILIES]
@@ -89,6 +93,46 @@ def test_readme_speed_tables_are_the_committed_report():
     assert [r["gemm"] for r in report["gemms"]] == [n for n, *_ in _bench.GEMMS]
     assert all(r["available"] for r in report["families"] + report["paths"] + report["gemms"])
     assert report["memory"]["warps"] == 1_000_000 and report["gemm_memory"]["n"] == 4096
+
+
+def test_history_labels_runs_by_vector_isa(tmp_path):
+    """Each history run is labelled with the ISA its kernels were compiled for; --isa keeps one kind."""
+    def run(commit, host, code, rate):
+        machine = {"host_isa": host, "codegen_isa": code, "codegen_cpu": "x", "cpu_model": "y", "host_cpu": "z"}
+        fam = {"family": "f16 m16n8k16", "available": True, "one_thread": {"mma_per_s": rate}}
+        return {"commit": commit, "report": {"machine": machine, "families": [fam]}}
+
+    old = {"commit": "a0", "report": {"machine": {"cores": 2}, "families": []}}     # recorded before the ISA was
+    entries = [old, run("a1", "AVX-512", "AVX-512", 2.0), run("a1", "AVX-512", "AVX2", 1.0), run("a2", "AVX2", "AVX2", 3.0)]
+    labels, series = _bench.history_series(entries)
+    assert labels == ["a0", "a1 AVX-512", "a1 AVX2 on AVX-512", "a2 AVX2"]
+    assert series["f16 m16n8k16"] == [None, 2.0, 1.0, 3.0]
+    labels, series = _bench.history_series(entries, isa="AVX2")
+    assert labels == ["a2 AVX2"] and series == {"f16 m16n8k16": [3.0]}
+    hist = tmp_path / "h.jsonl"
+    hist.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    with pytest.raises(ValueError, match="no benchmark runs of vector ISA 'SSE4.2'"):
+        _bench.plot_history(tmp_path / "h.svg", hist, isa="SSE4.2")
+
+
+def test_vector_isa_names_and_the_avx2_environment():
+    from warpsim.engine import hostisa
+
+    assert hostisa.vector_isa({"avx2", "avx", "avx512f", "avx512dq", "avx512bw", "avx512vl"}) == "AVX-512"
+    assert hostisa.vector_isa({"avx2", "avx", "avx512f"}) == "AVX2"        # AVX-512F alone: not the full set
+    assert hostisa.vector_isa({"sse4.2"}) == "SSE4.2" and hostisa.vector_isa({"neon"}) == "NEON"
+    assert hostisa.vector_isa(set()) == "scalar"
+    info = hostisa.describe()
+    assert {"cpu_model", "host_isa", "codegen_isa", "codegen_cpu"} <= set(info)
+    if "avx2" not in hostisa.host_features():
+        with pytest.raises(ValueError, match="no AVX2"):
+            hostisa.avx2_environment()
+        return
+    env = hostisa.avx2_environment()
+    assert env["NUMBA_CPU_NAME"] == "haswell"
+    on = {f[1:] for f in env["NUMBA_CPU_FEATURES"].split(",") if f[0] == "+"}
+    assert "avx2" in on and not any(f.startswith("avx512") for f in on)
+    assert hostisa.vector_isa(on) == "AVX2"
 
 
 def test_bench_sfu_rows(tmp_path, capsys):

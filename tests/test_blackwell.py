@@ -50,7 +50,7 @@ def _op(kind, shape="m16n8k32", d="f32", a="e2m1", b="e2m1", sparse=False, scale
 # --- the catalog against ptxas -----------------------------------------------------------------
 
 def test_sm120a_opcode_counts():
-    assert len(SM120) == 288
+    assert len(SM120) == 292      # 288 kind:: forms + 4 sparse fp8 f16-accumulate forms without .kind (issue 33)
     from warpsim.cli.verify import corpus_arch   # an sm_120a capture on an RTX 50xx replays on sm_120a
 
     assert corpus_arch({"compute_capability": "sm_120", "target": "sm_120a"}) == "sm_120a"
@@ -58,7 +58,7 @@ def test_sm120a_opcode_counts():
     lenient = [i for i in SM120 if i.lenient]
     assert len(lenient) == 80 and all(i.atype in ("e4m3", "e5m2") and i.btype in ("e4m3", "e5m2") for i in lenient)
     strict = collections.Counter((i.kind, i.is_sparse, i.scale_vec, i.stype) for i in SM120 if not i.lenient)
-    assert strict == {
+    assert strict == {(None, True, None, None): 4,                                      # e4m3/e5m2 pairs, f16
         ("f8f6f4", False, None, None): 50, ("f8f6f4", True, None, None): 50,            # 25 type pairs x f16/f32
         ("mxf8f6f4", False, None, "ue8m0"): 25, ("mxf8f6f4", False, "1X", "ue8m0"): 25,
         ("mxf8f6f4", True, None, "ue8m0"): 25, ("mxf8f6f4", True, "1X", "ue8m0"): 25,
@@ -100,7 +100,8 @@ def test_ptxas_rejects_every_sm120a_opcode_elsewhere(target):
 @needs_ptxas
 def test_ptxas_sm100a_takes_only_the_fp8_forms_as_legacy_mma():
     """sm_100a accepts the 80 e4m3/e5m2 forms without .block_scale (except sparse f16 accumulate):
-    ptxas ignores the .kind there.  warpsim does not model sm_100a and refuses them."""
+    ptxas ignores the .kind there (warpsim runs them as the opcode without .kind:
+    tests/test_ptxas_spellings.py)."""
     errs, _ = _ptxas_lines("sm_100a", [example_statement(i) for i in SM120])
     ok = {n for n, i in enumerate(SM120) if n not in errs}
     want = {n for n, i in enumerate(SM120) if i.atype in ("e4m3", "e5m2") and i.btype in ("e4m3", "e5m2")
@@ -465,7 +466,7 @@ def test_capture_kernels_compile_for_sm_120a(tmp_path):
     from warpsim.hw.capture import kernel_source, select_entries
 
     entries = select_entries(arch="sm_120a")
-    assert sum(1 for i, _ in entries if i.targets) == 288 and len(entries) == 246 + 288
+    assert sum(1 for i, _ in entries if i.targets) == 292 and len(entries) == 246 + 292
     src = tmp_path / "k.cu"
     src.write_text(kernel_source(entries))
     r = subprocess.run([NVCC, "-gencode=arch=compute_120a,code=sm_120a", "-cubin", "-o", str(tmp_path / "k.cubin"),

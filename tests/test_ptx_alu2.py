@@ -11,7 +11,7 @@ import pytest
 import warpsim.ptx as wp
 from warpsim.ptx import PTXError, Warp, instruction_status
 
-from alu2_replay import CAPTURE, G, approx_error, kernel_ptx, run_form
+from alu2_replay import CAPTURE, G, kernel_ptx, run_form
 
 # ----------------------------------------------------------------------------------------------
 # worked examples: (id, PTX statements, {register: expected word}); every expectation is derived
@@ -219,12 +219,12 @@ def test_inputs_unchanged_and_errors():
 
 
 def test_status_registry():
-    # the special-function forms with a MUFU table are verified exhaustively (docs/sfu.md); lg2, sin,
-    # cos and tanh.approx.f32 are not yet
+    # the special-function forms with a MUFU table are verified exhaustively (docs/sfu.md); sin, cos,
+    # lg2 and tanh.approx.f32 on samples and captured binades, their exhaustive sweep pending
     for op in ("ex2.approx.ftz.f32", "div.full.f32", "rcp.approx.ftz.f64", "tanh.approx.bf16x2"):
         assert instruction_status(op)[0] == "verified" and "exhaustive" in instruction_status(op)[1]
     for op in ("lg2.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "tanh.approx.f32"):
-        assert instruction_status(op)[0] == "approximate"
+        assert instruction_status(op)[0] == "verified" and "pending" in instruction_status(op)[1]
     assert instruction_status("div.rn.f32") == ("verified", "replayed word for word against H100 captures "
                                                 "(tests/ptx/data/cap_alu2.npz)")
     assert instruction_status("fma.rn.f32")[0] == "verified"
@@ -280,13 +280,13 @@ APPROX_FORMS = [f for f in G.FORMS if _is_approx(f)]
 
 @pytest.mark.xfail(not CAPTURE.exists(), reason="captures pending", strict=False)
 def test_status_matches_capture():
-    # every opcode of an exact form in the capture reports "verified", every approximate one stays
-    # "approximate": warpsim.ptx.alu_rows._CAPTURED_ALU2 and the plan agree
+    # every opcode in the capture reports "verified" (the special-function forms too, since their
+    # MUFU tables: docs/sfu.md); no approximate row is left
     _capture()
+    assert APPROX_FORMS == []
     exact = sorted({op for f in EXACT_FORMS for op in _opcodes(f)})
     assert len(exact) > 250
     assert [op for op in exact if _status(op) != "verified"] == []
-    assert all(_status(op) == "approximate" for f in APPROX_FORMS for op in _opcodes(f))
 
 
 @pytest.mark.xfail(not CAPTURE.exists(), reason="captures pending", strict=False)
@@ -307,21 +307,6 @@ def test_capture_exact(form):
                                  f"{i}: inputs {ins}, H100 {int(want[i]):#x}, warpsim {int(got[i]):#x}")
 
 
-@pytest.mark.xfail(not CAPTURE.exists(), reason="captures pending", strict=False)
-@pytest.mark.parametrize("form", [pytest.param(f, id=f.name[6:]) for f in APPROX_FORMS])
-def test_capture_approximate(form):
-    """Approximate units: warpsim (correctly rounded) stays within the PTX ISA's stated error of
-    the H100's words; docs/ptx_alu.md has the measured figures (python3 tests/alu2_replay.py)."""
-    if form.name[6:] in REFUTED_BY_CAPTURE:
-        pytest.xfail("the H100 capture refutes warpsim's model of this form (see REFUTED_BY_CAPTURE)")
-    cap = _capture()
-    got = run_form(form)[0]
-    want = cap[f"{form.name}.o0"]
-    st = approx_error(form, got, want)
-    assert st["nan_agree"] > 0.99, f"{form.body}: NaN results disagree ({st})"
-    assert st["within_bound"], f"{form.body}: error beyond the documented bound: {st}"
-
-
 def test_replay_kernel_builds():
     # the replay kernel of a form is valid PTX for warpsim's loader (every form)
     for f in G.FORMS:
@@ -329,10 +314,10 @@ def test_replay_kernel_builds():
         assert mod.entries == ["k"] or "k" in mod.entries
 
 
-def test_explain_says_approximate():
+def test_explain_says_how_an_sfu_form_was_verified():
     import warpsim
-    text = str(warpsim.explain("tanh.approx.f32"))
-    assert "approximate, not bit-exact" in text
+    assert "exhaustive" in str(warpsim.explain("ex2.approx.f32"))
+    assert "pending" in str(warpsim.explain("lg2.approx.f32"))
     assert warpsim.explain("add.rz.f32").status == "verified"
     assert warpsim.explain("sqrt.rm.ftz.f32").status == "exact"
     with pytest.raises(TypeError, match="needs the register words"):

@@ -17,6 +17,7 @@ import pytest
 from warpsim.hw.ptxas_ptx_grammar import DEFAULT_OUT, load, wmma_registers
 from warpsim.ptx import PTXError
 from warpsim.ptx.instructions import lookup
+from warpsim.ptx import targets
 from warpsim.ptx.spellings import canonical
 
 TABLE = load(DEFAULT_OUT)
@@ -50,7 +51,9 @@ def test_matcher_accepts_exactly_what_ptxas_accepts(fam):
                 refused_ok.append(sp)
             continue
         if want is None:
-            accepted_bad.append((sp, why))
+            if targets.available(fam, got, TABLE["target"]):   # else the loader refuses it on sm_90a
+                accepted_bad.append((sp, why))
+            continue
         elif got != want:
             wrong_form.append((sp, got, want))
         elif sp == want and lookup(sp) is None:

@@ -72,3 +72,43 @@ def test_random_words_single_warps_equal_the_batch(fast_only):
         d = warpsim.mma(op, a, b, c)
         for w in range(6):
             assert np.array_equal(warpsim.mma(op, a[w], b[w], c[w]), d[w])
+
+
+def test_avx2_code_replays_the_h100_words():
+    """The fast kernel compiled for AVX2 (no packed float64 <-> int64 conversions: its dot core sums in
+    float64) gives the H100's words of f16 m16n8k16 -> f32 and f16 -> f16, every captured distribution."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from warpsim.engine import hostisa
+
+    if "avx2" not in hostisa.host_features():
+        pytest.xfail("this host has no AVX2: the AVX2 build cannot run here")
+    code = """
+import json, sys
+from warpsim.cli import verify
+from warpsim.engine import hostisa, tensorcore
+from warpsim.hw import Corpus
+corpus = Corpus(verify.default_corpus())
+tensorcore.STATS = {}
+out = {"isa": hostisa.describe()["codegen_isa"], "int64": tensorcore._packed_int64_conversions(), "rows": []}
+for i, e in enumerate(corpus.manifest["entries"]):
+    if e["opcode"] in sys.argv[1:]:
+        r = verify.replay_entry(corpus.entry(i))
+        out["rows"].append([e["opcode"], r.error, r.words, r.differ])
+out["stats"] = tensorcore.STATS
+print(json.dumps(out))
+"""
+    ops = ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"]
+    env = dict(os.environ, **hostisa.avx2_environment(), NUMBA_NUM_THREADS="1")
+    env.pop("WARPSIM_GENERIC", None)
+    res = subprocess.run([sys.executable, "-c", code, *ops], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["isa"] == "AVX2" and out["int64"] is False
+    assert sorted(r[0] for r in out["rows"]) == sorted(ops)
+    for op, err, words, differ in out["rows"]:
+        assert err is None and words > 0 and differ == 0, (op, err, words, differ)
+    assert out["stats"].get("ordinary", 0) > 0 and out["stats"].get("special", 0) > 0

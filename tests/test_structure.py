@@ -4,7 +4,8 @@ Every ``import`` statement of every module under ``warpsim/`` is read with ``ast
 level and inside functions alike, since a lazy import is still a dependency -- and resolved to
 the warpsim module it names.  The layer order (lowest first) is::
 
-    isa <- numerics <- engine <- {ptx, hw} <- api <- warpsim (the facade __init__) <- cli <- __main__
+    isa <- numerics <- engine <- {ptx, hw} <- api <- warpsim (the facade __init__) <- {triton, cuda}
+        <- {cli, hw.offline, hw.device} <- hw.__main__ <- __main__
 
 A module may import modules of its own folder and of lower layers; ``ptx`` and ``hw`` share a
 rank and may not import each other.  Cycles are looked for among modules, within a folder too.
@@ -23,6 +24,10 @@ PKG = Path(__file__).resolve().parent.parent / "warpsim"
 LAYERS = {"isa": 0, "numerics": 1, "engine": 2, "ptx": 3, "hw": 3, "api": 4, "": 5, "cli": 6, "__main__": 7,
           # workstation tools run after a GPU capture (packing, replay, fitting): they use the public API
           "hw.offline": 6,
+          # scripts run on the GPU machine (captures, the exhaustive SFU sweep): like offline/, they may compare the
+          # GPU's words with any model the package has (hw/device/sfu_sweep.py runs ptx/sfu_ops.py's rows), and
+          # `python -m warpsim.hw` (hw/__main__.py) dispatches to them, from above
+          "hw.device": 6, "hw.__main__": 6.5,
           # the Triton front end (the public module warpsim.triton): uses the facade, the CLI uses it
           "triton": 5.5,
           # the CUDA C++ / numba-cuda front end (the public module warpsim.cuda): over warpsim.ptx, the CLI uses it

@@ -281,7 +281,14 @@ def test_tensormap_replace_from_zeros_builds_the_drivers_descriptor():
                                   ("element_stride", 1, 1), ("elemtype", 6, None), ("interleave_layout", 0, None),
                                   ("swizzle_mode", 2, None), ("fill_mode", 0, None)]:
         d = replace_field(d, field, value, ordinal)
-    assert (d == want).all()
+    # the GPU leaves the driver's derived fields (box bytes 64..67, swizzle mark 72..73) as they were --
+    # zero here (tests/golden/tma_stores_sm90.npz, 570 captured replaces); every other byte is the driver's
+    derived = np.r_[64:68, 72:74]
+    rest = np.setdiff1d(np.arange(128), derived)
+    assert (d[rest] == want[rest]).all() and not d[derived].any()
+    from warpsim.isa.tensormap import decode_tensormap
+
+    assert decode_tensormap(d, derived="ignore") == decode_tensormap(want)
     with pytest.raises(ValueError, match="swizzle_atomicity is not modelled"):
         replace_field(d, "swizzle_atomicity", 0)
     with pytest.raises(ValueError, match="ordinal 5 outside 0 .. 4"):

@@ -7,6 +7,17 @@ main loop computes them), :func:`parse` and the catalog, the fragment helpers
 :func:`fragment_map`, :func:`pack` and :func:`unpack`, :func:`compress` / :func:`expand`,
 :func:`explain`, the register files :class:`Warp` and :class:`Warpgroup`, and
 :mod:`warpsim.ptx` (``warpsim.ptx.load(...).launch(...)`` runs a kernel's own PTX).
+:mod:`warpsim.triton` runs Triton kernels and :mod:`warpsim.cuda` CUDA C++ and numba-cuda sources.
+
+The examples in this reference assume ``import numpy as np, warpsim``.  ``CATALOG`` is every
+warp-level ``mma`` / ``mma.sp`` opcode of every modelled target, one :class:`Instruction` each:
+
+>>> len(warpsim.CATALOG), warpsim.CATALOG[0].opcode
+(474, 'mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16')
+>>> sum(not i.targets for i in warpsim.CATALOG)      # the sm_90 catalog (the rest: sm_120a's own forms)
+182
+>>> warpsim.__version__
+'0.1.0'
 """
 
 from .api.mma import mma

@@ -103,16 +103,61 @@ class InstructionStatus:
     def __str__(self):
         what = {"verified": "verified: replayed word for word against H100 captures",
                 "exact": "exact: the PTX ISA's rule bit for bit (hand-derived examples; H100 capture pending)",
-                "approximate": "approximate, not bit-exact"}[self.status]
+                "approximate": "approximate, not bit-exact",
+                "modelled": "modelled: no hardware capture (no B200 was available)"}[self.status]
         return f"{self.opcode}\n  {what}" + (f"\n  {self.note}" if self.note else "")
+
+
+def tcgen05_status(opcode: str) -> str:
+    """What of a ``tcgen05`` form is modelled, and which layout choices are guesses (docs/tcgen05.md)."""
+    if not opcode.startswith("tcgen05.mma"):
+        return ("the tensor-memory layout and completion as the PTX ISA describes them (ld/st shapes, cp, shift, "
+                "commit: one mbarrier arrival at once, since warpsim runs tcgen05 operations synchronously)")
+    from ..isa.tcgen05 import parse_tcgen05
+
+    op = parse_tcgen05(opcode)
+    notes = [f"kind::{op.kind} arithmetic from MMA-Sim's published Blackwell recipe (warpsim.matmul)"]
+    guesses = []
+    if op.ws:
+        guesses.append(".ws: the weight-stationary collector buffers and its M 32/64/128 accumulator lanes")
+    if op.cta_group == 2:
+        guesses.append("cta_group::2: how the CTA pair splits A's rows and D's lanes")
+    if op.ashift:
+        guesses.append(".ashift: A's rows shifted down one tensor-memory lane")
+    if op.sparse:
+        guesses.append("sparse: the metadata's place in tensor memory")
+    if op.block_scaled:
+        guesses.append("block scale: scale-factor cells in tensor memory (row i at lane i % 128)")
+    if "atmem" in " ".join(op.forms):
+        guesses.append("A from tensor memory: A's rows in lanes, K along columns")
+    text = "; ".join(notes)
+    if guesses:
+        text += "; layout guesses (not in the PTX ISA's figures as warpsim reads them): " + "; ".join(guesses)
+    return text + ("; the PTX tensor-memory row runs dense cta_group::1 forms (A from a descriptor or tensor memory, "
+                   ".ashift), not .ws / .sp / cta_group::2")
 
 
 def explain(instruction, a=None, b=None, c=None, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",
             scale_a=None, scale_b=None, byte_id_a=0, thread_id_a=0, byte_id_b=0, thread_id_b=0) -> Explanation:
     """Explain D element ``element`` of ``lane`` in ``warp`` (element index as in the D fragment).
-    Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`."""
+    Block-scaled sm_120a forms take the scale operands of :func:`warpsim.mma`.
+
+    Example: the status of a PTX ALU opcode, or one D element of an ``mma`` taken apart.
+
+    >>> print(warpsim.explain("ex2.approx.f32"))         # doctest: +ELLIPSIS
+    ex2.approx.f32
+      verified: ...
+    >>> op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    >>> A, B = np.full((16, 16), 1 / 3, np.float16), np.ones((16, 8), np.float16)
+    >>> ex = warpsim.explain(op, warpsim.pack(op, "a", A), warpsim.pack(op, "b", B), warpsim.pack(op, "c", np.zeros((16, 8))))
+    >>> ex.row, ex.col, ex.ulps
+    (0, 0, 0.0)
+    """
     from .mma import validate_scales
 
+    if a is None and b is None and c is None and isinstance(instruction, str) \
+            and instruction.strip().startswith("tcgen05"):
+        return InstructionStatus(instruction.strip(), "modelled", tcgen05_status(instruction.strip()))
     if a is None and b is None and c is None and isinstance(instruction, str) \
             and not instruction.startswith(("mma", "wgmma")):
         from ..ptx import instruction_status

@@ -33,6 +33,13 @@ def matmul(instruction, A, B, C=None, *, metadata=None, selector: int = 0, arch:
     ``tcgen05.mma`` spellings (sm_100a; pass ``arch="sm_100a"``): M from A, N from B, element types from
     the dtypes or ``types=(a, b, d)``; see :func:`warpsim.api.tcgen05.matmul_tcgen05` (modelled).
     Returns D in its element type, shape ([batch,] [products,] m, n).
+
+    Example:
+
+    >>> A = np.full((16, 16), 1 / 3, np.float16)
+    >>> D = warpsim.matmul("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", A, np.ones((16, 8), np.float16))
+    >>> D.shape, D.dtype, bool(D[0, 0] == np.float32(16 * np.float16(1 / 3)))
+    ((16, 8), dtype('float32'), True)
     """
     from .mma import mma
 

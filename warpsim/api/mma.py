@@ -28,6 +28,17 @@ def mma(instruction, a, b, c, e=None, *, selector=0, arch="sm_90", scale_a=None,
     column n of B from bytes byte_id_b.. of lane 4*n + thread_id_b (modelled, not hardware-verified).
     Returns D's register words, uint32, shape (warps, 32, words_d) or (32, words_d).
     Inputs are never modified.  sm_120a numerics are modelled from published measurements (MMA-Sim).
+
+    Example (the examples of the API reference assume ``import numpy as np, warpsim``):
+
+    >>> op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    >>> A, B = np.full((16, 16), 1 / 3, np.float16), np.eye(16, 8, dtype=np.float16)
+    >>> a, b, c = warpsim.pack(op, "a", A), warpsim.pack(op, "b", B), warpsim.pack(op, "c", np.zeros((16, 8)))
+    >>> a.shape, b.shape, c.shape                   # registers per lane: A 4, B 2, C 4
+    ((32, 4), (32, 2), (32, 4))
+    >>> d = warpsim.mma(op, a, b, c)
+    >>> d.dtype, hex(d[0, 0])                       # lane 0's d0 = D[0, 0], f32 bits of f16(1/3)
+    (dtype('uint32'), '0x3eaaa000')
     """
     return execute(instruction, a, b, c, e, selector=selector, arch=arch, scale_a=scale_a, scale_b=scale_b,
                    byte_id_a=byte_id_a, thread_id_a=thread_id_a, byte_id_b=byte_id_b, thread_id_b=thread_id_b)

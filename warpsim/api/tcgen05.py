@@ -166,7 +166,7 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
 
 
 def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enable_input_d=True,
-                scale_a_taddr=None, scale_b_taddr=None):
+                scale_a_taddr=None, scale_b_taddr=None, a_taddr=None):
     """One ``tcgen05.mma`` on tensor memory and shared memory, as a kernel issues it (modelled).
 
     instruction: a tcgen05.mma spelling; tmem: the CTA's :class:`warpsim.ptx.tmem.TensorMemory`, updated in
@@ -174,8 +174,24 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
     (:func:`warpsim.isa.tcgen05.encode_smem_desc`) into ``smem`` (the CTA's shared bytes from address 0,
     numpy.uint8); idesc: the 32-bit instruction descriptor.  enable_input_d false: D = A x B.
     Block-scaled kinds: ``scale_a_taddr`` / ``scale_b_taddr`` in tensor memory (row i's factors in lane
-    i % 128, column + i // 128, bytes scale-id ..).  Modelled: cta_group::1, dense, M = 128, A from a
-    descriptor, 32-bit accumulator cells (f16 D in the low half); anything else raises NotImplementedError.
+    i % 128, column + i // 128, bytes scale-id ..).  A from tensor memory: ``a_desc=None, a_taddr=...``
+    (row i in lane i, elements packed along the cells; ``.ashift`` moves rows down one lane: layout guesses).
+    Modelled: cta_group::1, dense, M = 128, 32-bit accumulator cells (f16 D in the low half); anything else
+    raises NotImplementedError.
+
+    Example: every shared-memory element 1.0 (f16), D starts at 1.0 in tensor memory.
+
+    >>> from warpsim.isa import tcgen05
+    >>> from warpsim.ptx.tmem import TensorMemory
+    >>> sm = np.ones(8192, np.float16).view(np.uint8)
+    >>> desc = tcgen05.encode_smem_desc(0, 128, 256)                            # start, LBO, SBO
+    >>> idesc = tcgen05.encode_idesc("f16", "f16", "f16", "f32", 128, 32)       # kind, A, B, D types, M, N
+    >>> tm = TensorMemory()
+    >>> d = tm.alloc(32)
+    >>> tm.cells[:, :32] = np.float32(1).view(np.uint32)
+    >>> warpsim.tcgen05_mma("tcgen05.mma.cta_group::1.kind::f16", tm, d, desc, desc, idesc, smem=sm)
+    >>> tm.cells[0, :4].view(np.float32)                                       # 1 + 16 products of 1 * 1
+    array([17., 17., 17., 17.], dtype=float32)
     """
     from ..ptx import tmem as _tmem
 
@@ -184,4 +200,5 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
     if isinstance(idesc, bool) or not isinstance(idesc, (int, np.integer)):
         raise TypeError(f"idesc must be the 32-bit instruction descriptor (an integer), not {type(idesc).__name__}")
     _tmem.mma(tmem, _t.parse_tcgen05(instruction), d_taddr, a_desc, b_desc, int(idesc), smem,
-              enable_input_d=enable_input_d, scale_a_taddr=scale_a_taddr, scale_b_taddr=scale_b_taddr)
+              enable_input_d=enable_input_d, scale_a_taddr=scale_a_taddr, scale_b_taddr=scale_b_taddr,
+              a_taddr=a_taddr)

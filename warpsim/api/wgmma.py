@@ -31,6 +31,20 @@ def wgmma(instruction, d, a, b, *, smem, e=None, selector=0, scale_d=1, scale_a=
     scale_d: 0 (D = A*B) or 1 (D = A*B + D), scalar or per group.  scale_a / scale_b: +1 or -1
     (imm-scale; negate A / B).  trans_a / trans_b: 1 = MN-major (transposed) operand in shared memory.
     Returns the new D words (same shape as d).  Inputs are never modified.
+
+    Example: A and B in shared memory, K-major without swizzle (``warpsim.isa.smem`` writes the bytes).
+
+    >>> from warpsim.isa import smem
+    >>> op = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16"
+    >>> A, B = np.ones((64, 16), np.float16), np.full((16, 8), 0.5, np.float16)
+    >>> da = smem.encode_descriptor(0, 128, 256)              # start, LBO, SBO (bytes), no swizzle
+    >>> db = smem.encode_descriptor(4096, 128, 256)
+    >>> sm = np.zeros(8192, np.uint8)
+    >>> smem.write_operand(sm, da, A.view(np.uint16), 16)     # (rows, k) element bits, element width
+    >>> smem.write_operand(sm, db, B.T.copy().view(np.uint16), 16)
+    >>> d = warpsim.wgmma(op, np.zeros((128, 4), np.uint32), da, db, smem=sm, scale_d=0)
+    >>> warpsim.unpack(op, "d", d)[0, :4]                     # 16 products of 1 * 0.5
+    array([8., 8., 8., 8.], dtype=float32)
     """
     return execute(instruction, d, a, b, smem=smem, e=e, selector=selector, scale_d=scale_d, scale_a=scale_a,
                    scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, arch=arch)

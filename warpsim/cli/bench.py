@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .bench_kernels import KERNEL_ROWS, bench_kernels_one_thread, format_kernels  # noqa: F401
+from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
 from . import bench_sfu
 
 #: (row name, opcode) -- one representative instruction per family
@@ -321,6 +323,8 @@ def targets_summary(report: dict) -> dict:
         out["path_ratio"] = [r["path"] for r in report["paths"] if r.get("available") and not r["meets_ratio"]]
     if report.get("gemms") is not None:
         out["gemm_ratio"] = [r["gemm"] for r in report["gemms"] if r.get("available") and not r["meets_ratio"]]
+    if report.get("kernels") is not None:
+        out["kernel_ratio"] = [r["kernel"] for r in report["kernels"] if not (r.get("available") and r["meets_ratio"])]
     return out
 
 
@@ -463,68 +467,6 @@ def bench_paths(repeat, quick, names=None):
             row.update(available=False, reason=f"error: {exc!r}")
         rows.append(row)
     return rows
-
-
-# --- history ------------------------------------------------------------------
-
-HISTORY = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "history.jsonl"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def save_history(report: dict, path=HISTORY) -> dict:
-    """Append one line {commit, time, report} to the JSON-lines history file; returns the line's object."""
-    entry = {"commit": _commit(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "report": report}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fh.write(json.dumps(entry) + "\n")
-    return entry
-
-
-def history_series(entries) -> tuple[list, dict]:
-    """(x labels, {row name: [rate or None per entry]}) from history entries: one-thread warp-MMAs
-    per second of the families, multiply-adds per second of the paths, of the GEMMs."""
-    labels, series = [], {}
-    for i, ent in enumerate(entries):
-        labels.append(f"{ent.get('commit', '?')}")
-        rep = ent["report"]
-        rates = {}
-        for r in rep.get("families", []):
-            if r.get("available"):
-                rates[r["family"]] = r["one_thread"]["mma_per_s"]
-        for r in rep.get("paths", []) or []:
-            if r.get("available"):
-                rates[r["path"]] = r["macs_per_s"]
-        for r in rep.get("gemms", []) or []:
-            if r.get("available"):
-                rates[r["gemm"]] = r["macs_per_s"]
-        for name, v in rates.items():
-            series.setdefault(name, [None] * i).append(v)
-        for name, vals in series.items():
-            if len(vals) < i + 1:
-                vals.append(None)
-    return labels, series
-
-
-def plot_history(path_svg, history=HISTORY) -> int:
-    """Draw rate per row over the commits of the history file (SVG, log scale); returns the rows drawn."""
-    from .svg import line_chart
-
-    entries = [json.loads(x) for x in Path(history).read_text().splitlines() if x.strip()]
-    if not entries:
-        raise ValueError(f"{history} holds no benchmark runs (run warpsim bench --save first)")
-    labels, series = history_series(entries)
-    Path(path_svg).write_text(line_chart(series, labels, "warpsim bench: rate per row over commits",
-                                         "per second (log scale)"))
-    return len(series)
 
 
 # --- subprocess measurements -------------------------------------------------
@@ -733,7 +675,7 @@ def format_table(report: dict) -> str:
     m = report["machine"]
     lines.append(f"warpsim bench: {report['warps']} warps/call, median of {report['repeat']} runs, "
                  f"one-thread clock {report.get('clock_one_thread', 'wall')}, "
-                 f"{m['cores']} cores, numba {m['numba']}, numpy {m['numpy']}")
+                 f"{m['cores']} cores, numba {m['numba']}, numpy {m['numpy']}" + _isa_note(m))
     hdr = (f"{'family':<18} {'1 thread':>10} {'all cores':>10} {'scale':>6} {'numpy f64':>10} "
            f"{'ratio 1t':>9} {'ratio all':>9} {'target':>7}")
     lines.append(hdr)
@@ -792,6 +734,7 @@ def format_table(report: dict) -> str:
                          f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
                          f"{_fmt_rate(r['macs_per_s'])}")
         lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
+    lines += format_kernels(report.get("kernels") or [])
     lines += bench_sfu.format_lines(report.get("sfu"))
     t = report.get("targets_missed")
     if t:
@@ -807,6 +750,8 @@ def format_table(report: dict) -> str:
                          f"{TARGET_PTX_RATIO:g}): {_say(t['path_ratio'])}")
         if "gemm_ratio" in t:
             lines.append(f"whole-GEMM targets (ratio per row): {_say(t['gemm_ratio'])}")
+        if "kernel_ratio" in t:
+            lines.append(f"whole-kernel targets (ratio to numpy float32 per row): {_say(t['kernel_ratio'])}")
         if t["not_available"]:
             lines.append("not available in this build: " + ", ".join(t["not_available"]))
     return "\n".join(lines)
@@ -817,13 +762,14 @@ def _verdict(ok) -> str:
 
 
 def format_markdown(report: dict) -> str:
-    """The report as Markdown tables (the README's speed section): every family and input class, every
+    """The report as Markdown tables (docs/speed.md's figures): every family and input class, every
     path, every GEMM, the memory figures, each against its target."""
     out = []
     m = report["machine"]
     out.append(f"{report['warps']:,} warps per call, median of {report['repeat']} runs, one-thread clock "
                f"{report.get('clock_one_thread', 'wall')}; {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, "
-               f"numba {m['numba']}" + (f"; commit {report['commit']}" if report.get("commit") else "") + ".")
+               f"numba {m['numba']}" + _isa_note(m) + (f"; commit {report['commit']}" if report.get("commit") else "")
+               + ".")
     rows = [r for r in report["families"] if r.get("available") and r.get("classes")]
     if rows:
         out += ["", "One thread, per input class: warp-MMAs per second / ratio to numpy float64 batched matmul "
@@ -882,10 +828,11 @@ def format_markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-#: the README's generated speed block (``--report JSON --readme README.md`` rewrites it)
+#: the generated speed block of docs/speed.md (``--report JSON --readme docs/speed.md`` rewrites it)
 SPEED_REPORT = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "speed.json"
-README_BEGIN = "<!-- speed:begin (generated by `warpsim bench --report benchmarks/results/speed.json --readme README.md`) -->"
-README_END = "<!-- speed:end -->"
+SPEED_DOC = Path(__file__).resolve().parents[2] / "docs" / "speed.md"
+SPEED_BEGIN = "<!-- speed:begin (generated by `warpsim bench --report benchmarks/results/speed.json --readme docs/speed.md`) -->"
+SPEED_END = "<!-- speed:end -->"
 
 
 def main(argv=None) -> int:
@@ -906,6 +853,8 @@ def main(argv=None) -> int:
                     help="n of the n^3 gemm whose peak memory is measured (default 4096; --quick: 256)")
     ap.add_argument("--no-gemm", action="store_true", help="skip the whole-GEMM rows")
     ap.add_argument("--no-paths", action="store_true", help="skip the wgmma / sm_89 / sm_120a / PTX path rows")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the whole-kernel rows (Triton softmax, layernorm, "
+                                                               "flash attention from their PTX)")
     ap.add_argument("--no-sfu", action="store_true", help="skip the special-function rows (bench_sfu)")
     ap.add_argument("--save", nargs="?", const=str(HISTORY), default=None, metavar="HISTORY",
                     help="append this run's JSON with the commit to the history (default benchmarks/results/"
@@ -913,9 +862,15 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", metavar="SVG", help="draw rate per row over the history's commits and exit "
                                                   "(--history names the file)")
     ap.add_argument("--history", default=str(HISTORY), help="history file for --plot")
-    ap.add_argument("--markdown", action="store_true", help="print the report as Markdown tables (the README's)")
+    ap.add_argument("--isa", default=None, help="with --plot: only the runs of this vector ISA label (\"AVX2\", "
+                                                "\"AVX-512\", \"AVX2 on AVX-512\")")
+    ap.add_argument("--markdown", action="store_true", help="print the report as Markdown tables (docs/speed.md's)")
     ap.add_argument("--readme", metavar="MD", help="with --report: rewrite the Markdown file's generated speed block")
     ap.add_argument("--report", metavar="JSON", help="print a saved report (--json) instead of measuring")
+    ap.add_argument("--codegen", choices=("host", "avx2"), default="host",
+                    help="the vector ISA numba compiles for: the host's (default), or AVX2 (haswell) on an "
+                         "AVX-512 host, to measure what an AVX2 machine runs (re-runs this command with "
+                         "NUMBA_CPU_NAME / NUMBA_CPU_FEATURES set; numba caches each build apart)")
     ap.add_argument("--gemm-size", type=int, default=None,
                     help="n of every n x n x n GEMM row instead of the table's (--quick: 128)")
     args = ap.parse_args(argv)
@@ -924,26 +879,39 @@ def main(argv=None) -> int:
         if args.readme:
             from .docs import update_block
 
-            changed = update_block(args.readme, README_BEGIN, README_END, format_markdown(report).rstrip("\n"))
+            changed = update_block(args.readme, SPEED_BEGIN, SPEED_END, format_markdown(report).rstrip("\n"))
             _log(f"{args.readme}: speed tables {'rewritten' if changed else 'already current'}")
             return 0
         print(format_markdown(report) if args.markdown else format_table(report), end="" if args.markdown else "\n")
         return 0
     if args.plot:
-        n = plot_history(args.plot, args.history)
+        n = plot_history(args.plot, args.history, args.isa)
         _log(f"wrote {args.plot} ({n} rows)")
         return 0
+    if args.codegen == "avx2" and os.environ.get("NUMBA_CPU_NAME") is None:
+        from ..engine.hostisa import avx2_environment
+
+        rest = [a for a in (sys.argv[1:] if argv is None else list(argv)) if a not in ("--codegen=avx2",)]
+        if "--codegen" in rest:
+            i = rest.index("--codegen")
+            del rest[i:i + 2]
+        env = dict(os.environ, **avx2_environment())
+        return subprocess.run([sys.executable, "-m", "warpsim", "bench", *rest, "--codegen", "avx2"],
+                              env=env).returncode
     warps = args.warps or (256 if args.quick else 16384)
     repeat = args.repeat or (2 if args.quick else 7)
     mem_warps = args.memory_warps or (4096 if args.quick else 1_000_000)
 
     import numba
 
+    from ..engine.hostisa import describe
+
     threads_all = numba.config.NUMBA_NUM_THREADS
     report = {
         "warps": warps, "repeat": repeat, "quick": args.quick, "clock_one_thread": args.clock,
         "machine": {"cores": os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
-                    "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform()},
+                    "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform(),
+                    **describe()},
         "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,
                     "scaling_all_cores": TARGET_SCALING, "peak_bytes_1M_warps": TARGET_PEAK_BYTES},
         "families": [],
@@ -979,6 +947,9 @@ def main(argv=None) -> int:
             report["gemms"].append(row)
     if not args.no_paths:
         report["paths"] = bench_paths(repeat, args.quick, args.family)
+    if not args.no_kernels:
+        _log("whole kernels (one thread)")
+        report["kernels"] = bench_kernels_one_thread(repeat, args.quick, args.family)
     if not args.no_sfu:
         report["sfu"] = bench_sfu.bench_sfu((1 << 14) if args.quick else (1 << 22), repeat, threads_all, args.family,
                                             CLOCKS[args.clock])

@@ -1,4 +1,5 @@
-"""Documentation generated from the catalog (the README's catalog table)."""
+"""Documentation generated from the catalog: the catalog and per-architecture tables of docs/status.md,
+the per-architecture and sm_120a tables of docs/numerics.md, the wgmma table of docs/wgmma.md."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def arch_markdown() -> str:
 
 
 def sm120a_markdown() -> str:
-    """The sm_120a (RTX Blackwell) kind:: opcodes: one line per (kind, shape, form, scale)."""
+    """The sm_120a (RTX Blackwell) only opcodes (kind:: and the sparse fp8 f16-accumulate form): one line
+    per (kind, shape, form, scale)."""
     groups = {}
     SM120 = [i for i in CATALOG if i.targets]
     for ins in SM120:
@@ -130,15 +132,16 @@ def sm120a_markdown() -> str:
         "| kind | shape | form | A.B types | D/C types | block scale | opcodes |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for (kind, shape, form, scale, lenient), g in sorted(groups.items(), key=lambda kv: (kv[0][4], kv[0][0], kv[0][2], kv[0][1], kv[0][3])):
+    for (kind, shape, form, scale, lenient), g in sorted(groups.items(), key=lambda kv: (kv[0][4], kv[0][0] or "~", kv[0][2], kv[0][1], kv[0][3])):
         ab = "any of e4m3, e5m2, e3m2, e2m3, e2m1 (25 pairs)" if len(g["ab"]) == 25 else ", ".join(g["ab"])
         form = "sparse (`mma.sp::ordered_metadata`)" if form == "sparse" else form
         note = " (ptxas-lenient, not in the PTX ISA)" if lenient else ""
-        lines.append(f"| `kind::{kind}`{note} | {shape} | {form} | {ab} | {', '.join(g['dc'])} | {scale} | {g['n']} |")
+        name = f"`kind::{kind}`" if kind else "no `.kind` (legacy fp8 spelling)"
+        lines.append(f"| {name}{note} | {shape} | {form} | {ab} | {', '.join(g['dc'])} | {scale} | {g['n']} |")
     lines.append("")
     lenient = sum(i.lenient for i in SM120)
-    lines.append(f"{len(SM120)} opcodes ({len(SM120) - lenient} defined by the PTX ISA, {lenient} accepted by ptxas 13.0 "
-                 "only), all for sm_120a and sm_121a, PTX ISA 8.7.")
+    lines.append(f"{len(SM120)} opcodes ({lenient} of them ptxas-lenient: accepted by ptxas 13.0, not in the PTX ISA), "
+                 "all for sm_120a and sm_121a, PTX ISA 8.7.")
     return "\n".join(lines)
 
 
@@ -164,15 +167,47 @@ def update_block(path, begin, end, body) -> bool:
     return new != text
 
 
-def update_readme(path="README.md") -> bool:
-    """Rewrite the generated blocks of the README (catalog, per-arch status); True if one changed."""
+#: the page that holds the generated catalog and per-architecture status tables (the README links to it)
+STATUS_DOC = "docs/status.md"
+
+
+def update_status_doc(path=STATUS_DOC) -> bool:
+    """Rewrite the generated blocks of docs/status.md (catalog, per-arch status); True if one changed."""
     a = update_block(path, BEGIN, END, catalog_markdown())
     b = update_block(path, ARCH_BEGIN, ARCH_END, arch_markdown())
     return a or b
 
 
+#: the modules of the API reference: the facade and the public front-end modules (their ``__all__``)
+API_MODULES = ("warpsim", "warpsim.ptx", "warpsim.triton", "warpsim.cuda",
+               "!warpsim.cuda.jit")     # the submodule behind warpsim.cuda.jit, the function, which cuda.html shows
+
+
+def build_api_reference(out_dir="api") -> list:
+    """Write the HTML API reference, generated from the docstrings by pdoc, into ``out_dir``; returns
+    the pages written.  ``python -m warpsim.cli.docs --api DIR`` (needs ``pip install pdoc``, in the
+    ``test`` extra).  The modules whose extras are missing (``warpsim.triton``, ``warpsim.cuda``) are left out."""
+    import importlib.util
+    from pathlib import Path
+
+    import pdoc
+
+    need = {"warpsim.triton": "triton", "warpsim.cuda": "numba_cuda"}
+    mods = [m for m in API_MODULES if m.lstrip("!") not in need or importlib.util.find_spec(need[m]) is not None]
+    pdoc.render.configure(docformat="restructuredtext", show_source=False)
+    out = Path(out_dir)
+    pdoc.pdoc(*mods, output_directory=out)
+    return sorted(out.rglob("*.html"))
+
+
 if __name__ == "__main__":
-    print("README.md updated" if update_readme() else "README.md already up to date")
+    import sys
+
+    if sys.argv[1:2] == ["--api"]:
+        pages = build_api_reference(sys.argv[2] if len(sys.argv) > 2 else "api")
+        print(f"API reference: {len(pages)} pages in {pages[0].parent if pages else '-'}")
+        raise SystemExit(0)
+    print(f"{STATUS_DOC} updated" if update_status_doc() else f"{STATUS_DOC} already up to date")
     changed = update_block("docs/numerics.md", ARCH_BEGIN, ARCH_END, arch_markdown())
     print("docs/numerics.md updated" if changed else "docs/numerics.md already up to date")
     print("docs/numerics.md (sm_120a) updated" if update_numerics_doc() else "docs/numerics.md (sm_120a) already up to date")

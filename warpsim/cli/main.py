@@ -73,14 +73,14 @@ def cmd_list(a):
 def cmd_show(a):
     from ..ptx.regfile import example_statement
 
-    from ..isa.archs import TARGETS, available
+    from ..isa.archs import TARGETS, WGMMA_TARGET, available, canonical
     from ..numerics.arch import STATUS
 
     ins = _ins(a.opcode)
     print(ins.describe())
-    have = [t for t in TARGETS if available(ins, t)]
+    have = [t for t in TARGETS if available(ins, t)] or ([WGMMA_TARGET] if ins.is_wgmma else [])
     print("  targets (ptxas-checked): " + ", ".join(
-        f"{t}{'' if STATUS[t].startswith('verified') else '*'}" for t in have))
+        f"{t}{'' if STATUS[canonical(t)].startswith('verified') else '*'}" for t in have))
     print("  (* modelled from published measurements; unmarked: verified on hardware)")
     print()
     print("PTX:")

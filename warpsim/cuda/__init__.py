@@ -21,13 +21,32 @@ __all__ = ["RawModule", "RawKernel", "CompileError", "jit", "DeviceArray", "to_d
 
 
 def stream() -> Stream:
-    """A new stream (numba-cuda's ``cuda.stream()``)."""
+    """A new stream (numba-cuda's ``cuda.stream()``).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> isinstance(wc.stream(), wc.Stream)
+    True
+    """
     return Stream()
 
 
 def event(timing=True) -> Event:
+    """A new event (numba-cuda's ``cuda.event()``).
+
+    >>> import warpsim.cuda as wc
+    >>> isinstance(wc.event(timing=False), wc.Event)
+    True
+    """
     return Event(timing=timing)
 
 
 def default_stream() -> Stream:
+    """The default (null) stream (numba-cuda's ``cuda.default_stream()``).
+
+    >>> import warpsim.cuda as wc
+    >>> isinstance(wc.default_stream(), wc.Stream)
+    True
+    """
     return Stream(null=True)

@@ -248,7 +248,22 @@ def jit(func_or_sig=None, device=False, *, arch="sm_90a", fastmath=False, linein
     """numba-cuda's ``@cuda.jit`` running on warpsim: ``@jit``, ``@jit("void(float32[::1])")``,
     ``@jit(device=True)`` (a device function: numba-cuda's own, callable from warpsim kernels).
     fastmath, lineinfo, opt, launch_bounds: as numba-cuda's; debug, cache, inline, forceinline and
-    max_registers are accepted and change nothing warpsim computes."""
+    max_registers are accepted and change nothing warpsim computes.
+
+    Example:
+
+    >>> from numba import cuda
+    >>> import warpsim.cuda as wc
+    >>> @wc.jit
+    ... def square(x):
+    ...     i = cuda.grid(1)
+    ...     if i < x.size:
+    ...         x[i] = x[i] * x[i]
+    >>> x = np.arange(40, dtype=np.float32)
+    >>> square[1, 64](x)
+    >>> x[:5]
+    array([ 0.,  1.,  4.,  9., 16.], dtype=float32)
+    """
     numba_jit = require("numba.cuda.decorators").jit     # numba-cuda's own, also while numba_sim patches numba.cuda
     unknown = set(options) - {"debug", "cache", "link", "inline", "forceinline", "max_registers"}
     if unknown:

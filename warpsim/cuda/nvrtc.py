@@ -20,7 +20,17 @@ __all__ = ["CompileError", "compile_to_ptx", "nvrtc_version", "include_dirs"]
 
 
 class CompileError(RuntimeError):
-    """NVRTC refused the source; the message holds its log (file, line, error)."""
+    """NVRTC refused the source; the message holds its log (file, line, error).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> try:
+    ...     wc.RawModule(code='extern "C" __global__ void k() { nope(); }').get_function("k")
+    ... except wc.CompileError as err:
+    ...     print(str(err).splitlines()[1])
+    kernel.cu(1): error: identifier "nope" is undefined
+    """
 
     def __init__(self, log: str, options):
         self.log = log

@@ -73,7 +73,17 @@ def convert_argument(value, ptype, pbits, parray, index, kernel):
 
 
 class RawKernel:
-    """A kernel of a :class:`RawModule`, called as CuPy calls one: ``kernel(grid, block, args, shared_mem=0)``."""
+    """A kernel of a :class:`RawModule`, called as CuPy calls one: ``kernel(grid, block, args, shared_mem=0)``.
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> k = wc.RawKernel(r'extern "C" __global__ void iota(int* x) { x[threadIdx.x] = threadIdx.x; }', "iota")
+    >>> x = np.zeros(32, np.int32)
+    >>> k((1,), (32,), (x,))
+    >>> x[:5]
+    array([0, 1, 2, 3, 4], dtype=int32)
+    """
 
     def __init__(self, code, name, options=(), *, arch="sm_90a", name_expressions=(), **compile_options):
         if isinstance(code, RawModule):
@@ -115,6 +125,19 @@ class RawModule:
     name_expressions: template instantiations to compile and look up by that spelling
     (``"horner<float, 7>"``).  ``get_function(name)`` returns a :class:`RawKernel`;
     ``get_global(name, dtype)`` the ``__constant__`` / ``__device__`` variable as a device array.
+
+    Example (NVRTC compiles on the CPU; the kernel runs in :mod:`warpsim.ptx`):
+
+    >>> import warpsim.cuda as wc
+    >>> mod = wc.RawModule(code=r'''
+    ... __constant__ float scale[1];
+    ... template <typename T> __global__ void mul(T* x) { x[threadIdx.x] *= T(scale[0]); }''',
+    ...                    options=("-std=c++17",), name_expressions=["mul<float>"])
+    >>> mod.get_global("scale", np.float32).set(np.array([0.5], np.float32))
+    >>> x = np.arange(32, dtype=np.float32)
+    >>> mod.get_function("mul<float>")((1,), (32,), (x,))
+    >>> x[:4]
+    array([0. , 0.5, 1. , 1.5], dtype=float32)
     """
 
     def __init__(self, code=None, options=(), *, path=None, ptx=None, arch="sm_90a", name_expressions=(),

@@ -37,7 +37,17 @@ def allocate(nbytes: int) -> int:
 
 class DeviceArray:
     """An array in warpsim's device memory: ``copy_to_host()`` / ``get()`` read it, ``copy_to_device()`` /
-    ``set()`` write it, and kernels take it in place of a numpy array (as its device pointer)."""
+    ``set()`` write it, and kernels take it in place of a numpy array (as its device pointer).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> d = wc.to_device(np.arange(6, dtype=np.int16).reshape(2, 3))
+    >>> d.shape, d.dtype, d.size
+    ((2, 3), dtype('int16'), 6)
+    >>> d.copy_to_host()[1]
+    array([3, 4, 5], dtype=int16)
+    """
 
     def __init__(self, shape, dtype, *, _storage=None, _address=None, _base=None):
         self.dtype = np.dtype(dtype)
@@ -115,7 +125,15 @@ class DeviceArray:
 
 
 def to_device(ary, stream=None, copy=True, to=None) -> DeviceArray:
-    """Copy a numpy array (or anything numpy converts) to a new device array, or into ``to``."""
+    """Copy a numpy array (or anything numpy converts) to a new device array, or into ``to``.
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> d = wc.to_device([1.0, 2.0])
+    >>> d.copy_to_host()
+    array([1., 2.])
+    """
     if isinstance(ary, DeviceArray):
         ary = ary._data
     a = np.array(ary, copy=True, order="C") if copy else np.ascontiguousarray(ary)
@@ -126,18 +144,41 @@ def to_device(ary, stream=None, copy=True, to=None) -> DeviceArray:
 
 
 def device_array(shape, dtype=np.float64, stream=None, order="C") -> DeviceArray:
-    """A zero-filled device array (CUDA leaves new memory undefined; warpsim's is zeros)."""
+    """A zero-filled device array (CUDA leaves new memory undefined; warpsim's is zeros).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> wc.device_array((2, 2), np.float32).copy_to_host()
+    array([[0., 0.],
+           [0., 0.]], dtype=float32)
+    """
     if order != "C":
         raise ValueError("warpsim.cuda device arrays are C-ordered (order='C')")
     return DeviceArray(shape, dtype)
 
 
 def device_array_like(ary, stream=None) -> DeviceArray:
+    """A zero-filled device array of ``ary``'s shape and dtype.
+
+    >>> import warpsim.cuda as wc
+    >>> d = wc.device_array_like(np.ones(3, np.uint8))
+    >>> d.shape, d.dtype, d.copy_to_host()
+    ((3,), dtype('uint8'), array([0, 0, 0], dtype=uint8))
+    """
     return device_array(np.shape(ary), np.asarray(ary).dtype if not isinstance(ary, DeviceArray) else ary.dtype)
 
 
 class Stream:
-    """A CUDA stream: accepted everywhere a stream is, and already idle (work ran when issued)."""
+    """A CUDA stream: accepted everywhere a stream is, and already idle (work ran when issued).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> s = wc.Stream()
+    >>> d = wc.to_device(np.ones(4), stream=s)
+    >>> s.synchronize()
+    """
 
     _ids = itertools.count(1)
 
@@ -167,7 +208,17 @@ class Stream:
 
 class Event:
     """A CUDA event: ``record`` notes the host time; ``elapsed_time`` is host milliseconds between two
-    records (the simulation's time, not a GPU's)."""
+    records (the simulation's time, not a GPU's).
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> start, end = wc.event(), wc.event()
+    >>> start.record(); end.record()
+    >>> end.synchronize()
+    >>> start.elapsed_time(end) >= 0
+    True
+    """
 
     def __init__(self, block=True, disable_timing=False, timing=True):
         self.time = None
@@ -190,7 +241,13 @@ class Event:
 
 
 def synchronize():
-    """Wait for the device: nothing to wait for, every launch has finished when it returns."""
+    """Wait for the device: nothing to wait for, every launch has finished when it returns.
+
+    Example:
+
+    >>> import warpsim.cuda as wc
+    >>> wc.synchronize()
+    """
     return None
 
 

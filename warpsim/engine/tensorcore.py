@@ -34,6 +34,7 @@ from numba import njit, prange
 from ..numerics import fused as ar
 from ..numerics.fused import (CMODE_FUSED, P_ACC, P_C, P_CMODE, P_D, P_FRAC, P_GROUP, P_NBLK, P_OP, P_RND, RND_RNE,
                      _bits_f32, _bits_f64, _f64_bits, _fround, tc_fast_ok)
+from .hostisa import packed_int64_conversions
 from .jitcache import named_copy
 from .hostfpu import PROBE32 as _PROBE32, PROBE64 as _PROBE64, fp_env_ok as _fp_env_ok
 
@@ -200,6 +201,15 @@ def _run(pos, bits: int, lane_bytes: int) -> int:
 
 
 # --- the kernel ------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _packed_int64_conversions() -> bool:
+    """Whether the code being generated has packed float64 <-> int64 conversions (AVX-512DQ).
+    Without them (AVX2 hosts, or NUMBA_CPU_NAME / NUMBA_CPU_FEATURES naming one) LLVM converts
+    <8 x double> to <8 x i64> one lane at a time, so the dot core sums its truncated terms in float64
+    (the same exact sums) instead of int64; see engine/hostisa.py."""
+    return packed_int64_conversions()
+
 
 def _i64(context, builder, ty, v):
     return context.cast(builder, v, ty, _nbt.int64)
@@ -507,7 +517,7 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
             out.append(builder.sitofp(builder.add(s0, parts[0]), _V8D))
         return out
 
-    if finite is None:
+    if finite is None or not _packed_int64_conversions():
         sums = fsums(None)
     else:
         with builder.if_else(finite, likely=True) as (then, otherwise):
@@ -601,7 +611,9 @@ def _gen_round8_any(builder, v, rp):
     y = builder.select(special, _c8(0.0, _V8D), y)
     isrne = builder.icmp_signed("!=", rne, _c8(0))
     qf = builder.select(isrne, builder.call(fround, [y]), builder.call(ftrunc, [y]))
-    q = builder.fptosi(qf, _V8L)
+    # qf is a non-negative integer below 2^52: its bits in 2^52 + qf are q (no packed double -> int64
+    # conversion needed, which AVX2 lacks)
+    q = builder.sub(builder.bitcast(builder.fadd(qf, _c8(2.0 ** 52, _V8D)), _V8L), _c8(0x4330000000000000))
     bits = builder.add(builder.shl(builder.add(builder.sub(ue, emin), mb), mb), q)
     ovf = builder.or_(builder.icmp_signed(">=", bits, infb), builder.and_(special, builder.not_(isnan)))
     bits = builder.select(ovf, infb, bits)

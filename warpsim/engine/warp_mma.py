@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..isa.archs import as_assembled
 from ..numerics.arch import check_arch
 from ..isa.catalog import Instruction
 from ..isa.parse import parse
@@ -39,14 +40,14 @@ def _words(name, x, ins: Instruction, nwords: int, one_warp: bool | None):
 
 def validate(instruction, a, b, c, e=None, selector=0, arch="sm_90"):
     """Check everything about a call; returns (instruction, single_warp, a, b, c, e) as (W, 32, ...) views."""
-    arch = check_arch(arch)
+    asked, arch = arch, check_arch(arch)
     ins = parse(instruction)
     if ins.iclass == "tcgen05":
         raise ValueError(f"{ins.opcode} is a tcgen05.mma spelling (sm_100a): its operands live in shared and tensor memory; use warpsim.matmul(..., arch='sm_100a') or warpsim.tcgen05_mma")
     if ins.is_wgmma:
         raise ValueError(f"{ins.opcode} is a warpgroup MMA: use warpsim.wgmma (D words, A registers or descriptor, "
                          "B descriptor, shared memory)")
-    ins = parse(instruction, arch=arch)
+    ins = as_assembled(parse(instruction, arch=asked), asked)   # sm_100a: a .kind:: spelling ptxas maps to legacy fp8
     single, a3 = _words("a", a, ins, ins.words("a"), None)
     _, b3 = _words("b", b, ins, ins.words("b"), single)
     _, c3 = _words("c", c, ins, ins.words("c"), single)

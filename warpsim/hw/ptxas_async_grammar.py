@@ -317,6 +317,40 @@ def build(ptxas="ptxas", per_form=10, cubin_sample=600):
             "per_form": per_form, "cubins_compared": checked, "errors": errors, "families": fams}
 
 
+#: every modelled target the per-target table asks (sm_70 through a CUDA 12 ptxas)
+TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120",
+           "sm_120a")
+TARGETS_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ptxas", "ptx_targets.json.xz")
+
+
+def build_targets(ptxas="ptxas", ptxas12=None):
+    """ptxas's verdict on every canonical form of the PTX-layer families (this module's and
+    :mod:`warpsim.hw.ptxas_ptx_grammar`'s) for every modelled target: {"forms": [[family, form]],
+    "targets": {target: {"ptxas": version, "refused": {form index: error index}}}, "errors": [...]}."""
+    ptxas12 = ptxas12 or _verdicts.find_ptxas12()
+    HDR = base.HEADER
+    forms, seen = [], set()
+    for fam, op, o, hdr in ([(f, op, o, HDR) for f, op, o in base.canonical_forms()] +
+                            [(f, op, o, HEADER) for f, op, o in canonical_forms()]):
+        if op not in seen:
+            seen.add(op)
+            forms.append((fam, op, o, hdr))
+    errors: list[str] = []
+    out = {"ptxas": ptxas_version(ptxas), "ptxas12": ptxas_version(ptxas12) if ptxas12 else None,
+           "forms": [[f, op] for f, op, _, _ in forms], "targets": {}, "errors": errors}
+    for target in TARGETS:
+        tool = ptxas12 if target in _verdicts.PTXAS12_TARGETS else ptxas
+        refused = {}
+        for hdr in (HDR, HEADER):
+            part = [(i, op, o) for i, (_, op, o, h) in enumerate(forms) if h is hdr]
+            v = base.verdicts(tool, [(op, o) for _, op, o in part], header=hdr, target=target)
+            refused.update({i: base._index(errors, v[op]) for i, op, _ in part if v[op]})
+        out["targets"][target] = {"ptxas": ptxas_version(tool), "refused": refused}
+        print(f"{target} (ptxas {ptxas_version(tool)}): {len(forms) - len(refused)} of {len(forms)} forms accepted",
+              file=sys.stderr)
+    return out
+
+
 def load(path=DEFAULT_OUT):
     return _verdicts.load(path)
 

@@ -7,11 +7,15 @@ another way must replay too.  This module writes candidate spellings of every ca
 (random permutations, single moves, duplicated, dropped and inserted qualifiers; seeded, so
 the set is reproducible), assembles thousands per ptxas call (one statement per line; ptxas
 reports errors by line), and stores the verdicts in ``tests/golden/ptxas/spellings.json.xz``.
+Per target it also records ptxas's verdict on every canonical catalog opcode (``refused``: the
+mma / wgmma opcodes the target lacks) and on the catalog's one-step neighbours (another D/C
+type, the other sparse forms, any layout, ``.satfinite``, no ``.kind``, fp6/fp4 without
+``.kind``: ``neighbours``), so an opcode the catalog misses shows up as accepted there.
 Each accepted line is re-assembled in an all-accepted file (so a check ptxas makes only after
 parsing cannot hide), and a sample of accepted spellings is assembled next to the canonical
 opcodes: identical cubins prove the spelling means the canonical instruction.
 
-    python -m warpsim.hw.ptxas_grammar [--ptxas ptxas] [--out tests/golden/ptxas/spellings.json.xz]
+    python -m warpsim.hw.ptxas_grammar [--ptxas ptxas] [--ptxas12 PATH] [--out tests/golden/ptxas/spellings.json.xz]
 """
 
 from __future__ import annotations
@@ -28,10 +32,15 @@ import sys
 import tempfile
 
 from ..isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
+from .ptxcheck import PTX_VERSION, PTX_VERSION_FOR, ptx_version
 
-#: ptxas targets asked, per instruction class (the a-suffixed targets enable wgmma / kind::)
-TARGETS = {"mma": ("sm_90a", "sm_100a", "sm_120a"), "wgmma": ("sm_90a",)}
-PTX_VERSION = "8.8"
+#: ptxas targets whose spellings are asked, per instruction class (the a-suffixed targets enable
+#: wgmma / kind::); every target is also asked about every canonical opcode and the neighbours
+TARGETS = {"mma": ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_110a",
+                   "sm_120", "sm_120a"),
+           "wgmma": ("sm_90a",)}
+#: targets ptxas 13 no longer assembles: a CUDA 12 ptxas answers for them
+PTXAS12_TARGETS = ("sm_70",)
 DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ptxas", "spellings.json.xz")
 SEED = 24
 
@@ -148,7 +157,7 @@ def candidates(ins, rng: random.Random, per_opcode: int = 12) -> list[str]:
 
 def _assemble(ptxas, target, lines, name="k0", header=_HEADER):
     """(returncode, {line index: [errors]}, cubin bytes or None) for one kernel holding ``lines``."""
-    hdr = header.format(version=PTX_VERSION, target=target, name=name)
+    hdr = header.format(version=ptx_version(target), target=target, name=name)
     first = hdr.count("\n") + 1
     text = hdr + "\n".join("  " + s for s in lines) + "\n  ret;\n}\n"
     with tempfile.TemporaryDirectory(prefix="warpsim_grammar_") as d:
@@ -210,21 +219,83 @@ def ptxas_version(ptxas: str) -> str:
     return m.group(1) if m else "unknown"
 
 
-def build(ptxas: str = "ptxas", per_opcode: int = 12, cubin_sample: int = 600) -> dict:
-    """The verdict table: per target, per canonical opcode, the accepted and the refused spellings."""
+def find_ptxas12() -> str | None:
+    """A CUDA 12 ptxas (the only kind that still targets sm_70): ``WARPSIM_PTXAS12``, the
+    ``nvidia-cuda-nvcc-cu12`` wheel's, Triton 3.x's bundled one, or ``ptxas`` on PATH if it is 12.x."""
+    import glob
+    import shutil
+
+    cands = [os.environ.get("WARPSIM_PTXAS12", "")]
+    for p in sys.path:
+        cands += glob.glob(os.path.join(p or ".", "nvidia", "cuda_nvcc", "bin", "ptxas"))
+        cands += glob.glob(os.path.join(p or ".", "triton", "backends", "nvidia", "bin", "ptxas"))
+    cands.append(shutil.which("ptxas") or "")
+    for c in cands:
+        if c and os.path.exists(c) and ptxas_version(c).startswith("12."):
+            return c
+    return None
+
+
+def neighbours() -> dict:
+    """{opcode: Instruction-like entry} of one-step variants of the catalog's mma rows that are not
+    catalog opcodes (another D/C type pair, the other sparse forms, any layout, .satfinite, no
+    ``.kind``, the fp6/fp4 types on a legacy fp8 row); operand counts follow from the variant."""
+    import dataclasses
+    import itertools
+
+    from ..isa import catalog as cat
+
+    floats = ("f16", "f32")
+
+    def variants(row):
+        rep = dataclasses.replace
+        if all(x in floats for dc in row.dc for x in dc):
+            yield rep(row, dc=tuple(itertools.product(floats, repeat=2)))
+        yield rep(row, layouts=cat.ANY_LAYOUT)
+        yield rep(row, satfinite=cat.ANY_SAT)
+        yield rep(row, selectors=0, forms=None) if row.selectors else rep(row, selectors=1, forms=None)
+        if row.kind and not row.scales:
+            yield rep(row, kind=None, container=0)
+        if row.family == "fp8":
+            yield rep(row, ab=cat._mix(cat.F8F6F4))
+
+    known = {ins.opcode for ins in CATALOG}
+    out = {}
+    for row in cat.ROWS:
+        for v in variants(row):
+            for ins in cat._expand((v,)):
+                whole = all(ins.registers(r) > 0 and ins.elements_per_lane(r) * ins.elem(r).bits % 32 == 0
+                            for r in "abcd")
+                if ins.opcode not in known and whole:
+                    out.setdefault(ins.opcode, ins)
+    return out
+
+
+def build(ptxas: str = "ptxas", per_opcode: int = 12, cubin_sample: int = 600, ptxas12: str | None = None) -> dict:
+    """The verdict table: per target, per canonical opcode, the accepted and the refused spellings;
+    the canonical catalog opcodes the target refuses; the neighbours' verdicts."""
     from ..isa.archs import available
 
     rng = random.Random(SEED)
     every = list(CATALOG) + list(WGMMA_CATALOG) + list(WGMMA_SP_CATALOG)
     cands = {ins.opcode: candidates(ins, rng, per_opcode) for ins in every}
-    table = {"ptxas": ptxas_version(ptxas), "ptx_version": PTX_VERSION, "seed": SEED, "targets": {}}
+    near = neighbours()
+    ptxas12 = ptxas12 or find_ptxas12()
+    table = {"ptxas": ptxas_version(ptxas), "ptxas12": ptxas_version(ptxas12), "ptx_version": PTX_VERSION,
+             "ptx_version_for": PTX_VERSION_FOR, "seed": SEED, "targets": {}}
     for target in sorted({t for ts in TARGETS.values() for t in ts}):
-        rows = [ins for ins in every if target in TARGETS[ins.iclass]
-                and (ins.is_wgmma or available(ins, target))]
+        tool = ptxas12 if target in PTXAS12_TARGETS else ptxas
+        if tool is None:
+            raise RuntimeError(f"{target} needs a CUDA 12 ptxas (ptxas 13 dropped it): pass --ptxas12 or set "
+                               "WARPSIM_PTXAS12 (pip install --target DIR nvidia-cuda-nvcc-cu12)")
+        canon = verdicts(tool, target, [(ins, ins.opcode) for ins in every])
+        refused = {op: why for op, why in canon.items() if why}
+        nv = verdicts(tool, target, [(ins, op) for op, ins in near.items()])
+        rows = [ins for ins in every if target in TARGETS[ins.iclass] and not refused.get(ins.opcode)]
         pairs = [(ins, sp) for ins in rows for sp in cands[ins.opcode]]
-        v = verdicts(ptxas, target, pairs)
+        v = verdicts(tool, target, pairs)
         ok = [(ins, sp) for ins, sp in pairs if not v[sp] and sp != ins.opcode]
-        checked = same_cubins(ptxas, target, random.Random(SEED).sample(ok, min(cubin_sample, len(ok))))
+        checked = same_cubins(tool, target, random.Random(SEED).sample(ok, min(cubin_sample, len(ok))))
         per = {}
         for ins, sp in pairs:
             ent = per.setdefault(ins.opcode, {"ok": [], "no": {}})
@@ -232,9 +303,14 @@ def build(ptxas: str = "ptxas", per_opcode: int = 12, cubin_sample: int = 600) -
                 ent["no"][sp] = v[sp]
             else:
                 ent["ok"].append(sp)
-        table["targets"][target] = {"opcodes": per, "candidates": len(pairs), "cubins_compared": checked}
-        print(f"{target}: {len(rows)} opcodes, {len(pairs)} spellings, {sum(len(e['ok']) for e in per.values())} "
-              f"accepted, {checked} accepted non-canonical spellings assemble to the canonical cubin", file=sys.stderr)
+        table["targets"][target] = {"opcodes": per, "candidates": len(pairs), "cubins_compared": checked,
+                                    "ptxas": ptxas_version(tool), "refused": refused,
+                                    "neighbours": {"ok": sorted(op for op, why in nv.items() if not why),
+                                                   "no": {op: why for op, why in nv.items() if why}}}
+        print(f"{target} (ptxas {ptxas_version(tool)}): {len(every) - len(refused)} of {len(every)} catalog opcodes, "
+              f"{len(pairs)} spellings, {sum(len(e['ok']) for e in per.values())} accepted, {checked} accepted "
+              f"non-canonical spellings assemble to the canonical cubin; {sum(not w for w in nv.values())}"
+              f" of {len(near)} neighbours accepted", file=sys.stderr)
     return table
 
 
@@ -243,14 +319,17 @@ def load(path: str = DEFAULT_OUT) -> dict:
         return json.load(f)
 
 
-def verdicts_main(argv, doc, build_table, default_out, per_flag, per_default):
+def verdicts_main(argv, doc, build_table, default_out, per_flag, per_default, ptxas12=False):
     """The command line every ptxas verdict generator shares: build the table, write it as LZMA'd JSON."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--ptxas", default="ptxas")
     ap.add_argument(per_flag, type=int, default=per_default)
     ap.add_argument("--out", default=default_out)
+    if ptxas12:
+        ap.add_argument("--ptxas12", default=None, help="a CUDA 12 ptxas for sm_70 (default: found by find_ptxas12)")
     a = ap.parse_args(argv)
-    t = build_table(a.ptxas, getattr(a, per_flag.lstrip("-").replace("-", "_")))
+    kw = {"ptxas12": a.ptxas12} if ptxas12 else {}
+    t = build_table(a.ptxas, getattr(a, per_flag.lstrip("-").replace("-", "_")), **kw)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with lzma.open(a.out, "wt", preset=9) as f:
         json.dump(t, f, sort_keys=True, separators=(",", ":"))
@@ -258,7 +337,7 @@ def verdicts_main(argv, doc, build_table, default_out, per_flag, per_default):
 
 
 def main(argv=None):
-    return verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-opcode", 12)
+    return verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-opcode", 12, ptxas12=True)
 
 
 if __name__ == "__main__":

@@ -225,26 +225,26 @@ def _statements(pairs):
 _UNPLACED = re.compile(r"(Unknown symbol|Call to) '__cuda")
 
 
-def verdicts(ptxas, pairs, chunk=1000, header=HEADER):
-    """{spelling: first ptxas error or ''} for (spelling, operand text) pairs."""
+def verdicts(ptxas, pairs, chunk=1000, header=HEADER, target=TARGET):
+    """{spelling: first ptxas error or ''} for (spelling, operand text) pairs on ``target``."""
     out = {}
     hdr = header
     for s in range(0, len(pairs), chunk):
         part = pairs[s:s + chunk]
         lines = _statements(part)
-        _, bad, _ = _assemble(ptxas, TARGET, lines, header=hdr)
+        _, bad, _ = _assemble(ptxas, target, lines, header=hdr)
         for i, (sp, _o) in enumerate(part):
             out[sp] = bad[i][0] if i in bad else ""
         ok = [i for i in range(len(part)) if i not in bad]
         while ok:                                       # the accepted lines alone must assemble cleanly
-            rc, bad2, _ = _assemble(ptxas, TARGET, [lines[i] for i in ok], header=hdr)
+            rc, bad2, _ = _assemble(ptxas, target, [lines[i] for i in ok], header=hdr)
             if rc == 0:
                 break
             if all(_UNPLACED.match(e) for errs in bad2.values() for e in errs):
                 # a missing-library-symbol error lands on some line of the file, not always its own:
                 # assemble each remaining line alone
                 for i in ok:
-                    _, alone, _ = _assemble(ptxas, TARGET, lines[i:i + 1], header=hdr)
+                    _, alone, _ = _assemble(ptxas, target, lines[i:i + 1], header=hdr)
                     out[part[i][0]] = alone[0][0] if alone else ""
                 break
             for j in bad2:

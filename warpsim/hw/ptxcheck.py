@@ -2,7 +2,7 @@
 
 :func:`ptx_module` writes one ``.entry`` per instruction: load the operand registers from
 global memory, execute the opcode, store D.  ``warpsim/hw/offline/ptxas_archs.py`` assembles one such
-module per (opcode, target) to build ``tests/golden/ptxas_archs.json``; the tests assemble one
+module per (opcode, target) to build ``tests/golden/ptxas_archs.json.xz``; the tests assemble one
 module per target to check the catalog's per-architecture derivation against a live ptxas.
 """
 
@@ -15,6 +15,13 @@ import tempfile
 
 #: understood by ptxas 12.9 and 13.0; every catalog opcode's PTX ISA version is at most this
 PTX_VERSION = "8.8"
+#: targets that need a newer PTX ISA (ptxas 13.0: sm_110 / sm_110a exist from PTX ISA 9.0)
+PTX_VERSION_FOR = {"sm_110": "9.0", "sm_110a": "9.0"}
+
+
+def ptx_version(target: str) -> str:
+    """The ``.version`` a probe file for ``target`` declares."""
+    return PTX_VERSION_FOR.get(target, PTX_VERSION)
 
 
 def _entry(ins, name: str, selector: int = 0) -> list[str]:
@@ -44,9 +51,16 @@ def _entry(ins, name: str, selector: int = 0) -> list[str]:
     return [f".visible .entry {name}(.param .u64 P)", "{", *body, "  ret;", "}", ""]
 
 
-def ptx_module(instructions, target: str) -> str:
-    """PTX text with kernel ``k<i>`` executing ``instructions[i]`` (a catalog Instruction)."""
-    out = [f".version {PTX_VERSION}", f".target {target}", ".address_size 64", ""]
+#: the newest PTX ISA an older ptxas reads (Triton 3.6 bundles ptxas 12.8)
+PTX_VERSION_OF_PTXAS = {"12.8": "8.7"}
+
+
+def ptx_module(instructions, target: str, ptxas_release: str | None = None) -> str:
+    """PTX text with kernel ``k<i>`` executing ``instructions[i]`` (a catalog Instruction), declaring the
+    ``.version`` the target needs, or the newest one ``ptxas_release`` reads (every catalog opcode needs
+    at most PTX ISA 8.7)."""
+    version = PTX_VERSION_OF_PTXAS.get(ptxas_release) or ptx_version(target)
+    out = [f".version {version}", f".target {target}", ".address_size 64", ""]
     for i, ins in enumerate(instructions):
         out += _entry(ins, f"k{i}")
     return "\n".join(out)

@@ -27,7 +27,9 @@ import tempfile
 
 import numpy as np
 
-# (spelling, A type, B type, D type, N): M = 128, cta_group::1, dense, A and B from descriptors
+# (spelling, A type, B type, D type, N[, "atmem"]): M = 128, cta_group::1, dense, A and B from descriptors --
+# or, with "atmem", A from tensor memory (its cells in the scale-cell columns from SF_COL_A; layout and
+# .ashift are warpsim's guesses, warpsim.ptx.tmem.read_a, which these cases would settle)
 CASES = (
     ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 64),
     ("tcgen05.mma.cta_group::1.kind::f16", "bf16", "bf16", "f32", 32),
@@ -38,6 +40,9 @@ CASES = (
     ("tcgen05.mma.cta_group::1.kind::i8", "s8", "u8", "s32", 32),
     ("tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale", "e4m3", "e4m3", "f32", 32),
     ("tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16", "e2m1", "e2m1", "f32", 32),
+    ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 32, "atmem"),
+    ("tcgen05.mma.cta_group::1.kind::f16.ashift.collector::a::discard", "bf16", "bf16", "f32", 32, "atmem"),
+    ("tcgen05.mma.cta_group::1.kind::tf32", "tf32", "tf32", "f32", 32, "atmem"),
 )
 NCOLS = 256     # tensor-memory columns allocated per kernel: D from column 0, scale cells from column 128
 SF_COL_A, SF_COL_B = 128, 136
@@ -101,7 +106,9 @@ extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restri
 """
 
 
-def _mma_statement(spelling: str) -> str:
+def _mma_statement(spelling: str, a_tmem: bool = False) -> str:
+    if a_tmem:
+        return spelling + " [%0], [%5], %2, %3, p;"
     if ".block_scale" in spelling:
         return spelling + " [%0], %1, %2, %3, [%5], [%6], p;"
     return spelling + " [%0], %1, %2, %3, p;"
@@ -110,9 +117,9 @@ def _mma_statement(spelling: str) -> str:
 def kernel_source(cases=CASES) -> str:
     """CUDA source with one kernel per case (``tc05_<i>``)."""
     parts = [_PRELUDE]
-    for i, (sp, _, _, _, n) in enumerate(cases):
+    for i, (sp, _, _, _, n, *rest) in enumerate(cases):
         parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B,
-                                    mma=_mma_statement(sp)))
+                                    mma=_mma_statement(sp, "atmem" in rest)))
     return "\n".join(parts)
 
 
@@ -136,7 +143,7 @@ def case_inputs(case, seed: int):
     from ..isa.catalog import TCGEN05_K
     from ..isa.types import TYPES
 
-    sp, at, bt, dt, n = case
+    sp, at, bt, dt, n, *rest = case
     op = t5.parse_tcgen05(sp)
     k = TCGEN05_K[op.kind]
     rng = np.random.default_rng(seed)
@@ -174,6 +181,10 @@ def case_inputs(case, seed: int):
             np.array([0x30, 0x38, 0x40, 0x44], np.int64)[rng.integers(0, 4, (n, nscale))]
         sf[:, 0] = (sa_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
         sf[:n, SF_COL_B - SF_COL_A] = (sb_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
+    if "atmem" in rest:   # A's rows in lanes, its K elements packed along the cells (warpsim.ptx.tmem.read_a)
+        per = 32 // cont
+        cells = (A.reshape(128, -1, per) << (cont * np.arange(per, dtype=np.uint64))).sum(axis=2)
+        sf[:, :cells.shape[1]] = cells.astype(np.uint32)
     return dict(img=img[0], adesc=to100(da), bdesc=to100(db), idesc=idesc, c=np.ascontiguousarray(cw),
                 sf=sf, A=A, B=B)
 

@@ -123,6 +123,10 @@ ROWS: tuple[Row, ...] = (
         selectors=1, forms=ORDERED, scales=((None, 2, "ue8m0"), ("2X", 2, "ue8m0"))),
     Row("mxf4",   "m16n8k128", _same("e2m1"),     (("f32", "f32"),),                     120, "8.7", **SM120A, kind="mxf4nvf4",
         selectors=1, forms=ORDERED, scales=(("2X", 2, "ue8m0"), ("4X", 4, "ue4m3"))),
+    # sparse fp8 with an f16 accumulator and no .kind: ptxas 12.9 and 13.0 assemble it for sm_120a / sm_121a only
+    # (and refuse it for sm_89 .. sm_110a; tests/golden/ptxas/spellings.json.xz, "neighbours")
+    Row("fp8",    "m16n8k64",  _mix(F8),          (("f16", "f16"),),                     120, "8.7", **SM120A, selectors=1,
+        forms=ORDERED),
     # ptxas 13.0 also accepts these, which the PTX ISA does not define: a kind qualifier without
     # .block_scale on e4m3/e5m2 operands.  nvdisasm shows the same QMMA as kind::f8f6f4 (k16: QMMA.16816).
     *(Row("f8f6f4", "m16n8k16", _mix(F8), F16_F32, 120, "8.7", **SM120A, kind=kd, container=8, lenient=True)
@@ -183,7 +187,12 @@ def _parse_shape(shape: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Instruction:
-    """One catalog entry: an opcode and everything derived from it."""
+    """One catalog entry: an opcode and everything derived from it.
+
+    >>> ins = warpsim.parse("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32")
+    >>> ins.family, ins.shape, ins.atype, ins.btype, ins.satfinite, ins.min_sm
+    ('int8', 'm16n8k32', 's8', 'u8', True, 80)
+    """
 
     opcode: str
     family: str
@@ -455,7 +464,12 @@ BY_OPCODE: dict[str, Instruction] = {ins.opcode: ins for ins in CATALOG + WGMMA_
 
 
 def entries():
-    """Every (instruction, selector) pair: sparse opcodes once per allowed selector."""
+    """Every (instruction, selector) pair: sparse opcodes once per allowed selector.
+
+    >>> pairs = list(warpsim.entries())
+    >>> pairs[0][0].opcode, pairs[0][1]
+    ('mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16', 0)
+    """
     for ins in CATALOG:
         yield from ins.entries
 

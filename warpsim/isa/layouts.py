@@ -91,7 +91,12 @@ def layout(opcode: str, role: str) -> np.ndarray:
 
 
 def fragment_map(instruction, operand: str) -> np.ndarray:
-    """Public view of :func:`layout`: ``map[lane, element] = (product, row, col)``."""
+    """Public view of :func:`layout`: ``map[lane, element] = (product, row, col)``.
+
+    >>> m = warpsim.fragment_map("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "a")
+    >>> m.shape, m[5, 2].tolist()            # lane 5, element 2 of A: product 0, row 9, column 2
+    ((32, 8, 3), [0, 9, 2])
+    """
     ins = _instruction(instruction)
     _check_operand(operand)
     return layout(ins.opcode, operand)
@@ -124,6 +129,12 @@ def unpack(instruction, operand: str, words) -> np.ndarray:
     for one warp; the products axis is dropped when the instruction has one
     product -- in the operand's numpy / ml_dtypes element type (``b1`` as
     uint8 0/1; sparse A as the compressed matrix).
+
+    >>> op = "mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32"
+    >>> d = np.zeros((32, 2), np.uint32)
+    >>> d[1] = [7, 0xFFFFFFFF]                                 # lane 1 holds D[0, 2] and D[0, 3]
+    >>> warpsim.unpack(op, "d", d)[0, :4]
+    array([ 0,  0,  7, -1], dtype=int32)
     """
     ins = _instruction(instruction)
     _check_operand(operand)
@@ -156,6 +167,11 @@ def pack(instruction, operand: str, matrix) -> np.ndarray:
     ``matrix``: shape ([warps,] [products,] rows, cols), any array convertible
     to the operand's element type without loss of meaning (values are cast
     with numpy / ml_dtypes rounding; integers must be in range).
+
+    >>> op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    >>> a = warpsim.pack(op, "a", np.arange(256).reshape(16, 16))     # values rounded to f16
+    >>> a.shape, hex(a[0, 0])                                         # lane 0: A[0, 0] low, A[0, 1] high
+    ((32, 4), '0x3c000000')
     """
     ins = _instruction(instruction)
     _check_operand(operand)

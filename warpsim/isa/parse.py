@@ -9,6 +9,7 @@ part that is wrong and list what the catalog allows in its place.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from .catalog import BY_OPCODE, CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG, Instruction
@@ -43,7 +44,9 @@ def _show(field, value):
     return f".{value}"
 
 
+@functools.lru_cache(maxsize=None)
 def _fields(ins: Instruction) -> dict:
+    """The comparable fields of a catalog entry (cached: the refusal path scores every entry)."""
     out = {f: getattr(ins, f) for f in FIELDS if f not in ("layouts", "scale")}
     out["layouts"] = (ins.alayout, ins.blayout)
     out["scale"] = (ins.scale_vec, ins.stype) if ins.block_scaled else None
@@ -232,6 +235,10 @@ def parse(instruction, arch=None) -> Instruction:
 
     A ``tcgen05.mma`` spelling (sm_100a) returns its :class:`~warpsim.isa.catalog.Tcgen05Opcode` instead:
     its shape and types live in the instruction descriptor (:mod:`warpsim.isa.tcgen05`).
+
+    >>> ins = parse("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32")
+    >>> ins.mnk, ins.atype, ins.dtype, ins.is_sparse, ins.selectors, ins.min_sm
+    ((16, 8, 32), 'f16', 'f32', True, (0, 1), 80)
     """
     if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
         from .tcgen05 import parse_tcgen05
@@ -275,7 +282,8 @@ def parse(instruction, arch=None) -> Instruction:
     # the catalog entries that differ from the request in the fewest parts
     scored = []
     for cand in CATALOG:
-        diff = [f for f in FIELDS if _fields(cand)[f] != want[f]]
+        have = _fields(cand)
+        diff = [f for f in FIELDS if have[f] != want[f]]
         scored.append((len(diff), diff, cand))
     best = min(n for n, _, _ in scored)
     near = [(diff, cand) for n, diff, cand in scored if n == best]

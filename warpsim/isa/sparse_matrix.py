@@ -89,6 +89,15 @@ def compress(instruction, A, selector: int = 0):
     A: the full logical m x k matrix, shape ([batch,] m, k), 2:4 sparse (tf32: 1:2; 4-bit types:
     2:4 over pairs of elements).  Returns uint32 words of shape ([batch,] 32, words_a) and
     metadata of shape ([batch,] 32) for :func:`warpsim.mma` with this ``selector``.
+
+    Example:
+
+    >>> op = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"
+    >>> A = np.zeros((16, 32), np.float16)
+    >>> A[:, 1::4], A[:, 2::4] = 1, 2                         # 2 of every 4 elements
+    >>> a, e = warpsim.compress(op, A)
+    >>> a.shape, e.shape, hex(e[0])
+    ((32, 4), (32,), '0x99999999')
     """
     ins = _sparse_ins(instruction)
     sel = check_selector(ins, selector)
@@ -136,6 +145,15 @@ def expand(instruction, a_words, metadata, selector: int = 0):
     logical matrix in A's element type, zeros where the metadata drops elements.  Raises
     ValueError if the metadata picks the same position twice in a group (the hardware then
     multiplies both kept values with one row of B; no logical matrix describes that).
+
+    Example:
+
+    >>> op = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32"
+    >>> A = np.zeros((16, 32), np.float16)
+    >>> A[:, ::2] = 1
+    >>> a, e = warpsim.compress(op, A)
+    >>> bool((warpsim.expand(op, a, e) == A).all())
+    True
     """
     ins = _sparse_ins(instruction)
     sel = check_selector(ins, selector)

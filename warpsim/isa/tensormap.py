@@ -306,12 +306,14 @@ def _reverse(table: dict, field: str, code):
     raise ValueError(f"tensormap {field} field holds {code}, which the driver never writes; known: {table}")
 
 
-def decode_tensormap(data) -> TensorMap:
+def decode_tensormap(data, *, derived: str = "check") -> TensorMap:
     """128 descriptor bytes (the driver's, or :func:`encode_tiled`'s) -> :class:`TensorMap`.
 
     Raises ValueError naming what is wrong for bits outside every field of :data:`LAYOUT`, codes
     the driver does not write, dimensions set beyond the rank, derived fields (box bytes,
-    swizzle mark) that disagree with the rest, and descriptors the encoder would refuse.
+    swizzle mark) that disagree with the rest (unless ``derived="ignore"``: ``tensormap.replace``
+    leaves them as they were on the GPU, and a descriptor built that way loads there), and
+    descriptors the encoder would refuse.
     """
     word = int.from_bytes(_as_bytes(data), "little")
     used = 0
@@ -337,72 +339,119 @@ def decode_tensormap(data) -> TensorMap:
     names = {k: _reverse(t, k, raw[k]) for k, t in _ENUM_FIELDS.items()}
     tm = make_tensormap(dtype, rank, raw["global_address"], per_dim["global_dim"], per_dim["global_strides"],
                         per_dim["box_dim"], per_dim["element_strides"], **names)
-    for name in ("encoded_box_bytes", "swizzle_mark"):
+    for name in ("encoded_box_bytes", "swizzle_mark") if derived == "check" else ():
         want = _field_values(tm)[name]
         if raw[name] != want:
             raise ValueError(f"tensormap {name} field holds {raw[name]:#x}, but the other fields make it {want:#x}")
     return tm
 
 
-# ----------------------------------------------------------------------------------------------
-# device-side edits: ``tensormap.replace``
+# -- tensormap.replace: device-side edits of one field ----------------------------------------------
 
-#: tensormap.replace fields that take an ordinal (the dimension, innermost first)
-REPLACE_PER_DIM = {"box_dim": "box_dim", "global_dim": "global_dim", "global_stride": "global_strides",
-                   "element_stride": "element_strides"}
-REPLACE_FIELDS = ("global_address", "rank", "elemtype", "interleave_layout", "swizzle_mode", "fill_mode",
-                  *REPLACE_PER_DIM)
+#: ``tensormap.replace`` field -> (LAYOUT field it writes, value -> stored bits); ``elemtype`` takes the
+#: PTX ISA's element-type numbering (u8, u16, u32, s32, u64, s64, f16, f32, f32.ftz, f64, bf16, tf32,
+#: tf32.ftz), which is the driver's internal data-type code, tf32 adding bit 80.
+REPLACE_FIELDS = {
+    "global_address": "global_address", "rank": "rank", "box_dim": "box_dim", "global_dim": "global_dim",
+    "global_stride": "global_strides", "element_stride": "element_strides", "elemtype": "dtype_code",
+    "interleave_layout": "interleave", "swizzle_mode": "swizzle", "fill_mode": "oob_fill",
+}
+#: ordinals per per-dimension field (``global_stride`` has rank - 1 entries)
+REPLACE_ORDINALS = {"box_dim": 5, "global_dim": 5, "global_stride": 4, "element_stride": 5}
+#: the per-dimension fields and the LAYOUT field each writes
+REPLACE_PER_DIM = {f: REPLACE_FIELDS[f] for f in REPLACE_ORDINALS}
+#: immediates ptxas takes for the enum fields on sm_90a
+REPLACE_IMMEDIATES = {"elemtype": range(13), "interleave_layout": range(3), "swizzle_mode": range(4),
+                      "fill_mode": range(2)}
 
 
 def replace_field(data, field: str, value: int, ordinal: int | None = None) -> np.ndarray:
-    """``tensormap.replace.tile.<field>``: the 128 bytes ``data`` with one field set, as the PTX ISA gives
-    ``new_val``: the address, ``rank`` as rank - 1, dimensions, byte strides and element strides as they are,
-    ``elemtype`` / ``interleave_layout`` / ``swizzle_mode`` / ``fill_mode`` as the CUDA enumeration values.
-    The driver's derived fields (box bytes, swizzle mark) are kept consistent with the rest, so the result
-    decodes as the descriptor the driver would write for the same fields.  Any bytes (a zeroed buffer
-    included) are a starting point."""
-    raw = _unpack(int.from_bytes(_as_bytes(data), "little"))
-    per_dim = {f.name for f in LAYOUT if f.index >= 0}
-    vals = {k: ([x + _bias(k) for x in v] if k in per_dim else v) for k, v in raw.items()}
-    rank = raw["rank"] + 1
-    dtype = next((n for n, c in DTYPE_CODES.items() if c == (raw["dtype_code"], raw["tf32"])), "uint8")
-    v = int(value)
-    if field in REPLACE_PER_DIM:
-        name = REPLACE_PER_DIM[field]
-        n = 4 if name == "global_strides" else 5
-        if ordinal is None or not 0 <= int(ordinal) < n:
-            raise ValueError(f"tensormap.replace .{field}: ordinal {ordinal} outside 0 .. {n - 1}")
-        vals[name][int(ordinal)] = v
-    elif field == "global_address":
-        vals["global_address"] = v & ((1 << 64) - 1)
-    elif field == "rank":
-        if not 0 <= v < MAX_RANK:
-            raise ValueError(f"tensormap.replace .rank: new value {v} (rank - 1) outside 0 .. {MAX_RANK - 1}")
-        rank = v + 1
-    elif field == "elemtype":
-        dtype = next((n for n, (c, _, _) in DATA_TYPES.items() if c == v), None)
-        if dtype is None or dtype not in DTYPE_CODES:
-            raise ValueError(f"tensormap.replace .elemtype: {v} is not a data type the sm_90 layout holds")
-    elif field in ("interleave_layout", "swizzle_mode", "fill_mode"):
-        name, table = {"interleave_layout": ("interleave", INTERLEAVES), "swizzle_mode": ("swizzle", SWIZZLES),
-                       "fill_mode": ("oob_fill", OOB_FILLS)}[field]
-        if v not in table.values() or (name == "swizzle" and _reverse(table, name, v) not in SWIZZLE_MARKS):
-            raise ValueError(f"tensormap.replace .{field}: {v} is not one of {sorted(table.values())} on sm_90")
-        vals[name] = v
-    else:
+    """The 128 tensormap bytes after ``tensormap.replace.tile.<field>`` writes ``value`` (at ``ordinal``).
+
+    Captured on Hopper (an H200; tests/golden/tma_stores_sm90.npz, 570 cases, every field, global and
+    shared tensormaps): only the named field's bits change; the driver's derived fields (box bytes at
+    64..67, the swizzle mark at 72..73) keep their old values, so the result may not decode.  Dimensions,
+    box sizes and element strides are given as counts (stored minus one, as the driver stores them),
+    ``.rank`` as rank - 1 (stored as given), strides in bytes (bits 4..39 kept), the enum fields as the
+    PTX ISA numbers them; bits beyond a field are dropped.
+    """
+    if field not in REPLACE_FIELDS:
         raise ValueError(f"tensormap.replace .{field} is not modelled; modelled: {', '.join(REPLACE_FIELDS)}")
-    vals["rank"] = rank
-    vals["dtype_code"], vals["tf32"] = DTYPE_CODES[dtype]
-    box, es = vals["box_dim"][:rank], vals["element_strides"][:rank]
-    nbits = DATA_TYPES[dtype][1]
-    for b, e in zip(box, es):
-        nbits *= b // max(e, 1)
-    vals["encoded_box_bytes"] = nbits // 8
-    vals["swizzle_mark"] = SWIZZLE_MARKS[_reverse(SWIZZLES, "swizzle", vals["swizzle"])]
-    for name in per_dim:                      # dimensions beyond the rank stay zero
-        vals[name] = vals[name][:rank - 1 if name == "global_strides" else rank]
-    return _pack_values(vals)
+    n = REPLACE_ORDINALS.get(field, 0)
+    if n and not (isinstance(ordinal, (int, np.integer)) and 0 <= ordinal < n):
+        raise ValueError(f"tensormap.replace .{field}: ordinal {ordinal} outside 0 .. {n - 1}")
+    if not n and ordinal is not None:
+        raise ValueError(f"tensormap.replace .{field} takes no ordinal")
+    if field in REPLACE_IMMEDIATES and int(value) not in REPLACE_IMMEDIATES[field]:
+        allowed = REPLACE_IMMEDIATES[field]
+        raise ValueError(f"tensormap.replace .{field} takes {allowed.start} .. {allowed.stop - 1}, got {value}")
+    word = int.from_bytes(_as_bytes(data), "little")
+    value = int(value)
+    writes = []
+    if field == "elemtype":
+        writes = [("dtype_code", -1, value if value < 11 else value - 4), ("tf32", -1, int(value >= 11))]
+    else:
+        writes = [(REPLACE_FIELDS[field], -1 if ordinal is None else int(ordinal), value)]
+    for name, index, v in writes:
+        for f in LAYOUT:
+            if f.name == name and f.index == index:
+                mask = ((1 << f.width) - 1) << f.bit
+                bias = 0 if field == "rank" else f.bias      # captured: .rank stores new_val as given (rank - 1)
+                word = (word & ~mask) | ((((v - bias) >> f.shift) & ((1 << f.width) - 1)) << f.bit)
+    return np.frombuffer(word.to_bytes(TENSORMAP_BYTES, "little"), dtype=np.uint8).copy()
 
 
-def _bias(name):
-    return next(f.bias for f in LAYOUT if f.name == name)
+# -- im2col descriptors (cuTensorMapEncodeIm2col) ------------------------------------------------------
+
+#: bit 64 set marks an im2col descriptor (captured: every im2col descriptor the driver wrote has it)
+IM2COL_BIT = 64
+
+
+@dataclass(frozen=True)
+class Im2colMap:
+    """A decoded im2col tensormap: ``tensor`` holds the tensor (dims, strides, type, swizzle, fill; its box
+    is one pixel of ``channels_per_pixel`` channels), plus the pixel bounding box and the pixels per load."""
+
+    tensor: TensorMap
+    lower: tuple                 # pixel-box lower corner per spatial dimension (W, H, D)
+    upper: tuple                 # pixel-box upper corner offsets per spatial dimension
+    channels_per_pixel: int
+    pixels_per_column: int
+
+
+def is_im2col(data) -> bool:
+    return bool(int.from_bytes(_as_bytes(data), "little") >> IM2COL_BIT & 1)
+
+
+def decode_im2col(data) -> Im2colMap:
+    """128 bytes of a driver-written im2col descriptor -> :class:`Im2colMap`.
+
+    Layout read off the 10 im2col descriptors of tests/golden/tma_stores_sm90.npz that the H200 ran
+    (bit 64 set; the tiled fields elsewhere as in :data:`LAYOUT`): channels per pixel - 1 in box dim 0's
+    byte (bits 440..447); the corners in bytes 56..59, lower then upper, each a 16-bit half holding one
+    signed field per spatial dimension of 16 // (rank - 2) bits (16, 8 or 5); pixels per column - 1 in
+    byte 60.  Not fitted beyond those descriptors (the driver's own limits are not checked here)."""
+    word = int.from_bytes(_as_bytes(data), "little")
+    if not word >> IM2COL_BIT & 1:
+        raise ValueError("not an im2col tensormap (bit 64 is clear): decode it with decode_tensormap")
+    raw = _unpack(word)
+    rank = raw["rank"] + 1
+    if not 3 <= rank <= MAX_RANK:
+        raise ValueError(f"an im2col tensormap has rank 3 .. {MAX_RANK}, this one {rank}")
+    nsp = rank - 2
+    w = 16 // nsp
+
+    def corner(base):
+        out = []
+        for j in range(nsp):
+            v = (word >> (base + w * j)) & ((1 << w) - 1)
+            out.append(v - (1 << w) if v >> (w - 1) else v)
+        return tuple(out)
+
+    cpp = ((word >> 440) & 0xFF) + 1
+    ppc = ((word >> 480) & 0xFF) + 1
+    dtype = _reverse(DTYPE_CODES, "data-type code (bits 71..74, tf32 bit 80)", (raw["dtype_code"], raw["tf32"]))
+    names = {k: _reverse(t, k, raw[k]) for k, t in _ENUM_FIELDS.items()}
+    tm = make_tensormap(dtype, rank, raw["global_address"], [v + 1 for v in raw["global_dim"][:rank]],
+                        raw["global_strides"][:rank - 1], [cpp] + [1] * (rank - 1), [1] * rank, **names)
+    return Im2colMap(tm, corner(448), corner(464), cpp, ppc)

@@ -68,7 +68,7 @@ def check_arch(arch) -> str:
         a = None
     if a not in ARCHS:
         raise ValueError(f"arch {arch!r} is not modelled; modelled architectures: {', '.join(t for t in TARGETS if t in ARCHS)} "
-                         f"(\"sm_90a\", \"sm_100a\" name the same targets; \"sm_121a\" is sm_120a)")
+                         f"(\"sm_90a\", \"sm_100a\" name the same targets; \"sm_103a\", \"sm_110a\" are sm_100; \"sm_121a\" is sm_120a)")
     return a
 
 

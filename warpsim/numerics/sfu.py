@@ -10,13 +10,16 @@ captures show (``warpsim/hw/device/sfu_sweep.py``; the findings are in ``docs/sf
 * ``EX2``: the operand is converted to sign-magnitude fixed point with 23 fraction bits, truncated;
   2^(integer part) is exact, the fraction indexes one table for positive and one for negative
   operands.
+* ``SIN`` / ``COS``: the operand (in turns) is read as the fraction of its magnitude to 25 bits;
+  one table of the half turn (2^24 entries) serves both, by the exact symmetries the sweep shows.
 * The 16-bit ``EX2`` / ``TANH`` (f16, bf16): a function of 2^16 words.
 
 The result significands are not a published formula: warpsim keeps, per operation, the difference
 between the hardware's word and a deterministic reference (IEEE +, *, /, sqrt in float64 only, so the
 same on every host) in a compressed table under ``warpsim/numerics/sfu_data/`` -- the "compact table
 of hardware outputs" fallback; a fitted interpolator (segments, coefficients) would replace it.
-``LG2``, ``SIN``, ``COS`` and ``TANH`` (f32) have no table yet: :func:`available` says which units
+``TANH`` (f32) is a table per binade between 2**-8 and 8 (the identity below, +-1 above);
+``LG2`` is e + log2(significand) in 23-bit fixed point with the binades next to 1 as tables: :func:`available` says which units
 are exact.
 """
 
@@ -45,6 +48,88 @@ def _exp2_frac(f):
         term = term * t / k
         s = s + term
     return s
+
+
+def _sin_small(t):
+    """sin(t) for |t| <= pi/4 (float64 Taylor, deterministic)."""
+    t2 = t * t
+    s, term = t.copy(), t.copy()
+    for k in range(1, 14):
+        term = -term * t2 / ((2 * k) * (2 * k + 1))
+        s = s + term
+    return s
+
+
+def _cos_small(t):
+    t2 = t * t
+    s, term = np.ones_like(t), np.ones_like(t)
+    for k in range(1, 14):
+        term = -term * t2 / ((2 * k - 1) * (2 * k))
+        s = s + term
+    return s
+
+
+def sincos_turns(k, bits):
+    """(sin, cos) of 2 pi k / 2**bits for integer k in [0, 2**bits), float64, deterministic: the
+    octant symmetry is exact integer arithmetic, the remainder within pi/4 a Taylor series."""
+    k = np.asarray(k, np.int64)
+    octant = k >> (bits - 3)
+    r = k & ((1 << (bits - 3)) - 1)                      # position inside the octant
+    eighth = 1 << (bits - 3)
+    odd = (octant & 1) == 1
+    rr = np.where(odd, eighth - r, r).astype(np.float64)   # distance to the nearest multiple of 90 degrees
+    t = rr * (2.0 * 3.141592653589793 / float(1 << bits))
+    s0, c0 = _sin_small(t), _cos_small(t)
+    swap = ((octant + 1) >> 1) & 1                         # octants 1, 2, 5, 6: sin and cos exchange
+    sa, ca = np.where(swap == 1, c0, s0), np.where(swap == 1, s0, c0)
+    quadrant = octant >> 1
+    sin = np.where(quadrant >= 2, -sa, sa)
+    cos = np.where((quadrant == 1) | (quadrant == 2), -ca, ca)
+    return sin, cos
+
+
+def log2_det(x):
+    """log2 of positive normal float64 values (deterministic: exponent, then 2 atanh series)."""
+    x = np.asarray(x, np.float64)
+    bits = x.view(np.uint64)
+    e = ((bits >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64) - 1023
+    m = ((bits & np.uint64((1 << 52) - 1)) | np.uint64(1023 << 52)).view(np.float64)   # [1, 2)
+    big = m > 1.4142135623730951
+    m = np.where(big, m * 0.5, m)
+    e = e + big
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    acc, term = s.copy(), s.copy()
+    for k in range(1, 30):
+        term = term * s2
+        acc = acc + term / (2 * k + 1)
+    return e + acc * (2.0 / 0.6931471805599453)
+
+
+def tanh_det(x):
+    """tanh of positive float64 values (deterministic: exp(-2x) as 2**n * 2**f, then a quotient)."""
+    t = np.asarray(x, np.float64) * (-2.0 / 0.6931471805599453)
+    n = np.floor(t)
+    e = np.ldexp(_exp2_frac(t - n), n.astype(np.int64))
+    return (1.0 - e) / (1.0 + e)
+
+
+# MUFU.TANH reads its operand's significand to 23 - k bits in binade e (k from the sweep); below
+# 2**-8 it returns the operand, from 8 on +-1
+TANH_DROPPED = {119: 6, 120: 6, 121: 6, 122: 5, 123: 5, 124: 4, 125: 4, 126: 4, 127: 3, 128: 2, 129: 3}
+
+
+def _tanh_grid(e):
+    k = TANH_DROPPED[e]
+    return lambda: np.arange(0, 1 << 23, 1 << k, dtype=np.uint32) | np.uint32(e << 23)
+
+
+def _tanh_ref(u):
+    return tanh_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+
+
+def _lg2_ref(u):
+    return log2_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
 
 
 @dataclass(frozen=True)
@@ -87,6 +172,18 @@ def _half_ref(u):
     return np.zeros_like(u)
 
 
+SC_BITS = 25            # MUFU.SIN / COS read the fraction of their operand (in turns) to 2**-25
+
+
+def _sc_ref(which, sign):
+    def ref(k):
+        v = sincos_turns(k, SC_BITS)[0 if which == "sin" else 1]
+        if sign and which == "sin":
+            v = -v
+        return v.astype(np.float32).view(np.uint32)
+    return ref
+
+
 _RCP = lambda x: 1.0 / x            # noqa: E731
 _RSQ = lambda x: 1.0 / np.sqrt(x)   # noqa: E731
 
@@ -105,15 +202,31 @@ TABLES = {t.name: t for t in (
     Table("ex2_bf16", 16, _binade(0, 16), _half_ref),
     Table("tanh_f16", 16, _binade(0, 16), _half_ref),
     Table("tanh_bf16", 16, _binade(0, 16), _half_ref),
-)}
+    Table("sin_half", 32, _binade(0, SC_BITS - 1), _sc_ref("sin", 0)),   # sin of k / 2**25 turns, k < 2**24
+    Table("lg2_e127", 32, _binade(0x3F800000, 23), _lg2_ref),          # [1, 2): log2 of the significand
+    Table("lg2_e126", 32, _binade(0x3F000000, 23), _lg2_ref),          # [0.5, 1): its own words
+) + tuple(Table(f"tanh_e{e}", 32, _tanh_grid(e), _tanh_ref) for e in TANH_DROPPED)}
 
 _LOADED: dict = {}
 
 
+def _key(words):
+    """Float words (sign-magnitude, as int64) on one integer line, -0 just below +0: differences
+    count last places across zero as well, and the sign of a zero survives."""
+    w = np.asarray(words).astype(np.int64)
+    return np.where(w >= 1 << 31, -(w & 0x7FFFFFFF) - 1, w)
+
+
+def _unkey(key):
+    key = np.asarray(key, np.int64)
+    return np.where(key < 0, (-key - 1) | (1 << 31), key).astype(np.uint32)
+
+
 def encode(name, hardware_words):
-    """The committed form of a table: the hardware's words minus the reference, lzma-compressed."""
+    """The committed form of a table: the hardware's words minus the reference (in last places),
+    lzma-compressed."""
     t = TABLES[name]
-    d = hardware_words.astype(np.int64) - t.reference(t.canonical()).astype(np.int64)
+    d = _key(hardware_words) - _key(t.reference(t.canonical()))
     lo, hi = int(d.min()), int(d.max())
     dt = np.int8 if -128 <= lo and hi < 128 else (np.int16 if -32768 <= lo and hi < 32768 else np.int32)
     return {f"{name}": np.frombuffer(lzma.compress(d.astype(dt).tobytes(), preset=9), np.uint8),
@@ -121,13 +234,14 @@ def encode(name, hardware_words):
 
 
 def deltas(name, store):
-    """The stored differences hardware word - reference word of one table (int8/16/32)."""
+    """The stored differences hardware - reference of one table, in last places (:func:`_key`; for positive
+    words the plain difference of the words), int8/16/32."""
     return np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
 
 
 def decode(name, store):
     t = TABLES[name]
-    return (t.reference(t.canonical()).astype(np.int64) + deltas(name, store)).astype(np.uint32)
+    return _unkey(_key(t.reference(t.canonical())) + deltas(name, store))
 
 
 def load(path=None):
@@ -161,14 +275,38 @@ def available():
 # ----------------------------------------------------------------------------------------------
 # the operations, on raw words (uint32 arrays; the f64 units on the upper word)
 
-def _split32(u):
+@dataclass(frozen=True)
+class WordFormat:
+    """Where sign, exponent and significand sit in the 32-bit word a MUFU reads: an f32, or the
+    upper word of an f64."""
+    ebits: int
+    mbits: int
+
+    @property
+    def bias(self):
+        return (1 << (self.ebits - 1)) - 1
+
+    @property
+    def inf(self):
+        return np.uint32(((1 << self.ebits) - 1) << self.mbits)
+
+
+F32, F64_HI = WordFormat(8, 23), WordFormat(11, 20)
+
+
+def _split(u, fmt=F32):
     u = np.asarray(u, np.uint32)
-    return u, u >> np.uint32(31), (u >> np.uint32(23)) & np.uint32(0xFF), u & np.uint32(0x7FFFFF)
+    return (u, u >> np.uint32(31), (u >> np.uint32(fmt.mbits)) & np.uint32((1 << fmt.ebits) - 1),
+            u & np.uint32((1 << fmt.mbits) - 1))
 
 
-def _shift_exp(words, k):
+def _split32(u):
+    return _split(u, F32)
+
+
+def _shift_exp(words, k, fmt=F32):
     """Add k to the exponent field of (normal) words, as int64 arithmetic on the bits."""
-    return (words.astype(np.int64) + (np.asarray(k, np.int64) << 23)).astype(np.uint32)
+    return (words.astype(np.int64) + (np.asarray(k, np.int64) << fmt.mbits)).astype(np.uint32)
 
 
 def rcp(u):
@@ -185,21 +323,21 @@ def rcp(u):
     return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
-def _root(u, kind):
-    u, s, e, m = _split32(u)
+def _root(u, kind, fmt=F32, name=None):
+    """RSQ / SQRT (and RSQ64H): the significand from the table of the exponent's parity."""
+    name = name or kind
+    u, s, e, m = _split(u, fmt)
     ei = e.astype(np.int64)
     odd = (ei & 1) == 1
-    t = np.where(odd, table(kind + "_odd")[m], table(kind + "_even")[m])
-    k = np.where(odd, 127 - ei, 128 - ei) // 2
-    if kind == "sqrt":
-        k = -k
-    out = _shift_exp(t, k)
-    zero_res = np.uint32(0x7F800000) if kind == "rsq" else np.uint32(0)
-    inf_res = np.uint32(0) if kind == "rsq" else np.uint32(0x7F800000)
+    t = np.where(odd, table(name + "_odd")[m], table(name + "_even")[m])
+    k = np.where(odd, fmt.bias - ei, fmt.bias + 1 - ei) // 2
+    out = _shift_exp(t, -k if kind == "sqrt" else k, fmt)
+    zero_res, inf_res = (fmt.inf, np.uint32(0)) if kind == "rsq" else (np.uint32(0), fmt.inf)
+    top = (1 << fmt.ebits) - 1
     out = np.where(e == 0, (s << np.uint32(31)) | zero_res, out)
     out = np.where((s == 1) & (e != 0), _F32_NAN, out)
-    out = np.where((s == 0) & (e == 255), inf_res, out)
-    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+    out = np.where((s == 0) & (e == top), inf_res, out)
+    return np.where((e == top) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
 def rsq(u):
@@ -234,19 +372,10 @@ def ex2(u):
     return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
-def _split64h(h):
-    h = np.asarray(h, np.uint32)
-    return h, h >> np.uint32(31), (h >> np.uint32(20)) & np.uint32(0x7FF), h & np.uint32(0xFFFFF)
-
-
-def _shift_exp64h(words, k):
-    return (words.astype(np.int64) + (np.asarray(k, np.int64) << 20)).astype(np.uint32)
-
-
 def rcp64h(h):
     """MUFU.RCP64H on the upper word of an f64 (the lower word of the result is 0)."""
-    h, s, e, m = _split64h(h)
-    out = _shift_exp64h(table("rcp64h")[m], 1023 - e.astype(np.int64)) | (s << np.uint32(31))
+    h, s, e, m = _split(h, F64_HI)
+    out = _shift_exp(table("rcp64h")[m], 1023 - e.astype(np.int64), F64_HI) | (s << np.uint32(31))
     out = np.where(e >= 2045, np.where(h & np.uint32(0x7FFFFFFF) == np.uint32(0x7FD00000),
                                        (s << np.uint32(31)) | np.uint32(0x00100000), s << np.uint32(31)), out)
     out = np.where(e == 0, (s << np.uint32(31)) | np.uint32(0x7FF00000), out)
@@ -254,16 +383,82 @@ def rcp64h(h):
 
 
 def rsq64h(h):
-    """MUFU.RSQ64H on the upper word of an f64."""
-    h, s, e, m = _split64h(h)
-    ei = e.astype(np.int64)
-    odd = (ei & 1) == 1
-    t = np.where(odd, table("rsq64h_odd")[m], table("rsq64h_even")[m])
-    out = _shift_exp64h(t, np.where(odd, 1023 - ei, 1024 - ei) // 2)
-    out = np.where(e == 0, (s << np.uint32(31)) | np.uint32(0x7FF00000), out)
-    out = np.where((s == 1) & (e != 0), _F64H_NAN, out)
-    out = np.where((s == 0) & (e == 2047), np.uint32(0), out)
-    return np.where((e == 2047) & (m != 0), _F64H_NAN, out).astype(np.uint32)
+    """MUFU.RSQ64H on the upper word of an f64 (the rules of RSQ in the f64 word)."""
+    return _root(h, "rsq", F64_HI, "rsq64h")
+
+
+def _negate(w):
+    """Flip the sign of a MUFU.SIN / COS result (a plain sign flip: sin of half a turn is -0)."""
+    return (np.asarray(w, np.uint32) ^ np.uint32(1 << 31)).astype(np.uint32)
+
+
+def _turn_index(y):
+    """The operand's fraction of a turn as the MUFU reads it: floor(frac(|y|) * 2**25)."""
+    with np.errstate(all="ignore"):
+        a = np.abs(np.asarray(y, np.uint32).view(np.float32).astype(np.float64))
+        f = a - np.floor(a)
+        k = np.floor(np.where(np.isfinite(a), f, 0.0) * float(1 << SC_BITS)).astype(np.int64)
+    return k
+
+
+def _sin_turns(k):
+    half = 1 << (SC_BITS - 1)
+    v = table("sin_half")[k % half]
+    return np.where(k >= half, _negate(v), v).astype(np.uint32)
+
+
+def sin(y):
+    """MUFU.SIN of y in turns: one table of the half turn (2**24 entries, the H200's words); the
+    other half turn is its negation and a negative operand negates, both as plain sign flips."""
+    y = np.asarray(y, np.uint32)
+    out = _sin_turns(_turn_index(y))
+    out = np.where(y >> np.uint32(31) == 1, _negate(out), out)
+    return np.where((y & np.uint32(0x7F800000)) == np.uint32(0x7F800000), _F32_NAN, out).astype(np.uint32)
+
+
+def cos(y):
+    """MUFU.COS: the sine table a quarter turn on (cos k = sin(k + 2**23)); even in y."""
+    y = np.asarray(y, np.uint32)
+    out = _sin_turns((_turn_index(y) + (1 << (SC_BITS - 2))) % (1 << SC_BITS))
+    return np.where((y & np.uint32(0x7F800000)) == np.uint32(0x7F800000), _F32_NAN, out).astype(np.uint32)
+
+
+def tanh(u):
+    """MUFU.TANH (f32): odd; the operand below 2**-8 (subnormals too), +-1 from 8 on, between them
+    a table per binade over the significand bits the unit reads."""
+    u, s, e, m = _split32(u)
+    out = u & np.uint32(0x7FFFFFFF)
+    for b, k in TANH_DROPPED.items():
+        sel = e == b
+        if sel.any():
+            out = np.where(sel, table(f"tanh_e{b}")[(m >> np.uint32(k)).astype(np.intp) * sel], out)
+    out = np.where(e >= 130, np.uint32(0x3F800000), out) | (s << np.uint32(31))
+    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
+
+
+def _rz32(v):
+    """float64 -> f32 bits rounded towards zero (results here are normal)."""
+    bits = np.abs(v).view(np.uint64) & ~np.uint64((1 << 29) - 1)
+    mag = bits.view(np.float64).astype(np.float32).view(np.uint32)
+    return np.where(v < 0, mag | np.uint32(1 << 31), mag).astype(np.uint32)
+
+
+def lg2(u):
+    """MUFU.LG2: e + log2(significand) in fixed point with 23 fraction bits, converted towards zero;
+    a negative sum is the one's complement of the positive one (so log2(0.5) is -1 + 2**-23). The
+    binades [0.5, 1) and [1, 2), whose results have more bits than that, are tables of their own."""
+    u, s, e, m = _split32(u)
+    ei = e.astype(np.int64) - 127
+    l0 = table("lg2_e127")[m].view(np.float32).astype(np.float64)
+    fixed = ei * float(1 << 23) + np.floor(l0 * float(1 << 23))
+    v = np.where(ei >= 1, ei + l0, -(-fixed - 1.0) / float(1 << 23))
+    out = _rz32(v)
+    out = np.where(ei == 0, table("lg2_e127")[m], out)
+    out = np.where(ei == -1, table("lg2_e126")[m], out)
+    out = np.where(e == 0, np.uint32(0xFF800000), out)                  # +-0 and subnormals: -inf
+    out = np.where((s == 1) & (e != 0), _F32_NAN, out)
+    out = np.where((s == 0) & (e == 255), np.uint32(0x7F800000), out)
+    return np.where((e == 255) & (m != 0), _F32_NAN, out).astype(np.uint32)
 
 
 def half(name, h):
@@ -271,4 +466,4 @@ def half(name, h):
     return table(name)[np.asarray(h, np.uint16).astype(np.intp)].astype(np.uint16)
 
 
-UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h}
+UNITS = {"rcp": rcp, "rsq": rsq, "sqrt": sqrt, "ex2": ex2, "rcp64h": rcp64h, "rsq64h": rsq64h, "sin": sin, "cos": cos, "tanh": tanh, "lg2": lg2}

@@ -100,7 +100,15 @@ VERIFIED_ALU2 = [re.compile(p + r"\Z") for p in _CAPTURED_ALU2]
 
 def instruction_status(opcode: str) -> tuple[str, str]:
     """(status, note) of a PTX ALU opcode: 'verified', 'exact' or 'approximate' (see module doc).
-    Raises ValueError for an opcode no ALU row of this registry handles."""
+    Raises ValueError for an opcode no ALU row of this registry handles.
+
+    Example:
+
+    >>> warpsim.ptx.instruction_status("div.rn.f32")[0]
+    'verified'
+    >>> warpsim.ptx.instruction_status("rcp.rz.ftz.f32")[0]
+    'exact'
+    """
     if not isinstance(opcode, str):
         raise TypeError(f"opcode must be a str such as 'div.rn.f32', not {type(opcode).__name__}")
     if any(p.match(opcode) for p in VERIFIED_FORMS):

@@ -112,7 +112,7 @@ class ClusterState:
         raw = bytes(raw)
         if raw not in self.tensormaps:
             try:
-                tm = decode_tensormap(raw)
+                tm = decode_tensormap(raw, derived="ignore")   # tensormap.replace leaves them stale
             except ValueError as err:
                 ctx.fail(f"invalid tensormap: not a descriptor as the CUDA driver (or warpsim.isa.tensormap) "
                          f"encodes one: {err}")
@@ -343,6 +343,31 @@ def _mb_arrive(ctx, m):
         ctx.write(ops[0], tokens, "b64")
 
 
+@instr(r"tcgen05\.commit\.cta_group::(?P<g>[12])\.mbarrier::arrive::one(?P<space>\.shared::cluster)?"
+       r"(?P<mc>\.multicast::cluster)?\.b64")
+def _tc05_commit(ctx, m):
+    """``tcgen05.commit``: one arrival on the mbarrier (on that offset of every CTA of the 16-bit mask with
+    ``.multicast::cluster``) once the thread's earlier tcgen05 operations are done -- at once here: warpsim
+    runs them synchronously (modelled; no capture on sm_100a)."""
+    ops = ctx.operands
+    if len(ops) != 1 + bool(m["mc"]):
+        ctx.fail(f"{ctx.opcode} takes [mbar]{', ctaMask' if m['mc'] else ''}")
+    st = _state(ctx)
+    space = "shared::cluster" if m["space"] else "generic"
+    for k, w, l in _lanes(ctx):
+        cta, off = st.shared_target(ctx, _cta(ctx, w), _addr(ctx, ops[0], k, l), space, ctx.opcode)
+        targets = [cta]
+        if m["mc"]:
+            try:
+                targets = [int(st.cta_of[_cta(ctx, w), r])
+                           for r in tma.multicast_targets(_scalar(ctx, ops[1], "u16", k, l), st.size)]
+            except ValueError as exc:
+                ctx.fail(str(exc))
+        for t in targets:
+            _, bar = st.mbarrier(ctx, t, off)
+            _mbar_error(ctx, bar.arrive, 1)
+
+
 @instr(r"mbarrier\.(?P<op>expect_tx|complete_tx)" + _MB_SEM + _MB_SPACE + r"\.b64")
 def _mb_tx(ctx, m):
     a, n = ctx.need(2)
@@ -451,9 +476,56 @@ def _tma_load(ctx, m):
         _load_box(ctx, st, k, w, l, ops, mask, m["space"])
 
 
-@instr(r"cp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global\.im2col\S*")
+@instr(r"cp\.async\.bulk\.tensor\.(?P<dim>[3-5])d\.(?P<space>shared::cluster|shared::cta)\.global\.im2col"
+       r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
 def _tma_im2col(ctx, m):
-    ctx.fail("cp.async.bulk.tensor .im2col mode is not modelled by warpsim (tile mode only)")
+    """im2col load of ``pixels_per_column`` pixels (warpsim.ptx.tma.im2col_load; captured on an H200)."""
+    from ..isa.tensormap import decode_im2col, is_im2col
+
+    ops = _ops(ctx)
+    want = 4 + bool(m["mc"]) + bool(m["hint"])
+    if len(ops) != want:
+        ctx.fail(f"{ctx.opcode} takes [dstMem], [tensorMap, {{coords}}], [mbar], {{offsets}}"
+                 f"{', ctaMask' if m['mc'] else ''}{', cache-policy' if m['hint'] else ''}")
+    st = _state(ctx)
+    rank = int(m["dim"])
+    offs = ops[3] if isinstance(ops[3], list) else [x.strip() for x in str(ops[3]).strip("{}").split(",") if x.strip()]
+    if len(offs) != rank - 2:
+        ctx.fail(f"a {rank}D im2col load takes {rank - 2} 16-bit offsets, got {len(offs)}")
+    for k, w, l in _lanes(ctx):
+        cta = _cta(ctx, w)
+        name, coords = _tensor_ref(ctx, ops[1])
+        raw = _read_bytes(ctx, int(ctx.address("[" + name + "]")[k, l]), TENSORMAP_BYTES, cta)
+        if not is_im2col(raw):
+            ctx.fail(f"{ctx.opcode} needs an im2col tensormap (cuTensorMapEncodeIm2col); this one is tiled")
+        try:
+            im = decode_im2col(raw)
+        except ValueError as exc:
+            ctx.fail(f"invalid im2col tensormap: {exc}")
+        if len(coords) != rank or im.tensor.rank != rank:
+            ctx.fail(f"{ctx.opcode} names {len(coords)} coordinates; its tensormap has rank {im.tensor.rank}")
+        c = [int(ctx.read(x, "s32")[k, l]) for x in coords]
+        o = [int(ctx.read(x, "u16")[k, l]) for x in offs]
+        dcta, doff = st.shared_target(ctx, cta, _addr(ctx, ops[0], k, l), m["space"], "TMA destination")
+        bcta, boff = st.shared_target(ctx, cta, _addr(ctx, ops[2], k, l), m["space"], "TMA mbarrier")
+        try:
+            addrs, data = tma.im2col_load(im, _global_reader(ctx), c, o, doff)
+        except (ValueError, NotImplementedError, TypeError) as exc:
+            ctx.fail(f"{ctx.opcode}: {exc}")
+        if int(addrs.max()) >= ctx.memory.shared_bytes:
+            ctx.fail(f"the im2col load lands at shared bytes up to {int(addrs.max()) + 1}, past the CTA's "
+                     f"{ctx.memory.shared_bytes}")
+        targets = [dcta]
+        if m["mc"]:
+            try:
+                targets = [int(st.cta_of[cta, r]) for r in tma.multicast_targets(_scalar(ctx, ops[4], "u16", k, l),
+                                                                                 st.size)]
+            except ValueError as exc:
+                ctx.fail(str(exc))
+        for t in targets:
+            ctx.memory.shared[t, addrs] = data
+            _, bar = st.mbarrier(ctx, t if m["mc"] else bcta, boff)
+            _mbar_error(ctx, bar.complete_tx, int(data.size))
 
 
 @instr(r"cp\.(?P<red>reduce\.)?async\.bulk\.tensor\.(?P<dim>[1-5])d\.global\.shared::cta(?:\.(?P<op>add|min|max|inc|dec|and|or|xor))?"
@@ -527,7 +599,7 @@ def _bulk_to_global(ctx, m):
     if len(ops) != 3 + hint:
         ctx.fail(f"{ctx.opcode} takes [dstMem], [srcMem], size{', cache-policy' if hint else ''}")
     types = {"u32": "uint32", "s32": "int32", "u64": "uint64", "s64": "int64", "f32": "float32", "f16": "float16",
-             "bf16": "bfloat16", "b32": "uint32", "b64": "uint64"}
+             "bf16": "bfloat16", "b32": "uint32", "b64": "uint64", "f64": "float64"}
     for k, w, l in _lanes(ctx):
         cta = _cta(ctx, w)
         size = _scalar(ctx, ops[2], "u32", k, l)
@@ -600,7 +672,7 @@ def _tensormap_replace(ctx, m):
         else:
             old = np.frombuffer(_read_bytes(ctx, addr, TENSORMAP_BYTES, _cta(ctx, w)), np.uint8)
         try:
-            new = replace_field(old, field, value, ordinal)
+            new = replace_field(old, field, value, ordinal)   # as captured (tests/golden/tma_stores_sm90.npz)
         except ValueError as exc:
             ctx.fail(str(exc))
         if m["space"] == "shared::cta":

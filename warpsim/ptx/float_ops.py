@@ -1,20 +1,18 @@
 """f32 / f64 rows: every rounding mode, .ftz and .sat, division, reciprocal and square root,
-min/max with NaN rules, copysign, testp, and the special-function unit's approximations.
+min/max with NaN rules, copysign, testp.
 
 Correctly rounded operations run on the exact soft-float core (:mod:`warpsim.numerics.softfloat`)
 or, where the host's IEEE double is provably enough, on float64: a quotient, reciprocal or square
 root rounded to float64 and then to float32 is the correctly rounded float32 result (53 >= 2*24 + 2,
 double rounding is innocuous for these operations).  The special-function forms
-whose MUFU is modelled exactly live in :mod:`warpsim.ptx.sfu_ops`; ``lg2``, ``sin``, ``cos`` and
-``tanh.approx.f32`` stay here as the correctly rounded function, ``approximate`` in
-:data:`warpsim.ptx.alu_rows.STATUS`.
+(``.approx``, ``div.full``) live in :mod:`warpsim.ptx.sfu_ops`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .alu_rows import APPROXIMATE, EXACT, note_status, row
+from .alu_rows import EXACT, note_status, row
 from .convert import saturate
 from .instructions import _CMPS, _compare, instr
 
@@ -330,18 +328,6 @@ def _sqrt_rn32(m, a):
 def _sqrt_rn64(m, a):
     return _host("f64", np.sqrt, a)
 
-
-_APPROX_NOTE = ("special-function unit (MUFU): modelled as the correctly rounded function; the H100's "
-                "words differ in the last bits (error measured against captures in docs/ptx_alu.md)")
-
-
-_SFU = {"lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
-
-
-@row(r"(?P<fn>lg2|sin|cos|tanh)\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], status=APPROXIMATE,
-     note=_APPROX_NOTE)
-def _sfu(m, a):
-    return _host("f32", _SFU[m["fn"]], a, ftz=bool(m["ftz"]))
 
 
 # ----------------------------------------------------------------------------------------------

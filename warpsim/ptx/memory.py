@@ -34,7 +34,7 @@ class GlobalMemory:
     >>> gm = GlobalMemory()
     >>> x = np.arange(4, dtype=np.uint32)
     >>> hex(gm.map(x))
-    '0x10000000000'
+    '0xffffff0000'
     >>> hex(gm.map(np.zeros(2, np.uint64), address=0x2000_0000_0000))
     '0x200000000000'
 

@@ -23,6 +23,7 @@ from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
 from .syntax import SCOPED_REG, PTXError, make_statement, parse_int, parse_module, scoped_names, statements
+from .targets import check_module_target
 
 __all__ = ["load", "Module"]
 
@@ -34,6 +35,8 @@ _SHARED_DECL = re.compile(r"(?:\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.
 #: default launch limits: CTAs in one grid, and CTAs run together in one batch
 MAX_CTAS = 1 << 16
 CTAS_PER_BATCH = 128
+#: batches of CTAs per dask task (launch(..., client=)): enough work per task to pay its scheduling
+DASK_BATCHES_PER_TASK = 2
 _SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4,
           "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
 
@@ -47,7 +50,24 @@ def _alignment(align, typ, line, text) -> int:
 
 
 def load(path_or_text) -> "Module":
-    """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself."""
+    """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself.
+
+    Example:
+
+    >>> mod = warpsim.ptx.load('''.version 8.0
+    ... .target sm_90
+    ... .address_size 64
+    ... .visible .entry add1(.param .u64 p)
+    ... {
+    ...     .reg .b32 %r<3>;  .reg .b64 %rd<4>;
+    ...     ld.param.u64 %rd1, [p];  mov.u32 %r1, %tid.x;  mul.wide.u32 %rd2, %r1, 4;  add.s64 %rd3, %rd1, %rd2;
+    ...     ld.global.u32 %r2, [%rd3];  add.u32 %r2, %r2, 1;  st.global.u32 [%rd3], %r2;  ret;
+    ... }''')
+    >>> x = np.arange(32, dtype=np.uint32)
+    >>> mod.launch("add1", grid=1, block=32, args=[x])
+    >>> x[:4]
+    array([1, 2, 3, 4], dtype=uint32)
+    """
     if isinstance(path_or_text, str) and not path_or_text.strip():
         raise ValueError("load() got an empty string: pass PTX text (a module with .version, .target and "
                          "entries) or a path to a .ptx file")
@@ -140,6 +160,7 @@ class _Program:
                     st.target = target
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
+        check_module_target(self.code, mod.target)
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
@@ -337,7 +358,21 @@ def _post_dominators(code, fn):
 
 
 class Module:
-    """A loaded PTX module: its entries, ready to launch."""
+    """A loaded PTX module: its entries, ready to launch.
+
+    Example:
+
+    >>> mod = warpsim.ptx.load('''.version 8.0
+    ... .target sm_90
+    ... .address_size 64
+    ... .visible .entry k(.param .u32 n)
+    ... {
+    ...     ret;
+    ... }''')
+    >>> mod.entries, mod.params("k"), mod.target
+    (['k'], [('n', 'u32')], 'sm_90')
+    >>> mod.launch("k", grid=(2, 1, 1), block=32, args=[7])
+    """
 
     def __init__(self, text: str, name: str = "<ptx>"):
         self.name = name
@@ -346,6 +381,9 @@ class Module:
         self.version = self._mod.version
         self.target = self._mod.target
         self._programs = {}
+        self._translations = {}
+        #: the engine of the last launch: {"entry", "requested", "engine", "reason"} (None before one)
+        self.last_engine = None
 
     def __repr__(self):
         return f"Module({self.name!r}, target={self.target!r}, entries={self.entries})"
@@ -368,6 +406,27 @@ class Module:
             self._programs[entry] = _Program(self._entry(entry), self._mod)
         return self._programs[entry]
 
+    def translation(self, entry):
+        """What the native translator makes of ``entry`` (:class:`warpsim.ptx.translate.Translation`:
+        native or not, the reason, the statement classes)."""
+        if entry not in self._translations:
+            from .translate import translate
+
+            self._translations[entry] = translate(self.program(entry))
+        return self._translations[entry]
+
+    def _choose_engine(self, entry, engine):
+        """Record in ``last_engine`` the engine that runs this launch (warn when "compiled" cannot)."""
+        reason = "asked for" if engine == "interpret" else self.translation(entry).reason
+        if engine == "compiled":
+            import warnings
+
+            from .translate import TranslationFallbackWarning
+
+            warnings.warn(f"engine='compiled': running on the interpreter: {reason}", TranslationFallbackWarning,
+                          stacklevel=3)
+        self.last_engine = {"entry": entry, "requested": engine, "engine": "interpret", "reason": reason}
+
     def link(self, *others) -> "Module":
         """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
         nvJitLink links separately compiled PTX (numba-cuda's C++ shims, for one): their ``.func``
@@ -389,6 +448,7 @@ class Module:
             self._mod.shared += theirs.shared
             self.text = f"{self.text}\n{other.text}"      # what a worker process re-reads: the linked whole
         self._programs = {}
+        self._translations = {}
         return self
 
     @property
@@ -398,7 +458,7 @@ class Module:
 
     def launch(self, entry, grid, block, args, shared_bytes=0, *, memory=None, arch="sm_90",
                max_steps=10_000_000, cluster=None, max_ctas=MAX_CTAS, ctas_per_batch=CTAS_PER_BATCH,
-               progress=None, wgmma_strict=False, workers=None):
+               progress=None, wgmma_strict=False, workers=None, client=None, engine=None):
         """Run ``entry`` over ``grid`` CTAs of ``block`` threads.
 
         grid, block: int or 1- to 3-tuples.  args: the kernel arguments in ``.param`` order --
@@ -421,10 +481,20 @@ class Module:
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
         workers: processes that run the batches of a grid of several batches side by side (None:
         ``WARPSIM_PTX_WORKERS``, else the idle CPUs; 1: none); the result is the sequential launch's,
-        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).
-        Returns nothing.
+        word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).  client: a
+        ``dask.distributed.Client``: the batches run on its cluster (a few batches a task, at most
+        twice its threads in flight, writes merged in batch order as tasks finish), with the same
+        words and the same sequential fallback (``workers.run_dask``; progress: a task counter).
+        engine: None (the fastest exact engine), "interpret" (the reference) or "compiled" (native
+        code; in this build every kernel falls back to the interpreter with a
+        ``TranslationFallbackWarning`` naming why: :mod:`warpsim.ptx.translate`).  ``last_engine``
+        records which engine ran and why.  Returns nothing.
         """
+        from .translate import check_engine
+
+        check_engine(engine)
         prog = self.program(entry)
+        self._choose_engine(entry, engine)
         g = _dims(grid, "grid")
         b = _dims(block, "block")
         nthreads = b[0] * b[1] * b[2]
@@ -474,12 +544,19 @@ class Module:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))
                                     or workers < 1):
             raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+        if client is not None:
+            from .workers import is_dask_client
+
+            if not is_dask_client(client):
+                raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
+        if progress is None:
+            progress = len(batches) > 1 and sys.stderr.isatty()
         first_batch = None
         if len(batches) > 1 and not prog.cross_cta:
-            from .workers import aliased, default_workers, run, split
+            from .workers import aliased, default_workers, run, run_dask, split
 
             n = default_workers() if workers is None else int(workers)
-            if n > 1:
+            if n > 1 or client is not None:
                 first_batch = _Kernel(prog, g, b, int(shared_bytes), arch, self.name, memory, self, cl, explicit,
                                       first_cta=0, nctas=min(per, nctas))
                 first_batch.bind(args)
@@ -488,11 +565,15 @@ class Module:
                     geom = (g, b, int(shared_bytes), arch, cl, explicit, per, nctas)
                     state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps),
                              bool(wgmma_strict), list(memory.bases), [np.array(x) for x in memory.buffers], syms)
-                    jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
-                    if run(_batch_worker, jobs, memory.buffers):
-                        return
-        if progress is None:
-            progress = len(batches) > 1 and sys.stderr.isatty()
+                    if client is not None:
+                        heads = [(self.text, self.name, entry, geom, firsts)
+                                 for firsts in split(batches, max(1, len(batches) // DASK_BATCHES_PER_TASK))]
+                        if run_dask(client, _batch_worker, heads, state, memory.buffers, progress):
+                            return
+                    else:
+                        jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                        if run(_batch_worker, jobs, memory.buffers):
+                            return
         for i, first in enumerate(batches):
             if progress:
                 print(f"\r{entry}: CTAs {first}..{min(first + per, nctas) - 1} of {nctas} (batch {i + 1}/"

@@ -88,6 +88,13 @@ class Warp:
     arch: passed to :func:`warpsim.mma`.
 
     Each warp is its own 32-thread CTA: ``%tid.x`` is the lane, ``%ctaid.x`` the warp's index.
+
+    Example:
+
+    >>> w = warpsim.Warp()
+    >>> w.set("%r1", np.arange(32, dtype=np.uint32))
+    >>> w.run("shl.b32 %r2, %r1, 4;  add.u32 %r3, %r2, %laneid;").get("%r3")[0, :4]
+    array([ 0, 17, 34, 51], dtype=uint32)
     """
 
     memory = None

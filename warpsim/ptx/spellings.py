@@ -105,7 +105,7 @@ _CVT_RULES = (
     (("f16x2", "bf16x2"), ("f32",), "{rn,rz}[.relu][.satfinite]"),
     (("f16x2",), ("e4m3x2", "e5m2x2"), "rn[.relu]"),
     (("e4m3x2", "e5m2x2"), ("f16x2", "f32"), "rn[.relu].satfinite"),
-    (("tf32",), ("f32",), "{rn,rz}[.relu] rna[.satfinite]"),
+    (("tf32",), ("f32",), "{rn,rz}[.relu][.satfinite] rna[.satfinite]"),   # rn/rz .satfinite: sm_100 (ptx/targets.py)
 )
 
 

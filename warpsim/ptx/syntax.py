@@ -10,7 +10,14 @@ import numpy as np
 
 
 class PTXError(ValueError):
-    """PTX that cannot be executed; ``line``, ``statement`` and ``token`` say where."""
+    """PTX that cannot be executed; ``line``, ``statement`` and ``token`` say where.
+
+    >>> try:
+    ...     warpsim.Warp().run("mov.u32 %r1, %r9;")
+    ... except warpsim.PTXError as err:
+    ...     print(err.token)
+    %r9
+    """
 
     def __init__(self, message, *, line=None, statement=None, token=None):
         self.reason = message

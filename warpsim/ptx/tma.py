@@ -24,8 +24,10 @@ byte): the fill word, ceil counts with element strides, padded narrow rows, nega
 past-the-end coordinates, every swizzle at destination offsets 0..1024.  Measured faults, refused
 here: a load whose innermost coordinate is not a multiple of 16 bytes (illegal instruction), and a
 box whose padded shared footprint runs past the CTA's shared allocation (illegal address; pass
-``smem_size``).  Stores and reductions use the same layout but are not captured.  Not modelled
-(refused): im2col mode, interleaved layouts, the 128B atom swizzles and the packed 16U4/16U6 types.
+``smem_size``).  Stores, reductions and im2col loads are verified against an H200 capture
+(``tests/golden/tma_stores_sm90.npz``; see :func:`tile_store`, :func:`reduce_elements`,
+:func:`im2col_load`).  Not modelled (refused): interleaved layouts, the 128B atom swizzles, the
+packed 16U4/16U6 types and the im2col variants of sm_100 (``im2col::w``, ``im2col::w::128``).
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def check_mode(mode: str) -> None:
-    """``.tile`` is modelled; ``.im2col`` (and its variants) are refused clearly."""
-    if mode == "tile":
+    """``.tile`` and ``.im2col`` (:func:`im2col_load`) are modelled; the sm_100 im2col variants are refused."""
+    if mode in ("tile", "im2col"):
         return
     if str(mode).startswith("im2col"):
-        raise NotImplementedError(f"cp.async.bulk.tensor .{mode} mode is not modelled by warpsim (tile mode only)")
+        raise NotImplementedError(f"cp.async.bulk.tensor .{mode} mode is not modelled by warpsim (tile and im2col only)")
     raise ValueError(f"load mode must be 'tile' or 'im2col...', not {mode!r}")
 
 
@@ -97,14 +99,21 @@ def _smem_addr(addr) -> int:
     return int(addr)
 
 
-def _walk(tm: TensorMap, coords):
-    """Per box element (dense order, dim 0 fastest): tensor coordinates (n, rank) and in-bounds mask."""
+def _walk(tm: TensorMap, coords, granule: int = 0):
+    """Per box element (dense order, dim 0 fastest): tensor coordinates (n, rank) and in-bounds mask.
+
+    ``granule`` (bytes): the innermost bound rounded up to it -- a store or reduction writes every
+    element of a 16-byte chunk of a row that holds an in-bounds element (captured, issue 33)."""
     shape = box_shape(tm)
     steps = [1] + list(tm.element_strides[1:])
     axes = [c + s * np.arange(n, dtype=np.int64) for c, s, n in zip(coords, steps, shape)]
     grid = np.meshgrid(*axes[::-1], indexing="ij")            # slowest dimension first
     pos = np.stack([g.ravel() for g in grid[::-1]], axis=1)   # columns back to innermost first
     dims = np.asarray(tm.global_dim, dtype=np.int64)
+    if granule:
+        eb = tm.elem_bits // 8
+        dims = dims.copy()
+        dims[0] = -(-int(dims[0]) * eb // granule) * granule // eb
     inb = ((pos >= 0) & (pos < dims)).all(axis=1)
     return pos, inb
 
@@ -202,29 +211,101 @@ def tile_load(tm, read, coords, smem_addr: int = 0, smem_size: int | None = None
     return smem_addresses(tm, smem_addr), data.ravel()
 
 
+#: bytes of a row a store or reduction writes whole (see :func:`tile_store`)
+STORE_GRANULE = 16
+
+
 def tile_store(tm, smem, coords, smem_addr: int = 0):
     """``cp.async.bulk.tensor`` shared -> global, tile mode: ``(global byte addresses, bytes)`` of the
-    in-bounds elements only (out-of-bounds elements are not written)."""
+    elements written.
+
+    Captured on Hopper (an H200, sm_90a; tests/golden/tma_stores_sm90.npz): elements past the far
+    edge of a dimension are not written, except in the innermost one, which is bounded at 16-byte
+    granularity: the elements that share a 16-byte chunk of a row with an in-bounds element are
+    written (or reduced) too.  A box whose start coordinate is negative in any dimension faults
+    (illegal instruction; every such case of the capture): refused here.
+    """
     tm = _tensormap(tm)
     c = _coords(tm, coords)
+    if min(c) < 0:
+        raise ValueError(f"a TMA store / reduction at coordinates {list(c)}: a negative start coordinate faults on "
+                         "Hopper (illegal instruction; captured), though a tile load takes one")
     smem = np.asarray(smem)
     if smem.dtype != np.uint8 or smem.ndim != 1:
         raise TypeError(f"smem must be a 1-D uint8 array (the CTA's shared window), not {smem.dtype}{smem.shape}")
     sa = smem_addresses(tm, smem_addr)
     if int(sa.max()) >= smem.size:
         raise ValueError(f"the box reads shared bytes up to {int(sa.max()) + 1}, but smem holds {smem.size}")
-    pos, inb = _walk(tm, c)
+    pos, inb = _walk(tm, c, STORE_GRANULE)
     eb = tm.elem_bits // 8
     sel = _byte_index(tm, inb)
     gofs = (_global_offsets(tm, pos[inb])[:, None] + np.arange(eb)).ravel()
     return tm.global_address + gofs, smem[sa[sel]]
 
 
+# -- im2col loads ------------------------------------------------------------------------------
+
+def im2col_load(im, read, coords, offsets, smem_addr: int = 0):
+    """``cp.async.bulk.tensor`` global -> shared, im2col mode: ``(shared byte addresses, bytes)``.
+
+    ``im`` is a :class:`warpsim.isa.tensormap.Im2colMap`; ``coords`` (channel, spatial W.., image) name the
+    first pixel, ``offsets`` (one per spatial dimension) the filter tap added to every pixel.  The load
+    takes ``pixels_per_column`` pixels walking the pixel bounding box -- spatial coordinate j from
+    ``lower[j]`` to ``dim[j] - 1 + upper[j]`` inclusive, W fastest, then the image -- and lands, per
+    pixel, ``channels_per_pixel`` channels from the channel coordinate at pixel + offsets as one box row
+    (rows padded to the swizzle span and swizzled as in tile mode); a pixel outside the tensor, or
+    channels past its end, land as the OOB fill.  Captured on an H200: all 10 im2col loads of
+    tests/golden/tma_stores_sm90.npz that ran (ranks 3-5, 1- to 4-byte types, every swizzle); a first
+    pixel outside the pixel box faults there (15 of 15) and is refused here.
+    """
+    tm = _tensormap(im.tensor)
+    r = tm.rank
+    c = _coords(tm, coords)
+    if len(offsets) != r - 2:
+        raise ValueError(f"a {r}D im2col load takes {r - 2} offsets, got {len(offsets)}")
+    eb = tm.elem_bits // 8
+    cpp, ppc = im.channels_per_pixel, im.pixels_per_column
+    dims, strides = tm.global_dim, (eb,) + tuple(tm.global_strides)
+    hi = [d - 1 + u for d, u in zip(dims[1:r - 1], im.upper)]
+    pos, n = list(c[1:r - 1]), c[r - 1]
+    if not all(lo <= x <= h for x, lo, h in zip(pos, im.lower, hi)):
+        # captured: every im2col load whose first pixel lay outside the pixel box faulted (15 of 15;
+        # the 10 inside landed)
+        raise ValueError(f"im2col load at spatial coordinates {pos}: outside the pixel box {list(im.lower)} .. {hi}; "
+                         "Hopper faults (illegal instruction) on such a load")
+    data = np.zeros((ppc, cpp * eb), np.uint8)
+    if tm.oob_fill != "none" and tm.is_float:
+        data[:] = np.tile(np.frombuffer(NAN_FILL[tm.elem_bits].to_bytes(eb, "little"), np.uint8), cpp)
+    for p in range(ppc):
+        q = [a + int(o) for a, o in zip(pos, offsets)]
+        if all(0 <= x < d for x, d in zip(q, dims[1:r - 1])) and 0 <= n < dims[r - 1]:
+            lo, top = max(c[0], 0), min(c[0] + cpp, dims[0])
+            if top > lo:
+                base = sum(x * s for x, s in zip(q, strides[1:r - 1])) + n * strides[r - 1]
+                got = np.asarray(read(tm.global_address + base + lo * eb, (top - lo) * eb), dtype=np.uint8)
+                data[p, (lo - c[0]) * eb:(top - c[0]) * eb] = got   # channels outside keep the fill
+        j = 0                                          # next pixel of the bounding box, W fastest
+        while True:
+            if j == len(pos):
+                n += 1
+                break
+            pos[j] += 1
+            if pos[j] <= hi[j]:
+                break
+            pos[j] = im.lower[j]
+            j += 1
+    row = cpp * eb
+    pitch = max(row, SWIZZLE_SPAN[tm.swizzle])
+    k = np.arange(ppc * row, dtype=np.int64)
+    addrs = _swizzle(_smem_addr(smem_addr) + (k // row) * pitch + k % row, tm.swizzle)
+    return addrs, data.ravel()
+
+
 # -- reductions -------------------------------------------------------------------------------
 
 #: reduce op -> data types it accepts (modelled on the cp.reduce.async.bulk type table; unverified)
 REDUCE_TYPES = {
-    "add": ("uint32", "int32", "uint64", "float32", "float16", "bfloat16"),
+    "add": ("uint32", "int32", "uint64", "float32", "float64", "float16", "bfloat16"),
     "min": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
     "max": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
     "inc": ("uint32",), "dec": ("uint32",),
@@ -232,15 +313,27 @@ REDUCE_TYPES = {
     "xor": ("uint32", "int32", "uint64", "int64"),
 }
 _NP = {"uint32": np.uint32, "int32": np.int32, "uint64": np.uint64, "int64": np.int64,
-       "float32": np.float32, "float16": np.float16}
+       "float32": np.float32, "float16": np.float16, "float64": np.float64}
+#: the NaN a float reduction writes, per element bits (captured: every NaN sum, and a min / max of two
+#: NaNs, is this word whatever the operands' payloads; bf16 included)
+CANONICAL_NAN = {16: 0x7FFF, 32: 0x7FFFFFFF, 64: 0x7FFFFFFFFFFFFFFF}
+
+
+def _canonical_nans(r: np.ndarray, bits: int, nan: np.ndarray) -> np.ndarray:
+    """``r`` (raw words of ``bits``) with the elements flagged in ``nan`` set to the canonical NaN."""
+    u = {16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
+    out = np.array(r, copy=True).view(u)
+    out[nan] = u(CANONICAL_NAN[bits])
+    return out
 
 
 def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
     """``old (op) new`` elementwise on raw little-endian bytes of ``dtype``; returns the result bytes.
 
-    add.f32 rounds to nearest even (subnormals kept: modelled); f16/bf16 add rounds the exact sum
-    once.  inc/dec follow ``atom``: inc ``old >= new ? 0 : old + 1``, dec ``old == 0 or old > new ?
-    new : old - 1``.
+    add.f32 / f64 rounds to nearest even (subnormals kept); f16/bf16 add rounds the exact sum once;
+    a NaN sum is the canonical NaN (:data:`CANONICAL_NAN`; f64: the NaN operand, quieted); min / max return the other operand when one
+    is NaN and the canonical NaN when both are (captured, tests/golden/tma_stores_sm90.npz).  inc/dec
+    follow ``atom``: inc ``old >= new ? 0 : old + 1``, dec ``old == 0 or old > new ? new : old - 1``.
     """
     if op not in REDUCE_TYPES:
         raise ValueError(f"reduce op must be one of {list(REDUCE_TYPES)}, not {op!r}")
@@ -253,10 +346,10 @@ def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
         b = (new.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         r = {"add": a + b, "min": np.fmin(a, b), "max": np.fmax(a, b)}[op].astype(np.float32)
         import ml_dtypes
-        return r.astype(ml_dtypes.bfloat16).view(np.uint8)
+        return _canonical_nans(r.astype(ml_dtypes.bfloat16).view(np.uint16), 16, np.isnan(r)).view(np.uint8)
     t = _NP[dtype]
     a, b = old.view(t), new.view(t)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         if op == "add":
             r = (a.astype(np.float64) + b.astype(np.float64)).astype(t) if dtype == "float16" else a + b
         elif op == "min":
@@ -269,13 +362,19 @@ def reduce_elements(op: str, dtype: str, old, new) -> np.ndarray:
             r = np.where((a == 0) | (a > b), b, a - t(1))
         else:
             r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a, b)
-    return np.asarray(r, dtype=t).view(np.uint8)
+    r = np.asarray(r, dtype=t)
+    if r.dtype.kind == "f" and r.dtype.itemsize < 8:   # f64: the NaN operand, quieted (1 captured element)
+        r = _canonical_nans(r, r.dtype.itemsize * 8, np.isnan(r))
+    return r.view(np.uint8)
 
 
 def tile_reduce(tm, op: str, read, smem, coords, smem_addr: int = 0):
     """``cp.reduce.async.bulk.tensor`` tile mode: ``(global byte addresses, new bytes)`` of the in-bounds
     elements, each ``global (op) shared``."""
     tm = _tensormap(tm)
+    if op in ("and", "or", "xor") and tm.dtype == "int64":
+        raise ValueError(f"cp.reduce.async.bulk.tensor .{op} on an int64 tensormap faults on Hopper (illegal "
+                         "instruction; captured): use a uint64 tensormap for 64-bit bitwise reductions")
     addrs, src = tile_store(tm, smem, coords, smem_addr)
     eb = tm.elem_bits // 8
     if not len(addrs):

@@ -285,20 +285,43 @@ def _scale_cells(tmem, taddr, count, nscale, sid, what):
     return (cells[:, None] >> shifts[None, :]) & np.uint64(0xFF)
 
 
+def read_a(tmem: TensorMemory, a_taddr: int, m: int, k: int, bits: int) -> np.ndarray:
+    """A (m x k raw elements) from tensor memory: row i in lane i, its k elements packed along the cells
+    from the address's column on, element 0 in the low bits of a cell (modelled layout: a guess)."""
+    lane0, col0 = split(a_taddr)
+    if lane0:
+        raise TmemError(f"A in tensor memory: the address must name lane 0, got lane {lane0}")
+    per = 32 // bits
+    ncols = -(-k // per)
+    cols = col0 + np.arange(ncols)
+    tmem._check_columns(cols, "tcgen05.mma A")
+    cells = tmem.cells[:m, col0:col0 + ncols].astype(np.uint64)
+    shifts = (bits * np.arange(per)).astype(np.uint64)
+    x = (cells[:, :, None] >> shifts[None, None, :]) & np.uint64((1 << bits) - 1)
+    return x.reshape(m, ncols * per)[:, :k]
+
+
 def mma(tmem: TensorMemory, op, d_taddr, a_desc, b_desc, idesc, smem, *, enable_input_d=True,
-        scale_a_taddr=None, scale_b_taddr=None) -> None:
+        scale_a_taddr=None, scale_b_taddr=None, a_taddr=None) -> None:
     """One ``tcgen05.mma`` on ``tmem`` with operands read from ``smem`` (the CTA's shared bytes from 0).
 
-    Modelled: cta_group::1, dense, not .ws / .ashift, M = 128, A from a descriptor, 32-bit accumulator
-    cells (an f16 D in the low half); NotImplementedError for the rest, ValueError for bad operands."""
+    Modelled: cta_group::1, dense, not .ws, M = 128, A from a descriptor or (``a_taddr``, with ``a_desc``
+    None) from tensor memory (:func:`read_a`, a layout guess), ``.ashift`` with A in tensor memory (rows
+    moved down one lane, row 0 keeps its own: a guess, as ``tcgen05.shift``), 32-bit accumulator cells
+    (an f16 D in the low half); NotImplementedError for the rest, ValueError for bad operands."""
     from ..engine.tcgen05 import compute
     from ..isa import smem as _smem
     from ..isa import tcgen05 as _t
 
     op = _t.parse_tcgen05(op)
-    if op.sparse or op.ws or op.cta_group != 1 or op.ashift:
+    if op.sparse or op.ws or op.cta_group != 1:
         raise NotImplementedError(f"{op.opcode}: the tensor-memory MMA models dense cta_group::1 spellings without "
-                                  ".ws / .ashift; warpsim.matmul computes the arithmetic of the other dense forms")
+                                  ".ws; warpsim.matmul computes the arithmetic of the other dense forms")
+    if (a_taddr is None) == (a_desc is None):
+        raise ValueError("tcgen05.mma takes A from a shared-memory descriptor or from tensor memory (a_taddr), "
+                         "exactly one of them")
+    if op.ashift and a_taddr is None:
+        raise ValueError(f"{op.opcode}: .ashift needs A in tensor memory")
     desc = _t.decode_idesc(int(idesc), op.kind)
     ins = _t.instruction(op, desc)
     m, n, k = ins.mnk
@@ -312,13 +335,18 @@ def mma(tmem: TensorMemory, op, d_taddr, a_desc, b_desc, idesc, smem, *, enable_
     mats = []
     for name, dsc, rows, t, tr in (("A", a_desc, m, at, desc.transpose_a), ("B", b_desc, n, bt, desc.transpose_b)):
         bits = 8 if wide else t.bits
-        if tr and bits != 16:
-            raise NotImplementedError(f"{name}: MN-major (transposed) operands are modelled for 16-bit types only")
-        sd = _t.decode_smem_desc(int(dsc))
-        try:
-            x = _smem.read_operand(smem[None], sd.to_sm90(), rows, k, bits, "MN" if tr else "K")[0]
-        except ValueError as exc:
-            raise ValueError(f"{name} descriptor: {exc}") from None
+        if name == "A" and a_taddr is not None:
+            x = read_a(tmem, a_taddr, rows, k, bits)
+            if op.ashift:
+                x = np.concatenate([x[:1], x[:-1]])
+        else:
+            if tr and bits != 16:
+                raise NotImplementedError(f"{name}: MN-major (transposed) operands are modelled for 16-bit types only")
+            sd = _t.decode_smem_desc(int(dsc))
+            try:
+                x = _smem.read_operand(smem[None], sd.to_sm90(), rows, k, bits, "MN" if tr else "K")[0]
+            except ValueError as exc:
+                raise ValueError(f"{name} descriptor: {exc}") from None
         x = x & np.uint64((1 << t.width) - 1)
         if t.is_float and (desc.negate_a if name == "A" else desc.negate_b):
             x = x ^ np.uint64(1 << (t.width - 1))
@@ -503,12 +531,14 @@ def _tc05_mma(ctx, m):
     ops = ctx.operands
     want = 7 if op.block_scaled else 5
     if len(ops) != want or any(isinstance(o, list) for o in ops):
-        ctx.fail(f"{ctx.opcode}: warpsim runs the form [d-tmem], a-desc, b-desc, idesc"
+        ctx.fail(f"{ctx.opcode}: warpsim runs the form [d-tmem], a-desc or [a-tmem], b-desc, idesc"
                  f"{', [scale-A-tmem], [scale-B-tmem]' if op.block_scaled else ''}, enable-input-d "
-                 "(A from a descriptor; no disable-output-lane / scale-input-d); got "
+                 "(no disable-output-lane / scale-input-d); got "
                  f"{len(ops)} operand(s)")
     d = ctx.read(_bracket(ops[0]), "u32", what="the D tensor-memory address")
-    a = ctx.read(ops[1], "u64", what="the A descriptor")
+    a_tmem = isinstance(ops[1], str) and ops[1].startswith("[")
+    a = (ctx.read(_bracket(ops[1]), "u32", what="the A tensor-memory address") if a_tmem
+         else ctx.read(ops[1], "u64", what="the A descriptor"))
     b = ctx.read(ops[2], "u64", what="the B descriptor")
     idesc = ctx.read(ops[3], "u32", what="the instruction descriptor")
     sfa = ctx.read(_bracket(ops[4]), "u32") if op.block_scaled else None
@@ -517,8 +547,10 @@ def _tc05_mma(ctx, m):
     for g, l, cta in _lanes(ctx):
         kw = dict(scale_a_taddr=int(sfa[g, l]), scale_b_taddr=int(sfb[g, l])) if op.block_scaled else {}
         try:
-            mma(_tmem(ctx, cta), op, int(d[g, l]), int(a[g, l]), int(b[g, l]), int(idesc[g, l]),
-                ctx.memory.shared[cta], enable_input_d=bool(en[g, l]), **kw)
+            if a_tmem:
+                kw["a_taddr"] = int(a[g, l])
+            mma(_tmem(ctx, cta), op, int(d[g, l]), None if a_tmem else int(a[g, l]), int(b[g, l]),
+                int(idesc[g, l]), ctx.memory.shared[cta], enable_input_d=bool(en[g, l]), **kw)
         except (ValueError, TypeError, NotImplementedError) as exc:
             ctx.fail(f"thread {l} of warp {g}: {exc}")
 

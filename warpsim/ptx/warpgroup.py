@@ -466,6 +466,12 @@ class Warpgroup(Warp):
     written directly between runs (:meth:`write_smem` checks it against in-flight wgmmas).
     Registers are per thread: :meth:`get` returns and :meth:`set` takes (groups, 128).
     undefined / seed: as for :class:`warpsim.Warp`.  arch: passed to :func:`warpsim.wgmma`.
+
+    Example:
+
+    >>> g = warpsim.Warpgroup(groups=2, smem_bytes=256)
+    >>> g.run("mov.u32 %r1, %tid.x;  mul.lo.u32 %r2, %r1, %ctaid.x;").get("%r2")[:, 127]
+    array([  0, 127], dtype=uint32)
     """
 
     lanes = 128

@@ -13,6 +13,10 @@ memory instead, so errors and warnings come out as they always do.
 Workers are processes (the interpreter's per-statement work holds the GIL), fresh interpreters
 started on first use and reused.  ``workers=`` of ``launch`` or ``WARPSIM_PTX_WORKERS`` sets how
 many (1 turns it off); by default, as many as there are idle CPUs (``default_workers``).
+
+``launch(..., client=c)`` runs the batches on a ``dask.distributed`` cluster instead
+(:func:`run_dask`): more, shorter runs of batches, merged in order as they finish, with a bounded
+number in flight, the same check and the same sequential fallback.
 """
 
 from __future__ import annotations
@@ -149,23 +153,107 @@ def run(fn, jobs, buffers) -> bool:
         _LOCK.release()
     if results is None or any(r is None for r in results):
         return False
-    sizes = [b.size for b in buffers]
-    written = [np.zeros(n, bool) for n in sizes]
+    merge = _Merge(buffers)
     masks = []
     for res in results:
-        mine = []
-        for i, (r, w, vals) in enumerate(res):
-            read = np.unpackbits(r, count=sizes[i]).view(bool)
-            if (read & written[i]).any():
-                return False         # this run read bytes an earlier batch wrote
-            mine.append(np.unpackbits(w, count=sizes[i]).view(bool))
-        for i, w in enumerate(mine):
-            written[i] |= w
+        mine = merge.check(res)
+        if mine is None:
+            return False
         masks.append(mine)
     for res, mine in zip(results, masks):
-        for buf, w, (_, _, vals) in zip(buffers, mine, res):
+        merge.apply(res, mine)
+    LAST = "merged"
+    return True
+
+
+class _Merge:
+    """Workers' results, taken in batch order: check that a run read no byte an earlier run wrote,
+    then apply its writes (a later run's bytes win)."""
+
+    def __init__(self, buffers):
+        self.buffers = buffers
+        self.sizes = [b.size for b in buffers]
+        self.written = [np.zeros(n, bool) for n in self.sizes]
+
+    def check(self, res):
+        """The write masks of one run's result, recorded as written; None when it read an earlier write."""
+        mine = []
+        for i, (r, w, _) in enumerate(res):
+            read = np.unpackbits(r, count=self.sizes[i]).view(bool)
+            if (read & self.written[i]).any():
+                return None          # this run read bytes an earlier batch wrote
+            mine.append(np.unpackbits(w, count=self.sizes[i]).view(bool))
+        for i, w in enumerate(mine):
+            self.written[i] |= w
+        return mine
+
+    def apply(self, res, mine):
+        for buf, w, (_, _, vals) in zip(self.buffers, mine, res):
             if vals.size:
                 buf[w] = vals
+
+
+def _call_with_state(fn, head, state):
+    """fn(*head, *state) on a dask worker (state: the launch's shared part, sent to each worker once)."""
+    return fn(*head, *state)
+
+
+def is_dask_client(client) -> bool:
+    """Whether ``client`` looks like a ``dask.distributed.Client`` (submit, scatter, ncores)."""
+    return all(callable(getattr(client, a, None)) for a in ("submit", "scatter", "ncores"))
+
+
+def run_dask(client, fn, heads, state, buffers, progress=False, in_flight=None) -> bool:
+    """Run ``fn(*head, *state)`` for each head (contiguous runs of batches, in batch order) on the
+    dask cluster of ``client`` and merge the global-memory writes into ``buffers`` as the runs
+    finish, in batch order; as :func:`run`, False (buffers as they were) when the merged result
+    could differ from the sequential launch's.
+
+    Memory stays bounded: ``state`` (the arguments and a copy of global memory) goes to each
+    worker once; at most ``in_flight`` runs (default: twice the cluster's threads) are submitted or
+    finished but not yet merged; the writes are applied to ``buffers`` run by run, over one backup
+    copy that restores them when a later run fails the check.  progress: a run counter on stderr."""
+    global LAST
+    LAST = "sequential"
+    import sys
+
+    from distributed import wait as _wait
+
+    if in_flight is None:
+        in_flight = max(2, 2 * sum(client.ncores().values()))
+    shared = client.scatter([state], broadcast=True)[0]
+    backup = [b.copy() for b in buffers]
+    merge = _Merge(buffers)
+    pending = {}                     # run index -> future
+    nxt = done = 0
+    ok = True
+    try:
+        while done < len(heads):
+            while nxt < len(heads) and len(pending) < in_flight:
+                pending[nxt] = client.submit(_call_with_state, fn, heads[nxt], shared, pure=False)
+                nxt += 1
+            fut = pending[done]
+            _wait([fut])
+            res = fut.result() if fut.status == "finished" else None
+            del pending[done]
+            mine = None if res is None else merge.check(res)
+            if mine is None:
+                ok = False
+                break
+            merge.apply(res, mine)
+            done += 1
+            if progress:
+                print(f"\rdask: CTA batch runs {done}/{len(heads)} merged", end="", file=sys.stderr, flush=True)
+    finally:
+        for fut in pending.values():
+            fut.cancel()
+        shared.cancel()
+        if progress:
+            print(file=sys.stderr)
+    if not ok:
+        for buf, orig in zip(buffers, backup):
+            buf[...] = orig
+        return False
     LAST = "merged"
     return True
 

@@ -2,6 +2,10 @@
 everything else numpy's) and the driver (``device``: the kernel Triton compiles, run as PTX, every word).
 
 Needs the optional extra ``warpsim[triton]`` (triton and a CPU torch).  See docs/triton.md.
+``TARGETS`` maps each Triton target the exact interpreter models to its compute capability:
+
+>>> warpsim.triton.TARGETS
+{'sm_80': 80, 'sm_86': 86, 'sm_89': 89, 'sm_90a': 90, 'sm_120': 120}
 """
 
 from .interpreter import (PATHS, TARGETS, Lowering, _as_operand, _fma_chain, _fma_f32, _rna_tf32, compute,

@@ -46,7 +46,14 @@ _PROPERTIES = {
 
 
 class KernelLaunchError(RuntimeError):
-    """A compiled Triton kernel failed while warpsim ran it; names the kernel, the target and the PTX line."""
+    """A compiled Triton kernel failed while warpsim ran it; names the kernel, the target and the PTX line.
+
+    Example:
+
+    >>> err = warpsim.triton.KernelLaunchError("address 0x10 is outside every mapped tensor", kernel="add", line=42)
+    >>> isinstance(err, RuntimeError), err.kernel, err.line
+    (True, 'add', 42)
+    """
 
     def __init__(self, message, *, kernel, line=None, statement=None):
         super().__init__(message)
@@ -398,6 +405,12 @@ class WarpsimDriver(_DriverBase):
     arch: the Triton target to compile for ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a");
     device: the target whose GPU numerics run the code when it is not arch's own (e.g. sm_80 PTX on an
     H100: device="sm_90a"); max_steps: the launch's statement budget (warpsim.ptx's).
+
+    Example:
+
+    >>> drv = warpsim.triton.WarpsimDriver(arch="sm_90a")
+    >>> drv.get_current_target().backend, drv.get_current_target().arch
+    ('cuda', 90)
     """
 
     def __init__(self, arch=None, device=None, max_steps=100_000_000):
@@ -524,7 +537,17 @@ _stack: list = []
 
 
 def install(arch="sm_90a", *, device=None):
-    """Make warpsim Triton's active driver for the rest of the process (undo with :func:`uninstall`)."""
+    """Make warpsim Triton's active driver for the rest of the process (undo with :func:`uninstall`).
+
+    Example:
+
+    >>> import triton
+    >>> warpsim.triton.install(arch="sm_80")
+    WarpsimDriver(arch='sm_80', device=None)
+    >>> triton.runtime.driver.active.get_current_target().arch
+    80
+    >>> warpsim.triton.uninstall()
+    """
     from triton.runtime.driver import driver as _drv
 
     d = WarpsimDriver(arch, device)
@@ -535,7 +558,16 @@ def install(arch="sm_90a", *, device=None):
 
 
 def uninstall():
-    """Give Triton back the driver that was active before the last :func:`install` (a no-op when none)."""
+    """Give Triton back the driver that was active before the last :func:`install` (a no-op when none).
+
+    Example:
+
+    >>> import triton
+    >>> drv = warpsim.triton.install(arch="sm_89")
+    >>> triton.runtime.driver.active is drv
+    True
+    >>> warpsim.triton.uninstall()                  # Triton's own driver again (none without a GPU)
+    """
     from triton.runtime.driver import driver as _drv
 
     with _lock:
@@ -551,6 +583,13 @@ class device(contextlib.ContextDecorator):
     with Triton's NVIDIA backend for ``arch`` (sm_80, sm_86, sm_89, sm_90a, sm_120a) and their PTX runs in
     :mod:`warpsim.ptx` on CPU torch tensors / numpy arrays, written back in place.  device: the target whose
     GPU runs the code when it is not arch's own.  Also a decorator.
+
+    Example (the README runs a kernel through it):
+
+    >>> import triton
+    >>> with warpsim.triton.device(arch="sm_90a"):
+    ...     type(triton.runtime.driver.active).__name__, triton.runtime.driver.active.get_current_target().arch
+    ('WarpsimDriver', 90)
     """
 
     def __init__(self, arch="sm_90a", device=None, *, max_steps=100_000_000):

@@ -55,6 +55,12 @@ class Lowering:
     order (k // 2) % 2 == 0 first (docs/gemm.md); None -- plain k order.
     promote_every: fp8 wgmma with ``max_num_imprecise_acc``: partials from zero added into the accumulator.
     arch: the warpsim architecture whose recipes compute the instruction (the GPU that runs it).
+
+    Example:
+
+    >>> lo = warpsim.triton.lowering("sm_89", "fp32", "fp32", "fp32", input_precision="tf32x3")
+    >>> isinstance(lo, warpsim.triton.Lowering), lo.kind, lo.instruction
+    (True, 'tf32x3', 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32')
     """
     kind: str
     instruction: str | None
@@ -87,6 +93,15 @@ def lowering(arch, a, b, out, *, input_precision="tf32", max_num_imprecise_acc=N
     path: "auto" applies Triton's rule; "mma" / "wgmma" pin it (ValueError where Triton could not).
     device: the target whose GPU runs the code (default: ``arch``'s own), e.g. "sm_90a" for the sm_80
     lowering run on an H100.  The rules were read off Triton 3.6's PTX for every target (docs/triton.md).
+
+    Example:
+
+    >>> lo = warpsim.triton.lowering("sm_90a", "fp16", "fp16", "fp32", shape=(64, 64, 16))
+    >>> lo.path, lo.instruction
+    ('wgmma', 'mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32')
+    >>> lo = warpsim.triton.lowering("sm_80", "fp8e5", "fp8e5", "fp32")
+    >>> lo.path, lo.fp8_to_f16, lo.k_order
+    ('mma', True, 'fp8_interleave')
     """
     _check_target(arch)
     if path not in PATHS:
@@ -494,6 +509,22 @@ class exact(contextlib.ContextDecorator):
     path: "auto" (Triton's rule), "mma" or "wgmma" (pinned); fallback="numpy": dots that are not modelled
     run as the interpreter's own numpy matmul instead of raising NotImplementedError, and ``tl.dot_scaled``
     (never modelled; Triton's interpreter has none) as a float32 numpy product of the scaled operands.
+
+    Example (interpreted: a ``@triton.jit`` kernel, torch tensors on the CPU):
+
+    >>> import torch, triton, triton.language as tl
+    >>> @triton.jit
+    ... def dot16(a_ptr, b_ptr, c_ptr):
+    ...     i = tl.arange(0, 16)
+    ...     a = tl.load(a_ptr + i[:, None] * 16 + i[None, :])
+    ...     b = tl.load(b_ptr + i[:, None] * 16 + i[None, :])
+    ...     tl.store(c_ptr + i[:, None] * 16 + i[None, :], tl.dot(a, b))
+    >>> a, b = torch.full((16, 16), 1 / 3, dtype=torch.float16), torch.eye(16, dtype=torch.float16)
+    >>> c = torch.empty(16, 16)
+    >>> with warpsim.triton.exact(arch="sm_90a"), warpsim.triton.record() as dots:
+    ...     dot16[(1,)](a, b, c)
+    >>> dots[0]["lowering"].instruction, c[0, 0].item()
+    ('mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32', 0.333251953125)
     """
 
     def __init__(self, arch="sm_90a", *, device=None, num_warps=None, path="auto", fallback=None):
@@ -512,7 +543,13 @@ _global: list = []
 
 
 def enable(arch="sm_90a", *, device=None, num_warps=None, path="auto", fallback=None):
-    """Switch exact ``tl.dot`` on until :func:`disable` (sets TRITON_INTERPRET=1 for kernels defined later)."""
+    """Switch exact ``tl.dot`` on until :func:`disable` (sets TRITON_INTERPRET=1 for kernels defined later).
+
+    Example:
+
+    >>> warpsim.triton.enable(arch="sm_80")      # every interpreted tl.dot as sm_80's compiled kernel, until disable()
+    >>> warpsim.triton.disable()
+    """
     cfg = _config(arch, device, num_warps, path, fallback)
     disable()
     _push(cfg)
@@ -520,14 +557,29 @@ def enable(arch="sm_90a", *, device=None, num_warps=None, path="auto", fallback=
 
 
 def disable():
-    """Undo :func:`enable` (a no-op when it is not on)."""
+    """Undo :func:`enable` (a no-op when it is not on).
+
+    Example:
+
+    >>> warpsim.triton.enable(arch="sm_89")
+    >>> warpsim.triton.disable()
+    >>> warpsim.triton.disable()                 # a no-op now
+    """
     while _global:
         _pop(_global.pop())
 
 
 @contextlib.contextmanager
 def record():
-    """Collect every exact ``tl.dot`` run inside: yields a list of dicts (lowering, a, b, c, d, types, launch)."""
+    """Collect every exact ``tl.dot`` run inside: yields a list of dicts (lowering, a, b, c, d, types, launch).
+
+    Example (see :class:`exact` for a kernel whose dot it records):
+
+    >>> with warpsim.triton.record() as dots:
+    ...     pass                                   # run interpreted kernels here
+    >>> dots
+    []
+    """
     global _records
     prev, _records = _records, []
     try:
@@ -539,5 +591,14 @@ def record():
 
 
 def recorded():
-    """The list that an enclosing :func:`record` fills, or None."""
+    """The list that an enclosing :func:`record` fills, or None.
+
+    Example:
+
+    >>> warpsim.triton.recorded() is None
+    True
+    >>> with warpsim.triton.record() as dots:
+    ...     warpsim.triton.recorded() is dots
+    True
+    """
     return _records

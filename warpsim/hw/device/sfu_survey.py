@@ -194,5 +194,111 @@ def main():
     print(f"done in {time.time() - t0:.1f} s", {k: os.path.getsize(os.path.join(out_dir, k)) for k in os.listdir(out_dir)})
 
 
+
+
+# ----------------------------------------------------------------------------------------------
+# second survey: the sin / cos argument grid, lg2 binades, tanh's operand quantisation
+
+SC_KERNEL = """
+.visible .entry {name}(.param .u64 out, .param .u32 base, .param .u32 n) {{
+.reg .b32 %r<12>; .reg .b64 %rd<8>; .reg .f32 %f<4>; .reg .pred %p<2>;
+ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd2, %rd1; ld.param.u32 %r7, [base]; ld.param.u32 %r6, [n];
+mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x; mad.lo.u32 %r4, %r1, %r2, %r3;
+setp.ge.u32 %p1, %r4, %r6; @%p1 ret; add.u32 %r5, %r4, %r7;
+mov.b32 %f1, %r5; mul.rz.ftz.f32 %f2, %f1, 0f3E22F983; {form} %f3, %f1;
+mov.b32 %r8, %f2; mov.b32 %r9, %f3;
+mul.wide.u32 %rd3, %r4, 8; add.s64 %rd4, %rd2, %rd3; st.global.v2.u32 [%rd4], {{%r8, %r9}};
+ret; }}
+"""
+
+
+def survey2(out_dir, sc_only=False):
+    import cupy as cp
+    import cupyx
+
+    sys.path.insert(0, os.getcwd())
+    from warpsim.numerics import sfu
+
+    t0 = time.time()
+    src = [".version 8.7", ".target sm_90a", ".address_size 64"]
+    for name, form in (("k_sin", "sin.approx.ftz.f32"), ("k_cos", "cos.approx.ftz.f32")):
+        src.append(SC_KERNEL.format(name=name, form=form))
+    tmp = tempfile.mkdtemp()          # kept: CuPy loads the module lazily
+    p = os.path.join(tmp, "s2.ptx")
+    with open(p, "w") as fh:
+        fh.write("\n".join(src) + ptx_source().split(".address_size 64", 1)[1])
+    subprocess.run(["ptxas", "-arch=sm_90a", p, "-o", os.path.join(tmp, "s2.cubin")], check=True)
+    mod = cp.RawModule(path=os.path.join(tmp, "s2.cubin"))
+    n = 1 << 23
+    res, info, tables = {}, {}, {}
+    grid = 1 << sfu.SC_BITS
+    for name in ("sin", "cos"):
+        kern = mod.get_function("k_" + name)
+        out = cp.zeros(n, dtype=cp.uint64)
+        for sign in (0, 1):
+            lo = cp.full(grid, 0x7FFFFFFFFFFF, dtype=cp.int64)
+            hi = cp.full(grid, -1, dtype=cp.int64)
+            for e in range(1, 140):
+                base = (sign << 31) | (e << 23)
+                kern(((n + 255) // 256,), (256,), (out, np.uint32(base), np.uint32(n)))
+                y = (out & cp.uint64(0xFFFFFFFF)).astype(cp.uint32).view(cp.float32).astype(cp.float64)
+                s = (out >> cp.uint64(32)).astype(cp.int64)
+                ay = cp.abs(y)
+                idx = cp.floor((ay - cp.floor(ay)) * grid).astype(cp.int64)
+                cupyx.scatter_min(lo, idx, s)
+                cupyx.scatter_max(hi, idx, s)
+            covered = hi >= 0
+            info[f"{name}_{sign}"] = {"covered": int(covered.sum()), "conflicts": int(((lo != hi) & covered).sum())}
+            bad = cp.nonzero((lo != hi) & covered)[0][:10]
+            info[f"{name}_{sign}"]["conflict_samples"] = [[int(i), int(lo[i]), int(hi[i])] for i in bad.get()]
+            tname = f"{name}_{'neg' if sign else 'pos'}"
+            t = sfu.TABLES[tname]
+            ref = t.reference(t.canonical())
+            words = np.where(covered.get(), hi.get(), ref.astype(np.int64)).astype(np.uint32)
+            tables.update(sfu.encode(tname, words))
+            tables[tname + ".covered"] = np.packbits(covered.get())
+            print(name, sign, info[f"{name}_{sign}"], f"{time.time() - t0:.0f} s", flush=True)
+    if sc_only:
+        for tname in ("sin_pos", "sin_neg", "cos_pos", "cos_neg"):
+            np.savez(os.path.join(out_dir, f"sfu2_{tname}.npz"),
+                     **{k: v for k, v in tables.items() if k.split(".")[0] == tname})
+        print("done", f"{time.time() - t0:.0f} s")
+        return
+    # lg2 binades, tanh per binade: dropped operand bits and odd symmetry
+    lg = mod.get_function("lg2")
+    th = mod.get_function("tanh")
+    out = cp.zeros(n, dtype=cp.uint32)
+    for e in (1, 2, 63, 64, 65, 95, 111, 119, 121, 123, 124, 125, 126, 127, 128, 129, 130, 131, 133, 135, 143, 159, 191, 192, 254):
+        lg(((n + 255) // 256,), (256,), (out, np.uint32(e << 23), np.uint32(n)))
+        u = np.arange(n, dtype=np.uint32) | np.uint32(e << 23)
+        ref = sfu.log2_det(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+        res[f"lg2_{e}"] = (sfu._key(out.get()) - sfu._key(ref)).astype(np.int32)
+    tinfo = {}
+    for e in range(100, 140):
+        th(((n + 255) // 256,), (256,), (out, np.uint32(e << 23), np.uint32(n)))
+        pos = out.copy()
+        th(((n + 255) // 256,), (256,), (out, np.uint32((1 << 31) | (e << 23)), np.uint32(n)))
+        odd = bool((out == (pos | cp.uint32(1 << 31))).all())
+        k = 0
+        while k < 23 and bool((pos.reshape(-1, 1 << (k + 1)) == pos.reshape(-1, 1 << (k + 1))[:, :1]).all()):
+            k += 1
+        tinfo[e] = {"odd": odd, "dropped_bits": k, "distinct": int(cp.unique(pos).size)}
+        if 112 <= e <= 132:
+            u = (np.arange(0, n, 1 << k, dtype=np.uint32) | np.uint32(e << 23))
+            ref = np.tanh(u.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+            res[f"tanh_{e}"] = (sfu._key(pos[:: 1 << k].get()) - sfu._key(ref)).astype(np.int32)
+    info["tanh"] = tinfo
+    print(tinfo, flush=True)
+    np.savez(os.path.join(out_dir, "sfu2_tables.npz"), **tables)
+    blobs = {k: np.frombuffer(lzma.compress(v.tobytes(), preset=6), np.uint8) for k, v in res.items()}
+    dtypes = {k: str(v.dtype) for k, v in res.items()}
+    groups = {"sc": lambda k: k.startswith(("sin", "cos")), "lt": lambda k: not k.startswith(("sin", "cos"))}
+    for g, pred in groups.items():
+        np.savez(os.path.join(out_dir, f"sfu2_{g}.npz"), **{k: v for k, v in blobs.items() if pred(k)})
+    with open(os.path.join(out_dir, "sfu2_info.json"), "w") as fh:
+        json.dump({"info": info, "dtypes": dtypes}, fh)
+    print("done", f"{time.time() - t0:.0f} s", {f: os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir)})
+
+
 if __name__ == "__main__":
-    main()
+    survey2(os.environ.get("OUT") or sys.argv[1], "--sc-only" in sys.argv) if "--second" in sys.argv else main()

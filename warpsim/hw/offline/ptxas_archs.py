@@ -1,4 +1,4 @@
-"""Ask ptxas which catalog opcodes each target accepts; write tests/golden/ptxas_archs.json.
+"""Ask ptxas which catalog opcodes each target accepts; write tests/golden/ptxas_archs.json.xz.
 
 For every catalog opcode and every target, one tiny .ptx file (one kernel: load the
 operand registers, execute the opcode, store D) is assembled with ``ptxas -arch=<target>``.
@@ -6,7 +6,7 @@ The result table records, per target, the ptxas version used and every opcode it
 with ptxas's own reason; ``tests/test_archs.py`` checks that the catalog's per-architecture
 derivation (``warpsim.isa.archs``) gives exactly the accepted set.
 
-    python warpsim/hw/offline/ptxas_archs.py [--ptxas12 PATH] [--out tests/golden/ptxas_archs.json]
+    python warpsim/hw/offline/ptxas_archs.py [--ptxas12 PATH] [--out tests/golden/ptxas_archs.json.xz]
 
 ptxas 13 (on PATH) no longer targets sm_70: give the CUDA 12 ptxas for it (the
 ``nvidia-cuda-nvcc-cu12`` wheel ships one: ``pip install --target DIR nvidia-cuda-nvcc-cu12``,
@@ -32,8 +32,8 @@ from warpsim.isa.catalog import CATALOG  # noqa: E402
 from warpsim.hw.ptxcheck import assemble as _assemble, error_reason, ptx_module  # noqa: E402
 
 #: targets asked; the ``a`` forms are asked too, to record that none needs the suffix
-TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120", "sm_120a",
-           "sm_121a")
+TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_103a", "sm_110a",
+           "sm_120", "sm_120a", "sm_121a")
 
 
 def assemble(ptxas: str, ins, target: str, workdir: str):
@@ -92,7 +92,7 @@ def main(argv=None):
     ap.add_argument("--ptxas", default="ptxas", help="ptxas 13 (sm_75 and later)")
     ap.add_argument("--ptxas12", help="a CUDA 12 ptxas, for sm_70")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                                  "golden", "ptxas_archs.json"))
+                                                  "golden", "ptxas_archs.json.xz"))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--sass", action="store_true", help="print the SASS summary instead of writing the table")
     a = ap.parse_args(argv)
@@ -100,7 +100,9 @@ def main(argv=None):
         sass_summary(a.ptxas)
         return 0
     t = table(a.ptxas, a.ptxas12, a.jobs)
-    with open(a.out, "w") as f:
+    import lzma
+
+    with (lzma.open(a.out, "wt", preset=9) if a.out.endswith(".xz") else open(a.out, "w")) as f:
         json.dump(t, f, indent=1, sort_keys=True)
         f.write("\n")
     for name, row in t["targets"].items():

@@ -24,13 +24,16 @@ def model_d(case, inp, enable_d=True):
     import warpsim
     from warpsim.ptx.tmem import TensorMemory
 
-    sp, _, _, _, n = case
+    sp, _, _, _, n, *rest = case
     tm = TensorMemory()
     tm.alloc(NCOLS)
     tm.cells[:, :n] = inp["c"]
     tm.cells[:, SF_COL_A:SF_COL_A + 16] = inp["sf"]
     kw = dict(scale_a_taddr=SF_COL_A, scale_b_taddr=SF_COL_B) if ".block_scale" in sp else {}
-    warpsim.tcgen05_mma(sp, tm, 0, int(inp["adesc"]), int(inp["bdesc"]), int(inp["idesc"]), smem=inp["img"],
+    adesc = int(inp["adesc"])
+    if "atmem" in rest:           # A from tensor memory (its cells where the scale cells go)
+        kw, adesc = dict(a_taddr=SF_COL_A), None
+    warpsim.tcgen05_mma(sp, tm, 0, adesc, int(inp["bdesc"]), int(inp["idesc"]), smem=inp["img"],
                         enable_input_d=enable_d, **kw)
     return tm.cells[:, :n].copy()
 

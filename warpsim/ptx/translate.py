@@ -1,0 +1,88 @@
+"""Which engine runs a kernel, and why: the front end of the PTX-to-native translator (issue 32).
+
+``launch(..., engine=)`` takes ``None`` (the fastest exact engine for the kernel), ``"interpret"``
+(the statement interpreter of :mod:`warpsim.ptx.module`, the reference) or ``"compiled"`` (native
+code from the translator).  The translator is planned as a compiler over the decoded program:
+decode (:class:`~warpsim.ptx.module._Program`, :mod:`warpsim.ptx.plan`) -> an IR of basic blocks
+whose statements carry their class -> passes (translatability, register types, liveness) -> LLVM
+code through numba / llvmlite, cached on disk by PTX hash, warpsim version and CPU.
+
+**Status: no statement class is compiled to native code yet** (``NATIVE_CLASSES`` is empty), so
+every kernel runs on the interpreter.  :func:`translate` says so per kernel, naming the first
+statement the code generator does not take and counting the statement classes (what a native
+engine must cover first); ``engine="compiled"`` falls back to the interpreter with a
+:class:`TranslationFallbackWarning` carrying that reason, and ``Module.last_engine`` records which
+engine ran the last launch and why.  Words never depend on the engine asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+ENGINES = (None, "interpret", "compiled")
+
+#: statement classes the native code generator translates (none yet: see the module docstring)
+NATIVE_CLASSES: frozenset = frozenset()
+
+#: (class, opcode pattern), first match wins
+_CLASSES = (
+    ("branch", r"bra\b|brx\.|call\b|ret\b|exit\b"),
+    ("barrier", r"bar\b|bar\.|barrier\b|barrier\."),
+    ("mbarrier", r"mbarrier\.|fence\.|elect\.|setmaxnreg\.|griddepcontrol\."),
+    ("tensor-core", r"mma\.|wmma\.|wgmma\.|tcgen05\.|ldmatrix\.|stmatrix\.|movmatrix\."),
+    ("async-copy", r"cp\.|prefetch|discard\.|applypriority\.|createpolicy\."),
+    ("memory", r"ld\.|st\.|ldu\.|atom\.|red\.|multimem\.|mapa\b|mapa\.|cvta\.|isspacep\."),
+    ("warp", r"shfl\.|vote\.|match\.|redux\.|activemask\b"),
+    ("special-function", r"(ex2|lg2|sin|cos|tanh|rsqrt|rcp|sqrt|div)\.(approx|full|rn|rz|rm|rp)"),
+    ("convert", r"cvt\.|cvt\b"),
+    ("compare-select", r"setp\.|selp\.|set\.|slct\."),
+    ("move", r"mov\.|mov\b"),
+)
+_MATCHERS = tuple((name, re.compile(pat)) for name, pat in _CLASSES)
+
+
+def statement_class(opcode: str) -> str:
+    """The class of a statement's opcode (the unit the code generator takes); "alu" for the rest."""
+    for name, rx in _MATCHERS:
+        if rx.match(opcode):
+            return name
+    return "alu"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """What the translator makes of one entry: native (True: compiled code runs it), the reason
+    when not, and the number of statements of each class (entry and every .func it may call)."""
+
+    entry: str
+    native: bool
+    reason: str | None
+    classes: dict = field(default_factory=dict)
+
+
+def translate(prog) -> Translation:
+    """The translation of a decoded program (``Module.program(entry)``)."""
+    classes: dict = {}
+    first = None
+    for st in prog.code:
+        c = statement_class(st.opcode)
+        classes[c] = classes.get(c, 0) + 1
+        if first is None and c not in NATIVE_CLASSES:
+            first = (st, c)
+    if first is None:
+        return Translation(prog.entry.name, True, None, classes)
+    st, c = first
+    reason = (f"{prog.entry.name}: the native translator does not take {c!r} statements yet (the first: "
+              f"line {st.line}, {st.text.strip()!r}); no statement class is compiled to native code in this "
+              "build (warpsim.ptx.translate)")
+    return Translation(prog.entry.name, False, reason, classes)
+
+
+class TranslationFallbackWarning(UserWarning):
+    """engine="compiled" was asked for, and the kernel runs on the interpreter (the reason says why)."""
+
+
+def check_engine(engine):
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
