@@ -951,8 +951,8 @@ def main(argv=None) -> int:
         _log("whole kernels (one thread)")
         report["kernels"] = bench_kernels_one_thread(repeat, args.quick, args.family)
     if not args.no_sfu:
-        report["sfu"] = bench_sfu.bench_sfu((1 << 14) if args.quick else (1 << 22), repeat, threads_all, args.family,
-                                            CLOCKS[args.clock])
+        report["sfu"] = bench_sfu.bench_sfu((1 << 14) if args.quick else (1 << 22), repeat, threads_all, _time_pair,
+                                            args.family, CLOCKS[args.clock])
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:

@@ -69,12 +69,12 @@ def _rows():
 ROWS = _rows()
 
 
-def bench_sfu(words, repeat, threads_all, names=None, clock=time.perf_counter):
-    """One row per family: one-thread and all-cores words/s, the one-thread ratio to numpy."""
+def bench_sfu(words, repeat, threads_all, time_pair, names=None, clock=time.perf_counter):
+    """One row per family: one-thread and all-cores words/s, the one-thread ratio to numpy (``time_pair``:
+    bench's interleaved timer, passed in so that this module does not import bench)."""
     import numba
 
     from ..ptx import sfu_ops
-    from .bench import _time_pair
 
     out = []
     rng = np.random.default_rng(7)
@@ -87,7 +87,7 @@ def bench_sfu(words, repeat, threads_all, names=None, clock=time.perf_counter):
         for label, nt in (("one_thread", 1), ("all_cores", threads_all)):
             numba.set_num_threads(nt)
             fn(*ops)                              # compile / load the tables
-            ts, rs, ratio = _time_pair(lambda: fn(*ops), ref, repeat, clock if nt == 1 else time.perf_counter)
+            ts, rs, ratio = time_pair(lambda: fn(*ops), ref, repeat, clock if nt == 1 else time.perf_counter)
             med = statistics.median(ts)
             row[label] = {"threads": nt, "seconds": med, "words_per_s": words / med, "ratio_to_numpy": ratio,
                           "numpy_words_per_s": words / statistics.median(rs)}
