@@ -44,7 +44,8 @@ def test_tracked_tree_within_budget():
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     total = sum(os.path.getsize(ROOT / f.decode()) for f in files if f and (ROOT / f.decode()).exists())
-    assert total <= 30_000_000, f"the tracked tree is {total} bytes; the budget is 30 MB"
+    # 30 MB until the fourth round; the special-function tables the package runs on add 4 MB (README)
+    assert total <= 34_000_000, f"the tracked tree is {total} bytes; the budget is 34 MB"
 
 
 # --- the format itself, on small synthetic files ------------------------------------------------
@@ -149,7 +150,9 @@ def test_sdist_and_wheel_carry_no_captures(tmp_path):
     with tarfile.open(tmp_path / name) as t:
         names = t.getnames()
     assert any(n.endswith("warpsim/hw/golden.py") for n in names)
-    assert not [n for n in names if n.endswith(".npz")]
+    # the special-function tables are the model itself (package data the MUFU rows read), not captures
+    assert not [n for n in names if n.endswith(".npz") and "/numerics/sfu_data/" not in n]
+    assert any(n.endswith("warpsim/numerics/sfu_data/tables.npz") for n in names)
 
 
 @pytest.mark.parametrize("name", ["corpus_sm90.npz", "corpus_sm90_edge.npz", "wgmma_sm90a_numerics.npz",

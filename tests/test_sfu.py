@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from warpsim.hw.device.sfu_sweep import operands_at
+from warpsim.hw.golden import open_golden
 from warpsim.numerics import sfu
 from warpsim.ptx import Warp, instruction_status, sfu_ops
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = np.load(ROOT / "tests/golden/sfu_samples.npz")
+SAMPLES = open_golden(ROOT / "tests/golden/sfu_samples.npz")
 FORMS = sorted({k.rsplit(".", 1)[0] for k in SAMPLES.files})
 
 
