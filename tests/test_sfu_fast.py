@@ -68,3 +68,10 @@ def test_missing_table_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(fast, "_TABLES", {})
     with pytest.raises(NotImplementedError, match="'rsq_odd'"):
         fast.FORMS["rsqrt.approx.f32"](np.array([0x3F800000], np.uint32))
+
+
+def test_a_wrong_fpu_state_is_refused(monkeypatch):
+    """Every chunk checks the FPU state on its thread; here the probe operands are made to fail the check."""
+    monkeypatch.setattr(fast, "PROBE64", np.ones(8))
+    with pytest.raises(FloatingPointError, match="round-to-nearest"):
+        fast.FORMS["ex2.approx.f32"](np.array([0x3F800000], np.uint32))
