@@ -492,9 +492,11 @@ def _launch(builds, n, args, with_ok=True):
 
 
 def _f32_run(code, ftz, tabs, *xs):
-    xs = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in xs))
-    shape = xs[0].shape
-    a = np.ascontiguousarray(xs[0]).reshape(-1)
+    if len(xs) > 1:
+        xs = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in xs))
+    x0 = np.asarray(xs[0], np.uint32)
+    shape = x0.shape
+    a = np.ascontiguousarray(x0).reshape(-1)
     b = np.ascontiguousarray(xs[1]).reshape(-1) if len(xs) > 1 else a
     d0 = table(tabs[0])
     d1 = table(tabs[1]) if tabs[1] else d0
