@@ -133,3 +133,24 @@ def test_vector_isa_names_and_the_avx2_environment():
     on = {f[1:] for f in env["NUMBA_CPU_FEATURES"].split(",") if f[0] == "+"}
     assert "avx2" in on and not any(f.startswith("avx512") for f in on)
     assert hostisa.vector_isa(on) == "AVX2"
+
+
+def test_bench_sfu_rows(tmp_path, capsys):
+    """One row per special-function family: words/s and the ratio to numpy's function of the same inputs."""
+    from warpsim.cli import bench_sfu
+
+    out = tmp_path / "sfu.json"
+    assert _bench.main(["--quick", "--family", "sfu", "--no-startup", "--no-memory", "--no-gemm", "--no-paths",
+                        "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["families"] == []
+    rows = report["sfu"]
+    assert [r["family"] for r in rows] == [name for name, *_ in bench_sfu.ROWS]
+    for r in rows:
+        for key in ("one_thread", "all_cores"):
+            assert r[key]["words_per_s"] > 0 and r[key]["numpy_words_per_s"] > 0
+        assert r["ratio_one_thread"] > 0 and r["meets_ratio"] == (r["ratio_one_thread"] <= bench_sfu.TARGET_RATIO)
+    assert "special function" in capsys.readouterr().out
+    assert _bench.main(["--report", str(out), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert all(f"| {name} | `{form}` |" in md for name, form, *_ in bench_sfu.ROWS)

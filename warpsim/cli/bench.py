@@ -31,6 +31,7 @@ import numpy as np
 
 from .bench_kernels import KERNEL_ROWS, bench_kernels_one_thread, format_kernels  # noqa: F401
 from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
+from . import bench_sfu
 
 #: (row name, opcode) -- one representative instruction per family
 FAMILIES = (
@@ -734,6 +735,7 @@ def format_table(report: dict) -> str:
                          f"{_fmt_rate(r['macs_per_s'])}")
         lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
     lines += format_kernels(report.get("kernels") or [])
+    lines += bench_sfu.format_lines(report.get("sfu"))
     t = report.get("targets_missed")
     if t:
         def _say(names):
@@ -806,6 +808,7 @@ def format_markdown(report: dict) -> str:
             tgt = r.get("target_ratio")
             out.append(f"| {r['gemm']} | {r['warpsim_s']:.3f} s | {r['numpy_f64_s']:.4f} s | {r['ratio']:.1f} | "
                        f"{'<= ' + format(tgt, 'g') if tgt else '-'} | {_verdict(r['meets_ratio'] if tgt else None)} |")
+    out += bench_sfu.format_lines(report.get("sfu"), markdown=True)
     mem, gm = report.get("memory"), report.get("gemm_memory")
     if mem or gm:
         out.append("")
@@ -852,6 +855,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-paths", action="store_true", help="skip the wgmma / sm_89 / sm_120a / PTX path rows")
     ap.add_argument("--no-kernels", action="store_true", help="skip the whole-kernel rows (Triton softmax, layernorm, "
                                                                "flash attention from their PTX)")
+    ap.add_argument("--no-sfu", action="store_true", help="skip the special-function rows (bench_sfu)")
     ap.add_argument("--save", nargs="?", const=str(HISTORY), default=None, metavar="HISTORY",
                     help="append this run's JSON with the commit to the history (default benchmarks/results/"
                          "history.jsonl)")
@@ -946,6 +950,9 @@ def main(argv=None) -> int:
     if not args.no_kernels:
         _log("whole kernels (one thread)")
         report["kernels"] = bench_kernels_one_thread(repeat, args.quick, args.family)
+    if not args.no_sfu:
+        report["sfu"] = bench_sfu.bench_sfu((1 << 14) if args.quick else (1 << 22), repeat, threads_all, _time_pair,
+                                            args.family, CLOCKS[args.clock])
     if not args.no_startup:
         report["startup"] = bench_startup(64)
     if not args.no_memory:

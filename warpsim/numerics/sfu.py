@@ -233,10 +233,15 @@ def encode(name, hardware_words):
             f"{name}.dtype": np.array(np.dtype(dt).str)}
 
 
+def deltas(name, store):
+    """The stored differences hardware - reference of one table, in last places (:func:`_key`; for positive
+    words the plain difference of the words), int8/16/32."""
+    return np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
+
+
 def decode(name, store):
     t = TABLES[name]
-    d = np.frombuffer(lzma.decompress(store[name].tobytes()), np.dtype(str(store[name + ".dtype"])))
-    return _unkey(_key(t.reference(t.canonical())) + d)
+    return _unkey(_key(t.reference(t.canonical())) + deltas(name, store))
 
 
 def load(path=None):

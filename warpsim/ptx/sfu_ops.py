@@ -1,6 +1,8 @@
 """Special-function rows: each PTX form as the SASS sequence ptxas 13 writes for sm_90a around its
 ``MUFU`` (read with ``cuobjdump -sass``; the sequences are listed in docs/sfu.md), the MUFU itself
-from :mod:`warpsim.numerics.sfu`.
+from :mod:`warpsim.numerics.sfu`.  The functions here are the readable numpy model (:data:`REFERENCE`); the
+rows and :data:`FORMS` run the jitted copy of each in :mod:`warpsim.engine.sfu` (same words, checked
+against the hardware by tests/test_sfu.py and tests/test_ptx_alu2.py).
 
 The wrappers are ordinary correctly rounded FMUL / DFMA steps and predicated scalings: non-``.ftz``
 forms move subnormal operands into the normal range by 2**24 (and results back), ``div.full``
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import sfu as _fast
 from ..numerics import sfu
 from .alu_rows import VERIFIED, row
 from .float_ops import fma as _soft_fma
@@ -224,22 +227,22 @@ def _status(unit, note=_EXHAUSTIVE):
 
 @row(r"rcp\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("RCP"))
 def _rcp32(m, a):
-    return rcp_approx(a, bool(m["ftz"]))
+    return FORMS[m[0]][0](a)
 
 
 @row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("RSQ"))
 def _rsqrt32(m, a):
-    return rsqrt_approx(a, bool(m["ftz"]))
+    return FORMS[m[0]][0](a)
 
 
 @row(r"sqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("SQRT"))
 def _sqrt32(m, a):
-    return sqrt_approx(a, bool(m["ftz"]))
+    return FORMS[m[0]][0](a)
 
 
 @row(r"ex2\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("EX2"))
 def _ex2_32(m, a):
-    return ex2_approx(a, bool(m["ftz"]))
+    return FORMS[m[0]][0](a)
 
 
 @row(r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], **_status("SIN", _SAMPLED))
@@ -287,22 +290,22 @@ def _tanh32(m, a):
 
 @row(r"div\.full(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], **_status("RCP"))
 def _div_full(m, a, b):
-    return div_full(a, b, bool(m["ftz"]))
+    return FORMS[m[0]][0](a, b)
 
 
 @row(r"div\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], **_status("RCP"))
 def _div_approx(m, a, b):
-    return div_approx(a, b, bool(m["ftz"]))
+    return FORMS[m[0]][0](a, b)
 
 
 @row(r"rcp\.approx\.ftz\.f64", "f64", ["f64"], **_status("RCP64H"))
 def _rcp64(m, a):
-    return rcp_approx_ftz64(a)
+    return FORMS[m[0]][0](a)
 
 
 @row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f64", "f64", ["f64"], **_status("RSQ64H"))
 def _rsqrt64(m, a):
-    return rsqrt_approx64(a, bool(m["ftz"]))
+    return FORMS[m[0]][0](a)
 
 
 def half_form(fn, t, a):
@@ -312,20 +315,20 @@ def half_form(fn, t, a):
 
 @row(r"ex2\.approx\.(?P<t>f16|f16x2)", "{t}", ["{t}"], **_status("EX2.F16"))
 def _ex2_f16(m, a):
-    return half_form("ex2", m["t"], a)
+    return FORMS[m[0]][0](a)
 
 
 @row(r"ex2\.approx\.ftz\.(?P<t>bf16|bf16x2)", "{t}", ["{t}"], **_status("EX2.BF16"))
 def _ex2_bf16(m, a):
-    return half_form("ex2", m["t"], a)
+    return FORMS[m[0]][0](a)
 
 
 @row(r"tanh\.approx\.(?P<t>f16|f16x2|bf16|bf16x2)", "{t}", ["{t}"], **_status("TANH.F16/BF16"))
 def _tanh_half(m, a):
-    return half_form("tanh", m["t"], a)
+    return FORMS[m[0]][0](a)
 
 
-FORMS = {   # PTX form -> (function on raw words, operand widths); the sweep's and the bench's list
+REFERENCE = {   # PTX form -> (numpy function on raw words, operand widths): the readable model
     "rcp.approx.f32": (lambda a: rcp_approx(a, False), (32,)),
     "rcp.approx.ftz.f32": (lambda a: rcp_approx(a, True), (32,)),
     "rsqrt.approx.f32": (lambda a: rsqrt_approx(a, False), (32,)),
@@ -357,3 +360,7 @@ FORMS = {   # PTX form -> (function on raw words, operand widths); the sweep's a
     "tanh.approx.bf16": (lambda a: half_form("tanh", "bf16", a), (16,)),
     "tanh.approx.bf16x2": (lambda a: half_form("tanh", "bf16x2", a), (32,)),
 }
+
+#: PTX form -> (function on raw words, operand widths): the sweep's, the rows' and the bench's list; the
+#: jitted path of :mod:`warpsim.engine.sfu` where it has the form, else the numpy model
+FORMS = {form: (_fast.FORMS.get(form, fn), widths) for form, (fn, widths) in REFERENCE.items()}

@@ -1,0 +1,77 @@
+"""The jitted special-function path (warpsim.engine.sfu) against the numpy model on many words.
+
+The hardware is the oracle: tests/test_sfu.py and tests/test_ptx_alu2.py replay GPU words through
+``sfu_ops.FORMS``, which is this fast path.  Here it must also equal the readable numpy model word for
+word on random operands with every exponent class, serial and parallel."""
+
+import numpy as np
+import pytest
+
+from warpsim.engine import sfu as fast
+from warpsim.ptx import sfu_ops
+
+N = 1 << 13
+
+
+def _operands(widths, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for w in widths:
+        if w == 16:
+            out.append(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16))      # every 16-bit word
+            continue
+        x = rng.integers(0, 1 << 64, N, dtype=np.uint64)
+        if w == 64:
+            ex = rng.choice([0, 1, 2, 3, 1022, 1023, 1024, 2044, 2045, 2046, 2047], N // 2).astype(np.uint64)
+            x[: N // 2] = (x[: N // 2] & np.uint64(0x800FFFFFFFFFFFFF)) | (ex << np.uint64(52))
+        else:
+            x = x.astype(np.uint32)
+            ex = rng.choice([0, 1, 2, 24, 100, 126, 127, 128, 130, 150, 252, 253, 254, 255], N // 2).astype(np.uint32)
+            x[: N // 2] = (x[: N // 2] & np.uint32(0x807FFFFF)) | (ex << np.uint32(23))
+        out.append(x)
+    return out
+
+
+def test_forms_take_the_fast_path_where_it_has_them():
+    assert set(fast.FORMS) <= set(sfu_ops.REFERENCE)
+    for form, (fn, widths) in sfu_ops.FORMS.items():
+        assert fn is fast.FORMS.get(form, sfu_ops.REFERENCE[form][0]) and widths == sfu_ops.REFERENCE[form][1]
+
+
+@pytest.mark.parametrize("form", sorted(fast.FORMS))
+def test_fast_equals_the_numpy_model(form):
+    ref, widths = sfu_ops.REFERENCE[form]
+    xs = _operands(widths, seed=len(form))
+    want = np.asarray(ref(*xs))
+    got = fast.FORMS[form](*xs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    bad = np.nonzero(got != want)[0]
+    assert bad.size == 0, (f"{form}: {bad.size} words differ; operand {[hex(int(x[bad[0]])) for x in xs]}: "
+                           f"model {int(want[bad[0]]):#x}, fast {int(got[bad[0]]):#x}")
+
+
+def test_parallel_kernels_and_shapes(monkeypatch):
+    monkeypatch.setattr(fast, "PARALLEL_THRESHOLD", 0)
+    for form in ("div.full.f32", "rsqrt.approx.f64", "tanh.approx.f16x2"):
+        ref, widths = sfu_ops.REFERENCE[form]
+        xs = [x.reshape(-1, 64) if x.size % 64 == 0 else x for x in _operands(widths, seed=3)]
+        np.testing.assert_array_equal(fast.FORMS[form](*xs), ref(*xs))
+    # broadcasting and 0-d operands, as the PTX rows pass them
+    a = np.uint32(0x40400000)
+    assert fast.FORMS["div.full.f32"](a, np.full((2, 3), 0x40000000, np.uint32)).shape == (2, 3)
+    assert int(fast.FORMS["rcp.approx.f32"](np.uint32(0x40000000))) == 0x3F000000
+
+
+def test_missing_table_is_a_clear_error(tmp_path, monkeypatch):
+    np.savez(tmp_path / "tables.npz", nothing=np.zeros(1))
+    monkeypatch.setattr(fast._ref, "DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(fast, "_TABLES", {})
+    with pytest.raises(NotImplementedError, match="'rsq_odd'"):
+        fast.FORMS["rsqrt.approx.f32"](np.array([0x3F800000], np.uint32))
+
+
+def test_a_wrong_fpu_state_is_refused(monkeypatch):
+    """Every chunk checks the FPU state on its thread; here the probe operands are made to fail the check."""
+    monkeypatch.setattr(fast, "PROBE64", np.ones(8))
+    with pytest.raises(FloatingPointError, match="round-to-nearest"):
+        fast.FORMS["ex2.approx.f32"](np.array([0x3F800000], np.uint32))

@@ -1,0 +1,565 @@
+"""The special-function unit, jitted: every PTX form of :mod:`warpsim.ptx.sfu_ops` as one scalar
+numba function per element over the same hardware tables, word for word the numpy model of
+:mod:`warpsim.numerics.sfu` (the readable reference) and ptxas's SASS sequence around it.
+
+Why it is fast: the f32 tables are kept as the *difference* to a cheap IEEE reference (int8, 8 MiB a
+table instead of 32 MiB of words, so a random operand's lookup mostly hits the L3 cache): ``RCP``,
+``RSQ``, ``SQRT`` use the committed differences to ``1/x``, ``1/sqrt(x)``, ``sqrt(x)`` in float64
+directly; ``EX2`` gets differences to a 256-entry table times a degree-5 polynomial, computed once
+here by the same jitted code that evaluates them.  Everything is IEEE float64 +, *, /, sqrt (never
+fastmath; numba contracts nothing), exact only while the host rounds to nearest and keeps
+subnormals, which every chunk checks (:func:`~warpsim.engine.hostfpu.fp_env_ok`).  The wrappers'
+FMUL is the float64 product of two f32 (exact) rounded once to f32; ``rsqrt.approx.f64``'s DFMA is
+``llvm.fma`` (correctly rounded) with the canonical NaN.
+
+Adding a unit: a scalar ``_mufu_*`` function, a code in the form kernel of its operand kind
+(``_f32_kernel`` / ``_f64_kernel`` / ``_half_kernel``) and its rows in :data:`FORMS`.  Forms not
+listed stay on the numpy model (``sfu_ops.FORMS`` falls back to it).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+from numba import njit, prange
+
+from ..numerics import sfu as _ref
+from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
+from .jitcache import named_copy
+
+#: elements per call above which the parallel kernels run; elements per chunk
+PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
+CHUNK = 1 << 14
+_TOUCH = 1024                  # elements whose table entries are loaded ahead (64 KiB of cache lines)
+
+_U = np.uint32
+_NAN = _U(0x7FFFFFFF)
+_SIGN = _U(0x80000000)
+_INF = _U(0x7F800000)
+_MANT = _U(0x7FFFFF)
+
+# f32 form codes (the kernel's dispatch table)
+RCP, RSQRT, SQRT, EX2, DIV_FULL, DIV_APPROX = range(6)
+# f64 form codes
+RCP64, RSQRT64 = range(2)
+
+
+# ----------------------------------------------------------------------------------------------
+# scalar helpers on f32 words
+
+@njit(cache=True, nogil=True, inline="always")
+def _val(u):
+    """The f32 word as float64 (exact, subnormals kept)."""
+    return np.float64(_U(u).view(np.float32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(x):
+    """float64 -> f32 word, rounded to nearest once."""
+    return np.float32(x).view(np.uint32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _flush(u):
+    return _U(u & _SIGN) if (u & _INF) == 0 else _U(u)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmul(a, b, ftz):
+    """FMUL: the product of two f32 is exact in float64, one rounding to f32; NaN 0x7fffffff."""
+    if ftz:
+        a = _flush(a)
+        b = _flush(b)
+    p = _val(a) * _val(b)
+    if p != p:
+        return _NAN
+    r = _word(p)
+    return _flush(r) if ftz else _U(r)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _shift(t, k, bits):
+    """Add k to the exponent field (at bit ``bits``) of a table word, as integer arithmetic."""
+    return _U((np.int64(t) + (np.int64(k) << bits)) & 0xFFFFFFFF)
+
+
+# ----------------------------------------------------------------------------------------------
+# the MUFU operations on f32 words (each as numerics/sfu.py's numpy version)
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_rcp(u, d):
+    s = u & _SIGN
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 0:
+        return _U(s | _INF)
+    if e == 255:
+        return _NAN if m != 0 else _U(s)
+    if e >= 253:
+        return _flush(_word(1.0 / _val(u)))
+    t = np.int64(_word(1.0 / _val(m | _U(0x3F800000)))) + np.int64(d[m])
+    return _U(_shift(t, 127 - e, 23) | s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_root(u, d_odd, d_even, rsq):
+    s = u & _SIGN
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255 and m != 0:
+        return _NAN
+    if s == 0 and e == 255:
+        return _U(0) if rsq else _INF
+    if s != 0 and e != 0:
+        return _NAN
+    if e == 0:
+        return _U(s | _INF) if rsq else _U(s)
+    if e & 1:
+        c = _val(m | _U(0x3F800000))
+        t = np.int64(d_odd[m])
+        k = (127 - e) // 2
+    else:
+        c = _val(m | _U(0x40000000))
+        t = np.int64(d_even[m])
+        k = (128 - e) // 2
+    if rsq:
+        t += np.int64(_word(1.0 / np.sqrt(c)))
+    else:
+        t += np.int64(_word(np.sqrt(c)))
+        k = -k
+    return _shift(t, k, 23)
+
+
+_LN2 = 0.6931471805599453
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ex2_ref(fr, neg, seg):
+    """The reference EX2 word for fraction bits fr of +-(1 + f): 2**(+-(1 + f)) in float64 as
+    seg[j] * p(r) (j the top 8 fraction bits, p degree 5), rounded to f32.  Deterministic."""
+    j = fr >> 15
+    t = np.float64(fr & 0x7FFF) * (1.0 / 8388608.0) * _LN2
+    if neg:
+        t = -t
+    p = 1.0 + t * (1.0 + t * (0.5 + t * (1.0 / 6.0 + t * (1.0 / 24.0 + t * (1.0 / 120.0)))))
+    if neg:
+        return _word(0.5 * (seg[1, j] * p))
+    return _word(2.0 * (seg[0, j] * p))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ex2_fixed(u):
+    """|x| in fixed point with 23 fraction bits, truncated (the exponent clamped: larger saturate anyway)."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    sh = e - 127
+    sig = np.int64(u & _MANT) | (1 << 23)
+    if e == 0:
+        return np.int64(0)
+    if sh >= 0:
+        return sig << min(sh, 30)
+    return sig >> min(-sh, 63)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_ex2(u, d_pos, d_neg, seg):
+    s = u >> _U(31)
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255:
+        if m != 0:
+            return _NAN
+        return _INF if s == 0 else _U(0)
+    fixed = _ex2_fixed(u)
+    ip = min(fixed >> 23, 200)
+    fr = fixed & 0x7FFFFF
+    if s == 0:
+        if ip >= 128:
+            return _INF
+        t = np.int64(_ex2_ref(fr, False, seg)) + np.int64(d_pos[fr])
+        return _shift(t, ip - 1, 23)
+    t = np.int64(_ex2_ref(fr, True, seg)) + np.int64(d_neg[fr])
+    if ((t >> 23) & 0xFF) + 1 - ip < 1:
+        return _U(0)                                  # results below 2**-126 flush to +0
+    return _shift(t, 1 - ip, 23)
+
+
+# ----------------------------------------------------------------------------------------------
+# the PTX forms: ptxas's SASS around the MUFU (as sfu_ops' numpy functions)
+
+_TWO24 = _U(0x4B800000)        # 2**24
+_QUARTER = _U(0x3E800000)      # 0.25
+_HALF = _U(0x3F000000)
+_M126 = _U(0x00800000)         # 2**-126
+_P126 = _U(0x7E800000)         # 2**126
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _small(x):
+    """not FSETP.GEU |x|, 2**-126 (false for NaN)."""
+    return (x & _NAN) < _M126
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _big(x):
+    """FSETP.GT |x|, 2**126 (ordered)."""
+    mag = x & _NAN
+    return mag > _P126 and mag <= _INF
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rcp_form(a, ftz, d):
+    if ftz or not (_small(a) or _big(a)):
+        return _mufu_rcp(a, d)
+    s = _QUARTER if _big(a) else (_TWO24 if _small(a) else _U(0x3F800000))
+    return _fmul(s, _mufu_rcp(_fmul(a, s, False), d), False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _root_form(a, ftz, d0, d1, rsq):
+    if ftz or not _small(a):
+        return _mufu_root(a, d0, d1, rsq)
+    back = _U(0x45800000) if rsq else _U(0x39800000)          # 4096 or 2**-12
+    return _fmul(_mufu_root(_fmul(a, _TWO24, False), d0, d1, rsq), back, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ex2_form(a, ftz, d0, d1, seg):
+    if ftz or not (_val(a) < -126.0):
+        return _mufu_ex2(a, d0, d1, seg)
+    r = _mufu_ex2(_fmul(a, _HALF, False), d0, d1, seg)        # halve, square the result
+    return _fmul(r, r, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _div_form(a, b, ftz, full, d):
+    big = full and _big(b)
+    small = (not ftz) and (not big) and _small(b)
+    if big:
+        a = _fmul(a, _QUARTER, ftz)
+        b = _fmul(b, _QUARTER, ftz)
+    elif small:
+        a = _fmul(a, _TWO24, False)
+        b = _fmul(b, _TWO24, False)
+    return _fmul(_mufu_rcp(b, d), a, ftz)
+
+
+@njit(cache=True, nogil=True)
+def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+    """out[lo:hi] of one form: a loop per form (one loop over all forms keeps every form's values live
+    and ran 2-4x slower)."""
+    for s in range(lo, hi, _TOUCH):
+        e = min(hi, s + _TOUCH)
+        if _touch(code, a, b, s, e, d0, d1) == -(1 << 62):   # never: the loads are what counts
+            out[s] = 0
+        _f32_loops(code, ftz, a, b, out, s, e, d0, d1, seg)
+
+
+@njit(cache=True, nogil=True)
+def _touch(code, a, b, lo, hi, d0, d1):
+    """Load the table entries that out[lo:hi] will read, in a tight loop of independent loads: a random
+    operand's entry is an L3 (or memory) miss, and here many are in flight at once, not one or two."""
+    acc = 0
+    if code == EX2:
+        for i in range(lo, hi):
+            fr = _ex2_fixed(a[i]) & 0x7FFFFF
+            acc += d1[fr] if a[i] >> _U(31) else d0[fr]
+    elif code == RSQRT or code == SQRT:
+        for i in range(lo, hi):
+            acc += d0[a[i] & _MANT] if a[i] & _U(0x800000) else d1[a[i] & _MANT]
+    else:
+        x = a if code == RCP else b
+        for i in range(lo, hi):
+            acc += d0[x[i] & _MANT]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_loops(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+    if code == RCP:
+        for i in range(lo, hi):
+            out[i] = _rcp_form(a[i], ftz, d0)
+    elif code == RSQRT:
+        for i in range(lo, hi):
+            out[i] = _root_form(a[i], ftz, d0, d1, True)
+    elif code == SQRT:
+        for i in range(lo, hi):
+            out[i] = _root_form(a[i], ftz, d0, d1, False)
+    elif code == EX2:
+        for i in range(lo, hi):
+            out[i] = _ex2_form(a[i], ftz, d0, d1, seg)
+    else:
+        full = code == DIV_FULL
+        for i in range(lo, hi):
+            out[i] = _div_form(a[i], b[i], ftz, full, d0)
+
+
+def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, q64, q32, ok):
+    n = a.size
+    nch = (n + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
+        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg)
+
+
+# ----------------------------------------------------------------------------------------------
+# f64 forms: MUFU.RCP64H / RSQ64H on the upper word, the DFMA refinement of rsqrt.approx.f64
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_rcp64h(h, t):
+    s = h & _SIGN
+    e = np.int64((h >> _U(20)) & _U(0x7FF))
+    m = h & _U(0xFFFFF)
+    if e == 2047 and m != 0:
+        return _NAN
+    if e == 0:
+        return _U(s | _U(0x7FF00000))
+    if e >= 2045:
+        return _U(s | _U(0x00100000)) if (h & _NAN) == _U(0x7FD00000) else _U(s)
+    return _U(_shift(t[m], 1023 - e, 20) | s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_rsq64h(h, t_odd, t_even):
+    s = h & _SIGN
+    e = np.int64((h >> _U(20)) & _U(0x7FF))
+    m = h & _U(0xFFFFF)
+    if e == 2047 and m != 0:
+        return _NAN
+    if s == 0 and e == 2047:
+        return _U(0)
+    if s != 0 and e != 0:
+        return _NAN
+    if e == 0:
+        return _U(s | _U(0x7FF00000))
+    if e & 1:
+        return _shift(t_odd[m], (1023 - e) // 2, 20)
+    return _shift(t_even[m], (1024 - e) // 2, 20)
+
+
+_U64 = np.uint64
+_DNAN = _U64(0xFFF8000000000000)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _d(w):
+    return _U64(w).view(np.float64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dfma(a, b, c):
+    """DFMA (round to nearest, canonical NaN) on float64 values; returns the word."""
+    r = fma_native(a, b, c)
+    return _DNAN if r != r else np.float64(r).view(np.uint64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rsqrt_newton(x, y):
+    """e = 1 - x*y*y; y + (3/8 e + 1/2) * (y e), as ptxas's DFMA chain (x, y: words)."""
+    xv, yv = _d(x), _d(y)
+    e = _dfma(xv, _d(np.float64(yv * yv).view(np.uint64) ^ _U64(1 << 63)), 1.0)
+    h = _dfma(_d(e), 0.375, 0.5)
+    return _dfma(_d(h), yv * _d(e), yv)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f64_form(code, ftz, a, t0, t1):
+    hi = _U(a >> _U64(32))
+    if code == RCP64:
+        return _U64(_mufu_rcp64h(hi, t0)) << _U64(32)
+    if ftz:
+        return _U64(_mufu_rsq64h(hi, t0, t1)) << _U64(32)
+    if _U(hi - _U(0x00100000)) < _U(0x7FE00000):
+        return _rsqrt_newton(a, _U64(_mufu_rsq64h(hi, t0, t1)) << _U64(32))
+    sign = a >> _U64(63)
+    mag = a & _U64(0x7FFFFFFFFFFFFFFF)
+    if mag == 0:
+        return (sign << _U64(63)) | _U64(0x7FF0000000000000)
+    if mag > _U64(0x7FF0000000000000):
+        return a | _U64(1 << 51)                                  # DADD a, a: quieted
+    if sign == 1:
+        return _DNAN
+    if mag == _U64(0x7FF0000000000000):
+        return _U64(0)
+    xs = np.float64(_d(a) * 18014398509481984.0).view(np.uint64)           # * 2**54
+    y = _rsqrt_newton(xs, _U64(_mufu_rsq64h(_U(xs >> _U64(32)), t0, t1)) << _U64(32))
+    return np.float64(_d(y) * 134217728.0).view(np.uint64)                  # * 2**27
+
+
+def _f64_kernel(code, ftz, a, out, t0, t1, q64, q32, ok):
+    n = a.size
+    nch = (n + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        ok[ch] = fp_env_ok(q64, q32)
+        for i in range(ch * CHUNK, min(n, (ch + 1) * CHUNK)):
+            out[i] = _f64_form(code, ftz, a[i], t0, t1)
+
+
+def _half_kernel(packed, a, out, t):
+    """16-bit EX2 / TANH: a table of all 2**16 words; packed x2 words through it half by half."""
+    n = a.size
+    nch = (n + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        for i in range(ch * CHUNK, min(n, (ch + 1) * CHUNK)):
+            w = np.uint32(a[i])
+            r = t[w & 0xFFFF]
+            if packed:
+                r |= t[(w >> 16) & 0xFFFF] << 16
+            out[i] = r
+
+
+def _builds(fn, name):
+    return (njit(cache=True, nogil=True)(named_copy(fn, name + "_serial")),
+            njit(cache=True, nogil=True, parallel=True)(named_copy(fn, name + "_parallel")))
+
+
+_F32 = _builds(_f32_kernel, "_sfu_f32_kernel")
+_F64 = _builds(_f64_kernel, "_sfu_f64_kernel")
+_HALF16 = _builds(_half_kernel, "_sfu_half_kernel")
+
+
+# ----------------------------------------------------------------------------------------------
+# tables
+
+_TABLES: dict = {}
+_LOCK = threading.RLock()
+
+
+@njit(cache=True, nogil=True)
+def _ex2_refs(neg, seg, out):
+    for fr in range(out.size):
+        out[fr] = _ex2_ref(fr, neg, seg)
+
+
+def _ex2_segments():
+    """2**(+-j/256), j < 256, float64 (rows + and -), by numerics.sfu's deterministic series."""
+    j = np.arange(256, dtype=np.float64) / 256.0
+    return np.ascontiguousarray(np.stack([_ref._exp2_frac(j), _ref._exp2_frac(-j)]))
+
+
+def _load(name):
+    path = os.path.join(_ref.DATA_DIR, "tables.npz")
+    with np.load(path) as z:
+        if name not in z.files:
+            raise NotImplementedError(f"the MUFU table {name!r} is not in {path}")
+        if name in ("rcp", "rsq_odd", "rsq_even", "sqrt_odd", "sqrt_even"):
+            d = _ref.deltas(name, z)          # against 1/x, 1/sqrt(x), sqrt(x) in float64: the kernels' own
+            if d.dtype != np.int8:
+                raise ValueError(f"MUFU table {name!r}: differences of {d.dtype}, the fast path needs int8")
+            return np.ascontiguousarray(d)
+        words = _ref.decode(name, z)
+    if name in ("ex2_pos", "ex2_neg"):
+        ref = np.empty(words.size, np.uint32)
+        _ex2_refs(name == "ex2_neg", table("ex2_seg"), ref)
+        d = words.astype(np.int64) - ref
+        if d.min() < -128 or d.max() > 127:
+            raise ValueError(f"MUFU table {name!r}: hardware differs from the fast reference by {d.min()}..{d.max()}")
+        return d.astype(np.int8)
+    return np.ascontiguousarray(words)
+
+
+def table(name):
+    """A table as the kernels read it (loaded once, thread-safe): int8 differences for the f32 units,
+    uint32 words for the f64 and 16-bit ones, ``ex2_seg`` the EX2 reference's float64 segments."""
+    t = _TABLES.get(name)
+    if t is None:
+        with _LOCK:
+            t = _TABLES.get(name)
+            if t is None:
+                t = _ex2_segments() if name == "ex2_seg" else _load(name)
+                _TABLES[name] = t
+    return t
+
+
+# ----------------------------------------------------------------------------------------------
+# the Python side
+
+_NO_SEG = np.zeros((2, 1), np.float64)
+
+
+def _launch(builds, n, args, with_ok=True):
+    par = n > PARALLEL_THRESHOLD
+    kern = builds[1] if par else builds[0]
+    if not with_ok:
+        kern(*args)
+        return
+    ok = np.ones(max(1, (n + CHUNK - 1) // CHUNK), np.bool_)
+    kern(*args, PROBE64, PROBE32, ok)
+    if not ok.all():
+        raise FloatingPointError("the host FPU is not in round-to-nearest with subnormals kept (FTZ/DAZ or another "
+                                 "rounding mode is set); warpsim's special-function unit needs IEEE defaults")
+
+
+def _f32_run(code, ftz, tabs, *xs):
+    if len(xs) > 1:
+        xs = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in xs))
+    x0 = np.asarray(xs[0], np.uint32)
+    shape = x0.shape
+    a = np.ascontiguousarray(x0).reshape(-1)
+    b = np.ascontiguousarray(xs[1]).reshape(-1) if len(xs) > 1 else a
+    d0 = table(tabs[0])
+    d1 = table(tabs[1]) if tabs[1] else d0
+    seg = table("ex2_seg") if code == EX2 else _NO_SEG
+    out = np.empty(a.size, np.uint32)
+    _launch(_F32, a.size, (code, ftz, a, b, out, d0, d1, seg))
+    return out.reshape(shape)
+
+
+def _f64_run(code, ftz, tabs, x):
+    x = np.asarray(x, np.uint64)
+    a = np.ascontiguousarray(x).reshape(-1)
+    t0 = table(tabs[0])
+    t1 = table(tabs[1]) if tabs[1] else t0
+    out = np.empty(a.size, np.uint64)
+    _launch(_F64, a.size, (code, ftz, a, out, t0, t1))
+    return out.reshape(x.shape)
+
+
+def _half_run(name, packed, x):
+    dt = np.uint32 if packed else np.uint16
+    x = np.asarray(x)
+    a = np.ascontiguousarray(x.astype(dt, copy=False)).reshape(-1)
+    out = np.empty(a.size, dt)
+    _launch(_HALF16, a.size, (packed, a, out, table(name)), with_ok=False)
+    return out.reshape(x.shape)
+
+
+def _f32(code, ftz, t0, t1=None):
+    return lambda *xs: _f32_run(code, ftz, (t0, t1), *xs)
+
+
+def _f64(code, ftz, t0, t1=None):
+    return lambda x: _f64_run(code, ftz, (t0, t1), x)
+
+
+def _half(name, packed):
+    return lambda x: _half_run(name, packed, x)
+
+
+#: PTX form -> its fast function on raw words (same operands and result as sfu_ops' numpy functions)
+FORMS = {
+    "rcp.approx.f32": _f32(RCP, False, "rcp"),
+    "rcp.approx.ftz.f32": _f32(RCP, True, "rcp"),
+    "rsqrt.approx.f32": _f32(RSQRT, False, "rsq_odd", "rsq_even"),
+    "rsqrt.approx.ftz.f32": _f32(RSQRT, True, "rsq_odd", "rsq_even"),
+    "sqrt.approx.f32": _f32(SQRT, False, "sqrt_odd", "sqrt_even"),
+    "sqrt.approx.ftz.f32": _f32(SQRT, True, "sqrt_odd", "sqrt_even"),
+    "ex2.approx.f32": _f32(EX2, False, "ex2_pos", "ex2_neg"),
+    "ex2.approx.ftz.f32": _f32(EX2, True, "ex2_pos", "ex2_neg"),
+    "div.full.f32": _f32(DIV_FULL, False, "rcp"),
+    "div.full.ftz.f32": _f32(DIV_FULL, True, "rcp"),
+    "div.approx.f32": _f32(DIV_APPROX, False, "rcp"),
+    "div.approx.ftz.f32": _f32(DIV_APPROX, True, "rcp"),
+    "rcp.approx.ftz.f64": _f64(RCP64, True, "rcp64h"),
+    "rsqrt.approx.f64": _f64(RSQRT64, False, "rsq64h_odd", "rsq64h_even"),
+    "rsqrt.approx.ftz.f64": _f64(RSQRT64, True, "rsq64h_odd", "rsq64h_even"),
+    "ex2.approx.f16": _half("ex2_f16", False),
+    "ex2.approx.f16x2": _half("ex2_f16", True),
+    "ex2.approx.ftz.bf16": _half("ex2_bf16", False),
+    "ex2.approx.ftz.bf16x2": _half("ex2_bf16", True),
+    "tanh.approx.f16": _half("tanh_f16", False),
+    "tanh.approx.f16x2": _half("tanh_f16", True),
+    "tanh.approx.bf16": _half("tanh_bf16", False),
+    "tanh.approx.bf16x2": _half("tanh_bf16", True),
+}
