@@ -194,3 +194,10 @@ def test_cvt_sat_clamps_float_results():
     mov.b64 %d1, 0dBFF0000000000000; cvt.rn.sat.f32.f64 %f11, %d1;""")
     got = [int(w.get(r)[0][0]) for r in ("%f2", "%f4", "%f6", "%f8", "%f10", "%f11")]
     assert got == [0, 0x3F800000, 0x3F000000, 0, 0, 0]
+
+
+def test_compiling_leaves_python_s_shared_bytes_alone():
+    """NVRTC writes its log into the buffer it is given; an empty log's NUL once went into CPython's shared
+    one-byte b" " (``b" " * 1``), after which every b" " in the process read as b"\\x00"."""
+    wc.RawModule(code="__global__ void k(int *p) { p[0] = 1; }")
+    assert bytes([32]) == b"\x20" and bytes([32])[0] == 32 and " ".join("ab") == "a b"

@@ -201,15 +201,6 @@ def test_cli_runs_a_script_under_the_driver(capsys):
 # device_print / device_assert, autotune, heuristics
 
 
-# Known bug (open): after a warpsim.cuda launch in the same process (tests/test_cuda.py runs first in the
-# suite), CPython's cached one-byte bytes objects can be found overwritten (b" " reads back as b"\x00"), so
-# the strings device_print / device_assert read come back cut at their first space.  Both pass alone; the
-# corruption's writer is not found yet.
-_ORDER_BUG = pytest.mark.xfail(strict=False, reason="one-byte bytes singletons corrupted after a warpsim.cuda "
-                               "launch in the same process (known open bug; passes when run alone)")
-
-
-@_ORDER_BUG
 def test_device_print_prints_what_the_gpu_printed(capsys):
     """tl.device_print through vprintf: Triton's format, one line per lane; the GPU's lines (captured with the
     kernels) are the same lines (CTAs may interleave differently on a GPU: compared as sorted lines)."""
@@ -228,7 +219,6 @@ def _assert_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_assert(x < 5, "x too large")
 
 
-@_ORDER_BUG
 def test_device_assert_names_the_kernel_and_message():
     with wt.device("sm_90a"):
         _assert_kernel[(1, )](torch.zeros(32), BLOCK=32)

@@ -115,6 +115,13 @@ HOST_HEADERS = {
 _ARCH = re.compile(r"(?:sm|compute)_(\d+)([af]?)\Z")
 
 
+def _out_buffer(size):
+    """A fresh bytes object NVRTC writes into.  Never shorter than 2 bytes: CPython shares every 0- and
+    1-byte bytes object (``b" " * 1`` is the interpreter's own ``b" "``), and NVRTC writing an empty log's
+    NUL into it turned every later ``b" "`` into ``b"\\x00"`` process-wide."""
+    return b" " * max(int(size), 2)
+
+
 def include_dirs() -> list[str]:
     """The CUDA header folders of the installed wheels (CUDA 13 layout first, then CUDA 12's)."""
     found = []
@@ -225,7 +232,7 @@ def compile_to_ptx(code: str, *, arch: str = "sm_90a", options=(), name_expressi
             _check(nvrtc, nvrtc.nvrtcAddNameExpression(prog, e.encode())[0], "nvrtcAddNameExpression")
         (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = _out_buffer(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
         log = log.rstrip(b"\0 ").decode(errors="replace")
         if cerr != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -234,7 +241,7 @@ def compile_to_ptx(code: str, *, arch: str = "sm_90a", options=(), name_expressi
             raise CompileError(log, [o for o in opts if not o.startswith("-I" + os.sep)])
         err, size = nvrtc.nvrtcGetPTXSize(prog)
         _check(nvrtc, err, "nvrtcGetPTXSize")
-        buf = b" " * size
+        buf = _out_buffer(size)
         _check(nvrtc, nvrtc.nvrtcGetPTX(prog, buf)[0], "nvrtcGetPTX")
         lowered = {}
         for e in exprs:
