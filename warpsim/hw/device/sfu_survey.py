@@ -8,8 +8,11 @@ Each raw MUFU operation is reached through the PTX form that ptxas lowers to tha
 side (CuPy) compares them with the correctly rounded function and records, per binade, a histogram
 of the differences in units of the output's last place and a fingerprint of the whole difference
 sequence (equal fingerprints: the binade repeats another's mantissa pattern).  The differences of
-the key binades are saved whole (lzma) so the table structure can be studied offline.  Numpy and
-CuPy only: nothing of warpsim is imported.
+the key binades are saved whole (lzma) so the table structure can be studied offline.  ``--second``
+surveys the sin/cos turn grid, lg2 binades and tanh's operand quantisation (it imports warpsim's
+deterministic references; the first survey is numpy and CuPy only).
+
+    OUT=/some/dir python3 warpsim/hw/device/sfu_survey.py --second [--sc-only]
 """
 
 from __future__ import annotations
