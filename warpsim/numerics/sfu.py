@@ -12,15 +12,18 @@ captures show (``warpsim/hw/device/sfu_sweep.py``; the findings are in ``docs/sf
   operands.
 * ``SIN`` / ``COS``: the operand (in turns) is read as the fraction of its magnitude to 25 bits;
   one table of the half turn (2^24 entries) serves both, by the exact symmetries the sweep shows.
+* ``LG2``: e + log2(significand) in 23-bit fixed point, converted towards zero (negative sums as
+  one's complements); the binades [0.5, 1) and [1, 2) are tables of their own.
+* ``TANH`` (f32): odd; the identity below 2^-8, +-1 from 8, a table per binade between over the
+  significand bits the unit reads.
 * The 16-bit ``EX2`` / ``TANH`` (f16, bf16): a function of 2^16 words.
 
 The result significands are not a published formula: warpsim keeps, per operation, the difference
 between the hardware's word and a deterministic reference (IEEE +, *, /, sqrt in float64 only, so the
 same on every host) in a compressed table under ``warpsim/numerics/sfu_data/`` -- the "compact table
 of hardware outputs" fallback; a fitted interpolator (segments, coefficients) would replace it.
-``TANH`` (f32) is a table per binade between 2**-8 and 8 (the identity below, +-1 above);
-``LG2`` is e + log2(significand) in 23-bit fixed point with the binades next to 1 as tables: :func:`available` says which units
-are exact.
+:func:`available` names the tables present.  Which forms the exhaustive sweep proved, and which only
+on samples and whole binades so far, is in ``docs/sfu.md`` and ``warpsim.explain``.
 """
 
 from __future__ import annotations
