@@ -221,50 +221,6 @@ _SAMPLED = ("verified (sampled): equal to the H200 on 4,138 operand words per fo
             "its hardware table after ptxas's FMUL.RZ by 1/(2 pi)")
 
 
-def _status(unit, note=_EXHAUSTIVE):
-    return dict(status=VERIFIED, note=note.format(unit=unit))
-
-
-@row(r"rcp\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("RCP"))
-def _rcp32(m, a):
-    return FORMS[m[0]][0](a)
-
-
-@row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("RSQ"))
-def _rsqrt32(m, a):
-    return FORMS[m[0]][0](a)
-
-
-@row(r"sqrt\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("SQRT"))
-def _sqrt32(m, a):
-    return FORMS[m[0]][0](a)
-
-
-@row(r"ex2\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("EX2"))
-def _ex2_32(m, a):
-    return FORMS[m[0]][0](a)
-
-
-@row(r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], **_status("SIN", _SAMPLED))
-def _sin32(m, a):
-    return sincos_approx(a, sfu.sin)
-
-
-@row(r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], **_status("COS", _SAMPLED))
-def _cos32(m, a):
-    return sincos_approx(a, sfu.cos)
-
-
-_TANH = ("verified (captured binades): equal to the H200 on every operand of magnitude 2**-16 to 2**6 "
-         "(both signs; the unit's tables come from them) and on every binade's difference statistics elsewhere "
-         "(the identity below 2**-8, +-1 from 8 on); the exhaustive sweep of the whole space is pending; MUFU.{unit} alone")
-
-
-_LG2 = ("verified (captured binades): equal to the H200 on every operand of 25 binades (2 of them are the "
-        "unit's tables, the others fell out of the model) and to the H100 capture cap_alu2.npz; the exhaustive "
-        "sweep is pending; MUFU.{unit}, without .ftz subnormals scaled by 2**24 and 24 subtracted (FADD)")
-
-
 def lg2_approx(a, ftz):
     a = np.asarray(a, np.uint32)
     if ftz:
@@ -278,54 +234,48 @@ def lg2_approx(a, ftz):
     return _patch(sfu.lg2(a), ~_abs_ge(a, _TWO_M126), slow, a)
 
 
-@row(r"lg2\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32"], **_status("LG2", _LG2))
-def _lg2_32(m, a):
-    return lg2_approx(a, bool(m["ftz"]))
-
-
-@row(r"tanh\.approx\.f32", "f32", ["f32"], **_status("TANH", _TANH))
-def _tanh32(m, a):
-    return sfu.tanh(a)
-
-
-@row(r"div\.full(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], **_status("RCP"))
-def _div_full(m, a, b):
-    return FORMS[m[0]][0](a, b)
-
-
-@row(r"div\.approx(?P<ftz>\.ftz)?\.f32", "f32", ["f32", "f32"], **_status("RCP"))
-def _div_approx(m, a, b):
-    return FORMS[m[0]][0](a, b)
-
-
-@row(r"rcp\.approx\.ftz\.f64", "f64", ["f64"], **_status("RCP64H"))
-def _rcp64(m, a):
-    return FORMS[m[0]][0](a)
-
-
-@row(r"rsqrt\.approx(?P<ftz>\.ftz)?\.f64", "f64", ["f64"], **_status("RSQ64H"))
-def _rsqrt64(m, a):
-    return FORMS[m[0]][0](a)
-
-
 def half_form(fn, t, a):
     """ex2 / tanh on f16, bf16 (and packed x2: each half through the scalar MUFU, as the SASS does)."""
     return lanes(lambda base, h: sfu.half(f"{fn}_{base}", h), t, a)
 
 
-@row(r"ex2\.approx\.(?P<t>f16|f16x2)", "{t}", ["{t}"], **_status("EX2.F16"))
-def _ex2_f16(m, a):
-    return FORMS[m[0]][0](a)
+_TANH = ("verified (captured binades): equal to the H200 on every operand of magnitude 2**-16 to 2**6 "
+         "(both signs; the unit's tables come from them) and on every binade's difference statistics elsewhere "
+         "(the identity below 2**-8, +-1 from 8 on); the exhaustive sweep of the whole space is pending; MUFU.{unit} alone")
 
 
-@row(r"ex2\.approx\.ftz\.(?P<t>bf16|bf16x2)", "{t}", ["{t}"], **_status("EX2.BF16"))
-def _ex2_bf16(m, a):
-    return FORMS[m[0]][0](a)
+_LG2 = ("verified (captured binades): equal to the H200 on every operand of 25 binades (2 of them are the "
+        "unit's tables, the others fell out of the model) and to the H100 capture cap_alu2.npz; the exhaustive "
+        "sweep is pending; MUFU.{unit}, without .ftz subnormals scaled by 2**24 and 24 subtracted (FADD)")
 
 
-@row(r"tanh\.approx\.(?P<t>f16|f16x2|bf16|bf16x2)", "{t}", ["{t}"], **_status("TANH.F16/BF16"))
-def _tanh_half(m, a):
-    return FORMS[m[0]][0](a)
+# one row per family: (pattern, destination type, source types, MUFU, status note); every row runs
+# FORMS[opcode], so the rows, the sweep and the bench share one table of forms
+ROWS = [
+    (r"rcp\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "RCP", _EXHAUSTIVE),
+    (r"rsqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "RSQ", _EXHAUSTIVE),
+    (r"sqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SQRT", _EXHAUSTIVE),
+    (r"ex2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "EX2", _EXHAUSTIVE),
+    (r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SIN", _SAMPLED),
+    (r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "COS", _SAMPLED),
+    (r"lg2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "LG2", _LG2),
+    (r"tanh\.approx\.f32", "f32", ["f32"], "TANH", _TANH),
+    (r"div\.(?:full|approx)(?:\.ftz)?\.f32", "f32", ["f32", "f32"], "RCP", _EXHAUSTIVE),
+    (r"rcp\.approx\.ftz\.f64", "f64", ["f64"], "RCP64H", _EXHAUSTIVE),
+    (r"rsqrt\.approx(?:\.ftz)?\.f64", "f64", ["f64"], "RSQ64H", _EXHAUSTIVE),
+    (r"ex2\.approx\.(?P<t>f16|f16x2)", "{t}", ["{t}"], "EX2.F16", _EXHAUSTIVE),
+    (r"ex2\.approx\.ftz\.(?P<t>bf16|bf16x2)", "{t}", ["{t}"], "EX2.BF16", _EXHAUSTIVE),
+    (r"tanh\.approx\.(?P<t>f16|f16x2|bf16|bf16x2)", "{t}", ["{t}"], "TANH.F16/BF16", _EXHAUSTIVE),
+]
+
+
+def _run_form(m, *operands):
+    """A special-function row: the form's entry of FORMS on the raw operand words."""
+    return FORMS[m[0]][0](*operands)
+
+
+for _pattern, _dst, _srcs, _unit, _note in ROWS:
+    row(_pattern, _dst, _srcs, status=VERIFIED, note=_note.format(unit=_unit))(_run_form)
 
 
 REFERENCE = {   # PTX form -> (numpy function on raw words, operand widths): the readable model
