@@ -416,8 +416,12 @@ class Module:
         return self._translations[entry]
 
     def _choose_engine(self, entry, engine):
-        """Record in ``last_engine`` the engine that runs this launch (warn when "compiled" cannot)."""
-        reason = "asked for" if engine == "interpret" else self.translation(entry).reason
+        """The engine that runs this launch, recorded in ``last_engine`` (warn when "compiled" cannot)."""
+        tr = self.translation(entry) if engine != "interpret" else None
+        if tr is not None and tr.native:
+            self.last_engine = {"entry": entry, "requested": engine, "engine": "compiled", "reason": None}
+            return "compiled"
+        reason = "asked for" if engine == "interpret" else tr.reason
         if engine == "compiled":
             import warnings
 
@@ -426,6 +430,7 @@ class Module:
             warnings.warn(f"engine='compiled': running on the interpreter: {reason}", TranslationFallbackWarning,
                           stacklevel=3)
         self.last_engine = {"entry": entry, "requested": engine, "engine": "interpret", "reason": reason}
+        return "interpret"
 
     def link(self, *others) -> "Module":
         """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
@@ -485,16 +490,17 @@ class Module:
         ``dask.distributed.Client``: the batches run on its cluster (a few batches a task, at most
         twice its threads in flight, writes merged in batch order as tasks finish), with the same
         words and the same sequential fallback (``workers.run_dask``; progress: a task counter).
-        engine: None (the fastest exact engine), "interpret" (the reference) or "compiled" (native
-        code; in this build every kernel falls back to the interpreter with a
-        ``TranslationFallbackWarning`` naming why: :mod:`warpsim.ptx.translate`).  ``last_engine``
-        records which engine ran and why.  Returns nothing.
+        engine: None (the compiled kernel when the entry translates, else the interpreter), "interpret"
+        (the reference) or "compiled" (native code from :mod:`warpsim.ptx.native`; a kernel that does
+        not translate runs on the interpreter with a ``TranslationFallbackWarning`` naming why:
+        :mod:`warpsim.ptx.translate`).  ``last_engine`` records which engine ran and why.  Returns
+        nothing.
         """
         from .translate import check_engine
 
         check_engine(engine)
         prog = self.program(entry)
-        self._choose_engine(entry, engine)
+        chosen = self._choose_engine(entry, engine)
         g = _dims(grid, "grid")
         b = _dims(block, "block")
         nthreads = b[0] * b[1] * b[2]
@@ -551,6 +557,11 @@ class Module:
                 raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
+        if chosen == "compiled":
+            from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
+
+            if launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps)):
+                return
         first_batch = None
         if len(batches) > 1 and not prog.cross_cta:
             from .workers import aliased, default_workers, run, run_dask, split

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 ENGINES = (None, "interpret", "compiled")
 
-#: statement classes the native code generator translates (none yet: see the module docstring)
-NATIVE_CLASSES: frozenset = frozenset()
+#: statement classes of which the native code generator translates forms (warpsim.ptx.native.lower)
+NATIVE_CLASSES: frozenset = frozenset({"alu", "compare-select", "move", "convert", "memory", "branch", "barrier",
+                                       "warp", "special-function"})
 
 #: (class, opcode pattern), first match wins
 _CLASSES = (
@@ -53,30 +54,32 @@ def statement_class(opcode: str) -> str:
 @dataclass(frozen=True)
 class Translation:
     """What the translator makes of one entry: native (True: compiled code runs it), the reason
-    when not, and the number of statements of each class (entry and every .func it may call)."""
+    when not, the number of statements of each class (entry and every .func it may call), and the
+    IR the code generator takes (:class:`warpsim.ptx.native.ir.KernelIR`; None when not native)."""
 
     entry: str
     native: bool
     reason: str | None
     classes: dict = field(default_factory=dict)
+    ir: object = field(default=None, repr=False, compare=False)
 
 
 def translate(prog) -> Translation:
     """The translation of a decoded program (``Module.program(entry)``)."""
+    from .native.ir import translate_ir
+
     classes: dict = {}
-    first = None
     for st in prog.code:
         c = statement_class(st.opcode)
         classes[c] = classes.get(c, 0) + 1
-        if first is None and c not in NATIVE_CLASSES:
-            first = (st, c)
-    if first is None:
-        return Translation(prog.entry.name, True, None, classes)
-    st, c = first
-    reason = (f"{prog.entry.name}: the native translator does not take {c!r} statements yet (the first: "
-              f"line {st.line}, {st.text.strip()!r}); no statement class is compiled to native code in this "
-              "build (warpsim.ptx.translate)")
-    return Translation(prog.entry.name, False, reason, classes)
+    ir, why = translate_ir(prog)
+    if ir is not None:
+        return Translation(prog.entry.name, True, None, classes, ir)
+    reason, st = why
+    where = (f" (line {st.line}, {st.text.strip()!r}, a {statement_class(st.opcode)!r} statement)"
+             if st is not None else "")
+    return Translation(prog.entry.name, False, f"{prog.entry.name}: the native translator does not take it{where}: "
+                       f"{reason} (warpsim.ptx.translate)", classes)
 
 
 class TranslationFallbackWarning(UserWarning):

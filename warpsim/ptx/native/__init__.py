@@ -1,0 +1,63 @@
+"""The PTX-to-native translator: a kernel entry compiled to one numba function (issue 32).
+
+decode (``module._Program``) -> IR of basic blocks of lowered statements (:mod:`.ir`, rows in
+:mod:`.lower`) -> passes (translatability, register widths, reconvergence blocks, definite
+assignment) -> Python source (:mod:`.codegen`) -> numba ``njit`` (never fastmath), cached in
+process and on disk (:mod:`.kernel`).  The runtime it calls is :mod:`.rt`.  The interpreter stays the
+reference: ``launch(..., engine="interpret")``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+
+class _Binder:
+    """What ``_Kernel.bind`` needs to lay out a launch's arguments: map arrays, keep the blob."""
+
+    def __init__(self, prog, memory):
+        self.prog, self.memory, self.param_offsets, self.params = prog, _Mapper(memory), {}, b""
+
+    def _set_params(self, blob, offsets):
+        self.params, self.param_offsets = blob, offsets
+
+
+class _Mapper:
+    def __init__(self, glob):
+        self.glob = glob
+
+    def add_buffer(self, arr):
+        return self.glob.map(arr)
+
+
+def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_bytes, memory, max_steps):
+    """Run a launch on the entry's compiled kernel; False (nothing run) when it must go to the
+    interpreter instead: clusters of several CTAs, or a host FPU not in its IEEE default state."""
+    import numpy as np
+
+    from ..module import _Kernel
+    from ..translate import TranslationFallbackWarning
+    from . import kernel
+
+    ir = module.translation(entry).ir
+    why = None
+    if cluster != (1, 1, 1):
+        why = "clusters of several CTAs are not translated"
+    elif any(v.name for v in module._mod.variables):
+        why = "module-level .global/.const variables are not translated"
+    if why is None:
+        binder = _Binder(prog, memory)
+        _Kernel.bind(binder, args)
+        if {k: v[0] for k, v in ir.param_offsets.items()} != binder.param_offsets:
+            why = "the parameter layout differs from the translator's"
+    if why is None:
+        params = np.frombuffer(binder.params, np.uint8) if binder.params else np.zeros(1, np.uint8)
+        n = grid[0] * grid[1] * grid[2]
+        if kernel.run(ir, module.text, grid, block, shared_bytes, params, memory, 0, n, max_steps):
+            return True
+        why = "the host FPU is not in round-to-nearest with subnormals kept"
+    if module.last_engine["requested"] == "compiled":
+        warnings.warn(f"engine='compiled': running on the interpreter: {why}", TranslationFallbackWarning,
+                      stacklevel=3)
+    module.last_engine.update(engine="interpret", reason=f"{entry}: {why}")
+    return False

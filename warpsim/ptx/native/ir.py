@@ -1,0 +1,207 @@
+"""The translator's IR and its passes: the decoded program (``module._Program``) cut into basic
+blocks of lowered statements, with the facts code generation needs.
+
+* **blocks**: leaders at the entry, branch targets, reconvergence points and after every branch,
+  ``ret``/``exit`` and ``bar.sync`` (a barrier ends a block: the warp yields there);
+* **reconvergence**: each conditional branch's immediate post-dominator, as the interpreter computes
+  it (``_Program.reconverge``), as a block number;
+* **registers**: each register's width from the ``.reg`` declarations (the interpreter's rule);
+* **definite assignment**: the registers some thread may read before writing them (they start at
+  zero in every CTA, as the interpreter's ``undefined="zero"`` launch registers do; the rest need no
+  clearing);
+* **layout**: kernel-parameter offsets (the interpreter's binding rule) and shared-memory symbols.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..regfile import Warp
+from .lower import Lowered, Untranslatable, lower, register_file
+
+EXIT = -1
+
+
+class _Widths(dict):
+    """Register name -> bits, worked out on first use from the entry's declarations."""
+
+    def __init__(self, decls):
+        super().__init__()
+        self._w = Warp(undefined="zero")
+        for line, text in decls:
+            self._w.declare(line, text)
+
+    def get(self, name, default=None):
+        if name not in self:
+            try:
+                self[name] = self._w._bits(name)
+            except Exception:
+                return default
+        return super().get(name, default)
+
+
+@dataclass
+class Block:
+    id: int
+    start: int
+    stmts: list = field(default_factory=list)     # (Statement, Lowered)
+    end: str = "fall"                              # fall | branch | ret | bar
+    succ: tuple = ()
+    next: int = EXIT                               # the block after this one in the text
+
+
+class KernelIR:
+    """One entry, translated: blocks, registers, layout (raises Untranslatable at the first statement
+    without a native form, or for a program the translator does not take)."""
+
+    def __init__(self, prog):
+        self.entry = prog.entry.name
+        if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
+            raise Untranslatable("the module has .func functions (calls are not translated)", None)
+        fn = prog.functions[self.entry]
+        if fn.locals or fn.params:
+            raise Untranslatable("the entry has .local or .param variables of its own", None)
+        self.regs = _Widths(prog.reg_decls)
+        self.index = {}                 # register -> its row in the register file of its width
+        self.counts = {1: 0, 16: 0, 32: 0, 64: 0}
+        self._layout(prog)
+        code = prog.code
+        self.reconverge_pc = prog.reconverge
+        leaders = {0}
+        for pc, st in enumerate(code):
+            if hasattr(st, "target"):
+                leaders.add(st.target)
+            if pc in prog.reconverge and prog.reconverge[pc] >= 0:
+                leaders.add(prog.reconverge[pc])
+        lowered = []
+        for pc, st in enumerate(code):
+            try:
+                low = lower(self, st)
+            except Untranslatable as exc:
+                raise Untranslatable(str(exc), st) from None
+            if low.kind in ("branch", "ret", "bar"):
+                leaders.add(pc + 1)
+            lowered.append(low)
+        starts = sorted(p for p in leaders if p < len(code))
+        self.block_at = {s: i for i, s in enumerate(starts)}
+        self.blocks = []
+        for i, s in enumerate(starts):
+            e = starts[i + 1] if i + 1 < len(starts) else len(code)
+            b = Block(i, s, [(code[pc], lowered[pc]) for pc in range(s, e)])
+            b.next = i + 1 if i + 1 < len(starts) else EXIT
+            last_st, last = b.stmts[-1]
+            if last.kind in ("branch", "ret", "bar"):
+                b.end = last.kind
+            if last.kind == "branch":
+                tgt = self.block_at.get(last_st.target)
+                if tgt is None:
+                    raise Untranslatable("a branch into the middle of a block", last_st)
+                b.succ = (tgt, b.next) if last_st.guard is not None else (tgt,)
+            elif last.kind == "ret":
+                b.succ = (EXIT, b.next) if last_st.guard is not None else (EXIT,)
+            else:
+                b.succ = (b.next,)
+            self.blocks.append(b)
+        self.sfu_tables = sorted({t for low in lowered if low.sfu for t in low.sfu})
+        self.zeroed = self._maybe_undefined()
+
+    def ref(self, name, thread="t"):
+        """The generated code's element of register ``name`` for ``thread``."""
+        bits = self.regs.get(name)
+        if bits not in self.counts:
+            raise Untranslatable(f"{name} is a {bits}-bit register")
+        if name not in self.index:
+            self.index[name] = self.counts[bits]
+            self.counts[bits] += 1
+        return f"{register_file(bits)}[{self.index[name]}, {thread}]"
+
+    def reconverge(self, st):
+        """The block a divergent branch at ``st`` reconverges at (EXIT: only at the kernel's end)."""
+        pc = self.blocks_pc(st)
+        r = self.reconverge_pc.get(pc, -1)
+        return self.block_at[r] if r >= 0 else EXIT
+
+    def blocks_pc(self, st):
+        for b in self.blocks:
+            for k, (s, _) in enumerate(b.stmts):
+                if s is st:
+                    return b.start + k
+        raise KeyError(st)
+
+    def _layout(self, prog):
+        """Kernel-parameter offsets as Module.launch binds them; shared symbols as _Kernel lays them out."""
+        self.param_offsets = {}
+        off = 0
+        for p in prog.entry.params:
+            size = p.array if p.array else p.bits // 8
+            align = p.align or size
+            a = min(align, 8)
+            off = (off + a - 1) // a * a
+            self.param_offsets[p.name] = (off, size)
+            off += size
+        self.shared_symbols = {}
+        sh = 0
+        externs = []
+        for name, align, size, extern, line in prog.shared:
+            if extern:
+                externs.append((name, align))
+                continue
+            sh = (sh + align - 1) // align * align
+            self.shared_symbols[name] = sh
+            sh += size
+        for name, align in externs:
+            sh = (sh + align - 1) // align * align
+            self.shared_symbols[name] = sh
+        self.shared_static = sh
+
+    def _maybe_undefined(self):
+        """Registers some thread may read before any unguarded write on its path (forward must-analysis)."""
+        allregs = set()
+        gen = []
+        for b in self.blocks:
+            g = set()
+            for st, low in b.stmts:
+                allregs.update(low.reads)
+                allregs.update(low.writes)
+                if st.guard is None:
+                    g.update(low.writes)
+            if st.guard is not None:
+                allregs.add(st.guard[1])
+            gen.append(g)
+        preds = {b.id: [] for b in self.blocks}
+        for b in self.blocks:
+            for s in b.succ:
+                if s != EXIT:
+                    preds[s].append(b.id)
+        out = [set(allregs) for _ in self.blocks]
+        changed = True
+        while changed:
+            changed = False
+            for b in self.blocks:
+                inn = set() if b.id == 0 else set.intersection(*(out[p] for p in preds[b.id])) if preds[b.id] \
+                    else set(allregs)
+                new = inn | gen[b.id]
+                if new != out[b.id]:
+                    out[b.id], changed = new, True
+        zeroed = set()
+        for b in self.blocks:
+            have = set() if b.id == 0 else set.intersection(*(out[p] for p in preds[b.id])) if preds[b.id] \
+                else set(allregs)
+            for st, low in b.stmts:
+                if st.guard is not None and st.guard[1] not in have:
+                    zeroed.add(st.guard[1])
+                zeroed.update(r for r in low.reads if r not in have)
+                if st.guard is None:
+                    have.update(low.writes)
+        return sorted(zeroed), sorted(allregs)
+
+
+def translate_ir(prog):
+    """(KernelIR, None) or (None, (reason, statement))."""
+    try:
+        return KernelIR(prog), None
+    except Untranslatable as exc:
+        return None, (exc.args[0], exc.args[1] if len(exc.args) > 1 else None)
+
+
+__all__ = ["KernelIR", "Block", "Lowered", "Untranslatable", "translate_ir", "EXIT"]

@@ -1,0 +1,535 @@
+"""PTX statements -> lines of the generated kernel: the native translator's table of statement forms.
+
+Each row is (opcode pattern, lowering).  A lowering reads the statement's operands through
+:class:`Operands` (register widths checked against the type, immediates through the interpreter's
+own ``immediate_bits``) and returns a :class:`Lowered`: its kind (``lane``: lines run per active lane
+``l`` of warp ``w``, thread ``t``; ``warp``: lines run once per warp; ``branch``, ``ret``, ``bar``:
+the block's end) and its lines.  Registers hold words (``R_x`` arrays of the register's width,
+``P_x`` of bool); values are computed as uint64 / host floats and stored truncated.  The arithmetic
+is the interpreter's rows restated for scalars: integer rows as wrapped uint64 arithmetic, f32 rows on
+the host's IEEE unit (exact while it rounds to nearest with subnormals kept, which the kernel checks
+before it starts) with the canonical NaN, the special-function forms through the jitted unit of
+:mod:`warpsim.engine.sfu`.  A statement no row takes raises :class:`Untranslatable` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..instructions import TYPES
+from ..syntax import immediate_bits, parse_int
+from .rt import BAD_ADDRESS, MISALIGNED, SHFL_MEMBERS
+
+
+class Untranslatable(Exception):
+    """The statement has no native lowering (the message says why)."""
+
+
+@dataclass
+class Lowered:
+    kind: str                     # lane | warp | branch | ret | bar
+    lines: list = field(default_factory=list)
+    target: str | None = None     # branch label
+    sfu: tuple | None = None      # (engine form code, ftz, table names) of a special-function statement
+    reads: tuple = ()             # registers read
+    writes: tuple = ()            # registers written (whole destination)
+
+
+_SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)\.([xyz])\Z|%(laneid|warpid|nwarpid)\Z")
+_ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
+
+
+FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
+
+
+def register_file(bits):
+    """The generated code's register file of a width: (registers, threads) of words (bool: predicates)."""
+    return FILES[bits]
+
+
+class Operands:
+    """Operand access for one statement: reads give uint64 (or bool) expressions, writes targets."""
+
+    def __init__(self, ir, st):
+        self.ir, self.st = ir, st
+        self.reads, self.writes = [], []
+
+    def fail(self, why):
+        raise Untranslatable(why)
+
+    def _reg(self, name, bits):
+        have = self.ir.regs.get(name)
+        if have is None:
+            self.fail(f"{name} is not a declared register")
+        if have != bits:
+            self.fail(f"{name} is {have}-bit, the statement's type is {bits}-bit")
+        return self.ir.ref(name)
+
+    def src(self, op, typ):
+        """A source of PTX type ``typ``: a uint64 expression of its word (bool for .pred)."""
+        bits = TYPES[typ][0]
+        if isinstance(op, list):
+            if len(op) != 1:
+                self.fail(f"vector operand {op} where one value is read")
+            op = op[0]
+        if not isinstance(op, str):
+            self.fail(f"operand {op!r}")
+        if typ == "pred":
+            neg = op.startswith("!")
+            name = op[1:] if neg else op
+            if self.ir.regs.get(name) != 1:
+                self.fail(f"{op} is not a predicate register")
+            self.reads.append(name)
+            return f"(not {self.ir.ref(name)})" if neg else self.ir.ref(name)
+        m = _SPECIAL.match(op)
+        if m:
+            if bits != 32:
+                self.fail(f"special register {op} read as {bits}-bit")
+            kind, axis, other = m.groups()
+            return {"tid": f"np.uint64(TID_{axis}[t])", "ntid": f"np.uint64(NTID_{axis})",
+                    "ctaid": f"np.uint64(CTAID_{axis})", "nctaid": f"np.uint64(NCTAID_{axis})"}.get(kind) or \
+                {"laneid": "np.uint64(l)", "warpid": "np.uint64(w)", "nwarpid": "np.uint64(W)"}[other]
+        if op.startswith("%"):
+            self.reads.append(op)
+            return f"np.uint64({self._reg(op, bits)})"
+        if op in self.ir.shared_symbols:
+            return f"np.uint64({self.ir.shared_symbols[op]})"
+        try:
+            v = immediate_bits(op, typ, bits)
+        except ValueError as exc:
+            self.fail(str(exc))
+        if v is None:
+            self.fail(f"operand {op!r} (a symbol or special register the translator does not take)")
+        return f"np.uint64({v})"
+
+    def dst(self, op, typ):
+        """The assignment target of a destination of type ``typ``."""
+        if isinstance(op, list):
+            if len(op) != 1:
+                self.fail(f"vector destination {op}")
+            op = op[0]
+        if not isinstance(op, str) or not op.startswith("%") or _SPECIAL.match(op):
+            self.fail(f"destination {op!r}")
+        self.writes.append(op)
+        return self._reg(op, TYPES[typ][0] if typ != 'pred' else 1)
+
+    def need(self, n):
+        if len(self.st.operands) != n:
+            self.fail(f"{self.st.opcode} with {len(self.st.operands)} operands")
+        return self.st.operands
+
+    def address(self, op):
+        """(base expression or None, base kind, offset) of [reg+imm] / [symbol+imm]."""
+        m = _ADDR.match(op.strip()) if isinstance(op, str) else None
+        if not m:
+            self.fail(f"address {op!r}")
+        base, sign, off = m.groups()
+        o = parse_int(off) if off else 0
+        if o is None:
+            self.fail(f"address offset {off!r}")
+        o = -o if sign == "-" else o
+        if base.startswith("%"):
+            bits = self.ir.regs.get(base)
+            if bits not in (32, 64):
+                self.fail(f"address register {base}")
+            self.reads.append(base)
+            return f"np.uint64({self.ir.ref(base)})", "reg", o
+        return base, "symbol", o
+
+
+def _sx(expr, bits):
+    """A uint64 word of ``bits`` sign-extended to int64."""
+    return f"np.int64(np.int{bits}({expr}))" if bits < 64 else f"np.int64({expr})"
+
+
+def _u(expr):
+    return f"np.uint64({expr})"
+
+
+ROWS: list = []
+
+
+def row(pattern):
+    def deco(fn):
+        ROWS.append((re.compile(pattern + r"\Z"), fn))
+        return fn
+    return deco
+
+
+_IT = r"(?P<t>[bus](?:16|32|64))"
+
+
+@row(r"(?P<op>add|sub|mul\.lo|mad\.lo)\.(?P<t>[us](?:16|32|64))")
+def _int_arith(o, m):
+    t, op = m["t"], m["op"]
+    n = 3 if op == "mad.lo" else 2
+    d, *s = o.need(n + 1)
+    a = [o.src(x, t) for x in s]
+    expr = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul.lo": "{0} * {1}", "mad.lo": "{0} * {1} + {2}"}[op]
+    return [f"{o.dst(d, t)} = {expr.format(*a)}"]
+
+
+@row(r"(?P<op>mul|mad)\.wide\.(?P<st>[us](?:16|32))")
+def _wide(o, m):
+    st, op = m["st"], m["op"]
+    bits = TYPES[st][0]
+    d, *s = o.need(4 if op == "mad" else 3)
+    a, b = (o.src(x, st) for x in s[:2])
+    if st[0] == "s":
+        prod = _u(f"{_sx(a, bits)} * {_sx(b, bits)}")
+    else:
+        prod = f"{a} * {b}"
+    dt = f"{st[0]}{2 * bits}"
+    if op == "mad":
+        prod = f"{prod} + {o.src(s[2], dt)}"
+    return [f"{o.dst(d, dt)} = {prod}"]
+
+
+@row(r"(?P<op>and|or|xor)\.(?P<t>pred)")
+def _logic_pred(o, m):
+    d, a, b = o.need(3)
+    py = {"and": "and", "or": "or", "xor": "!="}[m["op"]]
+    return [f"{o.dst(d, 'pred')} = ({o.src(a, 'pred')}) {py} ({o.src(b, 'pred')})"]
+
+
+@row(r"not\.pred")
+def _not_pred(o, m):
+    d, a = o.need(2)
+    return [f"{o.dst(d, 'pred')} = not ({o.src(a, 'pred')})"]
+
+
+@row(r"(?P<op>and|or|xor)\." + _IT)
+def _logic(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    py = {"and": "&", "or": "|", "xor": "^"}[m["op"]]
+    return [f"{o.dst(d, t)} = {o.src(a, t)} {py} {o.src(b, t)}"]
+
+
+@row(r"not\." + _IT)
+def _not(o, m):
+    d, a = o.need(2)
+    return [f"{o.dst(d, m['t'])} = ~{o.src(a, m['t'])}"]
+
+
+@row(r"shl\.(?P<t>b(?:16|32|64))")
+def _shl(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    bits = TYPES[t][0]
+    s = o.src(b, "u32")
+    return [f"_s = {s}", f"{o.dst(d, t)} = ({o.src(a, t)} << _s) if _s < np.uint64({bits}) else np.uint64(0)"]
+
+
+@row(r"shr\.(?P<t>[bus](?:16|32|64))")
+def _shr(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    bits = TYPES[t][0]
+    s = o.src(b, "u32")
+    if t[0] == "s":
+        return [f"_s = min({s}, np.uint64(63))",
+                f"{o.dst(d, t)} = np.uint64({_sx(o.src(a, t), bits)} >> np.int64(_s))"]
+    return [f"_s = {s}", f"{o.dst(d, t)} = ({o.src(a, t)} >> _s) if _s < np.uint64({bits}) else np.uint64(0)"]
+
+
+@row(r"(?P<op>min|max)\.(?P<t>[us](?:16|32|64))")
+def _minmax(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    bits = TYPES[t][0]
+    x, y = o.src(a, t), o.src(b, t)
+    if t[0] == "s":
+        x, y = _sx(x, bits), _sx(y, bits)
+    return [f"{o.dst(d, t)} = np.uint64({m['op']}({x}, {y}))"]
+
+
+@row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
+def _neg(o, m):
+    d, a = o.need(2)
+    t = m["t"]
+    x = _sx(o.src(a, t), TYPES[t][0])
+    expr = f"-{x}" if m["op"] == "neg" else f"abs({x})"
+    return [f"{o.dst(d, t)} = np.uint64({expr})"]
+
+
+@row(r"bfe\.(?P<t>[us](?:32|64))")
+def _bfe(o, m):
+    d, a, b, c = o.need(4)
+    t = m["t"]
+    return [f"{o.dst(d, t)} = rt_bfe({o.src(a, t)}, {o.src(b, 'u32')}, {o.src(c, 'u32')}, "
+            f"{TYPES[t][0]}, {t[0] == 's'})"]
+
+
+_INTS = ("u16", "u32", "u64", "s16", "s32", "s64", "b16", "b32", "b64")
+
+
+@row(r"cvt\.(?P<dt>[us](?:16|32|64))\.(?P<st>[us](?:16|32|64))")
+def _cvt_int(o, m):
+    d, a = o.need(2)
+    dt, st = m["dt"], m["st"]
+    x = o.src(a, st)
+    if st[0] == "s" and TYPES[st][0] < 64:
+        x = _u(_sx(x, TYPES[st][0]))
+    return [f"{o.dst(d, dt)} = {x}"]
+
+
+@row(r"cvt\.rn\.f32\.(?P<st>[us](?:32|64))")
+def _cvt_f32_int(o, m):
+    d, a = o.need(2)
+    st = m["st"]
+    x = o.src(a, st)
+    v = _sx(x, TYPES[st][0]) if st[0] == "s" else x
+    return [f"{o.dst(d, 'f32')} = rt_w32(np.float32({v}))"]
+
+
+@row(r"(?P<op>add|sub|mul)(?:\.rn)?\.f32")
+def _f32_arith(o, m):
+    d, a, b = o.need(3)
+    py = {"add": "+", "sub": "-", "mul": "*"}[m["op"]]
+    return [f"{o.dst(d, 'f32')} = rt_w32(rt_f32({o.src(a, 'f32')}) {py} rt_f32({o.src(b, 'f32')}))"]
+
+
+@row(r"(?:fma|mad)\.rn\.f32")
+def _fma(o, m):
+    d, a, b, c = o.need(4)
+    x, y, z = (f"rt_f32({o.src(v, 'f32')})" for v in (a, b, c))
+    return [f"{o.dst(d, 'f32')} = rt_w32(fma_native({x}, {y}, {z}))"]
+
+
+@row(r"(?P<op>min|max)\.f32")
+def _fminmax(o, m):
+    d, a, b = o.need(3)
+    return [f"{o.dst(d, 'f32')} = rt_fminmax32({o.src(a, 'f32')}, {o.src(b, 'f32')}, {m['op'] == 'max'})"]
+
+
+@row(r"(?P<op>neg|abs)\.f32")
+def _fneg(o, m):
+    d, a = o.need(2)
+    expr = f"-rt_f32({o.src(a, 'f32')})" if m["op"] == "neg" else f"abs(rt_f32({o.src(a, 'f32')}))"
+    return [f"{o.dst(d, 'f32')} = rt_w32({expr})"]
+
+
+_CMP_INT = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+            "lo": "<", "ls": "<=", "hi": ">", "hs": ">="}
+
+
+def _compare(cmp, st, x, y):
+    bits = TYPES[st][0]
+    if st == "f32":
+        fx, fy = "_x", "_y"
+        pre = [f"_x = rt_f32({x})", f"_y = rt_f32({y})"]
+        nan = "(_x != _x or _y != _y)"
+        if cmp in ("eq", "lt", "le", "gt", "ge"):
+            return pre, f"{fx} {_CMP_INT[cmp]} {fy}"
+        if cmp == "ne":
+            return pre, f"({fx} != {fy} and not {nan})"
+        if cmp in ("equ", "neu", "ltu", "leu", "gtu", "geu"):
+            return pre, f"({fx} {_CMP_INT[cmp[:2]]} {fy} or {nan})"
+        if cmp == "num":
+            return pre, f"not {nan}"
+        if cmp == "nan":
+            return pre, nan
+        raise Untranslatable(f"setp .{cmp}")
+    if cmp not in _CMP_INT:
+        raise Untranslatable(f"setp .{cmp} on .{st}")
+    if st[0] == "s" and cmp not in ("lo", "ls", "hi", "hs"):
+        x, y = _sx(x, bits), _sx(y, bits)
+    return [], f"{x} {_CMP_INT[cmp]} {y}"
+
+
+@row(r"setp\.(?P<cmp>\w+?)(?:\.(?P<bop>and|or|xor))?\.(?P<st>[bus](?:16|32|64)|f32)")
+def _setp(o, m):
+    ops = o.st.operands
+    if len(ops) != (4 if m["bop"] else 3) or not isinstance(ops[0], str):
+        o.fail("setp operands")
+    dst, q = ops[0], None
+    if "|" in dst:
+        dst, q = [x.strip() for x in dst.split("|")]
+    pre, r = _compare(m["cmp"], m["st"], o.src(ops[1], m["st"]), o.src(ops[2], m["st"]))
+    lines = pre + [f"_r = {r}"]
+    rq = "not _r"
+    if m["bop"]:
+        c = o.src(ops[3], "pred")
+        f = {"and": "({0}) and _c", "or": "({0}) or _c", "xor": "({0}) != _c"}[m["bop"]]
+        lines.append(f"_c = {c}")
+        r, rq = f.format("_r"), f.format("not _r")
+        lines.append(f"_rq = {rq}")
+        lines.append(f"_r = {r}")
+        rq = "_rq"
+    lines.append(f"{o.dst(dst, 'pred')} = _r")
+    if q is not None:
+        lines.append(f"{o.dst(q, 'pred')} = {rq}")
+    return lines
+
+
+@row(r"selp\.(?P<t>[bus](?:16|32|64)|f32|f64)")
+def _selp(o, m):
+    d, a, b, c = o.need(4)
+    t = m["t"]
+    return [f"{o.dst(d, t)} = {o.src(a, t)} if {o.src(c, 'pred')} else {o.src(b, t)}"]
+
+
+@row(r"mov\.(?P<t>[bus](?:16|32|64)|f32|f64|pred)")
+def _mov(o, m):
+    d, a = o.need(2)
+    if isinstance(d, list) or isinstance(a, list):
+        o.fail("vector pack/unpack mov")
+    return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# memory: ld / st of the param (kernel parameters), global and shared spaces
+
+_LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?)"
+                   r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
+                   r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:16|32|64)|f32|f64)\Z")
+
+
+def lower_memory(o, m):
+    op, space, t = m["op"], m["space"].split("::")[0], m["t"]
+    n = int(m["vec"] or 1)
+    bits = TYPES[t][0]
+    nb = bits // 8
+    where, regs = (o.st.operands[1], o.st.operands[0]) if op == "ld" else (o.st.operands[0], o.st.operands[1])
+    o.need(2)
+    regs = regs if isinstance(regs, list) else [regs]
+    if len(regs) != n:
+        o.fail(f"{o.st.opcode} with {len(regs)} registers")
+    base, kind, off = o.address(where)
+    lines = []
+    if space == "param":
+        if op == "st" or kind != "symbol" or base not in o.ir.param_offsets:
+            o.fail("a .param access other than ld.param of a kernel parameter")
+        poff, psize = o.ir.param_offsets[base]
+        if not 0 <= off <= psize - n * nb:
+            o.fail("ld.param past its parameter")
+        for i, r in enumerate(regs):
+            lines.append(f"{o.dst(r, t)} = rt_load(PARAMS, {poff + off + i * nb}, {nb})")
+        return lines
+    if kind == "symbol":
+        if space != "shared" or base not in o.ir.shared_symbols:
+            o.fail(f"address {where!r}")
+        base = f"np.uint64({o.ir.shared_symbols[base]})"
+    total = n * nb
+    lines.append(f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})")
+    lines.append(f"if _a % np.uint64({nb}) != np.uint64(0):")
+    lines.append(f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)")
+    if space == "shared":
+        lines.append(f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):")
+        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
+        lines.append("_p = SMEMP + np.int64(_a)")
+    else:
+        lines.append(f"_k = rt_find(BASES, SIZES, _a, {total})")
+        lines.append("if _k < 0:")
+        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
+        lines.append("_p = PTRS[_k] + np.int64(_a - BASES[_k])")
+    for i, r in enumerate(regs):
+        if op == "ld":
+            if r == "_":
+                continue
+            lines.append(f"{o.dst(r, t)} = rt_peek{nb}(_p + {i * nb})")
+        else:
+            lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, t)})")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# warp-level: shfl.sync; the special-function forms (one call of the jitted unit per warp)
+
+@row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
+def _shfl(o, m):
+    d, a, b, c, mask = o.need(5)
+    if not isinstance(d, str) or "|" in d:
+        o.fail("shfl with a predicate destination")
+    if immediate_bits(mask, "b32", 32) != 0xFFFFFFFF:
+        o.fail("shfl with a membermask other than the whole warp")
+    mode = m["mode"]
+    j = {"up": "_ln - _b", "down": "_ln + _b", "bfly": "_ln ^ _b", "idx": "_mn | (_b & ~_sg)"}[mode]
+    ok = "_j >= _mx" if mode == "up" else "_j <= _mx"
+    per_lane = [f"_b = np.int64({o.src(b, 'u32')}) & 31", f"_c = np.int64({o.src(c, 'u32')})",
+                "_sg = (_c >> 8) & 31", "_ln = np.int64(l)", "_mn = _ln & _sg", "_mx = _mn | ((_c & 31) & ~_sg)",
+                f"_j = {j}", f"if not ({ok}):", "    _j = _ln", "SHJ[l] = _j"]
+    src = o.src(a, "b32").replace(", t]", ", w * 32 + _l]")
+    dst = o.dst(d, "b32")
+    return ("warp", [
+        "if not rt_all(act):",
+        f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0))",
+        "for _l in range(32):",
+        f"    SHV[_l] = {src}",
+        "for l in range(32):",
+        "    t = w * 32 + l",
+        *("    " + x for x in per_lane),
+        "for l in range(32):",
+        "    t = w * 32 + l",
+        f"    {dst} = SHV[SHJ[l]]"])
+
+
+def _sfu_forms():
+    from ...engine import sfu as u
+
+    f32 = {"rcp": (u.RCP, "rcp", None), "rsqrt": (u.RSQRT, "rsq_odd", "rsq_even"),
+           "sqrt": (u.SQRT, "sqrt_odd", "sqrt_even"), "ex2": (u.EX2, "ex2_pos", "ex2_neg")}
+    forms = {}
+    for name, (code, t0, t1) in f32.items():
+        for ftz in (False, True):
+            forms[f"{name}.approx{'.ftz' if ftz else ''}.f32"] = (code, ftz, t0, t1, 1)
+    for kind, code in (("full", u.DIV_FULL), ("approx", u.DIV_APPROX)):
+        for ftz in (False, True):
+            forms[f"div.{kind}{'.ftz' if ftz else ''}.f32"] = (code, ftz, "rcp", None, 2)
+    return forms
+
+
+_SFU: dict = {}
+
+
+def sfu_forms():
+    """PTX form -> (the engine's form code, ftz, table, second table, operands): the f32 forms the
+    jitted unit computes (the same entries :data:`warpsim.engine.sfu.FORMS` runs)."""
+    if not _SFU:
+        _SFU.update(_sfu_forms())
+    return _SFU
+
+
+def _sfu(o, opcode):
+    code, ftz, t0, t1, nsrc = sfu_forms()[opcode]
+    d, *s = o.need(nsrc + 1)
+    srcs = [o.src(x, "f32") for x in s]
+    b = srcs[1] if nsrc == 2 else srcs[0]
+    seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
+    return [f"{o.dst(d, 'f32')} = rt_sfu({code}, {ftz}, {srcs[0]}, {b}, TAB_{t0}, TAB_{t1 or t0}, {seg})"], \
+        (t0, t1 or t0)
+
+
+_BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\Z")
+
+
+def lower(ir, st):
+    """The :class:`Lowered` form of statement ``st`` (Untranslatable: none)."""
+    o = Operands(ir, st)
+    op = st.opcode
+    if op in ("bra", "bra.uni"):
+        return Lowered("branch", target=st.operands[0] if st.operands else None)
+    if op in ("ret", "exit"):
+        if st.operands:
+            o.fail(f"{op} with operands")
+        return Lowered("ret")
+    if _BAR.match(op):
+        if len(st.operands) != 1 or parse_int(str(st.operands[0])) is None or not 0 <= parse_int(st.operands[0]) <= 15:
+            o.fail(f"{op} with operands other than an immediate barrier number")
+        return Lowered("bar")
+    if op in sfu_forms():
+        lines, tabs = _sfu(o, op)
+        return Lowered("lane", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
+    mm = _LDST.match(op)
+    if mm:
+        return Lowered("lane", lower_memory(o, mm), reads=tuple(o.reads), writes=tuple(o.writes))
+    for pat, fn in ROWS:
+        mm = pat.match(op)
+        if mm:
+            out = fn(o, mm)
+            kind, lines = out if isinstance(out, tuple) else ("lane", out)
+            return Lowered(kind, lines, reads=tuple(o.reads), writes=tuple(o.writes))
+    o.fail(f"no native form of {op!r}")

@@ -1,0 +1,252 @@
+"""The runtime the generated kernels call: byte loads and stores, the global-memory lookup, the
+warp's reconvergence stack, and f32 words as host floats (jitted; never fastmath).
+
+A compiled kernel keeps every warp's SIMT state in arrays: ``spc`` / ``srpc`` (warps, depth) the
+block and reconvergence block of each stack entry, ``smask`` (warps, depth, 32) its active lanes,
+``depth`` the top entry of each warp.  Blocks are numbered; EXIT (-1) is "after the kernel".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from llvmlite import ir as _ll
+from numba import types as _nbt
+from numba.extending import intrinsic as _intrinsic
+
+from ...engine import sfu as _sfu
+
+EXIT = -1
+#: status codes a kernel returns in status[0] (0: it finished)
+OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV = range(8)
+
+_U32 = np.uint32
+
+
+@njit(cache=True, nogil=True)
+def f32(w):
+    """An f32 word as a host float32 (bit cast)."""
+    return _U32(w).view(np.float32)
+
+
+@njit(cache=True, nogil=True)
+def w32(x):
+    """A float32 result as its word, NaN as the canonical 0x7fffffff (what the GPU writes)."""
+    if x != x:
+        return _U32(0x7FFFFFFF)
+    return np.float32(x).view(np.uint32)
+
+
+@njit(cache=True, nogil=True)
+def load(buf, off, n):
+    """n (1, 2, 4 or 8) little-endian bytes at buf[off] as an unsigned integer."""
+    v = np.uint64(0)
+    for i in range(n):
+        v |= np.uint64(buf[off + i]) << np.uint64(8 * i)
+    return v
+
+
+@njit(cache=True, nogil=True)
+def store(buf, off, n, v):
+    v = np.uint64(v)
+    for i in range(n):
+        buf[off + i] = np.uint8((v >> np.uint64(8 * i)) & np.uint64(0xFF))
+
+
+def _peek(bits):
+    @_intrinsic
+    def peek(typingctx, addr):
+        """The uint{bits} at host address ``addr`` (unaligned load; the caller checked the bounds)."""
+        if not isinstance(addr, _nbt.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], _ll.IntType(bits).as_pointer())
+            v = builder.load(ptr, align=1)
+            return builder.zext(v, _ll.IntType(64)) if bits < 64 else v
+
+        return _nbt.uint64(addr), codegen
+    return peek
+
+
+def _poke(bits):
+    @_intrinsic
+    def poke(typingctx, addr, value):
+        """Store the low {bits} bits of ``value`` at host address ``addr`` (unaligned)."""
+        if not isinstance(addr, _nbt.Integer) or not isinstance(value, _nbt.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], _ll.IntType(bits).as_pointer())
+            v = context.cast(builder, args[1], signature.args[1], _nbt.uint64)
+            builder.store(builder.trunc(v, _ll.IntType(bits)) if bits < 64 else v, ptr, align=1)
+            return context.get_dummy_value()
+
+        return _nbt.void(addr, value), codegen
+    return poke
+
+
+#: loads and stores of 1, 2, 4, 8 bytes at host addresses: global and shared memory in the kernels
+peek1, peek2, peek4, peek8 = (_peek(b) for b in (8, 16, 32, 64))
+poke1, poke2, poke4, poke8 = (_poke(b) for b in (8, 16, 32, 64))
+
+
+@njit(cache=True, nogil=True)
+def find(bases, sizes, addr, n):
+    """The mapped array holding [addr, addr + n), or -1."""
+    for k in range(bases.size):
+        if bases[k] <= addr and addr + np.uint64(n) <= bases[k] + sizes[k]:
+            return k
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def settle(spc, srpc, smask, depth, w):
+    """Pop warp w's finished entries (at their reconvergence block, or with no lane left); False
+    when the warp has nothing left to run."""
+    d = depth[w]
+    while d >= 0:
+        if spc[w, d] != srpc[w, d]:
+            some = False
+            for l in range(32):
+                if smask[w, d, l]:
+                    some = True
+                    break
+            if some:
+                break
+        d -= 1
+    depth[w] = d
+    return d >= 0
+
+
+@njit(cache=True, nogil=True)
+def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
+    """The warp's top entry reaches a conditional branch (``taken``: its guard per lane): all active
+    lanes one way, or a split, as the interpreter's: the top entry waits at ``reconv`` (the branch's
+    immediate post-dominator; an entry that already reconverges there is popped instead), then the
+    taken lanes, then the not-taken ones on top (they run first); no entry starts at ``reconv``."""
+    d = depth[w]
+    act = np.empty(32, np.bool_)
+    nt = 0
+    na = 0
+    for l in range(32):
+        act[l] = smask[w, d, l]
+        if act[l]:
+            na += 1
+            if taken[l]:
+                nt += 1
+    if nt == na:
+        spc[w, d] = target
+    elif nt == 0:
+        spc[w, d] = fall
+    else:
+        if reconv == srpc[w, d]:
+            d -= 1
+        else:
+            spc[w, d] = reconv
+        for blk, want in ((target, True), (fall, False)):
+            if blk == reconv:
+                continue
+            d += 1
+            spc[w, d] = blk
+            srpc[w, d] = reconv
+            for l in range(32):
+                smask[w, d, l] = act[l] and (taken[l] == want)
+        depth[w] = d
+    return settle(spc, srpc, smask, depth, w)
+
+
+@njit(cache=True, nogil=True)
+def leave(spc, srpc, smask, depth, live, w, lanes):
+    """ret / exit of the kernel: the lanes leave every entry of the warp."""
+    for d in range(depth[w] + 1):
+        for l in range(32):
+            if lanes[l]:
+                smask[w, d, l] = False
+    for l in range(32):
+        if lanes[l]:
+            live[w, l] = False
+
+
+@njit(cache=True, nogil=True)
+def _key32(w):
+    """An ordering key of an f32 word (-0 < +0); NaN excluded by the caller."""
+    mag = np.int64(w & _U32(0x7FFFFFFF))
+    return -mag - 1 if w >> _U32(31) else mag
+
+
+@njit(cache=True, nogil=True)
+def fminmax32(a, b, is_max):
+    """min.f32 / max.f32 on words: a NaN loses to a number, two NaNs give the canonical NaN, -0 < +0."""
+    a, b = _U32(a), _U32(b)
+    na = (a & _U32(0x7FFFFFFF)) > _U32(0x7F800000)
+    nb = (b & _U32(0x7FFFFFFF)) > _U32(0x7F800000)
+    if na and nb:
+        return _U32(0x7FFFFFFF)
+    if na:
+        return b
+    if nb:
+        return a
+    ka, kb = _key32(a), _key32(b)
+    if is_max:
+        return a if ka >= kb else b
+    return a if ka <= kb else b
+
+
+@njit(cache=True, nogil=True)
+def bfe(a, pos, ln, bits, signed):
+    """bfe.{u,s}{32,64}: bit i of the result is a[pos + i] for i < len inside a, else the sign bit
+    a[min(pos + len - 1, msb)] (signed, len > 0) or 0."""
+    x = np.uint64(a)
+    pos = np.int64(pos & np.uint64(0xFF))
+    ln = np.int64(ln & np.uint64(0xFF))
+    eff = min(ln, bits - pos)
+    eff = max(0, min(eff, bits))
+    field = np.uint64(0) if pos >= bits else x >> np.uint64(min(pos, bits - 1))
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if eff >= 64 else (np.uint64(1) << np.uint64(eff)) - np.uint64(1)
+    v = field & mask
+    if signed and ln != 0:
+        sb = (x >> np.uint64(max(0, min(pos + ln - 1, bits - 1)))) & np.uint64(1)
+        if sb == np.uint64(1):
+            v = v | ~mask
+    if bits < 64:
+        v = v & ((np.uint64(1) << np.uint64(bits)) - np.uint64(1))
+    return v
+
+
+@njit(cache=True, nogil=True)
+def fail(status, code, line, where, value):
+    """Record why a kernel stopped (status code, PTX line, thread or CTA, address or count)."""
+    status[0] = code
+    status[1] = line
+    status[2] = where
+    status[3] = np.int64(value)
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def all_lanes(act):
+    for l in range(32):
+        if not act[l]:
+            return False
+    return True
+
+
+_RCP, _RSQRT, _SQRT, _EX2, _DIV_FULL = _sfu.RCP, _sfu.RSQRT, _sfu.SQRT, _sfu.EX2, _sfu.DIV_FULL
+
+
+@njit(cache=True, nogil=True)
+def sfu(code, ftz, a, b, d0, d1, seg):
+    """One f32 special-function form (the engine's form code) on one operand word: the jitted unit's
+    own scalar functions (:mod:`warpsim.engine.sfu`)."""
+    a = _U32(a)
+    if code == _RCP:
+        return _sfu._rcp_form(a, ftz, d0)
+    if code == _RSQRT:
+        return _sfu._root_form(a, ftz, d0, d1, True)
+    if code == _SQRT:
+        return _sfu._root_form(a, ftz, d0, d1, False)
+    if code == _EX2:
+        return _sfu._ex2_form(a, ftz, d0, d1, seg)
+    return _sfu._div_form(a, _U32(b), ftz, code == _DIV_FULL, d0)
