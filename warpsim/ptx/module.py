@@ -12,6 +12,7 @@ holds a warp until every warp of its CTA has arrived.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -417,11 +418,18 @@ class Module:
 
     def _choose_engine(self, entry, engine):
         """The engine that runs this launch, recorded in ``last_engine`` (warn when "compiled" cannot)."""
+        if engine is None:
+            engine = os.environ.get("WARPSIM_PTX_ENGINE") or None
+            from .translate import check_engine
+
+            check_engine(engine)
         tr = self.translation(entry) if engine != "interpret" else None
-        if tr is not None and tr.native:
+        if tr is not None and tr.native and (engine == "compiled" or tr.ready()):
             self.last_engine = {"entry": entry, "requested": engine, "engine": "compiled", "reason": None}
             return "compiled"
-        reason = "asked for" if engine == "interpret" else tr.reason
+        reason = "asked for" if engine == "interpret" else tr.reason or (
+            f"{entry}: translates, but its compiled kernel is not built yet (engine='compiled' builds it, once per "
+            "host: its first compile takes seconds to minutes; then engine=None uses it)")
         if engine == "compiled":
             import warnings
 

@@ -63,6 +63,15 @@ class Translation:
     classes: dict = field(default_factory=dict)
     ir: object = field(default=None, repr=False, compare=False)
 
+    def ready(self) -> bool:
+        """Whether the compiled kernel is at hand: built in this process, or in the disk cache for this
+        host (engine=None runs it then; building it is engine="compiled"'s first launch)."""
+        if self.ir is None:
+            return False
+        from .native.kernel import is_built
+
+        return is_built(self.ir)
+
 
 def translate(prog) -> Translation:
     """The translation of a decoded program (``Module.program(entry)``)."""

@@ -53,7 +53,7 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     if why is None:
         params = np.frombuffer(binder.params, np.uint8) if binder.params else np.zeros(1, np.uint8)
         n = grid[0] * grid[1] * grid[2]
-        if kernel.run(ir, module.text, grid, block, shared_bytes, params, memory, 0, n, max_steps):
+        if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps):
             return True
         why = "the host FPU is not in round-to-nearest with subnormals kept"
     if module.last_engine["requested"] == "compiled":

@@ -55,6 +55,7 @@ def _groups(stmts):
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
             "SHJ")
+_CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -228,4 +229,7 @@ def generate(ir, name="native_kernel"):
     L.append("                        state[w] = 2")
     L.append("    return")
     _ = DEADLOCK
-    return "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
+    body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
+    consts = sorted({int(v) for v in _CONST.findall(body)})
+    body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
+    return "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body

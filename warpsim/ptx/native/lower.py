@@ -87,12 +87,12 @@ class Operands:
             if bits != 32:
                 self.fail(f"special register {op} read as {bits}-bit")
             kind, axis, other = m.groups()
-            return {"tid": f"np.uint64(TID_{axis}[t])", "ntid": f"np.uint64(NTID_{axis})",
-                    "ctaid": f"np.uint64(CTAID_{axis})", "nctaid": f"np.uint64(NCTAID_{axis})"}.get(kind) or \
-                {"laneid": "np.uint64(l)", "warpid": "np.uint64(w)", "nwarpid": "np.uint64(W)"}[other]
+            return {"tid": f"TID_{axis}[t]", "ntid": f"NTID_{axis}", "ctaid": f"CTAID_{axis}",
+                    "nctaid": f"NCTAID_{axis}"}.get(kind) or \
+                {"laneid": "np.uint32(l)", "warpid": "np.uint32(w)", "nwarpid": "np.uint32(W)"}[other]
         if op.startswith("%"):
             self.reads.append(op)
-            return f"np.uint64({self._reg(op, bits)})"
+            return self._reg(op, bits)
         if op in self.ir.shared_symbols:
             return f"np.uint64({self.ir.shared_symbols[op]})"
         try:
@@ -134,7 +134,7 @@ class Operands:
             if bits not in (32, 64):
                 self.fail(f"address register {base}")
             self.reads.append(base)
-            return f"np.uint64({self.ir.ref(base)})", "reg", o
+            return self.ir.ref(base), "reg", o
         return base, "symbol", o
 
 
@@ -167,7 +167,7 @@ def _int_arith(o, m):
     d, *s = o.need(n + 1)
     a = [o.src(x, t) for x in s]
     expr = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul.lo": "{0} * {1}", "mad.lo": "{0} * {1} + {2}"}[op]
-    return [f"{o.dst(d, t)} = {expr.format(*a)}"]
+    return [f"{o.dst(d, t)} = {expr.format(*(f'np.uint64({x})' for x in a))}"]
 
 
 @row(r"(?P<op>mul|mad)\.wide\.(?P<st>[us](?:16|32))")
@@ -179,7 +179,7 @@ def _wide(o, m):
     if st[0] == "s":
         prod = _u(f"{_sx(a, bits)} * {_sx(b, bits)}")
     else:
-        prod = f"{a} * {b}"
+        prod = f"np.uint64({a}) * np.uint64({b})"
     dt = f"{st[0]}{2 * bits}"
     if op == "mad":
         prod = f"{prod} + {o.src(s[2], dt)}"

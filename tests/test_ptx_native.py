@@ -1,0 +1,136 @@
+"""The PTX-to-native translator (warpsim.ptx.native): compiled kernels give the interpreter's words, and the
+hardware's where they were captured.  The interpreter is the reference (engine="interpret").
+
+Each kernel here is compiled once per host (numba's disk cache keeps it: a later run loads it)."""
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpsim.ptx as wp
+from warpsim.ptx.translate import TranslationFallbackWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "benchmarks" / "kernels"
+FORMS = Path(__file__).resolve().parent / "ptx" / "data" / "native_forms.ptx"
+
+
+def _both(mod, entry, grid, block, make_args, shared=0):
+    """Output words of the interpreter and of the compiled kernel, for fresh arguments each."""
+    words = {}
+    for engine in ("interpret", "compiled"):
+        args, outs = make_args()
+        mod.launch(entry, grid, block, args, shared, engine=engine, workers=1)
+        assert mod.last_engine["engine"] == engine, mod.last_engine
+        words[engine] = [o.view(np.uint32).copy() for o in outs]
+    return words
+
+
+def _special_words(rng, n):
+    """f32 words: ordinary values, random words, NaN / inf / zero / subnormal / max, small integers."""
+    w = rng.standard_normal(n).astype(np.float32).view(np.uint32)
+    pick = rng.integers(0, 6, n)
+    specials = np.array([0x7FC00000, 0xFFC00001, 0x7F800000, 0xFF800000, 0x80000000, 0, 0x00000001, 0x807FFFFF,
+                         0x7F7FFFFF, 0x3F800000, 0x00800000], np.uint32)
+    w = np.where(pick == 1, rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32), w)
+    w = np.where(pick == 2, specials[rng.integers(0, len(specials), n)], w)
+    w = np.where(pick == 3, rng.integers(-40, 40, n).astype(np.int32).view(np.uint32), w)
+    return w
+
+
+def test_statement_forms_equal_the_interpreter():
+    mod = wp.load(FORMS.read_text())
+    tr = mod.translation("forms")
+    assert tr.native, tr.reason
+    rng = np.random.default_rng(32)
+    x = _special_words(rng, 2 * 64 * 4)
+
+    def make():
+        out = np.zeros(2 * 64 * 40, np.uint32)
+        return [out, x], [out]
+
+    w = _both(mod, "forms", 2, 64, make)
+    a, b = w["interpret"][0], w["compiled"][0]
+    bad = np.nonzero(a != b)[0]
+    assert len(bad) == 0, f"{len(bad)} words differ, first at word {bad[0] % 40} of thread {bad[0] // 40}"
+    assert (a.reshape(128, 40)[:, 37] != 0).any()     # the guarded ret left some threads' last word unwritten
+
+
+@pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
+def test_triton_kernels_equal_the_interpreter(stem):
+    fn = stem.split("_")[1]
+    mod = wp.load((KERNELS / f"{stem}.ptx").read_text())
+    rows, cols = 4, 1024
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    x[1, 5] = np.inf if fn == "layernorm" else x[1, 5]
+    wts = rng.standard_normal(cols).astype(np.float32)
+    bias = rng.standard_normal(cols).astype(np.float32)
+
+    def make():
+        out = np.zeros_like(x)
+        z = [np.zeros(64, np.uint8), np.zeros(64, np.uint8)]
+        args = [out, x, cols, *z] if fn == "softmax" else [out, x, wts, bias, cols, 1e-5, *z]
+        return args, [out]
+
+    w = _both(mod, fn, rows, 128, make, 16)
+    assert np.array_equal(w["interpret"][0], w["compiled"][0])
+    if fn == "softmax":          # and it is a softmax (the interpreter's exactness is tested elsewhere)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        assert np.allclose(w["compiled"][0].view(np.float32), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_engine_none_uses_a_built_kernel():
+    mod = wp.load(FORMS.read_text())
+    x = np.zeros(2 * 64 * 4, np.uint32)
+    out = np.zeros(2 * 64 * 40, np.uint32)
+    mod.launch("forms", 2, 64, [out, x], engine="compiled")       # built (or loaded) by now
+    assert mod.translation("forms").ready()
+    mod.launch("forms", 2, 64, [out, x])
+    assert mod.last_engine == {"entry": "forms", "requested": None, "engine": "compiled", "reason": None}
+
+
+def test_untranslatable_kernels_fall_back_with_the_reason():
+    mod = wp.load((KERNELS / "triton_attention_f16_sm90a.ptx").read_text())
+    tr = mod.translation("attention")
+    assert not tr.native and "wgmma" in tr.reason and "line " in tr.reason
+    text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
+    mod = wp.load(text)
+    x = np.zeros(2 * 64 * 4, np.uint32)
+    out = np.zeros(2 * 64 * 40, np.uint32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mod.launch("forms", 2, 64, [out, x], engine="compiled")
+    fell = [w for w in caught if issubclass(w.category, TranslationFallbackWarning)]
+    assert len(fell) == 1 and "popc.b32" in str(fell[0].message)
+    assert mod.last_engine["engine"] == "interpret"
+
+
+def test_compiled_errors_name_the_line():
+    text = FORMS.read_text().replace("add.s64 %rd4, %rd2, %rd3;", "add.s64 %rd4, %rd2, 4096;")
+    mod = wp.load(text)
+    x = np.zeros(2 * 64 * 4, np.uint32)
+    out = np.zeros(2 * 64 * 40, np.uint32)
+    with pytest.raises(wp.PTXError, match="outside every mapped array") as err:
+        mod.launch("forms", 2, 64, [out, x], engine="compiled")
+    assert err.value.line == text.splitlines().index("\tld.global.v4.b32 {%r10, %r11, %r12, %r13}, [%rd4];") + 1
+
+
+def test_sfu_forms_are_the_engines():
+    """The translator's table of special-function forms computes what warpsim.ptx.sfu_ops.FORMS does."""
+    from warpsim.engine import sfu
+    from warpsim.ptx import sfu_ops
+    from warpsim.ptx.native import rt
+    from warpsim.ptx.native.lower import sfu_forms
+
+    x = _special_words(np.random.default_rng(3), 64)
+    y = _special_words(np.random.default_rng(4), 64)
+    for form, (code, ftz, t0, t1, n) in sfu_forms().items():
+        want = sfu_ops.FORMS[form][0](*((x, y) if n == 2 else (x,)))
+        seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
+        got = [rt.sfu(code, ftz, a, b, sfu.table(t0), sfu.table(t1 or t0), seg) for a, b in zip(x, y)]
+        assert np.array_equal(np.array(got, np.uint32), want), form
