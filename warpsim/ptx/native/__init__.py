@@ -43,8 +43,6 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     why = None
     if cluster != (1, 1, 1):
         why = "clusters of several CTAs are not translated"
-    elif any(v.name for v in module._mod.variables):
-        why = "module-level .global/.const variables are not translated"
     if why is None:
         binder = _Binder(prog, memory)
         _Kernel.bind(binder, args)

@@ -112,7 +112,11 @@ def compiled(ir):
     t0 = time.perf_counter()
     name = f"warpsim_native_{key}"
     path = os.path.join(cache_dir(), name + ".py")
-    if not os.path.exists(path) or open(path).read() != src:
+    have = None
+    if os.path.exists(path):
+        with open(path) as f:
+            have = f.read()
+    if have != src:
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:
             f.write(src)
