@@ -134,3 +134,31 @@ def test_sfu_forms_are_the_engines():
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
         got = [rt.sfu(code, ftz, a, b, sfu.table(t0), sfu.table(t1 or t0), seg) for a, b in zip(x, y)]
         assert np.array_equal(np.array(got, np.uint32), want), form
+
+
+def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):
+    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) run on the
+    compiled engine (WARPSIM_PTX_ENGINE=compiled makes it the default) gives the words an H200 wrote."""
+    pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
+    pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
+    import warpsim.triton as wt
+    from warpsim.hw.golden import open_golden
+    from warpsim.ptx.native import kernel
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import triton_driver_kernels as tk
+
+    monkeypatch.setenv("WARPSIM_PTX_ENGINE", "compiled")
+    before = kernel.LAUNCHES[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TranslationFallbackWarning)
+        with wt.device(arch="sm_90a"):
+            outs, k = tk.CASES["layernorm"][0](lambda t: t)
+    assert kernel.LAUNCHES[0] > before                # the compiled engine ran it
+    z = open_golden(os.path.join(os.path.dirname(__file__), "golden", "triton_driver_sm90.npz"))
+    cap = z.manifest["cases"]["layernorm"]
+    assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"]
+    for name in cap["outputs"]:
+        want = z[f"layernorm.{name}"]
+        got = tk.words(outs[name])
+        assert got.shape == want.shape and int((got != want).sum()) == 0, name

@@ -23,6 +23,8 @@ from . import rt
 from .codegen import generate
 
 _COMPILED: dict = {}
+#: compiled launches run in this process (a counter for tests and reports)
+LAUNCHES = [0]
 #: seconds spent generating and compiling each kernel in this process (key -> seconds), for reports
 COMPILE_SECONDS: dict = {}
 #: LLVM optimisation level of the generated kernels (numba's default is 3)
@@ -169,6 +171,7 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
         finally:
             config.OPT = old
     fn(*args)
+    LAUNCHES[0] += 1
     if key not in _BUILT:
         _BUILT.add(key)
         open(_marker(key), "w").close()
