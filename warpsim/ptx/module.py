@@ -430,15 +430,19 @@ class Module:
         reason = "asked for" if engine == "interpret" else tr.reason or (
             f"{entry}: translates, but its compiled kernel is not built yet (engine='compiled' builds it, once per "
             "host: its first compile takes seconds to minutes; then engine=None uses it)")
+        self._fall_back(entry, engine, reason)
+        return "interpret"
+
+    def _fall_back(self, entry, engine, reason):
+        """The interpreter runs this launch: record why (and warn when "compiled" was asked for)."""
         if engine == "compiled":
             import warnings
 
             from .translate import TranslationFallbackWarning
 
             warnings.warn(f"engine='compiled': running on the interpreter: {reason}", TranslationFallbackWarning,
-                          stacklevel=3)
+                          stacklevel=4)
         self.last_engine = {"entry": entry, "requested": engine, "engine": "interpret", "reason": reason}
-        return "interpret"
 
     def link(self, *others) -> "Module":
         """Resolve this module's ``.extern .func`` declarations with other modules' definitions, as
@@ -568,8 +572,11 @@ class Module:
         if chosen == "compiled":
             from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
 
-            if launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps)):
+            why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
+                                  _Kernel.bind)
+            if why is None:
                 return
+            self._fall_back(entry, engine, f"{entry}: {why}")
         first_batch = None
         if len(batches) > 1 and not prog.cross_cta:
             from .workers import aliased, default_workers, run, run_dask, split

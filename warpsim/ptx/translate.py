@@ -1,18 +1,29 @@
 """Which engine runs a kernel, and why: the front end of the PTX-to-native translator (issue 32).
 
-``launch(..., engine=)`` takes ``None`` (the fastest exact engine for the kernel), ``"interpret"``
-(the statement interpreter of :mod:`warpsim.ptx.module`, the reference) or ``"compiled"`` (native
-code from the translator).  The translator is planned as a compiler over the decoded program:
-decode (:class:`~warpsim.ptx.module._Program`, :mod:`warpsim.ptx.plan`) -> an IR of basic blocks
-whose statements carry their class -> passes (translatability, register types, liveness) -> LLVM
-code through numba / llvmlite, cached on disk by PTX hash, warpsim version and CPU.
+``launch(..., engine=)`` takes ``None`` (the compiled kernel when the entry translates and its kernel is
+built -- in this process or in the disk cache for this host -- else the interpreter; the environment
+variable ``WARPSIM_PTX_ENGINE`` sets another default), ``"interpret"`` (the statement interpreter of
+:mod:`warpsim.ptx.module`, the reference) or ``"compiled"`` (native code from :mod:`warpsim.ptx.native`,
+built on its first launch: numba takes seconds to a minute per kernel, then the disk cache loads it).
 
-**Status: no statement class is compiled to native code yet** (``NATIVE_CLASSES`` is empty), so
-every kernel runs on the interpreter.  :func:`translate` says so per kernel, naming the first
-statement the code generator does not take and counting the statement classes (what a native
-engine must cover first); ``engine="compiled"`` falls back to the interpreter with a
-:class:`TranslationFallbackWarning` carrying that reason, and ``Module.last_engine`` records which
-engine ran the last launch and why.  Words never depend on the engine asked for.
+**What is compiled** (:mod:`warpsim.ptx.native.lower` has the rows): integer add / sub / mul.lo /
+mad.lo / mul.wide / mad.wide / and / or / xor / not / shl / shr / min / max / neg / abs / bfe on 16-,
+32- and 64-bit types, predicate logic; f32 add / sub / mul (``.rn``), ``fma.rn`` / ``mad.rn``, min / max,
+neg / abs; ``setp`` (every comparison, ``.and`` / ``.or`` / ``.xor``, ``p|q``) on integers and f32,
+``selp``, scalar ``mov`` of registers, immediates, shared symbols and ``%tid`` / ``%ntid`` / ``%ctaid`` /
+``%nctaid`` / ``%laneid`` / ``%warpid``; integer ``cvt`` without ``.sat``, ``cvt.rn.f32`` of integers;
+``ld.param`` of kernel parameters, ``ld`` / ``st`` (scalar, ``.v2``, ``.v4``) of the global and shared
+spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
+``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
+``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not).
+
+**What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
+``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
+names the first statement and its class: ``.ftz`` / ``.sat`` / other rounding ALU forms, f64 and
+16-bit float arithmetic, other conversions, ``cp.async``, generic-space and local memory, atomics,
+``mma`` / ``wgmma`` / ``ldmatrix``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches with
+clusters of several CTAs, and hosts whose FPU is not in round-to-nearest with subnormals kept.  Words
+never depend on the engine: tests/test_ptx_native.py compares them.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ reference: ``launch(..., engine="interpret")``.
 
 from __future__ import annotations
 
-import warnings
-
 
 class _Binder:
     """What ``_Kernel.bind`` needs to lay out a launch's arguments: map arrays, keep the blob."""
@@ -30,32 +28,24 @@ class _Mapper:
         return self.glob.map(arr)
 
 
-def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_bytes, memory, max_steps):
-    """Run a launch on the entry's compiled kernel; False (nothing run) when it must go to the
-    interpreter instead: clusters of several CTAs, or a host FPU not in its IEEE default state."""
+def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_bytes, memory, max_steps, bind):
+    """Run a launch on the entry's compiled kernel (``bind``: the interpreter's argument binding, so
+    both engines lay out parameters and map arrays alike).  Returns None, or why it must go to the
+    interpreter instead (nothing has run then): clusters of several CTAs, a host FPU not in its IEEE
+    default state."""
     import numpy as np
 
-    from ..module import _Kernel
-    from ..translate import TranslationFallbackWarning
     from . import kernel
 
     ir = module.translation(entry).ir
-    why = None
     if cluster != (1, 1, 1):
-        why = "clusters of several CTAs are not translated"
-    if why is None:
-        binder = _Binder(prog, memory)
-        _Kernel.bind(binder, args)
-        if {k: v[0] for k, v in ir.param_offsets.items()} != binder.param_offsets:
-            why = "the parameter layout differs from the translator's"
-    if why is None:
-        params = np.frombuffer(binder.params, np.uint8) if binder.params else np.zeros(1, np.uint8)
-        n = grid[0] * grid[1] * grid[2]
-        if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps):
-            return True
-        why = "the host FPU is not in round-to-nearest with subnormals kept"
-    if module.last_engine["requested"] == "compiled":
-        warnings.warn(f"engine='compiled': running on the interpreter: {why}", TranslationFallbackWarning,
-                      stacklevel=3)
-    module.last_engine.update(engine="interpret", reason=f"{entry}: {why}")
-    return False
+        return "clusters of several CTAs are not translated"
+    binder = _Binder(prog, memory)
+    bind(binder, args)
+    if {k: v[0] for k, v in ir.param_offsets.items()} != binder.param_offsets:
+        return "the parameter layout differs from the translator's"
+    params = np.frombuffer(binder.params, np.uint8) if binder.params else np.zeros(1, np.uint8)
+    n = grid[0] * grid[1] * grid[2]
+    if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps):
+        return None
+    return "the host FPU is not in round-to-nearest with subnormals kept"

@@ -54,7 +54,7 @@ def _groups(stmts):
 
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
-            "SHJ")
+            "SHJ", "SA", "SB", "SO")
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 

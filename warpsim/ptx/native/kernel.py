@@ -1,7 +1,7 @@
 """Compiled kernels: generate, compile (numba, never fastmath), cache, and run a launch.
 
-The generated source is written to a file named by a key of that source, warpsim's
-version and the digests of the translator and of the jitted code it calls, and numba caches the
+The generated source is written to a file named by a key of that source and the digests of
+warpsim's version, the translator and the jitted code it calls, and numba caches the
 machine code beside it (``cache=True``: numba keys its entries by the CPU as well), so a second
 process loads the kernel instead of compiling it.  The directory is ``WARPSIM_NATIVE_CACHE``, else
 ``~/.cache/warpsim/native``.  In a process, a kernel is compiled once per (key) and kept.
@@ -32,11 +32,13 @@ OPT_LEVEL = int(os.environ.get("WARPSIM_NATIVE_OPT", "1"))
 
 
 def _digest():
+    """Digest of warpsim's version (its __init__.py), the translator and the jitted code it calls."""
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    eng = os.path.join(os.path.dirname(os.path.dirname(here)), "engine")
+    pkg = os.path.dirname(os.path.dirname(here))
     for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + \
-            [os.path.join(eng, "sfu.py"), os.path.join(eng, "hostfpu.py")]:
+            [os.path.join(pkg, "engine", "sfu.py"), os.path.join(pkg, "engine", "hostfpu.py"),
+             os.path.join(pkg, "__init__.py")]:
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]
@@ -52,12 +54,10 @@ def cache_dir():
 
 
 def _key(src):
-    from ... import __version__
-
     if not _DIGEST:
         _DIGEST.append(_digest())
     h = hashlib.sha256()
-    for part in (src, __version__, _DIGEST[0], sys.version, np.__version__):
+    for part in (src, _DIGEST[0], sys.version, np.__version__):
         h.update(str(part).encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -95,6 +95,7 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
+from warpsim.engine.sfu import _f32_range as sfu_range
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,

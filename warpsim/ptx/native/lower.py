@@ -494,13 +494,26 @@ def sfu_forms():
 
 
 def _sfu(o, opcode):
+    """One call of the unit's range kernel per warp on the active lanes' operands: its loop issues the
+    table loads of all of them before using any (the tables miss the caches for random operands)."""
     code, ftz, t0, t1, nsrc = sfu_forms()[opcode]
     d, *s = o.need(nsrc + 1)
     srcs = [o.src(x, "f32") for x in s]
+    dst = o.dst(d, "f32")
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
-    return [f"{o.dst(d, 'f32')} = rt_sfu({code}, {ftz}, {srcs[0]}, {b}, TAB_{t0}, TAB_{t1 or t0}, {seg})"], \
-        (t0, t1 or t0)
+    return ["_n = 0",
+            "for l in range(32):",
+            "    if act[l]:",
+            "        t = base + l",
+            f"        SA[_n] = {srcs[0]}",
+            f"        SB[_n] = {b}",
+            "        SHJ[_n] = l",
+            "        _n += 1",
+            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg})",
+            "for _i in range(_n):",
+            "    t = base + SHJ[_i]",
+            f"    {dst} = SO[_i]"], (t0, t1 or t0)
 
 
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\Z")
@@ -522,7 +535,7 @@ def lower(ir, st):
         return Lowered("bar")
     if op in sfu_forms():
         lines, tabs = _sfu(o, op)
-        return Lowered("lane", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
+        return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
     mm = _LDST.match(op)
     if mm:
         return Lowered("lane", lower_memory(o, mm), reads=tuple(o.reads), writes=tuple(o.writes))
