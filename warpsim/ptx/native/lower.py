@@ -530,6 +530,8 @@ def lower(ir, st):
             o.fail(f"{op} with operands")
         return Lowered("ret")
     if _BAR.match(op):
+        if st.guard is not None:
+            o.fail(f"a guarded {op}")
         if len(st.operands) != 1 or parse_int(str(st.operands[0])) is None or not 0 <= parse_int(st.operands[0]) <= 15:
             o.fail(f"{op} with operands other than an immediate barrier number")
         return Lowered("bar")

@@ -141,6 +141,9 @@ def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
     elif nt == 0:
         spc[w, d] = fall
     else:
+        if d + 2 >= spc.shape[1]:
+            raise RuntimeError("warpsim.ptx.native: the reconvergence stack is full (nested divergence deeper than "
+                               "the translator allows)")
         if reconv == srpc[w, d]:
             d -= 1
         else:
