@@ -121,10 +121,10 @@ def test_compiled_errors_name_the_line():
 
 
 def test_sfu_forms_are_the_engines():
-    """The translator's table of special-function forms computes what warpsim.ptx.sfu_ops.FORMS does."""
+    """The translator's table of special-function forms (engine form code, .ftz, tables) computes, through the
+    unit's range kernel the compiled code calls, what warpsim.ptx.sfu_ops.FORMS does."""
     from warpsim.engine import sfu
     from warpsim.ptx import sfu_ops
-    from warpsim.ptx.native import rt
     from warpsim.ptx.native.lower import sfu_forms
 
     x = _special_words(np.random.default_rng(3), 64)
@@ -132,8 +132,9 @@ def test_sfu_forms_are_the_engines():
     for form, (code, ftz, t0, t1, n) in sfu_forms().items():
         want = sfu_ops.FORMS[form][0](*((x, y) if n == 2 else (x,)))
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
-        got = [rt.sfu(code, ftz, a, b, sfu.table(t0), sfu.table(t1 or t0), seg) for a, b in zip(x, y)]
-        assert np.array_equal(np.array(got, np.uint32), want), form
+        got = np.zeros(64, np.uint32)
+        sfu._f32_range(code, ftz, x, y if n == 2 else x, got, 0, 64, sfu.table(t0), sfu.table(t1 or t0), seg)
+        assert np.array_equal(got, want), form
 
 
 def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):

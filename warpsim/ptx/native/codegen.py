@@ -13,7 +13,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES
-from .rt import DEADLOCK, DIVERGED_BARRIER, MAX_STEPS
+from .rt import DIVERGED_BARRIER, MAX_STEPS
 
 _DT = {1: "np.bool_", 8: "np.uint8", 16: "np.uint16", 32: "np.uint32", 64: "np.uint64"}
 
@@ -72,7 +72,7 @@ class _Functions:
         name = f"g{len(self.defs)}"
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used)
-        self.defs.append([f"@njit(cache=True, nogil=True)", f"def {name}({', '.join(args)}):"] +
+        self.defs.append(["@njit(cache=True, nogil=True)", f"def {name}({', '.join(args)}):"] +
                          ["    " + x for x in body] + ["    return 0", ""])
         return f"{name}({', '.join(args)})"
 
@@ -148,7 +148,7 @@ def _block_body(ir, b, ind, funcs):
 
 def generate(ir, name="native_kernel"):
     """The Python source of the kernel function ``name`` (to be compiled with numba's njit)."""
-    zeroed, allregs = ir.zeroed
+    zeroed, _ = ir.zeroed
     tabs = ir.sfu_tables
     L = []
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "PARAMS", "BASES", "SIZES", "dyn_smem",
@@ -228,7 +228,6 @@ def generate(ir, name="native_kernel"):
     L.append("                    if not rt_settle(spc, srpc, smask, depth, w):")
     L.append("                        state[w] = 2")
     L.append("    return")
-    _ = DEADLOCK
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)

@@ -15,7 +15,6 @@ from llvmlite import ir as _ll
 from numba import types as _nbt
 from numba.extending import intrinsic as _intrinsic
 
-from ...engine import sfu as _sfu
 
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
@@ -235,21 +234,3 @@ def all_lanes(act):
             return False
     return True
 
-
-_RCP, _RSQRT, _SQRT, _EX2, _DIV_FULL = _sfu.RCP, _sfu.RSQRT, _sfu.SQRT, _sfu.EX2, _sfu.DIV_FULL
-
-
-@njit(cache=True, nogil=True)
-def sfu(code, ftz, a, b, d0, d1, seg):
-    """One f32 special-function form (the engine's form code) on one operand word: the jitted unit's
-    own scalar functions (:mod:`warpsim.engine.sfu`)."""
-    a = _U32(a)
-    if code == _RCP:
-        return _sfu._rcp_form(a, ftz, d0)
-    if code == _RSQRT:
-        return _sfu._root_form(a, ftz, d0, d1, True)
-    if code == _SQRT:
-        return _sfu._root_form(a, ftz, d0, d1, False)
-    if code == _EX2:
-        return _sfu._ex2_form(a, ftz, d0, d1, seg)
-    return _sfu._div_form(a, _U32(b), ftz, code == _DIV_FULL, d0)
