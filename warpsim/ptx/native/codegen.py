@@ -55,6 +55,9 @@ def _groups(stmts):
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
             "SHJ", "SA", "SB", "SO")
+#: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
+#: big function more slowly still
+CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
@@ -85,9 +88,9 @@ def _group_lines(ir, items):
         g = _guard(ir, st)
         if g:              # a guarded warp statement runs on the lanes whose guard holds
             body += ["GACT = np.zeros(32, np.bool_)", "for l in range(32):", "    t = base + l",
-                     f"    GACT[l] = act[l] and {g}", "act = GACT"]
+                     f"    GACT[l] = act[l] and {g}", "_act0 = act", "act = GACT"]
             regs.add(st.guard[1])
-        body += low.lines
+        body += low.lines + (["act = _act0"] if g else [])
         regs.update(low.reads + low.writes)
         return body, regs
     body = ["for l in range(32):", "    if act[l]:", "        t = base + l"]
@@ -105,10 +108,17 @@ def _group_lines(ir, items):
 def _block_body(ir, b, ind, funcs):
     lines = []
     pad = " " * ind
-    for kind, items in _groups(b.stmts):
-        body, regs = _group_lines(ir, items)
-        lines.append(f"{pad}if {funcs.add(body, regs)}:")
-        lines.append(f"{pad}    return")
+    chunk, regs, size = [], set(), 0
+    groups = _groups(b.stmts)
+    for i, (kind, items) in enumerate(groups):
+        body, r = _group_lines(ir, items)
+        chunk += body
+        regs |= r
+        size += len(items)
+        if size >= CHUNK or i == len(groups) - 1:
+            lines.append(f"{pad}if {funcs.add(chunk, regs)}:")
+            lines.append(f"{pad}    return")
+            chunk, regs, size = [], set(), 0
     last_st, last = b.stmts[-1]
     nxt = b.next
     settle = f"{pad}if not rt_settle(spc, srpc, smask, depth, w):\n{pad}    state[w] = 2"
