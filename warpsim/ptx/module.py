@@ -505,8 +505,9 @@ class Module:
         engine: None (the compiled kernel when the entry translates, else the interpreter), "interpret"
         (the reference) or "compiled" (native code from :mod:`warpsim.ptx.native`; a kernel that does
         not translate runs on the interpreter with a ``TranslationFallbackWarning`` naming why:
-        :mod:`warpsim.ptx.translate`).  ``last_engine`` records which engine ran and why.  Returns
-        nothing.
+        :mod:`warpsim.ptx.translate`; the compiled kernel runs the whole grid in this process, so
+        ``workers`` and ``client`` apply to the interpreter only).  ``last_engine`` records which engine
+        ran and why.  Returns nothing.
         """
         from .translate import check_engine
 
