@@ -35,7 +35,7 @@ def _verdicts(fam):
 
 def _has_row(op):
     if op.startswith("barrier.cluster."):       # the scheduler's own statement (warpsim.ptx.module)
-        from warpsim.ptx.module import _CLUSTER_BAR
+        from warpsim.ptx.simt import _CLUSTER_BAR
         return _CLUSTER_BAR.match(op) is not None
     return lookup(op) is not None
 

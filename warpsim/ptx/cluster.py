@@ -6,7 +6,7 @@ offset), the per-warpgroup register budget of ``setmaxnreg`` and the warps an ``
 has blocked.  The rows below (``elect.sync``, ``mapa``, ``mbarrier.*``, ``cp.async.bulk*``,
 ``cp.reduce.async.bulk*``, ``prefetch.tensormap``, ``tensormap.*``, ``setmaxnreg``,
 ``griddepcontrol``) hold the semantics; the data movement of a TMA box is
-:mod:`warpsim.ptx.tma`'s.  ``barrier.cluster.*`` belongs to the scheduler (``module.py``).
+:mod:`warpsim.ptx.tma`'s.  ``barrier.cluster.*`` belongs to the scheduler (``simt.py``).
 
 Addresses.  A ``.shared::cta`` address is an offset into the executing CTA's shared memory.  A
 ``.shared::cluster`` address is the same offset for the executing CTA, and ``(rank + 1) << 24 |
