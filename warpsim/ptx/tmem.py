@@ -449,8 +449,8 @@ def mma(tmem: TensorMemory, op, d_taddr, a_desc, b_desc, idesc, smem, *, enable_
     if op.ashift and a_taddr is None:
         raise ValueError(f"{op.opcode}: .ashift needs A in tensor memory")
     if op.sparse != (meta_taddr is not None):
-        raise ValueError(f"{op.opcode}: {'a sparse MMA needs' if op.sparse else 'a dense MMA takes no'} sparsity "
-                         "metadata address (meta_taddr)")
+        raise ValueError(f"{op.opcode}: {'a sparse MMA needs the' if op.sparse else 'a dense MMA takes no'} "
+                         "sparsity-metadata address (meta_taddr)")
     if (op.cta_group == 2) != (peer is not None):
         raise ValueError(f"{op.opcode}: {'cta_group::2 needs' if op.cta_group == 2 else 'cta_group::1 takes no'} the "
                          "peer CTA's (tensor memory, shared memory)")
