@@ -111,8 +111,10 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     """
     op = _t.parse_tcgen05(instruction)
     if op.sparse and op.block_scaled:
-        raise NotImplementedError(f"{op.opcode}: block-scaled sparse tcgen05.mma is not wired (its zero-term rule "
-                                  "makes the kept-products sum differ from the logical one); the dense spellings are")
+        raise NotImplementedError(f"{op.opcode}: block-scaled sparse tcgen05.mma is not wired here (its zero-term rule "
+                                  "makes the kept-products sum differ from the logical one, and a logical A cannot say "
+                                  "which zeros were kept); warpsim.tcgen05_mma runs it from the stored elements and "
+                                  "their metadata (meta_taddr)")
     A, B = np.asarray(A), np.asarray(B)
     if op.sparse:
         _check_sparsity(op, A)

@@ -20,6 +20,11 @@ and the lanes.  Everything here is synchronous, so the waits and fences only che
 arguments.  Modelled from the PTX ISA (no B200 was available): the 32x32b thread mapping is the
 PTX ISA's one-lane-per-thread picture; the 16-lane shapes follow its figures as read (rows 0-7 and
 8-15 of the 16 lanes like the ``mma`` accumulator fragment); see docs/tcgen05.md.
+
+:func:`mma` runs every ``tcgen05.mma`` spelling: D placed by the PTX ISA's data-path table
+(:data:`DATAPATH`, layouts A-G; their lane placement beyond row i in lane i is a guess), ``.ws`` and
+the collector buffers, sparse A with its metadata in tensor memory, and ``cta_group::2`` across the
+CTA pair.
 """
 
 from __future__ import annotations
