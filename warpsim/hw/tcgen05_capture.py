@@ -27,9 +27,11 @@ import tempfile
 
 import numpy as np
 
-# (spelling, A type, B type, D type, N[, "atmem"]): M = 128, cta_group::1, dense, A and B from descriptors --
-# or, with "atmem", A from tensor memory (its cells in the scale-cell columns from SF_COL_A; layout and
-# .ashift are warpsim's guesses, warpsim.ptx.tmem.read_a, which these cases would settle)
+# (spelling, A type, B type, D type, N[, flags]): cta_group::1, A and B from descriptors, M = 128 -- or
+# M = 64 with "m64" (data-path layout F, or E with .ws); with "atmem", A from tensor memory (its cells in the
+# scale-cell columns from SF_COL_A; layout and .ashift are warpsim's guesses, warpsim.ptx.tmem.read_a,
+# which these cases would settle).  Sparse spellings keep their metadata in tensor memory from META_COL
+# (warpsim.ptx.tmem.sparse_columns: a guessed place these cases would settle too).
 CASES = (
     ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 64),
     ("tcgen05.mma.cta_group::1.kind::f16", "bf16", "bf16", "f32", 32),
@@ -43,9 +45,14 @@ CASES = (
     ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 32, "atmem"),
     ("tcgen05.mma.cta_group::1.kind::f16.ashift.collector::a::discard", "bf16", "bf16", "f32", 32, "atmem"),
     ("tcgen05.mma.cta_group::1.kind::tf32", "tf32", "tf32", "f32", 32, "atmem"),
+    ("tcgen05.mma.ws.cta_group::1.kind::f16", "f16", "f16", "f32", 64, "m64"),
+    ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 32, "m64"),
+    ("tcgen05.mma.sp.cta_group::1.kind::f16", "f16", "f16", "f32", 32),
+    ("tcgen05.mma.sp.cta_group::1.kind::mxf8f6f4.block_scale", "e4m3", "e4m3", "f32", 32),
 )
 NCOLS = 256     # tensor-memory columns allocated per kernel: D from column 0, scale cells from column 128
 SF_COL_A, SF_COL_B = 128, 136
+META_COL = SF_COL_A + 4      # sparsity metadata: up to 4 cells per row between the A and B scale cells
 
 _PRELUDE = r"""
 #include <cstdint>
@@ -86,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restri
     const unsigned long long base = (unsigned long long)(smem_u32(sm) >> 4);
     asm volatile("{{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n {mma}\n}}"
                  :: "r"(tmem), "l"(adesc + base), "l"(bdesc + base), "r"(idesc), "r"(enable_d),
-                    "r"(tmem + {sfa}), "r"(tmem + {sfb}));
+                    "r"(tmem + {sfa}), "r"(tmem + {sfb}), "r"(tmem + {meta}));
     asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(smem_u32(&mbar)));
   }}
   asm volatile("{{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}}"
@@ -107,18 +114,17 @@ extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restri
 
 
 def _mma_statement(spelling: str, a_tmem: bool = False) -> str:
-    if a_tmem:
-        return spelling + " [%0], [%5], %2, %3, p;"
-    if ".block_scale" in spelling:
-        return spelling + " [%0], %1, %2, %3, [%5], [%6], p;"
-    return spelling + " [%0], %1, %2, %3, p;"
+    a = "[%5]" if a_tmem else "%1"
+    meta = ", [%7]" if ".sp." in spelling else ""
+    scales = ", [%5], [%6]" if ".block_scale" in spelling else ""
+    return f"{spelling} [%0], {a}, %2{meta}, %3{scales}, p;"
 
 
 def kernel_source(cases=CASES) -> str:
     """CUDA source with one kernel per case (``tc05_<i>``)."""
     parts = [_PRELUDE]
     for i, (sp, _, _, _, n, *rest) in enumerate(cases):
-        parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B,
+        parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B, meta=META_COL,
                                     mma=_mma_statement(sp, "atmem" in rest)))
     return "\n".join(parts)
 
@@ -145,7 +151,9 @@ def case_inputs(case, seed: int):
 
     sp, at, bt, dt, n, *rest = case
     op = t5.parse_tcgen05(sp)
-    k = TCGEN05_K[op.kind]
+    k = TCGEN05_K[op.kind] * (2 if op.sparse else 1)     # logical K
+    ka = k // 2 if op.sparse else k                        # A's stored elements per row
+    m = 64 if "m64" in rest else 128
     rng = np.random.default_rng(seed)
 
     def bits(t, shape):
@@ -157,17 +165,17 @@ def case_inputs(case, seed: int):
 
         return _values_to_bits(vals.astype(np.float32 if t == "tf32" else e.numpy_dtype), e)
 
-    A, B = bits(at, (128, k)), bits(bt, (n, k))        # B as B^T (N, K)
+    A, B = bits(at, (m, ka)), bits(bt, (n, k))         # B as B^T (N, K)
     cont = 8 if op.kind in ("f8f6f4", "mxf8f6f4") else TYPES[at].bits
-    da, sa = S.dense_layout(128, cont, "K", "none", 0)
+    da, sa = S.dense_layout(m, cont, "K", "none", 0, kbytes=ka * cont // 8)
     b0 = -(-sa // 1024) * 1024
-    db, sb = S.dense_layout(n, cont, "K", "none", b0, kbytes=32)
+    db, sb = S.dense_layout(n, cont, "K", "none", b0, kbytes=k * cont // 8)
     img = np.zeros((1, b0 + sb), np.uint8)
     S.write_operand(img, da, A[None], cont)
     S.write_operand(img, db, B[None], cont)
     to100 = lambda d: t5.encode_smem_desc(*(lambda x: (x.start, x.lbo, x.sbo))(S.decode_descriptor(d)))  # noqa: E731
     stype = ("ue4m3" if op.scale_block == 16 else "ue8m0") if op.block_scaled else None
-    idesc = t5.encode_idesc(op.kind, at, bt, dt, 128, n, scale_type=stype)
+    idesc = t5.encode_idesc(op.kind, at, bt, dt, m, n, scale_type=stype, sparse=op.sparse)
     cbits = 16 if dt == "f16" else 32
     C = rng.integers(0, 4, (128, n)).astype(np.float32)
     cw = (C.astype(np.float16).view(np.uint16).astype(np.uint32) if cbits == 16 else
@@ -185,6 +193,10 @@ def case_inputs(case, seed: int):
         per = 32 // cont
         cells = (A.reshape(128, -1, per) << (cont * np.arange(per, dtype=np.uint64))).sum(axis=2)
         sf[:, :cells.shape[1]] = cells.astype(np.uint32)
+    if op.sparse:         # two distinct sorted 2-bit indices per group of four, 16 per cell, row i in lane i
+        idx = np.sort(np.argsort(rng.random((m, ka // 2, 4)), axis=-1)[..., :2], axis=-1).reshape(m, ka).astype(np.uint64)
+        cells = (idx.reshape(m, -1, 16) << (2 * np.arange(16, dtype=np.uint64))).sum(axis=2)
+        sf[:m, META_COL - SF_COL_A:META_COL - SF_COL_A + cells.shape[1]] = cells.astype(np.uint32)
     return dict(img=img[0], adesc=to100(da), bdesc=to100(db), idesc=idesc, c=np.ascontiguousarray(cw),
                 sf=sf, A=A, B=B)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
-from warpsim.hw.tcgen05_capture import NCOLS, SF_COL_A, SF_COL_B  # noqa: E402
+from warpsim.hw.tcgen05_capture import META_COL, NCOLS, SF_COL_A, SF_COL_B  # noqa: E402
 
 
 def model_d(case, inp, enable_d=True):
@@ -33,6 +33,8 @@ def model_d(case, inp, enable_d=True):
     adesc = int(inp["adesc"])
     if "atmem" in rest:           # A from tensor memory (its cells where the scale cells go)
         kw, adesc = dict(a_taddr=SF_COL_A), None
+    if ".sp." in sp:
+        kw["meta_taddr"] = META_COL
     warpsim.tcgen05_mma(sp, tm, 0, adesc, int(inp["bdesc"]), int(inp["idesc"]), smem=inp["img"],
                         enable_input_d=enable_d, **kw)
     return tm.cells[:, :n].copy()
