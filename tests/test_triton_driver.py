@@ -29,34 +29,39 @@ import triton_driver_kernels as tk  # noqa: E402
 CAPTURE = os.path.join(HERE, "golden", "triton_driver_sm90.npz")
 _Z = open_golden(CAPTURE)
 _MANIFEST = _Z.manifest["cases"]
+#: issue 29's kernels (normalization, activations, loss, attention; tk.SFU_CASES), captured on an H200
+_ZS = open_golden(os.path.join(HERE, "golden", "triton_driver_sfu_sm90.npz"))
+_SUITES = {"tutorial": (tk.CASES, _Z), "sfu": (tk.SFU_CASES, _ZS)}
 
 _runs: dict = {}
 
 
-def _run(name):
-    """Run one case under the driver once per session: (output words by name, compiled kernel)."""
+def _run(name, cases=tk.CASES):
+    """Run one case under the driver once per session: (output words by name, compiled kernel).  A case of
+    ``tk.TARGET`` compiles for that target and runs with Hopper's numerics (the GPU JIT-compiled its PTX)."""
     if name not in _runs:
-        with wt.device(arch="sm_90a"):
-            outs, k = tk.CASES[name][0](lambda t: t)
+        with wt.device(arch=tk.TARGET.get(name, "sm_90a"), device="sm_90a"):
+            outs, k = cases[name][0](lambda t: t)
         _runs[name] = ({o: tk.words(t) for o, t in outs.items()}, k)
     return _runs[name]
 
 
 def _params():
-    for name, (_, sfu) in tk.CASES.items():
-        for out in _MANIFEST[name]["outputs"]:
-            # outputs through the special-function unit (ex2, rcp, rsqrt, div.full) are strict too: the SFU is exact
-            yield pytest.param(name, out, id=f"{name}.{out}")
+    for suite, (cases, z) in _SUITES.items():
+        for name in cases:
+            for out in z.manifest["cases"][name]["outputs"]:
+                yield pytest.param(suite, name, out, id=f"{name}.{out}")
 
 
-@pytest.mark.parametrize("name,out", list(_params()))
-def test_driver_matches_hopper_words(name, out):
-    cap = _MANIFEST[name]
+@pytest.mark.parametrize("suite,name,out", list(_params()))
+def test_driver_matches_hopper_words(suite, name, out):
+    cases, z = _SUITES[suite]
+    cap = z.manifest["cases"][name]
     assert cap["ok"] and cap["deterministic"], cap
-    got, k = _run(name)
+    got, k = _run(name, cases)
     assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"], \
         "the PTX Triton compiles here is not the code compiled on the GPU (another Triton or ptxas?)"
-    want = _Z[f"{name}.{out}"]
+    want = z[f"{name}.{out}"]
     assert got[out].shape == want.shape
     bad = int((got[out] != want).sum())
     assert bad == 0, f"{bad} of {want.size} words differ"

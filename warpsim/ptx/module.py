@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .cluster import ClusterState
+from .contraction import contract
 from .memory import PARAM_WINDOW, GlobalMemory, Memory
 from .regfile import Warp
 from .spellings import canonical
@@ -161,6 +162,7 @@ class _Program:
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
         check_module_target(self.code, mod.target)
+        contract(self.code, self.functions.values())
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
