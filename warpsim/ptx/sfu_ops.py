@@ -118,7 +118,7 @@ def ex2_approx(a, ftz):
     return _patch(sfu.ex2(a), low, slow, a)
 
 
-def _div_operands(a, b, ftz, full):
+def _div_operands(a, b, ftz, full, mufu_rcp=sfu.rcp):
     """(MUFU.RCP of the divisor, dividend), both scaled as the form scales them: ``div.full`` by 1/4 for a
     divisor above 2**126, non-.ftz forms by 2**24 for one below 2**-126."""
     big = _abs_gt(b, _TWO_126) if full else np.zeros(b.shape, bool)
@@ -126,7 +126,7 @@ def _div_operands(a, b, ftz, full):
     quarter, k = _const(0.25, b), _const(2.0 ** 24, b)
     a = np.where(big, fmul32(a, quarter, ftz), np.where(small, fmul32(a, k), a))
     b = np.where(big, fmul32(b, quarter, ftz), np.where(small, fmul32(b, k), b))
-    return sfu.rcp(b), a
+    return mufu_rcp(b), a
 
 
 def _div_scaled(a, b, ftz, full):
@@ -142,7 +142,8 @@ def div_contracted(a, b, c, form, op):
     FFMA(RCP(b'), a', c) rounded once -- ``sub`` negates c, ``rsub`` (c - a / b) the dividend."""
     a, b, c = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in (a, b, c)))
     ftz = ".ftz" in form
-    r, a = _div_operands(a, b, ftz, form.startswith("full"))
+    # rcp.approx.ftz.f32 is the MUFU alone: its jitted form reads one table, not all of numerics.sfu's
+    r, a = _div_operands(a, b, ftz, form.startswith("full"), FORMS["rcp.approx.ftz.f32"][0])
     if op == "sub":
         c = c ^ _SIGN32
     elif op == "rsub":

@@ -1,0 +1,58 @@
+"""ptxas' merge of a division into the add / sub reading it (warpsim.ptx.contraction).
+
+Which pairs merge was read off the SASS ptxas 13 writes for sm_90a (docs/sfu.md); the hardware words of the
+Triton RMSNorm capture (tests/test_triton_driver.py, rmsnorm.rstd) need it.  Here: the rewrite follows the
+SASS for each variant, and a worked example where one rounding and two differ.
+"""
+
+import numpy as np
+import pytest
+
+import warpsim.ptx as wp
+from warpsim.ptx.sfu_ops import FORMS
+
+HEAD = ".version 8.7\n.target sm_90a\n.address_size 64\n"
+
+
+def _module(body):
+    return wp.load(HEAD + ".visible .entry k(.param .u64 out, .param .f32 pa, .param .f32 pb, .param .f32 pc)\n{\n"
+                   ".reg .f32 %f<12>;\n.reg .b64 %rd<4>;\n.reg .pred %p<3>;\n"
+                   "ld.param.u64 %rd1, [out];\nld.param.f32 %f4, [pa];\nld.param.f32 %f5, [pb];\n"
+                   "ld.param.f32 %f6, [pc];\n" + body + "\nret;\n}\n")
+
+
+_STORE = "st.global.f32 [%rd1], %f8;"
+
+
+@pytest.mark.parametrize("body,merged", [
+    ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", "contracted.div.full.f32.add.f32"),
+    ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f6, %f7;", "contracted.div.full.f32.add.f32"),
+    ("div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;", "contracted.div.full.f32.sub.f32"),
+    ("div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f6, %f7;", "contracted.div.full.f32.rsub.f32"),
+    ("div.full.ftz.f32 %f7, %f4, %f5;\nadd.ftz.f32 %f8, %f7, %f6;", "contracted.div.full.ftz.f32.add.f32"),
+    ("div.approx.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", "contracted.div.approx.f32.add.f32"),
+    # SASS: FMUL then FADD -- a second reader, a rounding modifier, .ftz on one side only, another block
+    ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;\nst.global.f32 [%rd1+4], %f7;", None),
+    ("div.full.f32 %f7, %f4, %f5;\nadd.rn.f32 %f8, %f7, %f6;", None),
+    ("div.full.ftz.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", None),
+    ("div.full.f32 %f7, %f4, %f5;\nsetp.gt.f32 %p1, %f6, 0f00000000;\n@%p1 bra L1;\n"
+     "st.global.f32 [%rd1+8], %f6;\nL1:\nadd.f32 %f8, %f7, %f6;", None),
+    # the dividend rewritten between them: the merged FFMA would read another value
+    ("div.full.f32 %f7, %f4, %f5;\nmov.f32 %f4, 0f40000000;\nadd.f32 %f8, %f7, %f6;", None),
+])
+def test_merged_where_ptxas_merges(body, merged):
+    prog = _module(body + "\n" + _STORE).program("k")
+    adds = [st.opcode for st in prog.code if st.opcode.startswith(("add", "sub", "contracted"))]
+    assert adds[-1] == (merged or adds[-1]) and (merged is not None) == adds[-1].startswith("contracted")
+
+
+def test_one_rounding_where_two_differ():
+    """3 / 3 - 1: MUFU.RCP(3) is 0x3eaaaaab (the exhaustively verified table), 3 * that is 1 + 2**-25
+    exactly; FMUL rounds it to 1 (then 1 - 1 = 0), the merged FFMA keeps it: 2**-25."""
+    assert int(FORMS["rcp.approx.ftz.f32"][0](np.array([np.float32(3).view(np.uint32)]))[0]) == 0x3EAAAAAB
+    out = np.zeros(2, np.float32)
+    _module("div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;\n" + _STORE + "\n"
+            "div.full.f32 %f9, %f4, %f5;\nsub.rn.f32 %f10, %f9, %f6;\nst.global.f32 [%rd1+4], %f10;").launch(
+        "k", 1, 32, [out, 3.0, 3.0, 1.0])
+    assert out[0] == np.float32(2.0 ** -25) and out[1] == 0.0
+    assert wp.instruction_status("contracted.div.full.f32.sub.f32")[0] == "verified"
