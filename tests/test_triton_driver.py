@@ -248,17 +248,54 @@ def _tuned_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2 - BLOCK, mask=m)
 
 
-def test_autotune_keeps_the_first_config_and_heuristics_apply():
-    """Every config runs once and ties (0 ms), so Triton's choice is the first listed; heuristics see BLOCK."""
+def test_autotune_keeps_the_first_config_says_so_and_heuristics_apply(caplog):
+    """Every config runs once and ties (0 ms), so Triton's choice is the first listed -- logged, naming it;
+    heuristics see BLOCK."""
     x = torch.arange(256, dtype=torch.float32)
     y = torch.zeros(256)
-    with wt.device("sm_90a"):
+    _tuned_kernel.cache.clear()
+    with wt.device("sm_90a"), caplog.at_level("INFO", logger="warpsim.triton"):
         _tuned_kernel[lambda meta: (triton.cdiv(256, meta["BLOCK"]), )](x, y, 256)
         assert _tuned_kernel.best_config.kwargs["BLOCK"] == 64
+        said = [r for r in caplog.records if r.name == "warpsim.triton"]
+        assert len(said) == 1 and said[0].levelname == "WARNING"
+        assert "_tuned_kernel chose BLOCK: 64" in said[0].getMessage() and "all 2 configs tie" in said[0].getMessage()
         assert (y == x * 2 + 64).all()                   # EVEN: 256 % 64 == 0
         y2 = torch.zeros(200)
         _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y2, 200)
         assert (y2 == x[:200] * 2 - 64).all()            # 200 % 64 != 0: the masked branch
+
+
+@pytest.mark.parametrize("pin", [1, {"BLOCK": 128}, {"num_warps": 4}, lambda name, configs: len(configs) - 1, "env"])
+def test_autotune_runs_the_pinned_config_and_names_it(pin, monkeypatch, caplog):
+    """autotune= (or WARPSIM_TRITON_AUTOTUNE) pins a config: only it runs (no tie), and the log names it."""
+    x = torch.arange(256, dtype=torch.float32)
+    y = torch.zeros(200)
+    if pin == "env":
+        monkeypatch.setenv("WARPSIM_TRITON_AUTOTUNE", "BLOCK=128,num_warps=4")
+        pin = None
+    _tuned_kernel.cache.clear()
+    with wt.device("sm_90a", autotune=pin), caplog.at_level("INFO", logger="warpsim.triton"):
+        _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y, 200)
+    assert _tuned_kernel.best_config.kwargs["BLOCK"] == 128 and not _tuned_kernel.cache
+    assert (y == x[:200] * 2 - 128).all()                # 200 % 128 != 0: the masked branch, BLOCK 128
+    said = [r.getMessage() for r in caplog.records if r.name == "warpsim.triton"]
+    assert said == ["warpsim: triton.autotune of _tuned_kernel runs the pinned config BLOCK: 128, num_warps: 4, "
+                    "num_ctas: 1, num_stages: 3, maxnreg: None"], said
+
+
+def test_autotune_pins_that_name_no_config_are_refused(monkeypatch):
+    x, y = torch.zeros(64), torch.zeros(64)
+    with wt.device("sm_90a", autotune={"BLOCK": 32}), pytest.raises(ValueError, match=r"matches no config of "
+                                                                      r"_tuned_kernel \(configs: 0: BLOCK: 64"):
+        _tuned_kernel[(1, )](x, y, 64)
+    with wt.device("sm_90a", autotune=2), pytest.raises(ValueError, match="not a config index of _tuned_kernel"):
+        _tuned_kernel[(1, )](x, y, 64)
+    with pytest.raises(TypeError, match="autotune must be a config index"):
+        wt.device("sm_90a", autotune=1.5)
+    monkeypatch.setenv("WARPSIM_TRITON_AUTOTUNE", "BLOCK")
+    with pytest.raises(ValueError, match="WARPSIM_TRITON_AUTOTUNE='BLOCK'"):
+        wt.device("sm_90a")
 
 
 def test_sm80_matmul_ptx_on_hopper_numerics_gives_the_captured_words():
