@@ -123,6 +123,29 @@ def test_every_target_compiles_and_runs():
         assert (y == (x.astype(np.float64) * 3 + 1).astype(np.float32)).all(), arch
 
 
+@triton.jit
+def _dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    om, on, ok = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + om[:, None] * K + ok[None, :])
+    b = tl.load(b_ptr + ok[:, None] * N + on[None, :])
+    tl.store(c_ptr + om[:, None] * N + on[None, :], tl.dot(a, b))
+
+
+def test_sm100a_tl_dot_runs_on_the_tcgen05_models():
+    """sm_100a: Triton lowers tl.dot to tcgen05 (tensor-memory accumulator written as ``[%r + 0]``, commit to
+    an mbarrier without a state space), which the loader takes as ptxas does.  Numerics are warpsim's models
+    (no Blackwell capture): small integers, so every sum is exact and the words are the integer product's."""
+    r = np.random.default_rng(100)
+    a = torch.from_numpy(r.integers(-4, 5, (128, 64)).astype(np.float16))
+    b = torch.from_numpy(r.integers(-4, 5, (64, 64)).astype(np.float16))
+    c = torch.zeros((128, 64))
+    with wt.device("sm_100a"):
+        k = _dot_kernel[(1, )](a, b, c, M=128, N=64, K=64, num_warps=4)
+    ptx = k.asm["ptx"]
+    assert "tcgen05.mma.cta_group::1.kind::f16 [ %r" in ptx and " + 0 ]" in ptx and "tcgen05.ld" in ptx
+    assert (c.numpy() == a.numpy().astype(np.int64) @ b.numpy().astype(np.int64)).all()
+
+
 def test_the_previous_driver_is_restored_and_bad_arguments_are_named():
     before = triton.runtime.driver._active
     with wt.device("sm_90a"):

@@ -27,11 +27,13 @@ from .interpreter import _NUMERICS_ARCH
 __all__ = ["WarpsimDriver", "device", "install", "uninstall", "TARGET_CAPABILITY", "KernelLaunchError"]
 
 #: Triton targets the driver compiles for -> the compute capability Triton's NVIDIA backend takes
-TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_120a": 120, "sm_120": 120}
-_NUMERICS = dict(_NUMERICS_ARCH, sm_120a="sm_120")
+TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_100a": 100, "sm_120a": 120,
+                     "sm_120": 120}
+#: sm_100a runs tcgen05 on warpsim's models (no Blackwell capture: its numerics are modelled, not verified)
+_NUMERICS = dict(_NUMERICS_ARCH, sm_100a="sm_100", sm_120a="sm_120")
 
 #: what ``driver.utils.get_device_properties`` reports per target: the GPU of that generation that
-#: tutorials size their grids for (H100 SXM, A100 SXM, RTX 3090 / 4090 / 5090)
+#: tutorials size their grids for (A100 SXM, RTX 3090 / 4090, H100 SXM, B200, RTX 5090)
 _PROPERTIES = {
     80: dict(max_shared_mem=166912, multiprocessor_count=108, sm_clock_rate=1410000, mem_clock_rate=1215000,
              mem_bus_width=5120),
@@ -41,6 +43,8 @@ _PROPERTIES = {
              mem_bus_width=384),
     90: dict(max_shared_mem=232448, multiprocessor_count=132, sm_clock_rate=1980000, mem_clock_rate=2619000,
              mem_bus_width=5120),
+    100: dict(max_shared_mem=232448, multiprocessor_count=148, sm_clock_rate=1965000, mem_clock_rate=3996000,
+              mem_bus_width=8192),
     120: dict(max_shared_mem=101376, multiprocessor_count=170, sm_clock_rate=2407000, mem_clock_rate=14001000,
               mem_bus_width=512),
 }
