@@ -39,11 +39,26 @@ _STORE = "st.global.f32 [%rd1], %f8;"
      "st.global.f32 [%rd1+8], %f6;\nL1:\nadd.f32 %f8, %f7, %f6;", None),
     # the dividend rewritten between them: the merged FFMA would read another value
     ("div.full.f32 %f7, %f4, %f5;\nmov.f32 %f4, 0f40000000;\nadd.f32 %f8, %f7, %f6;", None),
+    # a product: FFMA when its only reader is the add, FMUL + FADD with a second reader
+    ("mul.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", "contracted.mul.f32.add.f32"),
+    ("mul.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f6, %f7;", "contracted.mul.f32.rsub.f32"),
+    ("mul.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;\nst.global.f32 [%rd1+4], %f7;", None),
+    ("mul.rn.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", None),
 ])
 def test_merged_where_ptxas_merges(body, merged):
     prog = _module(body + "\n" + _STORE).program("k")
     adds = [st.opcode for st in prog.code if st.opcode.startswith(("add", "sub", "contracted"))]
     assert adds[-1] == (merged or adds[-1]) and (merged is not None) == adds[-1].startswith("contracted")
+
+
+def test_nothing_merges_without_fmad_or_in_a_debug_module():
+    """ptxas --fmad=false (Triton's enable_fp_fusion=False) and -G (``.target sm_90a, debug``): FMUL + FADD."""
+    body = "div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;\n" + _STORE
+    assert any(st.opcode.startswith("contracted") for st in _module(body).program("k").code)
+    text = _module(body).text
+    assert not any(st.opcode.startswith("contracted") for st in wp.load(text, fmad=False).program("k").code)
+    debug = wp.load(text.replace(".target sm_90a", ".target sm_90a, debug"))
+    assert not any(st.opcode.startswith("contracted") for st in debug.program("k").code)
 
 
 def test_one_rounding_where_two_differ():
@@ -56,3 +71,7 @@ def test_one_rounding_where_two_differ():
         "k", 1, 32, [out, 3.0, 3.0, 1.0])
     assert out[0] == np.float32(2.0 ** -25) and out[1] == 0.0
     assert wp.instruction_status("contracted.div.full.f32.sub.f32")[0] == "verified"
+    # 3 * (1 + 2**-23) - 3: FFMA keeps 3 * 2**-23, FMUL rounds the product to 3 + 2**-21 first
+    _module("mul.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;\n" + _STORE).launch(
+        "k", 1, 32, [out, 3.0, float(np.float32(1 + 2.0 ** -23)), 3.0])
+    assert out[0] == np.float32(3 * 2.0 ** -23)

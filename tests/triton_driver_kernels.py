@@ -2,9 +2,9 @@
 (warpsim/hw/device/triton_driver.py runs them natively on CUDA tensors) and for tests/test_triton_driver.py
 (runs them under ``warpsim.triton.device`` on CPU tensors and compares the words).
 
-``CASES[name]`` is ``(run, sfu_outputs)``: ``run(dev)`` launches the case, ``dev`` moving each CPU torch tensor to
-the device the kernel runs on (the GPU, or the identity under warpsim), and returns the output tensors by name
-and the compiled kernel.  Plain numpy / torch / triton only, so the capture needs nothing of warpsim.
+``CASES[name]`` / ``SFU_CASES[name]`` (issue 29's kernels) are ``(run, outputs)``: ``run(dev)`` launches it, ``dev``
+moving each CPU tensor to where the kernel runs (the GPU, or the identity under warpsim); returns the outputs
+by name and the compiled kernel (``TARGET``: cases built for sm_80).  Plain numpy / torch / triton only.
 """
 
 import numpy as np
@@ -355,7 +355,7 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, M, Delta, DK, DV, sm_scale, stride_h, stri
     tl.store(DV + base + offs_n[:, None] * stride_m + offs_d[None, :], dv.to(tl.float16))
 
 
-from triton.language.extra import libdevice  # noqa: E402  (here: the kernels above keep their lines, which the PTX records)
+from triton.language.extra import libdevice  # noqa: E402  (here: the kernels above keep their PTX lines)
 @triton.jit
 def rms_norm_fwd_kernel(X, Y, W, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
     """RMSNorm forward, one row per program: y = x * rsqrt(mean(x^2) + eps) * w."""

@@ -1,17 +1,20 @@
-"""ptxas' contraction of a quotient into the addition that consumes it.
+"""ptxas' contraction of a product or quotient into the addition that consumes it.
 
-``div.full.f32`` and ``div.approx.f32`` end in an FMUL (``MUFU.RCP(b) * a``, operands scaled first where
-needed).  ptxas 13 (sm_90a) merges that FMUL with an ``add.f32`` / ``sub.f32`` (no rounding modifier, the
-same ``.ftz``) that is the quotient's only reader in the same basic block: one FFMA, rounded once.  Read off
-``cuobjdump -sass`` of small PTX files (docs/sfu.md) and seen in hardware words: the RMSNorm forward of
-tests/golden/triton_driver_sfu_sm90.npz (``sum(x*x) / N + eps``) differs in 2 of 16 ``rstd`` words without it.
+``mul.f32`` is an FMUL; ``div.full.f32`` and ``div.approx.f32`` end in one (``MUFU.RCP(b) * a``, operands
+scaled first where needed).  ptxas 13 (sm_90a, ``--fmad=true``: its default) merges that FMUL with an
+``add.f32`` / ``sub.f32`` (no rounding modifier, the same ``.ftz``) that is the result's only reader in the
+same basic block: one FFMA, rounded once.  Read off ``cuobjdump -sass`` of small PTX files (docs/sfu.md)
+and seen in hardware words: the RMSNorm forward of tests/golden/triton_driver_sfu_sm90.npz
+(``sum(x*x) / N + eps``) differs in 2 of 16 ``rstd`` words without it.
 
-What ptxas does *not* merge (from the same SASS), so neither does this pass: a quotient with a second
-reader, an ``add.rn.f32``, ``div.full.ftz.f32`` into a non-``.ftz`` add, an add in another basic block.
+What ptxas does *not* merge (from the same SASS), so neither does this pass: a result with a second
+reader, an ``add.rn.f32``, a ``.ftz`` producer into a non-``.ftz`` add, an add in another basic block;
+nothing under ``--fmad=false`` (``load(..., fmad=False)``; the Triton driver passes the kernel's
+``enable_fp_fusion``) or for a ``.target ..., debug`` module (ptxas -G).
 
 :func:`contract` rewrites the laid-out program once, at load: the consumer becomes an internal statement
-``contracted.<div form>.<add|sub|rsub>.f32 d, a, b, c`` (the row in :mod:`warpsim.ptx.sfu_ops`), keeping
-its source line and text for error messages; the division itself still runs (its result has no reader).
+``contracted.<producer>.<add|sub|rsub>.f32 d, a, b, c`` (the rows in :mod:`warpsim.ptx.sfu_ops`), keeping
+its source line and text for error messages; the producer itself still runs (its result has no reader).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from __future__ import annotations
 import re
 
 #: producer opcode -> its .ftz; consumers must carry the same .ftz
-PRODUCERS = {"div.full.f32": False, "div.full.ftz.f32": True, "div.approx.f32": False, "div.approx.ftz.f32": True}
+PRODUCERS = {"mul.f32": False, "mul.ftz.f32": True, "div.full.f32": False, "div.full.ftz.f32": True,
+             "div.approx.f32": False, "div.approx.ftz.f32": True}
 #: consumer opcode -> .ftz
 CONSUMERS = {"add.f32": False, "sub.f32": False, "add.ftz.f32": True, "sub.ftz.f32": True}
 #: opcodes after which a basic block ends

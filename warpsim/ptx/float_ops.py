@@ -135,6 +135,16 @@ def _f32_fma(m, a, b, c):
     return fma(a, b, c, "f32", m["rnd"], ftz=bool(m["ftz"]), sat=bool(m["sat"]))
 
 
+@row(r"contracted\.mul(?P<ftz>\.ftz)?\.f32\.(?P<op>add|sub|rsub)\.f32", "f32", ["f32", "f32", "f32"],
+     note="a mul.f32 merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA, as the "
+          "SASS shows (sub negates the addend, rsub the product)")
+def _f32_contracted_product(m, a, b, c):
+    sign = _sign("f32")
+    c = c ^ sign if m["op"] == "sub" else c
+    a = a ^ sign if m["op"] == "rsub" else a
+    return fma(a, b, c, "f32", ftz=bool(m["ftz"]))
+
+
 @row(r"(?P<op>add|sub|mul)" + _RND + r"?\.f64", "f64", ["f64", "f64"], note=_F64_ARITH_NOTE)
 def _f64_arith(m, a, b):
     return nan_b_then_a(arith(m["op"], a, b, "f64", m["rnd"] or "rn"), a, b)

@@ -50,8 +50,11 @@ def _alignment(align, typ, line, text) -> int:
     return a
 
 
-def load(path_or_text) -> "Module":
+def load(path_or_text, *, fmad=True) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself.
+
+    fmad: whether ptxas contracts (``--fmad``, its default; Triton's ``enable_fp_fusion``): a multiply or
+    division into the add / sub reading it, one rounding (:mod:`warpsim.ptx.contraction`).
 
     Example:
 
@@ -88,10 +91,10 @@ def load(path_or_text) -> "Module":
             text = p.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read PTX file {str(p)!r}: {exc}") from None
-        return Module(text, name=str(p))
+        return Module(text, name=str(p), fmad=fmad)
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
-    return Module(path_or_text)
+    return Module(path_or_text, fmad=fmad)
 
 
 _CALL = re.compile(r"call(?:\.uni)?\s+(?:\(\s*([^)]*?)\s*\)\s*,\s*)?([\w$]+)\s*(?:,\s*\(\s*([^)]*?)\s*\))?\s*\Z")
@@ -137,7 +140,7 @@ class _Program:
     """An entry and every .func of the module, laid out as one statement list: labels resolved,
     registers and variables per function, the reconvergence point of every branch."""
 
-    def __init__(self, entry, mod):
+    def __init__(self, entry, mod, fmad=True):
         self.entry = entry
         self.code = []            # Statement list
         self.shared = []          # (name, align, size, extern, line)
@@ -162,7 +165,8 @@ class _Program:
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
         check_module_target(self.code, mod.target)
-        contract(self.code, self.functions.values())
+        if fmad and "debug" not in (mod.target or ""):      # ptxas -G (a debug target) optimises nothing
+            contract(self.code, self.functions.values())
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))
@@ -376,9 +380,10 @@ class Module:
     >>> mod.launch("k", grid=(2, 1, 1), block=32, args=[7])
     """
 
-    def __init__(self, text: str, name: str = "<ptx>"):
+    def __init__(self, text: str, name: str = "<ptx>", *, fmad: bool = True):
         self.name = name
         self.text = text
+        self.fmad = bool(fmad)
         self._mod = parse_module(text)
         self.version = self._mod.version
         self.target = self._mod.target
@@ -405,7 +410,7 @@ class Module:
 
     def program(self, entry):
         if entry not in self._programs:
-            self._programs[entry] = _Program(self._entry(entry), self._mod)
+            self._programs[entry] = _Program(self._entry(entry), self._mod, fmad=self.fmad)
         return self._programs[entry]
 
     def translation(self, entry):

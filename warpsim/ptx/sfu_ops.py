@@ -310,6 +310,7 @@ def _contracted_division(m, a, b, c):
     return div_contracted(a, b, c, m["form"], m["op"])
 
 
+
 REFERENCE = {   # PTX form -> (numpy function on raw words, operand widths): the readable model
     "rcp.approx.f32": (lambda a: rcp_approx(a, False), (32,)),
     "rcp.approx.ftz.f32": (lambda a: rcp_approx(a, True), (32,)),

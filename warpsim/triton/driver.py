@@ -239,7 +239,8 @@ def _module(src, metadata):
     got = _modules.get(metadata.hash)
     if got is None:
         text = _ptx_of(src, metadata)
-        got = _modules[metadata.hash] = (text, load(text))
+        # ptxas contracts only with --fmad=true, which Triton passes unless enable_fp_fusion is off
+        got = _modules[metadata.hash] = (text, load(text, fmad=getattr(metadata, "enable_fp_fusion", True)))
     return got
 
 
@@ -408,7 +409,7 @@ except ImportError:              # triton missing: the driver cannot be made, th
 class WarpsimDriver(_DriverBase):
     """Triton's active driver, answering for a GPU of target ``arch`` whose code warpsim runs.
 
-    arch: the Triton target to compile for ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a");
+    arch: the Triton target to compile for ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a");
     device: the target whose GPU numerics run the code when it is not arch's own (e.g. sm_80 PTX on an
     H100: device="sm_90a"); max_steps: the launch's statement budget (warpsim.ptx's); autotune: which
     ``triton.autotune`` config runs (an index into the configs as listed, a dict of values the config must
@@ -678,7 +679,7 @@ class device(contextlib.ContextDecorator):
     """Run compiled Triton kernels on warpsim: ``with warpsim.triton.device(arch="sm_90a"): kernel[grid](...)``.
 
     Inside, ``triton.runtime.driver.active`` is a :class:`WarpsimDriver`: ``@triton.jit`` kernels compile
-    with Triton's NVIDIA backend for ``arch`` (sm_80, sm_86, sm_89, sm_90a, sm_120a) and their PTX runs in
+    with Triton's NVIDIA backend for ``arch`` (sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120a) and their PTX runs in
     :mod:`warpsim.ptx` on CPU torch tensors / numpy arrays, written back in place.  device: the target whose
     GPU runs the code when it is not arch's own; autotune: the ``triton.autotune`` config to run
     (:class:`WarpsimDriver`).  Also a decorator.
