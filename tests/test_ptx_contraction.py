@@ -1,15 +1,24 @@
-"""ptxas' merge of a division into the add / sub reading it (warpsim.ptx.contraction).
+"""ptxas' merge of a product or quotient into the add / sub reading it (warpsim.ptx.contraction).
 
 Which pairs merge was read off the SASS ptxas 13 writes for sm_90a (docs/sfu.md); the hardware words of the
 Triton RMSNorm capture (tests/test_triton_driver.py, rmsnorm.rstd) need it.  Here: the rewrite follows the
-SASS for each variant, and a worked example where one rounding and two differ.
+SASS for each variant, a worked example where one rounding and two differ, and 16 variants run on an H200
+(tests/golden/ptx_contraction_sm90.npz, tests/ptx_contraction_cases.py) replayed word for word.
 """
+
+import os
+import sys
 
 import numpy as np
 import pytest
 
 import warpsim.ptx as wp
+from warpsim.hw.golden import open_golden
 from warpsim.ptx.sfu_ops import FORMS
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+import ptx_contraction_cases as cases  # noqa: E402
 
 HEAD = ".version 8.7\n.target sm_90a\n.address_size 64\n"
 
@@ -75,3 +84,23 @@ def test_one_rounding_where_two_differ():
     _module("mul.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;\n" + _STORE).launch(
         "k", 1, 32, [out, 3.0, float(np.float32(1 + 2.0 ** -23)), 3.0])
     assert out[0] == np.float32(3 * 2.0 ** -23)
+
+
+_CAPTURE = open_golden(os.path.join(HERE, "golden", "ptx_contraction_sm90.npz"))
+
+
+@pytest.mark.parametrize("name", list(cases.VARIANTS))
+def test_variants_replay_the_h200_words(name):
+    """Each variant as the CUDA driver compiled it (ptxas -O3, --fmad=true) on an H200: every output word;
+    the merged variants differ from two roundings in 200 to 545 of the 1,024 words."""
+    body, merged = cases.VARIANTS[name]
+    v = _CAPTURE.manifest["variants"][name]
+    assert v["ok"] and v["deterministic"] and v["merged_by_ptxas"] == merged
+    a, b, c = cases.operands()
+    out, side = np.zeros(cases.N, np.float32), np.zeros(cases.N, np.float32)
+    mod = wp.load(cases.ptx(body))
+    assert any(st.opcode.startswith("contracted") for st in mod.program("k").code) == merged
+    mod.launch("k", cases.N // 128, 128, [out, side, a, b, c])
+    assert (out.view(np.uint32) == _CAPTURE[f"{name}.out"]).all()
+    if f"{name}.side" in _CAPTURE.files:
+        assert (side.view(np.uint32) == _CAPTURE[f"{name}.side"]).all()

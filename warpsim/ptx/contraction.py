@@ -4,8 +4,9 @@
 scaled first where needed).  ptxas 13 (sm_90a, ``--fmad=true``: its default) merges that FMUL with an
 ``add.f32`` / ``sub.f32`` (no rounding modifier, the same ``.ftz``) that is the result's only reader in the
 same basic block: one FFMA, rounded once.  Read off ``cuobjdump -sass`` of small PTX files (docs/sfu.md)
-and seen in hardware words: the RMSNorm forward of tests/golden/triton_driver_sfu_sm90.npz
-(``sum(x*x) / N + eps``) differs in 2 of 16 ``rstd`` words without it.
+and checked on hardware words: 16 variants run on an H200 (tests/golden/ptx_contraction_sm90.npz: 0 of
+16,384 words differ; without the merge 200 to 545 of 1,024 per merged variant), and the RMSNorm forward of
+tests/golden/triton_driver_sfu_sm90.npz (``sum(x*x) / N + eps``) differs in 2 of 16 ``rstd`` words without it.
 
 What ptxas does *not* merge (from the same SASS), so neither does this pass: a result with a second
 reader, an ``add.rn.f32``, a ``.ftz`` producer into a non-``.ftz`` add, an add in another basic block;

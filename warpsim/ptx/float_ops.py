@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .alu_rows import EXACT, note_status, row
+from .alu_rows import EXACT, VERIFIED, note_status, row
 from .convert import saturate
 from .instructions import _CMPS, _compare, instr
 
@@ -136,8 +136,9 @@ def _f32_fma(m, a, b, c):
 
 
 @row(r"contracted\.mul(?P<ftz>\.ftz)?\.f32\.(?P<op>add|sub|rsub)\.f32", "f32", ["f32", "f32", "f32"],
+     status=VERIFIED,
      note="a mul.f32 merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA, as the "
-          "SASS shows (sub negates the addend, rsub the product)")
+          "SASS shows (sub negates the addend, rsub the product); equal to an H200 (ptx_contraction_sm90.npz)")
 def _f32_contracted_product(m, a, b, c):
     sign = _sign("f32")
     c = c ^ sign if m["op"] == "sub" else c

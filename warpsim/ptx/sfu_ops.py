@@ -305,7 +305,8 @@ for _pattern, _dst, _srcs, _unit, _note in ROWS:
 @row(r"contracted\.div\.(?P<form>full|approx|full\.ftz|approx\.ftz)\.f32\.(?P<op>add|sub|rsub)\.f32", "f32",
      ["f32", "f32", "f32"], status=VERIFIED,
      note="a division merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA of the "
-          "MUFU.RCP and the dividend, as the SASS shows; equal to the H200 in the Triton RMSNorm capture")
+          "MUFU.RCP and the dividend, as the SASS shows; equal to an H200 (ptx_contraction_sm90.npz, the Triton "
+          "RMSNorm capture)")
 def _contracted_division(m, a, b, c):
     return div_contracted(a, b, c, m["form"], m["op"])
 
