@@ -78,3 +78,15 @@ def test_units_refuse_missing_tables(tmp_path):
             sfu.rcp(np.array([0x3F800000], np.uint32))
     finally:
         sfu.load()
+
+
+def test_a_table_decodes_alone_on_first_use():
+    """Before load(), table(name) decodes only that table (all of them take tens of seconds, sin most)."""
+    saved = dict(sfu._LOADED)
+    try:
+        sfu._LOADED.clear()
+        assert sfu.tanh(np.array([0x3F000000], np.uint32)).dtype == np.uint32
+        assert set(sfu._LOADED) == {"tanh_e126"}
+    finally:
+        sfu._LOADED.clear()
+        sfu._LOADED.update(saved)

@@ -348,14 +348,18 @@ def _mb_arrive(ctx, m):
 def _tc05_commit(ctx, m):
     """``tcgen05.commit``: one arrival on the mbarrier (on that offset of every CTA of the 16-bit mask with
     ``.multicast::cluster``) once the thread's earlier tcgen05 operations are done -- at once here: warpsim
-    runs them synchronously (modelled; no capture on sm_100a)."""
+    runs them synchronously (modelled; no capture on sm_100a).  Without a state space, an address outside
+    the generic shared window is a shared::cluster address: ptxas 13 writes the same ``UTCBAR [UR]`` on the
+    same word for both spellings (Triton 3.6's sm_100a ``tl.dot`` passes a zero-extended shared::cta offset)."""
     ops = ctx.operands
     if len(ops) != 1 + bool(m["mc"]):
         ctx.fail(f"{ctx.opcode} takes [mbar]{', ctaMask' if m['mc'] else ''}")
     st = _state(ctx)
-    space = "shared::cluster" if m["space"] else "generic"
     for k, w, l in _lanes(ctx):
-        cta, off = st.shared_target(ctx, _cta(ctx, w), _addr(ctx, ops[0], k, l), space, ctx.opcode)
+        addr = _addr(ctx, ops[0], k, l)
+        generic = not m["space"] and SHARED_WINDOW <= int(addr) < SHARED_WINDOW + _WINDOW
+        space = "generic" if generic else "shared::cluster"
+        cta, off = st.shared_target(ctx, _cta(ctx, w), addr, space, ctx.opcode)
         targets = [cta]
         if m["mc"]:
             try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .alu_rows import EXACT, note_status, row
+from .alu_rows import EXACT, VERIFIED, note_status, row
 from .convert import saturate
 from .instructions import _CMPS, _compare, instr
 
@@ -133,6 +133,17 @@ def _f32_arith(m, a, b):
 @row(r"(?P<op>fma|mad)" + _RND + r"(?P<ftz>\.ftz)?(?P<sat>\.sat)?\.f32", "f32", ["f32", "f32", "f32"])
 def _f32_fma(m, a, b, c):
     return fma(a, b, c, "f32", m["rnd"], ftz=bool(m["ftz"]), sat=bool(m["sat"]))
+
+
+@row(r"contracted\.mul(?P<ftz>\.ftz)?\.f32\.(?P<op>add|sub|rsub)\.f32", "f32", ["f32", "f32", "f32"],
+     status=VERIFIED,
+     note="a mul.f32 merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA, as the "
+          "SASS shows (sub negates the addend, rsub the product); equal to an H200 (ptx_contraction_sm90.npz)")
+def _f32_contracted_product(m, a, b, c):
+    sign = _sign("f32")
+    c = c ^ sign if m["op"] == "sub" else c
+    a = a ^ sign if m["op"] == "rsub" else a
+    return fma(a, b, c, "f32", ftz=bool(m["ftz"]))
 
 
 @row(r"(?P<op>add|sub|mul)" + _RND + r"?\.f64", "f64", ["f64", "f64"], note=_F64_ARITH_NOTE)

@@ -36,8 +36,11 @@ DASK_BATCHES_PER_TASK = 2
 
 
 
-def load(path_or_text) -> "Module":
+def load(path_or_text, *, fmad=True) -> "Module":
     """Read a PTX module: a path to a ``.ptx`` file (str or Path) or the PTX text itself.
+
+    fmad: whether ptxas contracts (``--fmad``, its default; Triton's ``enable_fp_fusion``): a multiply or
+    division into the add / sub reading it, one rounding (:mod:`warpsim.ptx.contraction`).
 
     Example:
 
@@ -74,10 +77,10 @@ def load(path_or_text) -> "Module":
             text = p.read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read PTX file {str(p)!r}: {exc}") from None
-        return Module(text, name=str(p))
+        return Module(text, name=str(p), fmad=fmad)
     if not isinstance(path_or_text, str):
         raise TypeError(f"load() takes a path or PTX text, not {type(path_or_text).__name__}")
-    return Module(path_or_text)
+    return Module(path_or_text, fmad=fmad)
 
 
 class Module:
@@ -97,9 +100,10 @@ class Module:
     >>> mod.launch("k", grid=(2, 1, 1), block=32, args=[7])
     """
 
-    def __init__(self, text: str, name: str = "<ptx>"):
+    def __init__(self, text: str, name: str = "<ptx>", *, fmad: bool = True):
         self.name = name
         self.text = text
+        self.fmad = bool(fmad)
         self._mod = parse_module(text)
         self.version = self._mod.version
         self.target = self._mod.target
@@ -126,7 +130,7 @@ class Module:
 
     def program(self, entry):
         if entry not in self._programs:
-            self._programs[entry] = _Program(self._entry(entry), self._mod)
+            self._programs[entry] = _Program(self._entry(entry), self._mod, fmad=self.fmad)
         return self._programs[entry]
 
     def translation(self, entry):
@@ -156,7 +160,7 @@ class Module:
         bodies and module variables join this module.  others: PTX texts or Modules.  Returns self."""
         for other in others:
             if isinstance(other, str):
-                other = Module(other, name="<linked ptx>")
+                other = Module(other, name="<linked ptx>", fmad=self.fmad)
             if not isinstance(other, Module):
                 raise TypeError(f"link() takes PTX texts or warpsim.ptx Modules, not {type(other).__name__}")
             theirs = other._mod
@@ -289,12 +293,12 @@ class Module:
                     state = (first_batch.params, dict(first_batch.param_offsets), int(max_steps),
                              bool(wgmma_strict), list(memory.bases), [np.array(x) for x in memory.buffers], syms)
                     if client is not None:
-                        heads = [(self.text, self.name, entry, geom, firsts)
+                        heads = [(self.text, (self.name, self.fmad), entry, geom, firsts)
                                  for firsts in split(batches, max(1, len(batches) // DASK_BATCHES_PER_TASK))]
                         if run_dask(client, _batch_worker, heads, state, memory.buffers, progress):
                             return
                     else:
-                        jobs = [(self.text, self.name, entry, geom, firsts) + state for firsts in split(batches, n)]
+                        jobs = [(self.text, (self.name, self.fmad), entry, geom, firsts) + state for firsts in split(batches, n)]
                         if run(_batch_worker, jobs, memory.buffers):
                             return
         for i, first in enumerate(batches):
@@ -318,7 +322,7 @@ class Module:
 _WORKER_MODULES: dict = {}
 
 
-def _batch_worker(text, name, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):
+def _batch_worker(text, ident, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):
     """In a worker process: batches ``firsts`` of a launch, in order, on a copy of its global
     memory; -> per mapped array (packed read mask, packed write mask, the written bytes), or None
     when a batch raised or warned (the sequential launch then reports it)."""
@@ -326,11 +330,11 @@ def _batch_worker(text, name, entry, geom, firsts, params, offsets, max_steps, s
 
     from .memory import Track
 
-    key = (name, text)
+    key = (ident, text)                 # ident: (module name, fmad)
     mod = _WORKER_MODULES.get(key)
     if mod is None:
         _WORKER_MODULES.clear()
-        mod = _WORKER_MODULES[key] = Module(text, name)
+        mod = _WORKER_MODULES[key] = Module(text, ident[0], fmad=ident[1])
     gm = GlobalMemory()
     for base, data in zip(bases, datas):
         gm.map(data, address=base)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from .contraction import contract
 from .syntax import SCOPED_REG, PTXError, make_statement, scoped_names, statements
 from .targets import check_module_target
 
@@ -71,7 +72,7 @@ class _Program:
     """An entry and every .func of the module, laid out as one statement list: labels resolved,
     registers and variables per function, the reconvergence point of every branch."""
 
-    def __init__(self, entry, mod):
+    def __init__(self, entry, mod, fmad=True):
         self.entry = entry
         self.code = []            # Statement list
         self.shared = []          # (name, align, size, extern, line)
@@ -96,6 +97,8 @@ class _Program:
                 elif st.opcode.startswith("call"):
                     self._call(st, mod)
         check_module_target(self.code, mod.target)
+        if fmad and "debug" not in (mod.target or ""):      # ptxas -G (a debug target) optimises nothing
+            contract(self.code, self.functions.values())
         self.reconverge = {}
         for fn in self.functions.values():
             self.reconverge.update(_post_dominators(self.code, fn))

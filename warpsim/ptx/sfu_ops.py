@@ -118,13 +118,37 @@ def ex2_approx(a, ftz):
     return _patch(sfu.ex2(a), low, slow, a)
 
 
-def _div_scaled(a, b, ftz, full):
+def _div_operands(a, b, ftz, full, mufu_rcp=sfu.rcp):
+    """(MUFU.RCP of the divisor, dividend), both scaled as the form scales them: ``div.full`` by 1/4 for a
+    divisor above 2**126, non-.ftz forms by 2**24 for one below 2**-126."""
     big = _abs_gt(b, _TWO_126) if full else np.zeros(b.shape, bool)
     small = np.zeros(b.shape, bool) if ftz else (~_abs_ge(b, _TWO_M126) & ~big)
     quarter, k = _const(0.25, b), _const(2.0 ** 24, b)
     a = np.where(big, fmul32(a, quarter, ftz), np.where(small, fmul32(a, k), a))
     b = np.where(big, fmul32(b, quarter, ftz), np.where(small, fmul32(b, k), b))
-    return fmul32(sfu.rcp(b), a, ftz)
+    return mufu_rcp(b), a
+
+
+def _div_scaled(a, b, ftz, full):
+    r, a = _div_operands(a, b, ftz, full)
+    return fmul32(r, a, ftz)
+
+
+_SIGN32 = np.uint32(0x80000000)
+
+
+def div_contracted(a, b, c, form, op):
+    """``div.<form>.f32`` merged by ptxas into the add / sub reading it (:mod:`warpsim.ptx.contraction`):
+    FFMA(RCP(b'), a', c) rounded once -- ``sub`` negates c, ``rsub`` (c - a / b) the dividend."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in (a, b, c)))
+    ftz = ".ftz" in form
+    # rcp.approx.ftz.f32 is the MUFU alone: its jitted form reads one table, not all of numerics.sfu's
+    r, a = _div_operands(a, b, ftz, form.startswith("full"), FORMS["rcp.approx.ftz.f32"][0])
+    if op == "sub":
+        c = c ^ _SIGN32
+    elif op == "rsub":
+        a = a ^ _SIGN32
+    return _soft_fma(r, a, c, "f32", ftz=ftz).astype(np.uint32)
 
 
 def div_full(a, b, ftz):
@@ -263,6 +287,16 @@ def _run_form(m, *operands):
 
 for _pattern, _dst, _srcs, _unit, _note in ROWS:
     row(_pattern, _dst, _srcs, status=VERIFIED, note=_note.format(unit=_unit))(_run_form)
+
+
+@row(r"contracted\.div\.(?P<form>full|approx|full\.ftz|approx\.ftz)\.f32\.(?P<op>add|sub|rsub)\.f32", "f32",
+     ["f32", "f32", "f32"], status=VERIFIED,
+     note="a division merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA of the "
+          "MUFU.RCP and the dividend, as the SASS shows; equal to an H200 (ptx_contraction_sm90.npz, the Triton "
+          "RMSNorm capture)")
+def _contracted_division(m, a, b, c):
+    return div_contracted(a, b, c, m["form"], m["op"])
+
 
 
 REFERENCE = {   # PTX form -> (numpy function on raw words, operand widths): the readable model

@@ -29,6 +29,8 @@ CTA pair.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 LANES, COLUMNS = 128, 512
@@ -515,6 +517,7 @@ def mma(tmem: TensorMemory, op, d_taddr, a_desc, b_desc, idesc, smem, *, enable_
 # operands that name tensor memory (addresses, column counts, offsets) must be the same in every
 # lane of a warp, as the PTX ISA requires of .sync.aligned forms.
 
+from .syntax import parse_int  # noqa: E402
 from .instructions import instr  # noqa: E402  (the table is filled at import, after the model above)
 
 
@@ -532,8 +535,9 @@ def _tmem(ctx, cta) -> TensorMemory:
     return store.setdefault(cta, TensorMemory())
 
 
-def _uniform(ctx, op, what):
-    v = ctx.read(op, "u32", what=what).astype(np.int64)
+def _uniform(ctx, op, what, values=None):
+    """The warp's one value of ``op`` (read as u32 unless ``values`` are given); an error if lanes differ."""
+    v = (ctx.read(op, "u32", what=what) if values is None else values).astype(np.int64)
     lanes = np.ones(v.shape, bool) if ctx.mask is None else ctx.mask
     first = v[np.arange(v.shape[0]), lanes.argmax(axis=1)]
     if ((v != first[:, None]) & lanes).any():
@@ -550,6 +554,24 @@ def _run(ctx, fn):
 
 def _bracket(op):
     return op[1:-1].strip() if isinstance(op, str) and op.startswith("[") and op.endswith("]") else op
+
+
+_TADDR_OFFSET = re.compile(r"(?P<reg>[^+\s]+)\s*\+\s*(?P<off>-?\w+)\Z")
+
+
+def _taddr(ctx, op, what):
+    """A tensor-memory address operand, ``[reg]`` or ``[reg + imm]`` (ptxas takes the offset form, Triton
+    writes ``[%r + 0]``; ``[reg - imm]`` is a ptxas syntax error): per-lane u32 words, the immediate added to
+    the 32-bit address (lane << 16 | column) -- modelled, no Blackwell capture has a nonzero offset."""
+    inner = _bracket(op)
+    m = _TADDR_OFFSET.match(inner) if isinstance(inner, str) else None
+    if m is None:
+        return ctx.read(inner, "u32", what=what)
+    off = parse_int(m["off"])
+    if off is None:
+        ctx.fail(f"{ctx.opcode}: {what}: the offset {m['off']!r} is not an integer", token=op)
+    base = ctx.read(m["reg"], "u32", what=what).astype(np.uint64)
+    return ((base + np.uint64(off % (1 << 32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
 @instr(r"tcgen05\.alloc\.cta_group::[12]\.sync\.aligned\.shared::cta\.b32")
@@ -591,7 +613,7 @@ def _tc05_ld(ctx, m):
         ctx.fail(f"{ctx.opcode} takes registers, [taddr]{{, immHalfSplitoff}}; got {len(ops)} operand(s)")
     ctx.require_converged()
     regs = ops[0] if isinstance(ops[0], list) else [ops[0]]
-    t = _uniform(ctx, _bracket(ops[1]), "the tensor-memory address")
+    t = _uniform(ctx, ops[1], "the tensor-memory address", _taddr(ctx, ops[1], "the tensor-memory address"))
     half = _uniform(ctx, ops[2], "immHalfSplitoff") if len(ops) == 3 else None
     out = np.zeros(ctx.shape + (len(regs),), np.uint32)
     for g, w, cta, wic in _warps(ctx):
@@ -611,7 +633,7 @@ def _tc05_st(ctx, m):
     if len(ops) not in (2, 3):
         ctx.fail(f"{ctx.opcode} takes [taddr]{{, immHalfSplitoff}}, registers; got {len(ops)} operand(s)")
     ctx.require_converged()
-    t = _uniform(ctx, _bracket(ops[0]), "the tensor-memory address")
+    t = _uniform(ctx, ops[0], "the tensor-memory address", _taddr(ctx, ops[0], "the tensor-memory address"))
     half = _uniform(ctx, ops[1], "immHalfSplitoff") if len(ops) == 3 else None
     regs = ops[-1] if isinstance(ops[-1], list) else [ops[-1]]
     words = np.stack([ctx.read(r, "b32") for r in regs], axis=-1).astype(np.uint32)
@@ -690,16 +712,16 @@ def _tc05_mma(ctx, m):
                  f"{', [scale-A-tmem], [scale-B-tmem]' if op.block_scaled else ''}, enable-input-d "
                  "(disable-output-lane, scale-input-d and the .ws zero-column mask are not modelled); got "
                  f"{len(ops)} operand(s)")
-    d = ctx.read(_bracket(ops[0]), "u32", what="the D tensor-memory address")
+    d = _taddr(ctx, ops[0], "the D tensor-memory address")
     a_tmem = isinstance(ops[1], str) and ops[1].startswith("[")
-    a = (ctx.read(_bracket(ops[1]), "u32", what="the A tensor-memory address") if a_tmem
+    a = (_taddr(ctx, ops[1], "the A tensor-memory address") if a_tmem
          else ctx.read(ops[1], "u64", what="the A descriptor"))
     b = ctx.read(ops[2], "u64", what="the B descriptor")
     rest = ops[3:]
-    meta = ctx.read(_bracket(rest.pop(0)), "u32", what="the sparsity-metadata address") if op.sparse else None
+    meta = _taddr(ctx, rest.pop(0), "the sparsity-metadata address") if op.sparse else None
     idesc = ctx.read(rest.pop(0), "u32", what="the instruction descriptor")
-    sfa = ctx.read(_bracket(rest[0]), "u32") if op.block_scaled else None
-    sfb = ctx.read(_bracket(rest[1]), "u32") if op.block_scaled else None
+    sfa = _taddr(ctx, rest[0], "the scale-A tensor-memory address") if op.block_scaled else None
+    sfb = _taddr(ctx, rest[1], "the scale-B tensor-memory address") if op.block_scaled else None
     en = ctx.read(ops[-1], "pred")
     for g, l, cta in _lanes(ctx):
         kw = dict(scale_a_taddr=int(sfa[g, l]), scale_b_taddr=int(sfb[g, l])) if op.block_scaled else {}
@@ -723,7 +745,7 @@ def _tc05_mma(ctx, m):
        r"(?:\.(?P<mc>warpx2::02_13|warpx2::01_23|warpx4))?")
 def _tc05_cp(ctx, m):
     taddr, sdesc = ctx.need(2)
-    t = ctx.read(_bracket(taddr), "u32")
+    t = _taddr(ctx, taddr, "the tensor-memory address")
     s = ctx.read(sdesc, "u64")
     for g, l, cta in _lanes(ctx):
         _run(ctx, lambda: _tmem(ctx, cta).cp(int(t[g, l]), m["shape"], ctx.memory.shared[cta], int(s[g, l]), m["mc"]))
@@ -732,6 +754,6 @@ def _tc05_cp(ctx, m):
 @instr(r"tcgen05\.shift\.cta_group::1\.down")
 def _tc05_shift(ctx, m):
     (taddr,) = ctx.need(1)
-    t = ctx.read(_bracket(taddr), "u32")
+    t = _taddr(ctx, taddr, "the tensor-memory address")
     for g, l, cta in _lanes(ctx):
         _run(ctx, lambda: _tmem(ctx, cta).shift_down(int(t[g, l])))
