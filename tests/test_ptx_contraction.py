@@ -86,6 +86,20 @@ def test_one_rounding_where_two_differ():
     assert out[0] == np.float32(3 * 2.0 ** -23)
 
 
+def test_fmad_false_holds_in_worker_processes_and_linked_modules():
+    """A grid run in worker processes re-reads the module there: fmad=False must travel with it."""
+    body = ("mov.u32 %r1, %ctaid.x;\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd1, %rd1, %rd2;\n"
+            "div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;\n" + _STORE)
+    text = _module(body).text.replace(".reg .pred", ".reg .b32 %r<2>;\n.reg .pred")
+    want = {True: np.float32(2.0 ** -25), False: np.float32(0.0)}
+    for fmad in (True, False):
+        out = np.zeros(4, np.float32)
+        wp.load(text, fmad=fmad).launch("k", 4, 32, [out, 3.0, 3.0, 1.0], ctas_per_batch=1, workers=2)
+        assert (out == want[fmad]).all(), (fmad, out)
+    linked = wp.load(text, fmad=False).link(".version 8.7\n.target sm_90a\n.address_size 64\n")
+    assert linked.fmad is False and not any(st.opcode.startswith("contracted") for st in linked.program("k").code)
+
+
 _CAPTURE = open_golden(os.path.join(HERE, "golden", "ptx_contraction_sm90.npz"))
 
 
