@@ -517,7 +517,7 @@ def _set(ctx, m):
             ctx.fail(f"{ctx.opcode}: .and/.or/.xor with a packed comparison is not modelled")
         c = ctx.read(ops[3], "pred")
         res = [{"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]](res[0], c)]
-    true = _SET_TRUE[dt] if len(res) == 1 else _SET_TRUE.get(dt, 0xFFFF)
+    true = _SET_TRUE[dt] if len(res) == 1 or dt.endswith("x2") else 0xFFFF
     word = np.zeros(res[0].shape, np.uint32)
     for k, r in enumerate(res):
         word |= np.where(r, np.uint32(true << (16 * k)), np.uint32(0))
