@@ -149,6 +149,15 @@ EXAMPLES = [
      "setp.lt.f16 %p4, %h2, %h3; mov.b16 %h4, 0xBF80; mov.b16 %h5, 0x3F80; setp.lt.bf16 %p5, %h4, %h5; "
      "mov.b32 %r1, 0x40003C00; mov.b32 %r2, 0x3C004000; setp.lt.f16x2 %p6|%p7, %r1, %r2;",
      {"%p1": 0, "%p2": 1, "%p3": 1, "%p4": 1, "%p5": 1, "%p6": 1, "%p7": 0}),
+    # set writes the comparison as a number: 1.0 in the destination's format, all ones for an integer
+    # (each half of a packed destination), 0 when false; cuda_fp16.h's hexp multiplies by it
+    ("set", "mov.b16 %h1, 0x3C00; mov.b16 %h2, 0x4000; set.eq.f16.f16 %h3, %h1, %h1; set.eq.f16.f16 %h4, %h1, %h2; "
+     "set.lt.u32.f16 %r1, %h1, %h2; set.gt.s32.s32 %r2, 1, 2; set.lt.f32.f32 %r3, 0f3F800000, 0f40000000; "
+     "mov.b32 %r4, 0x40003C00; mov.b32 %r5, 0x3C003C00; set.eq.f16x2.f16x2 %r6, %r4, %r5; "
+     "set.eq.u32.f16x2 %r7, %r4, %r5; set.lt.ftz.u32.f32 %r8, 0f80000001, 0f00000001; "
+     "set.lt.u32.f32 %r9, 0f80000001, 0f00000001; set.nan.bf16.bf16 %h5, %h1, %h2;",
+     {"%h3": 0x3C00, "%h4": 0, "%r1": 0xFFFFFFFF, "%r2": 0, "%r3": 0x3F800000, "%r6": 0x3C00, "%r7": 0xFFFF,
+      "%r8": 0, "%r9": 0xFFFFFFFF, "%h5": 0}),
     ("slct", "slct.s32.s32 %r1, 1, 2, -1; slct.s32.s32 %r2, 1, 2, 0; slct.b32.f32 %r3, 1, 2, 0f7FC00000; "
      "slct.b32.f32 %r4, 1, 2, 0f80000000; slct.ftz.b32.f32 %r5, 1, 2, 0f80000001;",
      {"%r1": 2, "%r2": 1, "%r3": 2, "%r4": 1, "%r5": 1}),

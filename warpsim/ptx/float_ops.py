@@ -433,17 +433,13 @@ def _as_f64(x, fmt):
     return decode(x, fmt)
 
 
-def _setp_common(ctx, m, fmt, ftz, pair):
-    ops = ctx.operands
-    if len(ops) not in (3, 4):
-        ctx.fail(f"{ctx.opcode} takes a predicate destination (optionally p|q), two sources and, with "
-                 ".and/.or/.xor, a predicate source")
-    dst, q = ops[0], None
-    if isinstance(dst, str) and "|" in dst:
-        dst, q = [x.strip() for x in dst.split("|")]
+def _compare_halves(ctx, m, a_op, b_op, fmt, ftz):
+    """The comparison ``m['cmp']`` of two float operands: one boolean array, or two (lower, upper
+    half) for the packed formats."""
+    pair = fmt.endswith("x2")
     rt = {"f16x2": "b32", "bf16x2": "b32"}.get(fmt, fmt)
-    a = ctx.read(ops[1], rt)
-    b = ctx.read(ops[2], rt)
+    a = ctx.read(a_op, rt)
+    b = ctx.read(b_op, rt)
     base = fmt.replace("x2", "")
     parts = [(a, b)] if not pair else [(a & np.uint32(0xFFFF), b & np.uint32(0xFFFF)),
                                         (a >> np.uint32(16), b >> np.uint32(16))]
@@ -454,6 +450,18 @@ def _setp_common(ctx, m, fmt, ftz, pair):
         if ftz:
             x, y = flush(x, base), flush(y, base)
         res.append(_compare(m["cmp"], _as_f64(x, base), _as_f64(y, base)))
+    return res
+
+
+def _setp_common(ctx, m, fmt, ftz, pair):
+    ops = ctx.operands
+    if len(ops) not in (3, 4):
+        ctx.fail(f"{ctx.opcode} takes a predicate destination (optionally p|q), two sources and, with "
+                 ".and/.or/.xor, a predicate source")
+    dst, q = ops[0], None
+    if isinstance(dst, str) and "|" in dst:
+        dst, q = [x.strip() for x in dst.split("|")]
+    res = _compare_halves(ctx, m, ops[1], ops[2], fmt, ftz)
     if pair:          # p gets the lower half, q the upper half
         r, rq = res
     else:
@@ -484,6 +492,39 @@ def _setp_half(ctx, m):
     _setp_common(ctx, m, m["st"], bool(m["ftz"]), m["st"].endswith("x2"))
 
 
+#: set's "true" word per destination type (false is 0): 1.0 for a float, all ones for an integer;
+#: a packed destination gets it in each half
+_SET_TRUE = {"f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80, "u16": 0xFFFF, "s16": 0xFFFF, "u32": 0xFFFFFFFF,
+             "s32": 0xFFFFFFFF, "f16x2": 0x3C00, "bf16x2": 0x3F80}
+
+
+@instr(r"set\." + _CMPS + _BOP + r"(?P<ftz>\.ftz)?\.(?P<dt>[us](?:16|32)|f32|f16x2|bf16x2|f16|bf16)"
+       r"\.(?P<st>[bus](?:16|32|64)|f32|f64|f16x2|bf16x2|f16|bf16)")
+def _set(ctx, m):
+    """``set``: a comparison written as a number -- what cuda_fp16.h's inline asm multiplies by."""
+    ops = ctx.operands
+    if len(ops) != (4 if m["bop"] else 3):
+        ctx.fail(f"{ctx.opcode} takes a destination, two sources" + (" and a predicate" if m["bop"] else ""))
+    st, dt = m["st"], m["dt"]
+    if st.endswith("x2") != dt.endswith("x2") and dt not in ("u32", "s32"):
+        ctx.fail(f"{ctx.opcode}: a packed comparison writes .f16x2/.bf16x2/.u32/.s32")
+    if st[0] == "f":
+        res = _compare_halves(ctx, m, ops[1], ops[2], st, bool(m["ftz"]))
+    else:
+        res = [_compare(m["cmp"], ctx.read(ops[1], st), ctx.read(ops[2], st))]
+    if m["bop"]:
+        if st.endswith("x2"):
+            ctx.fail(f"{ctx.opcode}: .and/.or/.xor with a packed comparison is not modelled")
+        c = ctx.read(ops[3], "pred")
+        res = [{"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]](res[0], c)]
+    true = _SET_TRUE[dt] if len(res) == 1 or dt.endswith("x2") else 0xFFFF
+    word = np.zeros(res[0].shape, np.uint32)
+    for k, r in enumerate(res):
+        word |= np.where(r, np.uint32(true << (16 * k)), np.uint32(0))
+    bits = "b32" if dt.endswith("x2") or dt in ("u32", "s32", "f32") else "b16"
+    ctx.write(ops[0], word.astype(np.uint32 if bits == "b32" else np.uint16), bits)
+
+
 @instr(r"slct(?P<ftz>\.ftz)?\.(?P<t>[bus](?:16|32|64)|f32|f64)\.(?P<ct>s32|f32)")
 def _slct(ctx, m):
     d, a, b, c = ctx.need(4)
@@ -503,4 +544,6 @@ def _slct(ctx, m):
 note_status(r"testp\.(?:finite|infinite|number|notanumber|normal|subnormal)\.(?:f32|f64)", EXACT)
 note_status(r"setp\." + _CMPS + r"(?:\.(?:and|or|xor))?\.ftz\.f32", EXACT)
 note_status(r"setp\." + _CMPS + r"(?:\.(?:and|or|xor))?(?:\.ftz)?\.(?:f16|bf16|f16x2|bf16x2)", EXACT)
+note_status(r"set\." + _CMPS + r"(?:\.(?:and|or|xor))?(?:\.ftz)?\.(?:[us](?:16|32)|f32|f16x2|bf16x2|f16|bf16)"
+            r"\.(?:[bus](?:16|32|64)|f32|f64|f16x2|bf16x2|f16|bf16)", EXACT)
 note_status(r"slct(?:\.ftz)?\.(?:[bus](?:16|32|64)|f32|f64)\.(?:s32|f32)", EXACT)
