@@ -1,7 +1,7 @@
 """The PTX layer accepts exactly the atom / red / mbarrier / bulk-copy / cp.async / fence / elect /
 mapa / barrier.cluster / setmaxnreg spellings ptxas 13.0 accepts (sm_90a).
 
-tests/golden/ptxas/async_spellings.json.xz (``python -m warpsim.hw.ptxas_async_grammar``) holds
+tests/golden/ptxas/async_spellings.json.xz (``python -m warpsim.hw.ptxas_grammar async``) holds
 ptxas's verdict on every canonical form of these families that the instruction table implements
 and on seeded spellings of each accepted form; 600 accepted spellings assembled to their canonical
 form's cubin, so each accepted spelling must map to its form and every refused one must raise.
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from warpsim.hw.ptxas_async_grammar import DEFAULT_OUT, load
+from warpsim.hw.ptxas_grammar.async_forms import DEFAULT_OUT, load
 from warpsim.ptx.instructions import lookup
 from warpsim.ptx.spellings import canonical
 

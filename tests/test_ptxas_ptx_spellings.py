@@ -1,6 +1,6 @@
 """The PTX layer accepts exactly the wmma / ldmatrix / stmatrix / movmatrix / cvt spellings ptxas 13.0 accepts.
 
-tests/golden/ptxas/ptx_spellings.json.xz (``python -m warpsim.hw.ptxas_ptx_grammar``) holds ptxas's
+tests/golden/ptxas/ptx_spellings.json.xz (``python -m warpsim.hw.ptxas_grammar ptx``) holds ptxas's
 verdict (sm_90a, -O0) on every canonical form of these families that the instruction table
 implements, and on seeded spellings (permutations, moves, repeats, drops, conflicting or foreign
 qualifiers) of every form it accepts.  A sample of the accepted spellings assembled to the same
@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from warpsim.hw.ptxas_ptx_grammar import DEFAULT_OUT, load, wmma_registers
+from warpsim.hw.ptxas_grammar.ptx import DEFAULT_OUT, load, wmma_registers
 from warpsim.ptx import PTXError
 from warpsim.ptx.instructions import lookup
 from warpsim.ptx import targets

@@ -5,7 +5,7 @@ ptxas's verdict on every canonical catalog mma / mma.sp / kind:: / wgmma / wgmma
 the opcodes it accepts (wgmma: on sm_90a), seeded candidate spellings (permutations, moved,
 duplicated, dropped and inserted qualifiers) with ptxas's verdict on each; and its verdict on the
 catalog's one-step neighbours (other D/C types, sparse forms, layouts, ``.satfinite``, no
-``.kind``), where a form the catalog misses would show as accepted.  ``warpsim.hw.ptxas_grammar``
+``.kind``), where a form the catalog misses would show as accepted.  ``python -m warpsim.hw.ptxas_grammar mma``
 regenerates it.  Accepted spellings were shown (on a sample) to assemble to the same cubin as the
 canonical opcode, so each must parse to that catalog entry; refused ones must raise a ValueError.
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim.hw.ptxas_grammar import DEFAULT_OUT, load
+from warpsim.hw.ptxas_grammar.mma import DEFAULT_OUT, load
 from warpsim.isa.catalog import BY_OPCODE, CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
 from warpsim.ptx import PTXError
 
