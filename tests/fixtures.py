@@ -26,3 +26,11 @@ MALFORMED = [
     ("mma.sp::unordered.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "unknown sparse form"),
     ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.or.popc", "unknown qualifier '.or'"),
 ]
+
+
+def ptx_kernel(target: str, decls: tuple, body: str) -> str:
+    """The text of a one-parameter PTX kernel ``k(.param .u64 P)`` for ``target``: its declarations
+    (``decls``, one a line) then ``body`` (statements, one a line)."""
+    lines = "".join(f"  {d}\n" for d in decls)
+    return (f"\n.version 8.8\n.target {target}\n.address_size 64\n.visible .entry k(.param .u64 P)\n{{\n{lines}"
+            f"{body.strip(chr(10))}\n}}\n")

@@ -152,20 +152,6 @@ def test_issue_24_wgmma_satfinite_after_types():
         assert ins.satfinite and ins.spelling == sp and ".satfinite.s32" in ins.opcode
 
 
-@pytest.mark.parametrize("sp,why", [
-    ("mma.sync.aligned.aligned.m16n8k16.row.col.f32.f16.f16.f32", "takes '.aligned' (as in '.sync.aligned') once, got 2"),
-    ("mma.sync.aligned.m16n8k16.row.col.row.f32.f16.f16.f32", "layouts ('.row'/'.col') 2 times, got 3"),
-    ("mma.aligned.m16n8k16.row.col.f32.f16.f16.f32", "'.sync'"),
-    ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32.rn", "unknown qualifier '.rn'"),
-    ("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.popc.xor", "'.xor.popc' or '.and.popc'"),
-    ("wgmma.mma_async.sp::ordered_metadata.sync.aligned.m64n8k64.s32.s8.u8", "unknown sparse form"),
-    ("wgmma.mma_async.aligned.m64n8k16.f32.f16.f16", "'.sync'"),
-])
-def test_refusals_name_the_qualifier(sp, why):
-    with pytest.raises(ValueError, match=re.escape(why)):
-        warpsim.parse(sp)
-
-
 def test_spelling_is_kept_and_canonical_equality_holds():
     sp = "mma.aligned.m16n8k16.sync.row.col.f32.bf16.bf16.f32"
     ins = warpsim.parse(sp)
