@@ -137,10 +137,7 @@ def _bulk_forms():
                 for nf in (("", "noftz") if op == "add" and t in ("f16", "bf16") else ("",)):
                     spelling = _join("cp.reduce.async.bulk.global.shared::cta.bulk_group", hint, op, nf, t)
                     out.append(("cp.reduce.async.bulk", spelling, "[%rd1], [%rd2], %r3" + (", %rd5" if hint else "")))
-    out.append(("cp.async.bulk", "cp.async.bulk.commit_group", ""))
-    out.append(("cp.async.bulk", "cp.async.bulk.wait_group", "1"))
-    out.append(("cp.async.bulk", "cp.async.bulk.wait_group.read", "0"))
-    return out
+    return out + _group_forms("cp.async.bulk", ("commit_group", ""), ("wait_group", "1"), ("wait_group.read", "0"))
 
 
 def _cp_async_forms():
@@ -153,10 +150,12 @@ def _cp_async_forms():
         out.append(("cp.async", spelling, f"[%rd1], [%rd2], {size}" + (", %rd5" if hint else "")))
         if size == 16 and not pf:
             out.append(("cp.async", spelling, f"[%rd1], [%rd2], 16, %r3" + (", %rd5" if hint else "")))
-    out.append(("cp.async", "cp.async.commit_group", ""))
-    out.append(("cp.async", "cp.async.wait_group", "1"))
-    out.append(("cp.async", "cp.async.wait_all", ""))
-    return out
+    return out + _group_forms("cp.async", ("commit_group", ""), ("wait_group", "1"), ("wait_all", ""))
+
+
+def _group_forms(family, *ops):
+    """The commit / wait statements of an asynchronous-copy family: (suffix, operand text) each."""
+    return [(family, f"{family}.{op}", o) for op, o in ops]
 
 
 def _fence_forms():

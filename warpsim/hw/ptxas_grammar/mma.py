@@ -26,6 +26,7 @@ import random
 import sys
 
 from ...isa.catalog import CATALOG, WGMMA_CATALOG, WGMMA_SP_CATALOG
+from ...isa.parse import _qualifier_class
 from ..ptxcheck import PTX_VERSION, PTX_VERSION_FOR
 from . import probe
 from .probe import PTXAS12_TARGETS, find_ptxas12, ptxas_version
@@ -76,16 +77,8 @@ def _required(ins, tok: str) -> bool:
 
 def _ordered_class(tok: str):
     """Qualifiers whose order among themselves is meaning (A before B layout; D, A, B, C types; op before popc)."""
-    from ...isa.types import SCALE_TYPES, TYPES
-
-    if tok in ("row", "col"):
-        return "layout"
-    if tok in TYPES or tok in SCALE_TYPES:
-        return "type"
-    if tok in ("xor", "and", "popc"):
-        return "op"
-    return None
-
+    cls = _qualifier_class(tok, "mma")
+    return cls if cls in ("layout", "type", "op") else None
 
 
 def candidates(ins, rng: random.Random, per_opcode: int = 12) -> list[str]:
