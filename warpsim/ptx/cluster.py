@@ -460,21 +460,20 @@ def _load_box(ctx, st, k, w, l, ops, multicast, space):
 
 
 def _copy_operands(ctx, m, fixed, nfixed):
-    """The operands of an async copy into shared memory: ``fixed`` ones, then a CTA mask with
-    ``.multicast::cluster`` and a cache policy with ``.L2::cache_hint``."""
+    """The operands of an async copy into shared memory (``fixed`` ones, then a CTA mask with
+    ``.multicast::cluster`` and a cache policy with ``.L2::cache_hint``) and the cluster's state."""
     ops = _ops(ctx)
     want = nfixed + bool(m["mc"]) + bool(m["hint"])
     if len(ops) != want:
         ctx.fail(f"{ctx.opcode} takes {fixed}{', ctaMask' if m['mc'] else ''}"
                  f"{', cache-policy' if m['hint'] else ''} ({want} operands), got {len(ops)}")
-    return ops
+    return ops, _state(ctx)
 
 
 @instr(r"cp\.async\.bulk\.tensor\.(?P<dim>[1-5])d\.(?P<space>shared::cluster|shared::cta)\.global(?:\.tile)?"
        r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
 def _tma_load(ctx, m):
-    ops = _copy_operands(ctx, m, "[dstMem], [tensorMap, {coords}], [mbar]", 3)
-    st = _state(ctx)
+    ops, st = _copy_operands(ctx, m, "[dstMem], [tensorMap, {coords}], [mbar]", 3)
     for k, w, l in _lanes(ctx):
         mask = _scalar(ctx, ops[3], "u16", k, l) if m["mc"] else None
         _load_box(ctx, st, k, w, l, ops, mask, m["space"])
@@ -572,8 +571,7 @@ def _tma_store(ctx, m):
 @instr(r"cp\.async\.bulk\.(?P<dst>shared::cluster|shared::cta)\.(?P<src>global|shared::cta)"
        r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
 def _bulk_to_shared(ctx, m):
-    ops = _copy_operands(ctx, m, "[dstMem], [srcMem], size, [mbar]", 4)
-    st = _state(ctx)
+    ops, st = _copy_operands(ctx, m, "[dstMem], [srcMem], size, [mbar]", 4)
     for k, w, l in _lanes(ctx):
         cta = _cta(ctx, w)
         size = _scalar(ctx, ops[2], "u32", k, l)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .alu_rows import EXACT, VERIFIED, note_status, row
 from .convert import saturate
-from .instructions import _CMPS, _compare, instr
+from .instructions import _CMPS, _combine, _compare, instr
 
 # format: (exponent bits, mantissa bits, storage dtype, canonical NaN of arithmetic results)
 FMT = {"f16": (5, 10, np.uint16, 0x7FFF), "bf16": (8, 7, np.uint16, 0x7FFF),
@@ -192,6 +192,18 @@ def _div_rn32(m, a, b):
     return _host("f32", np.divide, a, b, ftz=bool(m["ftz"]))
 
 
+def _quotient(kind, v):
+    """(a, b, the host's nearest result q) of div (a / b), rcp (1 / b) or sqrt (sqrt a; b None) of the
+    decoded operands v."""
+    if kind == "div":
+        a, b = v
+    elif kind == "rcp":
+        a, b = np.ones_like(v[0]), v[0]
+    else:
+        a, b = v[0], None
+    return a, b, (np.sqrt(a) if kind == "sqrt" else a / b)
+
+
 def directed32(kind, mode, xs, ftz=False):
     """div / rcp / sqrt of f32 bits rounded towards zero, -inf or +inf, exactly: the float64
     result q is rounded by ``mode``; only when q itself lies on the f32 grid can the exact value be
@@ -202,13 +214,7 @@ def directed32(kind, mode, xs, ftz=False):
         xs = [flush(x, "f32") for x in xs]
     with np.errstate(all="ignore"):
         v = [np.asarray(x).astype(np.uint32).view(np.float32).astype(np.float64) for x in xs]
-        if kind == "div":
-            a, b = v
-        elif kind == "rcp":
-            a, b = np.ones_like(v[0]), v[0]
-        else:
-            a, b = v[0], None
-        q = np.sqrt(a) if kind == "sqrt" else a / b
+        a, b, q = _quotient(kind, v)
         y = encode(q, "f32", mode).astype(np.uint32)
         on_grid = np.isfinite(q) & (q != 0) & (q.astype(np.float32).astype(np.float64) == q)
         above = (a > q * b) == (b > 0) if b is not None else a > q * q     # exact value above q
@@ -259,13 +265,7 @@ def directed64(kind, mode, xs):
     require_ieee_host()
     v = [np.asarray(x).astype(np.uint64).view(np.float64) for x in xs]
     with np.errstate(all="ignore"):
-        if kind == "div":
-            a, b = v
-        elif kind == "rcp":
-            a, b = np.ones_like(v[0]), v[0]
-        else:
-            a, b = v[0], None
-        q = np.sqrt(a) if kind == "sqrt" else a / b
+        a, b, q = _quotient(kind, v)
     side = np.zeros(q.shape, np.int64)           # sign of (exact - q) where q is finite
     fin = np.isfinite(q) & np.isfinite(a) & (np.ones(q.shape, bool) if b is None else np.isfinite(b))
     for i in zip(*np.nonzero(fin)):
@@ -466,12 +466,7 @@ def _setp_common(ctx, m, fmt, ftz, pair):
         r, rq = res
     else:
         r, rq = res[0], ~res[0]
-    if m["bop"]:
-        if len(ops) != 4:
-            ctx.fail(f"{ctx.opcode} needs a fourth operand: the predicate it combines with")
-        c = ctx.read(ops[3], "pred")
-        f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]]
-        r, rq = f(r, c), f(rq, c)
+    r, rq = _combine(ctx, m, ops, r, rq)
     if pair and q is None:
         ctx.fail(f"{ctx.opcode} compares two halves: its destination is p|q (lower half, upper half)")
     ctx.write(dst, r, "pred")
