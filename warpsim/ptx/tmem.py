@@ -606,15 +606,23 @@ _NUM = r"\.x(?P<num>1|2|4|8|16|32|64|128)"
 _SHAPES = r"(?P<shape>32x32b|16x64b|16x128b|16x256b|16x32bx2)"
 
 
-@instr(r"tcgen05\.ld\.sync\.aligned\." + _SHAPES + _NUM + r"(?P<pack>\.pack::16b)?\.b32")
-def _tc05_ld(ctx, m):
+def _ld_st_operands(ctx, form, taddr_at):
+    """tcgen05.ld / st: (register list, warp-uniform tensor-memory address, immHalfSplitoff or None);
+    the registers are the operand the address is not next to."""
     ops = ctx.operands
     if len(ops) not in (2, 3):
-        ctx.fail(f"{ctx.opcode} takes registers, [taddr]{{, immHalfSplitoff}}; got {len(ops)} operand(s)")
+        ctx.fail(f"{ctx.opcode} takes {form}; got {len(ops)} operand(s)")
     ctx.require_converged()
-    regs = ops[0] if isinstance(ops[0], list) else [ops[0]]
-    t = _uniform(ctx, ops[1], "the tensor-memory address", _taddr(ctx, ops[1], "the tensor-memory address"))
-    half = _uniform(ctx, ops[2], "immHalfSplitoff") if len(ops) == 3 else None
+    regs = ops[-1] if taddr_at == 0 else ops[0]
+    regs = regs if isinstance(regs, list) else [regs]
+    t = _uniform(ctx, ops[taddr_at], "the tensor-memory address", _taddr(ctx, ops[taddr_at], "the tensor-memory address"))
+    half = _uniform(ctx, ops[taddr_at + 1], "immHalfSplitoff") if len(ops) == 3 else None
+    return regs, t, half
+
+
+@instr(r"tcgen05\.ld\.sync\.aligned\." + _SHAPES + _NUM + r"(?P<pack>\.pack::16b)?\.b32")
+def _tc05_ld(ctx, m):
+    regs, t, half = _ld_st_operands(ctx, "registers, [taddr]{, immHalfSplitoff}", 1)
     out = np.zeros(ctx.shape + (len(regs),), np.uint32)
     for g, w, cta, wic in _warps(ctx):
         words = _run(ctx, lambda: _tmem(ctx, cta).ld(wic, int(t[g]), m["shape"], int(m["num"]),
@@ -629,13 +637,7 @@ def _tc05_ld(ctx, m):
 
 @instr(r"tcgen05\.st\.sync\.aligned\." + _SHAPES + _NUM + r"(?P<unpack>\.unpack::16b)?\.b32")
 def _tc05_st(ctx, m):
-    ops = ctx.operands
-    if len(ops) not in (2, 3):
-        ctx.fail(f"{ctx.opcode} takes [taddr]{{, immHalfSplitoff}}, registers; got {len(ops)} operand(s)")
-    ctx.require_converged()
-    t = _uniform(ctx, ops[0], "the tensor-memory address", _taddr(ctx, ops[0], "the tensor-memory address"))
-    half = _uniform(ctx, ops[1], "immHalfSplitoff") if len(ops) == 3 else None
-    regs = ops[-1] if isinstance(ops[-1], list) else [ops[-1]]
+    regs, t, half = _ld_st_operands(ctx, "[taddr]{, immHalfSplitoff}, registers", 0)
     words = np.stack([ctx.read(r, "b32") for r in regs], axis=-1).astype(np.uint32)
     for g, w, cta, wic in _warps(ctx):
         _run(ctx, lambda: _tmem(ctx, cta).st(wic, int(t[g]), m["shape"], words[g], int(m["num"]),

@@ -34,20 +34,15 @@ _NUMERICS = dict(_NUMERICS_ARCH, sm_100a="sm_100", sm_120a="sm_120")
 
 #: what ``driver.utils.get_device_properties`` reports per target: the GPU of that generation that
 #: tutorials size their grids for (A100 SXM, RTX 3090 / 4090, H100 SXM, B200, RTX 5090)
-_PROPERTIES = {
-    80: dict(max_shared_mem=166912, multiprocessor_count=108, sm_clock_rate=1410000, mem_clock_rate=1215000,
-             mem_bus_width=5120),
-    86: dict(max_shared_mem=101376, multiprocessor_count=82, sm_clock_rate=1695000, mem_clock_rate=9751000,
-             mem_bus_width=384),
-    89: dict(max_shared_mem=101376, multiprocessor_count=128, sm_clock_rate=2520000, mem_clock_rate=10501000,
-             mem_bus_width=384),
-    90: dict(max_shared_mem=232448, multiprocessor_count=132, sm_clock_rate=1980000, mem_clock_rate=2619000,
-             mem_bus_width=5120),
-    100: dict(max_shared_mem=232448, multiprocessor_count=148, sm_clock_rate=1965000, mem_clock_rate=3996000,
-              mem_bus_width=8192),
-    120: dict(max_shared_mem=101376, multiprocessor_count=170, sm_clock_rate=2407000, mem_clock_rate=14001000,
-              mem_bus_width=512),
-}
+_PROPERTY_NAMES = ("max_shared_mem", "multiprocessor_count", "sm_clock_rate", "mem_clock_rate", "mem_bus_width")
+_PROPERTIES = {cap: dict(zip(_PROPERTY_NAMES, row)) for cap, row in {
+    80: (166912, 108, 1410000, 1215000, 5120),
+    86: (101376, 82, 1695000, 9751000, 384),
+    89: (101376, 128, 2520000, 10501000, 384),
+    90: (232448, 132, 1980000, 2619000, 5120),
+    100: (232448, 148, 1965000, 3996000, 8192),
+    120: (101376, 170, 2407000, 14001000, 512),
+}.items()}
 
 
 class KernelLaunchError(RuntimeError):
