@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 import warpsim
+from warpsim.hw.gemm_cases import CUTLASS3_MORE_CASES
 from warpsim.hw.golden import open_golden
 from warpsim.isa.tensormap import decode_tensormap, encode_tiled
 from warpsim.ptx import GlobalMemory, load
 
 GOLDEN = Path(__file__).parent / "golden" / "cutlass3_sm90a.npz"
+MORE = Path(__file__).parent / "golden" / "cutlass3_more_sm90a.npz"
 TMAP_OFFSETS = {"A": 128, "B": 384, "C": 896, "D": 1152}     # where CUTLASS's Params hold the CUtensorMaps
 
 
@@ -26,13 +28,14 @@ def golden():
 
 # --- THE TARGET: CUTLASS 3 KernelTmaWarpSpecializedCooperative, 2x1 cluster, TMA multicast + store ------
 
-@pytest.mark.parametrize("case", [0, 1, 2, 3])
-def test_cutlass3_gemm_replays_h100_words(golden, case):
+def _replay(golden, case):
+    """Launch a captured CUTLASS 3 case from its PTX on the captured inputs -> (D as replayed, D the H100 wrote)."""
     info = golden.manifest["cases"][case]
     L = info["launch"]
     gm = GlobalMemory()
-    for k in "ABC":
-        gm.map(np.asarray(golden[f"{case}.{k}"]).copy(), address=int(L[k][0]))
+    for k in ("A", "B", "C", "bias"):
+        if k in L:
+            gm.map(np.asarray(golden[f"{case}.{k}"]).copy(), address=int(L[k][0]))
     want = np.asarray(golden[f"{case}.D"])
     D = np.zeros_like(want)
     gm.map(D, address=int(L["D"][0]))
@@ -40,7 +43,27 @@ def test_cutlass3_gemm_replays_h100_words(golden, case):
     params = np.asarray(golden[f"{case}.params"]).tobytes()
     mod.launch(L["kernel"][0], grid=tuple(map(int, L["grid"])), block=tuple(map(int, L["block"])), args=[params],
                shared_bytes=int(L["smem"][0]), memory=gm, cluster=tuple(map(int, L["cluster"])))
+    return D, want
+
+
+@pytest.mark.parametrize("case", [0, 1, 2, 3])
+def test_cutlass3_gemm_replays_h100_words(golden, case):
+    D, want = _replay(golden, case)
     assert int((D != want).sum()) == 0
+
+
+@pytest.mark.parametrize("case", range(len(CUTLASS3_MORE_CASES)))
+def test_cutlass3_pingpong_and_fused_epilogues_replay_gpu_words(case):
+    """KernelTmaWarpSpecializedPingpong (64 x 128 tiles, the two consumer warpgroups alternating), the
+    cooperative kernel with LinCombPerRowBiasEltAct<ReLu> (f16 D) and the ping-pong kernel with
+    LinCombPerColBiasEltAct<GELU> (erff: ex2.approx and FMAs); each a 2-CTA persistent grid walking
+    several tiles per CTA (sm_count 2)."""
+    more = open_golden(MORE)
+    info = more.manifest["cases"][case]
+    assert {k: info[k] for k in CUTLASS3_MORE_CASES[case]} == CUTLASS3_MORE_CASES[case]
+    D, want = _replay(more, case)
+    assert (want != (0xEEEE if want.dtype == np.uint16 else 0xEEEEEEEE)).all()    # every word written
+    assert int((D != want).sum()) == 0, f"{int((D != want).sum())} of {D.size} D words differ"
 
 
 def test_driver_tensormaps_decode_to_the_launch(golden):

@@ -40,43 +40,35 @@ def _ref(lane):
     return lane >> 2, lane % 4
 
 
-def test_m16n8k16_f16_matches_the_printed_formula():
-    tab = warpsim.fragment_map("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "a")
+def _assert_formula(opcode, role, n, formula):
+    """fragment_map(opcode, role) holds formula(lane, i) = (matrix, row, col) for its n elements a lane."""
+    tab = warpsim.fragment_map(opcode, role)
     for lane in range(32):
-        g, t = _ref(lane)
-        for i in range(8):
-            row = g if (i < 2 or 4 <= i < 6) else g + 8
-            col = t * 2 + (i & 1) + (8 if i >= 4 else 0)
-            assert tuple(tab[lane, i]) == (0, row, col)
+        for i in range(n):
+            assert tuple(tab[lane, i]) == formula(lane, i)
+
+
+def test_m16n8k16_f16_matches_the_printed_formula():
+    _assert_formula("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "a", 8, lambda lane, i: (
+        0, _ref(lane)[0] + (0 if (i < 2 or 4 <= i < 6) else 8),
+        _ref(lane)[1] * 2 + (i & 1) + (8 if i >= 4 else 0)))
 
 
 def test_m8n8k4_f32_accumulator_matches_the_printed_formula():
-    tab = warpsim.fragment_map("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "c")
-    for lane in range(32):
-        for i in range(8):
-            x = (lane & 1) + (i & 2)
-            row = x if lane < 16 else x + 4
-            col = (i & 4) + (lane & 2) + (i & 1)
-            assert tuple(tab[lane, i]) == ((lane >> 2) & 3, row, col)
+    _assert_formula("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32", "c", 8, lambda lane, i: (
+        (lane >> 2) & 3, (lane & 1) + (i & 2) + (0 if lane < 16 else 4), (i & 4) + (lane & 2) + (i & 1)))
 
 
 def test_m16n8k256_b1_a_fixes_the_printed_typo():
     # The ISA prints col = tid*32 + i for i < 64; elements 32..63 are row g+8, columns tid*32 + (i & 31).
-    tab = warpsim.fragment_map("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc", "a")
-    for lane in range(32):
-        g, t = _ref(lane)
-        for i in range(128):
-            row = g if (i < 32 or 64 <= i < 96) else g + 8
-            col = t * 32 + (i & 31) + (128 if i >= 64 else 0)
-            assert tuple(tab[lane, i]) == (0, row, col)
+    _assert_formula("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc", "a", 128, lambda lane, i: (
+        0, _ref(lane)[0] + (0 if (i < 32 or 64 <= i < 96) else 8),
+        _ref(lane)[1] * 32 + (i & 31) + (128 if i >= 64 else 0)))
 
 
 def test_m16n8k16_f64_b_matches_the_printed_formula():
-    tab = warpsim.fragment_map("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "b")
-    for lane in range(32):
-        g, t = _ref(lane)
-        for i in range(4):
-            assert tuple(tab[lane, i]) == (0, t + 4 * i, g)
+    _assert_formula("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64", "b", 4,
+                    lambda lane, i: (0, _ref(lane)[1] + 4 * i, _ref(lane)[0]))
 
 
 def test_pack_rejects_out_of_range_and_bad_shapes():

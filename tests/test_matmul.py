@@ -2,18 +2,13 @@ import numpy as np
 import pytest
 
 import warpsim
+from fixtures import catalog_entries
 from warpsim.isa.catalog import CATALOG
 from warpsim.hw.inputs import distributions, generate
 
-def _entries():
-    for ins in CATALOG:
-        if ins.targets:   # sm_120a kind:: forms: tests/test_blackwell.py
-            continue
-        for s in ins.selectors:
-            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}")
 
 
-@pytest.mark.parametrize("ins,selector", list(_entries()))
+@pytest.mark.parametrize("ins,selector", list(catalog_entries()))
 def test_matmul_matches_mma_for_every_catalog_entry(ins, selector):
     g = generate(ins, selector, distributions(ins)[0], 2, 11)
     want = warpsim.mma(ins.opcode, g["a"], g["b"], g["c"], g.get("e"), selector=selector)

@@ -149,6 +149,15 @@ EXAMPLES = [
      "setp.lt.f16 %p4, %h2, %h3; mov.b16 %h4, 0xBF80; mov.b16 %h5, 0x3F80; setp.lt.bf16 %p5, %h4, %h5; "
      "mov.b32 %r1, 0x40003C00; mov.b32 %r2, 0x3C004000; setp.lt.f16x2 %p6|%p7, %r1, %r2;",
      {"%p1": 0, "%p2": 1, "%p3": 1, "%p4": 1, "%p5": 1, "%p6": 1, "%p7": 0}),
+    # set writes the comparison as a number: 1.0 in the destination's format, all ones for an integer
+    # (each half of a packed destination), 0 when false; cuda_fp16.h's hexp multiplies by it
+    ("set", "mov.b16 %h1, 0x3C00; mov.b16 %h2, 0x4000; set.eq.f16.f16 %h3, %h1, %h1; set.eq.f16.f16 %h4, %h1, %h2; "
+     "set.lt.u32.f16 %r1, %h1, %h2; set.gt.s32.s32 %r2, 1, 2; set.lt.f32.f32 %r3, 0f3F800000, 0f40000000; "
+     "mov.b32 %r4, 0x40003C00; mov.b32 %r5, 0x3C003C00; set.eq.f16x2.f16x2 %r6, %r4, %r5; "
+     "set.eq.u32.f16x2 %r7, %r4, %r5; set.lt.ftz.u32.f32 %r8, 0f80000001, 0f00000001; "
+     "set.lt.u32.f32 %r9, 0f80000001, 0f00000001; set.nan.bf16.bf16 %h5, %h1, %h2;",
+     {"%h3": 0x3C00, "%h4": 0, "%r1": 0xFFFFFFFF, "%r2": 0, "%r3": 0x3F800000, "%r6": 0x3C00, "%r7": 0xFFFF,
+      "%r8": 0, "%r9": 0xFFFFFFFF, "%h5": 0}),
     ("slct", "slct.s32.s32 %r1, 1, 2, -1; slct.s32.s32 %r2, 1, 2, 0; slct.b32.f32 %r3, 1, 2, 0f7FC00000; "
      "slct.b32.f32 %r4, 1, 2, 0f80000000; slct.ftz.b32.f32 %r5, 1, 2, 0f80000001;",
      {"%r1": 2, "%r2": 1, "%r3": 2, "%r4": 1, "%r5": 1}),
@@ -219,12 +228,11 @@ def test_inputs_unchanged_and_errors():
 
 
 def test_status_registry():
-    # the special-function forms with a MUFU table are verified exhaustively (docs/sfu.md); sin, cos,
-    # lg2 and tanh.approx.f32 on samples and captured binades, their exhaustive sweep pending
-    for op in ("ex2.approx.ftz.f32", "div.full.f32", "rcp.approx.ftz.f64", "tanh.approx.bf16x2"):
+    # every special-function form is verified exhaustively on the GPU (docs/sfu.md, docs/sfu_sweep.json)
+    for op in ("ex2.approx.ftz.f32", "div.full.f32", "rcp.approx.ftz.f64", "tanh.approx.bf16x2",
+               "lg2.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "tanh.approx.f32"):
         assert instruction_status(op)[0] == "verified" and "exhaustive" in instruction_status(op)[1]
-    for op in ("lg2.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "tanh.approx.f32"):
-        assert instruction_status(op)[0] == "verified" and "pending" in instruction_status(op)[1]
+        assert "pending" not in instruction_status(op)[1]
     assert instruction_status("div.rn.f32") == ("verified", "replayed word for word against H100 captures "
                                                 "(tests/ptx/data/cap_alu2.npz)")
     assert instruction_status("fma.rn.f32")[0] == "verified"
@@ -317,7 +325,8 @@ def test_replay_kernel_builds():
 def test_explain_says_how_an_sfu_form_was_verified():
     import warpsim
     assert "exhaustive" in str(warpsim.explain("ex2.approx.f32"))
-    assert "pending" in str(warpsim.explain("lg2.approx.f32"))
+    assert "exhaustive" in str(warpsim.explain("lg2.approx.f32"))
+    assert "pending" not in str(warpsim.explain("sin.approx.ftz.f32"))
     assert warpsim.explain("add.rz.f32").status == "verified"
     assert warpsim.explain("sqrt.rm.ftz.f32").status == "exact"
     with pytest.raises(TypeError, match="needs the register words"):

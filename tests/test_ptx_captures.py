@@ -34,23 +34,33 @@ def _caps(family):
     return open_golden(DATA / f"cap_{family}.npz")
 
 
-# ---- cvt ----------------------------------------------------------------------------------------
-
-def _cvt_kernel(op, dst, srcs):
-    """One thread per element: load each source, convert, store."""
+def _thread_kernel(name, decls, srcs, regs, cvta):
+    """The head of a kernel ``name`` of one thread per element: its parameters (in0.., out), ``decls``,
+    the thread's index %t4 and a load of its element of every source (``regs``: source kind -> (register
+    prefix, type, bytes); ``cvta``: addresses through cvta.to.global).  Returns (lines, source registers)."""
     params = ", ".join([f".param .u64 in{i}" for i in range(len(srcs))] + [".param .u64 out"])
-    lines = [HEAD, f".visible .entry cvt({params})", "{",
-             ".reg .b32 %t<8>;", ".reg .b64 %a<16>;", ".reg .b16 %rs<4>;", ".reg .b32 %r<4>;",
-             ".reg .b64 %rd<4>;", ".reg .f32 %f<4>;", ".reg .f64 %fd<4>;",
+    lines = [HEAD, f".visible .entry {name}({params})", "{", *decls,
              "mov.u32 %t1, %ctaid.x;", "mov.u32 %t2, %ntid.x;", "mov.u32 %t3, %tid.x;",
              "mad.lo.s32 %t4, %t1, %t2, %t3;"]
     names = []
     for i, s in enumerate(srcs):
-        pre, typ, size = REG[s]
-        lines += [f"ld.param.u64 %a{3 * i}, [in{i}];", f"cvta.to.global.u64 %a{3 * i}, %a{3 * i};",
-                  f"mul.wide.u32 %a{3 * i + 1}, %t4, {size};", f"add.s64 %a{3 * i + 2}, %a{3 * i}, %a{3 * i + 1};",
+        pre, typ, size = regs[s]
+        lines.append(f"ld.param.u64 %a{3 * i}, [in{i}];")
+        if cvta:
+            lines.append(f"cvta.to.global.u64 %a{3 * i}, %a{3 * i};")
+        lines += [f"mul.wide.u32 %a{3 * i + 1}, %t4, {size};", f"add.s64 %a{3 * i + 2}, %a{3 * i}, %a{3 * i + 1};",
                   f"ld.global.{typ} {pre}{i + 1}, [%a{3 * i + 2}];"]
         names.append(f"{pre}{i + 1}")
+    return lines, names
+
+
+# ---- cvt ----------------------------------------------------------------------------------------
+
+def _cvt_kernel(op, dst, srcs):
+    """One thread per element: load each source, convert, store."""
+    lines, names = _thread_kernel("cvt", (".reg .b32 %t<8>;", ".reg .b64 %a<16>;", ".reg .b16 %rs<4>;",
+                                          ".reg .b32 %r<4>;", ".reg .b64 %rd<4>;", ".reg .f32 %f<4>;",
+                                          ".reg .f64 %fd<4>;"), srcs, REG, True)
     pre, typ, size = REG[dst]
     lines += [f"{op} {pre}0, {', '.join(names)};",
               "ld.param.u64 %a12, [out];", "cvta.to.global.u64 %a12, %a12;",
@@ -249,18 +259,9 @@ ALU_REG = {"r": ("%r", "b32", 4), "l": ("%rd", "b64", 8), "f": ("%f", "f32", 4),
 
 
 def _alu_kernel(op, dst, srcs):
-    params = ", ".join([f".param .u64 in{i}" for i in range(len(srcs))] + [".param .u64 out"])
-    lines = [HEAD, f".visible .entry alu({params})", "{",
-             ".reg .b32 %t<8>;", ".reg .b64 %a<24>;", ".reg .b32 %r<8>;", ".reg .b64 %rd<8>;",
-             ".reg .f32 %f<8>;", ".reg .pred %p<2>;",
-             "mov.u32 %t1, %ctaid.x;", "mov.u32 %t2, %ntid.x;", "mov.u32 %t3, %tid.x;",
-             "mad.lo.s32 %t4, %t1, %t2, %t3;"]
-    names = []
-    for i, s in enumerate(srcs):
-        pre, typ, size = ALU_REG[s]
-        lines += [f"ld.param.u64 %a{3 * i}, [in{i}];", f"mul.wide.u32 %a{3 * i + 1}, %t4, {size};",
-                  f"add.s64 %a{3 * i + 2}, %a{3 * i}, %a{3 * i + 1};", f"ld.global.{typ} {pre}{i + 1}, [%a{3 * i + 2}];"]
-        names.append(f"{pre}{i + 1}")
+    lines, names = _thread_kernel("alu", (".reg .b32 %t<8>;", ".reg .b64 %a<24>;", ".reg .b32 %r<8>;",
+                                          ".reg .b64 %rd<8>;", ".reg .f32 %f<8>;", ".reg .pred %p<2>;"),
+                                  srcs, ALU_REG, False)
     pre, typ, size = ALU_REG[dst]
     if dst == "p":
         lines += [f"{op} %p1, {', '.join(names)};", "selp.u32 %r0, 1, 0, %p1;"]

@@ -230,6 +230,12 @@ def test_warp_collective_whose_membermask_is_not_the_executing_lanes_is_refused(
     assert ("lanes 8, 9" in str(e) and "not in the mask" in str(e)) if "0xff;" in op else "lanes 16" in str(e)
 
 
+def _call_fact(arg, res, indent):
+    """PTX calling fact(arg) into res through a call's own .param scope (one line each, indented)."""
+    return "\n".join(indent + x for x in ("{", ".param .b32 p0;", ".param .b32 r0;", f"st.param.b32 [p0], {arg};",
+                                          "call.uni (r0), fact, (p0);", f"ld.param.b32 {res}, [r0];", "}"))
+
+
 FACT = """.func (.param .b32 res) fact(.param .b32 n)
 {
     .reg .b32 %a<4>;
@@ -238,13 +244,7 @@ FACT = """.func (.param .b32 res) fact(.param .b32 n)
     setp.le.u32 %q1, %a1, 1;
     @%q1 bra BASE;
     sub.u32 %a2, %a1, 1;
-    {
-    .param .b32 p0;
-    .param .b32 r0;
-    st.param.b32 [p0], %a2;
-    call.uni (r0), fact, (p0);
-    ld.param.b32 %a3, [r0];
-    }
+""" + _call_fact("%a2", "%a3", "    ") + """
     mul.lo.u32 %a3, %a3, %a1;
     st.param.b32 [res], %a3;
     ret;
@@ -261,22 +261,10 @@ def test_recursion_through_call_uniform_and_divergent_depths():
     # statement after the call in the same function); column 1: fact(lane % 7 + 1), divergent depths
     out = run("""
         mov.u32 %r2, 6;
-        {
-        .param .b32 p0;
-        .param .b32 r0;
-        st.param.b32 [p0], %r2;
-        call.uni (r0), fact, (p0);
-        ld.param.b32 %r3, [r0];
-        }
+""" + _call_fact("%r2", "%r3", " " * 8) + """
         rem.u32 %r4, %r1, 7;
         add.u32 %r4, %r4, 1;
-        {
-        .param .b32 p0;
-        .param .b32 r0;
-        st.param.b32 [p0], %r4;
-        call.uni (r0), fact, (p0);
-        ld.param.b32 %r5, [r0];
-        }
+""" + _call_fact("%r4", "%r5", " " * 8) + """
         activemask.b32 %r6;
         st.global.v4.u32 [%rd3], {%r3, %r5, %r6, %r4};""", threads=64, funcs=FACT)
     from math import factorial

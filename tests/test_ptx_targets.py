@@ -1,6 +1,6 @@
 """The PTX loader refuses, per ``.target``, exactly the forms ptxas refuses there (issue 33).
 
-tests/golden/ptxas/ptx_targets.json.xz (``warpsim.hw.ptxas_async_grammar.build_targets``) holds
+tests/golden/ptxas/ptx_targets.json.xz (``python -m warpsim.hw.ptxas_grammar targets``) holds
 ptxas's verdict (12.9 for sm_70, 13.0 for the rest) on every canonical form of the PTX-layer
 families warpsim implements -- wmma, ldmatrix / stmatrix / movmatrix, cvt, atom / red, mbarrier,
 the bulk and tensor copies, cp.async, fence / membar, elect, mapa, barrier.cluster, setmaxnreg --

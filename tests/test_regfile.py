@@ -4,16 +4,10 @@ import numpy as np
 import pytest
 
 import warpsim
-from warpsim.isa.catalog import CATALOG
+from fixtures import catalog_entries
 from warpsim.hw.inputs import distributions, generate
 from warpsim.ptx.regfile import PTXError, Warp, example_statement, register_bits
 
-def _entries():
-    for ins in CATALOG:
-        if ins.targets:   # sm_120a kind:: forms: tests/test_blackwell.py
-            continue
-        for s in ins.selectors:
-            yield pytest.param(ins, s, id=f"{ins.opcode}:{s}")
 
 
 def _operand_regs(stmt):
@@ -45,7 +39,7 @@ def _read(w, regs):
     return np.stack(cols, axis=-1)
 
 
-@pytest.mark.parametrize("ins,selector", list(_entries()))
+@pytest.mark.parametrize("ins,selector", list(catalog_entries()))
 def test_run_matches_mma_for_every_catalog_entry(ins, selector):
     g = generate(ins, selector, distributions(ins)[0], 2, 7)
     want = warpsim.mma(ins.opcode, g["a"], g["b"], g["c"], g.get("e"), selector=selector)

@@ -6,17 +6,9 @@ import numpy as np
 import pytest
 
 import warpsim.ptx as wp
+from fixtures import ptx_kernel
 
-KERNEL = """
-.version 8.8
-.target sm_100a
-.address_size 64
-.visible .entry k(.param .u64 P)
-{{
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  .reg .pred %p<4>;
-  .shared .align 8 .b64 bar;
+BODY = """
   ld.param.u64 %rd1, [P];
   mov.u32 %r1, %tid.x;
   mov.u32 %r2, bar;
@@ -30,8 +22,12 @@ WAIT:
   selp.u32 %r3, 1, 0, %p2;
   st.global.u32 [%rd1], %r3;
   ret;
-}}
 """
+
+
+def kernel(**fields):
+    return ptx_kernel("sm_100a", (".reg .b32 %r<8>;", ".reg .b64 %rd<4>;", ".reg .pred %p<4>;",
+                                  ".shared .align 8 .b64 bar;"), BODY.format(**fields))
 
 
 @pytest.mark.parametrize("commit", ["tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r2];",
@@ -41,7 +37,7 @@ def test_commit_arrives_once_on_the_mbarrier(commit):
     """With an expected count of 1 the commit completes phase 0; with 2 it leaves it pending."""
     for count, done in ((1, 1), (2, 0)):
         out = np.full(1, 7, np.uint32)
-        wp.load(KERNEL.format(count=count, commit=commit)).launch("k", (1,), (32,), [out])
+        wp.load(kernel(count=count, commit=commit)).launch("k", (1,), (32,), [out])
         assert out[0] == done, (commit, count)
 
 
@@ -49,7 +45,7 @@ def test_commit_needs_its_operands():
     out = np.zeros(1, np.uint32)
     bad = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r2];"
     with pytest.raises(wp.PTXError, match="ctaMask"):
-        wp.load(KERNEL.format(count=1, commit=bad)).launch("k", (1,), (32,), [out])
+        wp.load(kernel(count=1, commit=bad)).launch("k", (1,), (32,), [out])
 
 
 @pytest.mark.parametrize("op,guess", [

@@ -182,7 +182,7 @@ def test_capture_kernels_build_and_model_side_runs(tmp_path):
     for i, case in enumerate(T.CASES):
         inp = T.case_inputs(case, i)
         d = model_d(case, inp)
-        assert d.shape == (128, case[4]) and d.dtype == np.uint32
+        assert d.shape == ((2,) if "pair" in case else ()) + (128, case[4]) and d.dtype == np.uint32
         for key in ("img", "c", "sf"):
             arrays[f"{i}.{key}"] = inp[key]
         arrays[f"{i}.desc"] = np.array([inp["adesc"], inp["bdesc"], inp["idesc"]], np.uint64)

@@ -229,3 +229,27 @@ def test_load_at_an_innermost_coordinate_off_16_bytes_is_refused():
     with pytest.raises(ValueError, match="not a multiple of 16"):
         land(tm, G, (47,))
     assert (land(tm, G, (48,))[:32] == G[48:80]).all()
+
+
+@pytest.mark.parametrize("mode", ["im2col::w", "im2col::w::128"])
+def test_im2col_w_modes_are_refused_by_name(mode):
+    """ptxas 13.0 assembles the sm_100 im2col::w / ::w::128 loads for sm_100a; warpsim does not model them
+    (no captured im2col-wide tensormap layout) and says so when one runs."""
+    import warpsim
+    import warpsim.ptx as wp
+
+    text = f""".version 8.8
+.target sm_100a
+.address_size 64
+.visible .entry k(.param .u64 p){{
+ .reg .b32 %r<8>; .reg .b64 %rd<2>; .reg .b16 %h<3>;
+ .shared .align 128 .b8 buf[1024];
+ ld.param.u64 %rd1, [p];
+ mov.u32 %r1, buf; mov.b16 %h1, 0; mov.b16 %h2, 0; mov.u32 %r2, 0;
+ mbarrier.init.shared::cta.b64 [%r1], 1;
+ cp.async.bulk.tensor.3d.shared::cluster.global.{mode}.mbarrier::complete_tx::bytes [%r1+128], [%rd1, {{%r2, %r2, %r2}}], [%r1], {{%h1, %h2}};
+ ret;
+}}
+"""
+    with pytest.raises(warpsim.PTXError, match=r"im2col::w modes are not modelled.*cuTensorMapEncodeIm2colWide"):
+        wp.load(text).launch("k", 1, 32, [np.zeros(128, np.uint8)], arch="sm_100a")

@@ -29,34 +29,39 @@ import triton_driver_kernels as tk  # noqa: E402
 CAPTURE = os.path.join(HERE, "golden", "triton_driver_sm90.npz")
 _Z = open_golden(CAPTURE)
 _MANIFEST = _Z.manifest["cases"]
+#: issue 29's kernels (normalization, activations, loss, attention; tk.SFU_CASES), captured on an H200
+_ZS = open_golden(os.path.join(HERE, "golden", "triton_driver_sfu_sm90.npz"))
+_SUITES = {"tutorial": (tk.CASES, _Z), "sfu": (tk.SFU_CASES, _ZS)}
 
 _runs: dict = {}
 
 
-def _run(name):
-    """Run one case under the driver once per session: (output words by name, compiled kernel)."""
+def _run(name, cases=tk.CASES):
+    """Run one case under the driver once per session: (output words by name, compiled kernel).  A case of
+    ``tk.TARGET`` compiles for that target and runs with Hopper's numerics (the GPU JIT-compiled its PTX)."""
     if name not in _runs:
-        with wt.device(arch="sm_90a"):
-            outs, k = tk.CASES[name][0](lambda t: t)
+        with wt.device(arch=tk.TARGET.get(name, "sm_90a"), device="sm_90a"):
+            outs, k = cases[name][0](lambda t: t)
         _runs[name] = ({o: tk.words(t) for o, t in outs.items()}, k)
     return _runs[name]
 
 
 def _params():
-    for name, (_, sfu) in tk.CASES.items():
-        for out in _MANIFEST[name]["outputs"]:
-            # outputs through the special-function unit (ex2, rcp, rsqrt, div.full) are strict too: the SFU is exact
-            yield pytest.param(name, out, id=f"{name}.{out}")
+    for suite, (cases, z) in _SUITES.items():
+        for name in cases:
+            for out in z.manifest["cases"][name]["outputs"]:
+                yield pytest.param(suite, name, out, id=f"{name}.{out}")
 
 
-@pytest.mark.parametrize("name,out", list(_params()))
-def test_driver_matches_hopper_words(name, out):
-    cap = _MANIFEST[name]
+@pytest.mark.parametrize("suite,name,out", list(_params()))
+def test_driver_matches_hopper_words(suite, name, out):
+    cases, z = _SUITES[suite]
+    cap = z.manifest["cases"][name]
     assert cap["ok"] and cap["deterministic"], cap
-    got, k = _run(name)
+    got, k = _run(name, cases)
     assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"], \
         "the PTX Triton compiles here is not the code compiled on the GPU (another Triton or ptxas?)"
-    want = _Z[f"{name}.{out}"]
+    want = z[f"{name}.{out}"]
     assert got[out].shape == want.shape
     bad = int((got[out] != want).sum())
     assert bad == 0, f"{bad} of {want.size} words differ"
@@ -116,6 +121,29 @@ def test_every_target_compiles_and_runs():
             assert triton.runtime.driver.active is d and d.get_current_target().arch == int(arch[3:6].rstrip("a"))
             _scale_kernel[(2, )](x, y, 200, 3.0, BLOCK=128)
         assert (y == (x.astype(np.float64) * 3 + 1).astype(np.float32)).all(), arch
+
+
+@triton.jit
+def _dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    om, on, ok = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + om[:, None] * K + ok[None, :])
+    b = tl.load(b_ptr + ok[:, None] * N + on[None, :])
+    tl.store(c_ptr + om[:, None] * N + on[None, :], tl.dot(a, b))
+
+
+def test_sm100a_tl_dot_runs_on_the_tcgen05_models():
+    """sm_100a: Triton lowers tl.dot to tcgen05 (tensor-memory accumulator written as ``[%r + 0]``, commit to
+    an mbarrier without a state space), which the loader takes as ptxas does.  Numerics are warpsim's models
+    (no Blackwell capture): small integers, so every sum is exact and the words are the integer product's."""
+    r = np.random.default_rng(100)
+    a = torch.from_numpy(r.integers(-4, 5, (128, 64)).astype(np.float16))
+    b = torch.from_numpy(r.integers(-4, 5, (64, 64)).astype(np.float16))
+    c = torch.zeros((128, 64))
+    with wt.device("sm_100a"):
+        k = _dot_kernel[(1, )](a, b, c, M=128, N=64, K=64, num_warps=4)
+    ptx = k.asm["ptx"]
+    assert "tcgen05.mma.cta_group::1.kind::f16 [ %r" in ptx and " + 0 ]" in ptx and "tcgen05.ld" in ptx
+    assert (c.numpy() == a.numpy().astype(np.int64) @ b.numpy().astype(np.int64)).all()
 
 
 def test_the_previous_driver_is_restored_and_bad_arguments_are_named():
@@ -243,17 +271,54 @@ def _tuned_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2 - BLOCK, mask=m)
 
 
-def test_autotune_keeps_the_first_config_and_heuristics_apply():
-    """Every config runs once and ties (0 ms), so Triton's choice is the first listed; heuristics see BLOCK."""
+def test_autotune_keeps_the_first_config_says_so_and_heuristics_apply(caplog):
+    """Every config runs once and ties (0 ms), so Triton's choice is the first listed -- logged, naming it;
+    heuristics see BLOCK."""
     x = torch.arange(256, dtype=torch.float32)
     y = torch.zeros(256)
-    with wt.device("sm_90a"):
+    _tuned_kernel.cache.clear()
+    with wt.device("sm_90a"), caplog.at_level("INFO", logger="warpsim.triton"):
         _tuned_kernel[lambda meta: (triton.cdiv(256, meta["BLOCK"]), )](x, y, 256)
         assert _tuned_kernel.best_config.kwargs["BLOCK"] == 64
+        said = [r for r in caplog.records if r.name == "warpsim.triton"]
+        assert len(said) == 1 and said[0].levelname == "WARNING"
+        assert "_tuned_kernel chose BLOCK: 64" in said[0].getMessage() and "all 2 configs tie" in said[0].getMessage()
         assert (y == x * 2 + 64).all()                   # EVEN: 256 % 64 == 0
         y2 = torch.zeros(200)
         _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y2, 200)
         assert (y2 == x[:200] * 2 - 64).all()            # 200 % 64 != 0: the masked branch
+
+
+@pytest.mark.parametrize("pin", [1, {"BLOCK": 128}, {"num_warps": 4}, lambda name, configs: len(configs) - 1, "env"])
+def test_autotune_runs_the_pinned_config_and_names_it(pin, monkeypatch, caplog):
+    """autotune= (or WARPSIM_TRITON_AUTOTUNE) pins a config: only it runs (no tie), and the log names it."""
+    x = torch.arange(256, dtype=torch.float32)
+    y = torch.zeros(200)
+    if pin == "env":
+        monkeypatch.setenv("WARPSIM_TRITON_AUTOTUNE", "BLOCK=128,num_warps=4")
+        pin = None
+    _tuned_kernel.cache.clear()
+    with wt.device("sm_90a", autotune=pin), caplog.at_level("INFO", logger="warpsim.triton"):
+        _tuned_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]), )](x[:200], y, 200)
+    assert _tuned_kernel.best_config.kwargs["BLOCK"] == 128 and not _tuned_kernel.cache
+    assert (y == x[:200] * 2 - 128).all()                # 200 % 128 != 0: the masked branch, BLOCK 128
+    said = [r.getMessage() for r in caplog.records if r.name == "warpsim.triton"]
+    assert said == ["warpsim: triton.autotune of _tuned_kernel runs the pinned config BLOCK: 128, num_warps: 4, "
+                    "num_ctas: 1, num_stages: 3, maxnreg: None"], said
+
+
+def test_autotune_pins_that_name_no_config_are_refused(monkeypatch):
+    x, y = torch.zeros(64), torch.zeros(64)
+    with wt.device("sm_90a", autotune={"BLOCK": 32}), pytest.raises(ValueError, match=r"matches no config of "
+                                                                      r"_tuned_kernel \(configs: 0: BLOCK: 64"):
+        _tuned_kernel[(1, )](x, y, 64)
+    with wt.device("sm_90a", autotune=2), pytest.raises(ValueError, match="not a config index of _tuned_kernel"):
+        _tuned_kernel[(1, )](x, y, 64)
+    with pytest.raises(TypeError, match="autotune must be a config index"):
+        wt.device("sm_90a", autotune=1.5)
+    monkeypatch.setenv("WARPSIM_TRITON_AUTOTUNE", "BLOCK")
+    with pytest.raises(ValueError, match="WARPSIM_TRITON_AUTOTUNE='BLOCK'"):
+        wt.device("sm_90a")
 
 
 def test_sm80_matmul_ptx_on_hopper_numerics_gives_the_captured_words():

@@ -30,14 +30,13 @@ CAPTURE_EDGES = os.path.join(HERE, "golden", "triton_interp_edges.npz")
 SHARED = 227 * 1024          # the H100's dynamic shared memory per CTA: more than any of these kernels takes
 
 #: one case per (target, dtype family), small grids; sm_90a's large tiles are its wgmma lowering
-PICKED = [
-    "sm_80.f16.small.m.0", "sm_80.f16acc16.small.u.0", "sm_80.bf16.small.u.0", "sm_80.tf32x3.small.m.0",
-    "sm_80.ieee.small.u.0", "sm_80.e5m2.small.m.0", "sm_80.int8.small.m.0",
-    "sm_89.tf32.small.m.0", "sm_89.e4m3.small.u.0", "sm_89.e4m3acc16.small.m.0", "sm_89.int8.small.u.0",
-    "sm_90a.f16.large4.m.0", "sm_90a.bf16.large4.u.0", "sm_90a.tf32.large4.m.0", "sm_90a.tf32x3.large4.m.0",
-    "sm_90a.e4m3.large4.m.0", "sm_90a.e5m2.large4.m.0", "sm_90a.int8.large8.u.0", "sm_90a.e4m3.small.m.16",
-    "sm_90a.ieee.small.m.0",
-]
+PICKED = """
+    sm_80.f16.small.m.0 sm_80.f16acc16.small.u.0 sm_80.bf16.small.u.0 sm_80.tf32x3.small.m.0
+    sm_80.ieee.small.u.0 sm_80.e5m2.small.m.0 sm_80.int8.small.m.0 sm_89.tf32.small.m.0
+    sm_89.e4m3.small.u.0 sm_89.e4m3acc16.small.m.0 sm_89.int8.small.u.0 sm_90a.f16.large4.m.0
+    sm_90a.bf16.large4.u.0 sm_90a.tf32.large4.m.0 sm_90a.tf32x3.large4.m.0 sm_90a.e4m3.large4.m.0
+    sm_90a.e5m2.large4.m.0 sm_90a.int8.large8.u.0 sm_90a.e4m3.small.m.16 sm_90a.ieee.small.m.0
+""".split()
 #: Triton reads these wgmma accumulators before wgmma.wait_group (ptxas serialises the wgmma for it)
 EARLY_READ = ["sm_90a.f16acc16.large4.m.0", "sm_90a.e4m3.large4.m.32", "sm_90a.e4m3acc16.large4.m.0"]
 #: ptxas serialises those wgmmas (info C7517) and warpsim runs them the same way, with a warning

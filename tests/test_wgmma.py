@@ -11,6 +11,7 @@ from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim
+from fixtures import wgmma_register_program
 from warpsim.hw.wgmma_capture import Spec, catalog_forms, immediates, ptx_source
 from warpsim.isa import smem as S
 from warpsim.isa.catalog import BY_OPCODE, WGMMA_CATALOG
@@ -233,30 +234,27 @@ def _chunks(manifest, size):
     return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
 
 
-@pytest.mark.parametrize("chunk", _chunks(MANIFEST, 80), ids=lambda c: f"entries{c[0]}-{c[-1]}")
-def test_corpus_replays_through_wgmma(chunk):
+def _wgmma_mismatches(z, manifest, chunk):
+    """(spec, differing elements) of every corpus entry in ``chunk`` that warpsim.wgmma does not replay."""
     bad = []
     for e in chunk:
-        spec = MANIFEST["entries"][e]["spec"]
-        op, d, a, b, kw = _call(CORPUS, e, spec)
+        spec = manifest["entries"][e]["spec"]
+        op, d, a, b, kw = _call(z, e, spec)
         got = warpsim.wgmma(op, d, a, b, **kw)
-        n = int((got != CORPUS[f"{e}.dout"]).sum())
+        n = int((got != z[f"{e}.dout"]).sum())
         if n:
             bad.append((spec, n))
-    assert not bad
+    return bad
+
+
+@pytest.mark.parametrize("chunk", _chunks(MANIFEST, 80), ids=lambda c: f"entries{c[0]}-{c[-1]}")
+def test_corpus_replays_through_wgmma(chunk):
+    assert not _wgmma_mismatches(CORPUS, MANIFEST, chunk)
 
 
 @pytest.mark.parametrize("chunk", _chunks(NUM_MANIFEST, 40), ids=lambda c: f"entries{c[0]}-{c[-1]}")
 def test_numerics_corpus_replays_through_wgmma(chunk):
-    bad = []
-    for e in chunk:
-        spec = NUM_MANIFEST["entries"][e]["spec"]
-        op, d, a, b, kw = _call(NUMERICS, e, spec)
-        got = warpsim.wgmma(op, d, a, b, **kw)
-        n = int((got != NUMERICS[f"{e}.dout"]).sum())
-        if n:
-            bad.append((spec, n))
-    assert not bad
+    assert not _wgmma_mismatches(NUMERICS, NUM_MANIFEST, chunk)
 
 
 def test_inputs_are_not_modified():
@@ -334,32 +332,8 @@ def test_matmul_equals_the_numerics_corpus_matrices():
 
 def _program(z, e, spec):
     op, a_src, sa, sb, ta, tb = spec.split("|")
-    ins = warpsim.parse(op)
     _, d, a, b, kw = _call(z, e, spec)
-    g = warpsim.Warpgroup(d.shape[0], smem_bytes=kw["smem"].shape[1])
-    g.smem[:] = kw["smem"]
-    pre = "%f" if ins.dtype == "f32" else "%r"
-    dregs = [f"{pre}{i}" for i in range(ins.words("d"))]
-    for i, r in enumerate(dregs):
-        g.set(r, d[..., i])
-    if a_src == "reg":
-        aregs = [f"%r{200 + i}" for i in range(ins.words("a"))]
-        for i, r in enumerate(aregs):
-            g.set(r, a[..., i])
-        a_txt = "{" + ", ".join(aregs) + "}"
-    else:
-        g.set("%rd0", a[:, None])
-        a_txt = "%rd0"
-    g.set("%rd1", b[:, None])
-    g.set("%p0", kw["scale_d"][:, None])
-    imms = ([sa, sb] if ins.imm_scale else []) + (([ta] if a_src == "desc" else []) + [tb] if ins.imm_trans else [])
-    text = f"""
-        wgmma.fence.sync.aligned;
-        {op} {{{', '.join(dregs)}}}, {a_txt}, %rd1, %p0{''.join(', ' + x for x in imms)};
-        wgmma.commit_group.sync.aligned;
-        wgmma.wait_group.sync.aligned 0;
-    """
-    return g, dregs, text
+    return wgmma_register_program(op, a_src, sa, sb, ta, tb, d, a, b, kw)
 
 
 @pytest.mark.parametrize("e", range(0, len(NUM_MANIFEST["entries"]), 7))

@@ -12,6 +12,7 @@ from warpsim.hw.golden import open_golden
 import pytest
 
 import warpsim
+from fixtures import wgmma_register_program
 from warpsim.api.wgmma import corpus_call
 from warpsim.hw.wgmma_capture import Spec, catalog_forms, immediates, ptx_source
 from warpsim.isa import catalog as C
@@ -274,33 +275,8 @@ def test_matmul_logical_sparse_a():
 
 def _program(z, j, spec):
     op, a_src, sa, sb, ta, tb, sel = spec.split("|")
-    ins = warpsim.parse(op)
     _, d, a, b, kw = corpus_call(z, j, spec)
-    g = warpsim.Warpgroup(d.shape[0], smem_bytes=kw["smem"].shape[1])
-    g.smem[:] = kw["smem"]
-    pre = "%f" if ins.dtype == "f32" else "%r"
-    dregs = [f"{pre}{i}" for i in range(ins.words("d"))]
-    for i, r in enumerate(dregs):
-        g.set(r, d[..., i])
-    if a_src == "reg":
-        aregs = [f"%r{200 + i}" for i in range(ins.words("a"))]
-        for i, r in enumerate(aregs):
-            g.set(r, a[..., i])
-        a_txt = "{" + ", ".join(aregs) + "}"
-    else:
-        g.set("%rd0", a[:, None])
-        a_txt = "%rd0"
-    g.set("%rd1", b[:, None])
-    g.set("%e0", kw["e"])
-    g.set("%p0", kw["scale_d"].astype(np.uint32)[:, None])
-    imms = ([sa, sb] if ins.imm_scale else []) + (([ta] if a_src == "desc" else []) + [tb] if ins.imm_trans else [])
-    text = f"""
-        wgmma.fence.sync.aligned;
-        {op} {{{', '.join(dregs)}}}, {a_txt}, %rd1, %e0, {sel}, %p0{''.join(', ' + x for x in imms)};
-        wgmma.commit_group.sync.aligned;
-        wgmma.wait_group.sync.aligned 0;
-    """
-    return g, dregs, text
+    return wgmma_register_program(op, a_src, sa, sb, ta, tb, d, a, b, kw, sel=sel)
 
 
 def test_captures_replay_through_the_register_file():

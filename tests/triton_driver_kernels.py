@@ -2,9 +2,9 @@
 (warpsim/hw/device/triton_driver.py runs them natively on CUDA tensors) and for tests/test_triton_driver.py
 (runs them under ``warpsim.triton.device`` on CPU tensors and compares the words).
 
-``CASES[name]`` is ``(run, sfu_outputs)``: ``run(dev)`` launches the case, ``dev`` moving each CPU torch tensor to
-the device the kernel runs on (the GPU, or the identity under warpsim), and returns the output tensors by name
-and the compiled kernel.  Plain numpy / torch / triton only, so the capture needs nothing of warpsim.
+``CASES[name]`` / ``SFU_CASES[name]`` (issue 29's kernels) are ``(run, outputs)``: ``run(dev)`` launches it, ``dev``
+moving each CPU tensor to where the kernel runs (the GPU, or the identity under warpsim); returns the outputs
+by name and the compiled kernel (``TARGET``: cases built for sm_80).  Plain numpy / torch / triton only.
 """
 
 import numpy as np
@@ -355,6 +355,218 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, M, Delta, DK, DV, sm_scale, stride_h, stri
     tl.store(DV + base + offs_n[:, None] * stride_m + offs_d[None, :], dv.to(tl.float16))
 
 
+from triton.language.extra import libdevice  # noqa: E402  (here: the kernels above keep their PTX lines)
+@triton.jit
+def rms_norm_fwd_kernel(X, Y, W, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    """RMSNorm forward, one row per program: y = x * rsqrt(mean(x^2) + eps) * w."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask)
+    tl.store(Rstd + row, rstd)
+    tl.store(Y + row * stride + cols, x * rstd * w, mask=mask)
+
+
+@triton.jit
+def rms_norm_bwd_dx_kernel(DX, DY, X, W, Rstd, stride, N, BLOCK_SIZE: tl.constexpr):
+    """RMSNorm backward dx: rstd * (w*dy - x * rstd^2 * mean(w*dy*x))."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.)
+    dy = tl.load(DY + row * stride + cols, mask=mask, other=0.)
+    w = tl.load(W + cols, mask=mask, other=0.)
+    rstd = tl.load(Rstd + row)
+    wdy = w * dy
+    c = tl.sum(wdy * x, axis=0) / N
+    dx = (wdy - x * (rstd * rstd * c)) * rstd
+    tl.store(DX + row * stride + cols, dx, mask=mask)
+
+
+@triton.jit
+def rms_norm_bwd_dw_kernel(DW, DY, X, Rstd, stride, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """RMSNorm backward dw = sum over rows of dy * x * rstd (a block of columns per program, rows in order)."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, M, BLOCK_M):
+        rows = i + tl.arange(0, BLOCK_M)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * stride + cols[None, :]
+        x = tl.load(X + offs, mask=mask, other=0.)
+        dy = tl.load(DY + offs, mask=mask, other=0.)
+        rstd = tl.load(Rstd + rows, mask=rows < M, other=0.)
+        acc += dy * x * rstd[:, None]
+    tl.store(DW + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+@triton.jit
+def matmul_gelu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACTIVATION: tl.constexpr):
+    """Matmul with a GELU epilogue: "gelu_tanh" (libdevice tanh), "gelu_tanh_approx" (tanh.approx.f32, inline),
+    "gelu_erf" (libdevice erf)."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :])
+        b = tl.load(b_ptr + (k + offs_k)[:, None] * stride_bk + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
+    if ACTIVATION == "gelu_tanh":
+        inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+        out = 0.5 * acc * (1 + libdevice.tanh(inner))
+    elif ACTIVATION == "gelu_tanh_approx":
+        inner = 0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)
+        th = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=r,r", [inner], dtype=tl.float32, is_pure=True,
+                                       pack=1)
+        out = 0.5 * acc * (1 + th)
+    else:
+        out = 0.5 * acc * (1 + libdevice.erf(acc * 0.7071067811865476))
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], out)
+
+
+@triton.jit
+def swiglu_matmul_kernel(a_ptr, w1_ptr, w3_ptr, c_ptr, K, stride_am, stride_wk, stride_cm, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """SwiGLU: silu(a @ W1) * (a @ W3), two accumulators, the epilogue in f32 (tl.sigmoid), stored f16."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc3 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + (k + offs_k)[None, :])
+        w1 = tl.load(w1_ptr + (k + offs_k)[:, None] * stride_wk + offs_n[None, :])
+        w3 = tl.load(w3_ptr + (k + offs_k)[:, None] * stride_wk + offs_n[None, :])
+        acc1 = tl.dot(a, w1, acc1)
+        acc3 = tl.dot(a, w3, acc3)
+    out = acc1 * tl.sigmoid(acc1) * acc3
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], out.to(tl.float16))
+
+
+@triton.jit
+def cross_entropy_fwd_kernel(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Cross-entropy forward per row: lse = max + log(sum(exp(x - max))), loss = lse - x[target]."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_V)
+    x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf"))
+    m = tl.max(x, axis=0)
+    lse = m + tl.log(tl.sum(tl.exp(x - m), axis=0))
+    t = tl.load(target_ptr + row)
+    x_t = tl.load(logits_ptr + row * stride + t)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, lse - x_t)
+
+
+@triton.jit
+def cross_entropy_bwd_kernel(dlogits_ptr, logits_ptr, target_ptr, lse_ptr, dloss_ptr, stride, V,
+                             BLOCK_V: tl.constexpr):
+    """Cross-entropy backward: dlogits = (exp(x - lse) - onehot(target)) * dloss."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_V)
+    mask = cols < V
+    x = tl.load(logits_ptr + row * stride + cols, mask=mask, other=0.)
+    lse = tl.load(lse_ptr + row)
+    t = tl.load(target_ptr + row)
+    dloss = tl.load(dloss_ptr + row)
+    p = tl.exp(x - lse)
+    d = tl.where(cols == t, p - 1.0, p) * dloss
+    tl.store(dlogits_ptr + row * stride + cols, d, mask=mask)
+
+
+@triton.jit
+def flash_attn_fwd_kernel(Q, K, V, Out, LSE, sm_scale, stride_h, stride_m, N_CTX, HEAD_DIM: tl.constexpr,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Flash attention forward as in the tutorial: blocks below the diagonal unmasked, the diagonal block masked
+    (CAUSAL), online softmax in base 2; stores the output and the row's log-sum-exp (base 2)."""
+    start_m = tl.program_id(0)
+    off_h = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    base = off_h * stride_h
+    q = tl.load(Q + base + offs_m[:, None] * stride_m + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, hi, BLOCK_N):
+        k = tl.load(K + base + (start_n + offs_n)[None, :] * stride_m + offs_d[:, None])
+        qk = tl.dot(q, k)
+        if CAUSAL:
+            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V + base + (start_n + offs_n)[:, None] * stride_m + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(LSE + off_h * N_CTX + offs_m, m_i)
+    tl.store(Out + base + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(Out.dtype.element_ty))
+
+
+@triton.jit
+def attn_bwd_dq_kernel(Q, K, V, DO, M, Delta, DQ, sm_scale, stride_h, stride_m, N_CTX,
+                       HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Flash attention backward, dQ of one query block (the tutorial's loop over key blocks)."""
+    start_m = tl.program_id(0) * BLOCK_M
+    base = tl.program_id(1) * stride_h
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + base + offs_m[:, None] * stride_m + offs_d[None, :])
+    do = tl.load(DO + base + offs_m[:, None] * stride_m + offs_d[None, :])
+    m = tl.load(M + tl.program_id(1) * N_CTX + offs_m)
+    Di = tl.load(Delta + tl.program_id(1) * N_CTX + offs_m)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    for start_n in range(0, N_CTX, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kT = tl.load(K + base + offs_n[None, :] * stride_m + offs_d[:, None])
+        vT = tl.load(V + base + offs_n[None, :] * stride_m + offs_d[:, None])
+        qk = tl.dot(q, kT)
+        p = tl.math.exp2(qk - m[:, None])
+        dp = tl.dot(do, vT).to(tl.float32)
+        ds = p * (dp - Di[:, None])
+        dq += tl.dot(ds.to(tl.float16), tl.trans(kT))
+    dq *= sm_scale
+    tl.store(DQ + base + offs_m[:, None] * stride_m + offs_d[None, :], dq.to(tl.float16))
+
+
+@triton.jit
+def special_functions_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Triton's math on one block of operands, one output row per function (special values among them)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + 0 * n + offs, tl.exp(x), mask=mask)
+    tl.store(out_ptr + 1 * n + offs, tl.exp2(x), mask=mask)
+    tl.store(out_ptr + 2 * n + offs, tl.log(x), mask=mask)
+    tl.store(out_ptr + 3 * n + offs, tl.log2(x), mask=mask)
+    tl.store(out_ptr + 4 * n + offs, tl.sqrt(x), mask=mask)
+    tl.store(out_ptr + 5 * n + offs, tl.rsqrt(x), mask=mask)
+    tl.store(out_ptr + 6 * n + offs, tl.sigmoid(x), mask=mask)
+    tl.store(out_ptr + 7 * n + offs, x / y, mask=mask)
+    tl.store(out_ptr + 8 * n + offs, libdevice.exp(x), mask=mask)
+    tl.store(out_ptr + 9 * n + offs, libdevice.log(x), mask=mask)
+    tl.store(out_ptr + 10 * n + offs, libdevice.tanh(x), mask=mask)
+    tl.store(out_ptr + 11 * n + offs, libdevice.erf(x), mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # cases: seeded inputs (numpy's PCG64: the same words on every machine), launches, outputs
 
@@ -593,6 +805,148 @@ CASES = {
                                        torch.float32, num_stages=4), ()),
 }
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue 29's kernels: normalization, activations, loss and attention around the special-function unit
+# (tests/golden/triton_driver_sfu_sm90.npz)
+
+
+def rmsnorm(dev):
+    r = _rng("rmsnorm")
+    M, N = 16, 300
+    x = dev(_t(r.standard_normal((M, N), dtype=np.float32) * 2 + 0.25))
+    w = dev(_t(r.random(N, dtype=np.float32) + 0.5))
+    y = dev(torch.zeros((M, N), dtype=torch.float32))
+    rstd = dev(torch.zeros(M, dtype=torch.float32))
+    k = rms_norm_fwd_kernel[(M, )](x, y, w, rstd, x.stride(0), N, 1e-6, BLOCK_SIZE=512, num_warps=4)
+    return {"y": y, "rstd": rstd}, k
+
+
+def rmsnorm_bwd(dev):
+    r = _rng("rmsnorm_bwd")
+    M, N = 16, 300
+    x = dev(_t(r.standard_normal((M, N), dtype=np.float32)))
+    dy = dev(_t(r.standard_normal((M, N), dtype=np.float32)))
+    w = dev(_t(r.random(N, dtype=np.float32) + 0.5))
+    rstd = dev(_t(r.random(M, dtype=np.float32) + 0.5))
+    dx = dev(torch.zeros((M, N), dtype=torch.float32))
+    dw = dev(torch.zeros(N, dtype=torch.float32))
+    rms_norm_bwd_dx_kernel[(M, )](dx, dy, x, w, rstd, x.stride(0), N, BLOCK_SIZE=512, num_warps=4)
+    k = rms_norm_bwd_dw_kernel[(triton.cdiv(N, 64), )](dw, dy, x, rstd, x.stride(0), M, N, BLOCK_M=8, BLOCK_N=64)
+    return {"dx": dx, "dw": dw}, k
+
+
+def _matmul_gelu(activation):
+    def run(dev):
+        r = _rng("matmul_" + activation)
+        M, N, K = 64, 64, 64
+        a = dev(_t(r.standard_normal((M, K), dtype=np.float32) * 0.5, torch.float16))
+        b = dev(_t(r.standard_normal((K, N), dtype=np.float32) * 0.5, torch.float16))
+        c = dev(torch.zeros((M, N), dtype=torch.float32))
+        k = matmul_gelu_kernel[(M // 64, N // 32)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
+                                                   BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, ACTIVATION=activation,
+                                                   num_warps=4)
+        return {"c": c}, k
+    return run
+
+
+def swiglu(dev):
+    r = _rng("swiglu")
+    M, N, K = 64, 64, 64
+    a = dev(_t(r.standard_normal((M, K), dtype=np.float32) * 0.5, torch.float16))
+    w1 = dev(_t(r.standard_normal((K, N), dtype=np.float32) * 0.5, torch.float16))
+    w3 = dev(_t(r.standard_normal((K, N), dtype=np.float32) * 0.5, torch.float16))
+    c = dev(torch.zeros((M, N), dtype=torch.float16))
+    k = swiglu_matmul_kernel[(M // 64, N // 32)](a, w1, w3, c, K, a.stride(0), w1.stride(0), c.stride(0),
+                                                 BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, num_warps=4)
+    return {"c": c}, k
+
+
+def cross_entropy(dev):
+    r = _rng("cross_entropy")
+    M, V = 16, 500
+    logits = dev(_t(r.standard_normal((M, V), dtype=np.float32) * 3))
+    target = dev(_t(r.integers(0, V, M).astype(np.int32)))
+    loss, lse = dev(torch.zeros(M, dtype=torch.float32)), dev(torch.zeros(M, dtype=torch.float32))
+    cross_entropy_fwd_kernel[(M, )](logits, target, loss, lse, logits.stride(0), V, BLOCK_V=512, num_warps=4)
+    dloss = dev(torch.full((M, ), 1.0 / M, dtype=torch.float32))
+    dlogits = dev(torch.zeros((M, V), dtype=torch.float32))
+    k = cross_entropy_bwd_kernel[(M, )](dlogits, logits, target, lse, dloss, logits.stride(0), V, BLOCK_V=512,
+                                        num_warps=4)
+    return {"loss": loss, "lse": lse, "dlogits": dlogits}, k
+
+
+def _flash_attention(causal):
+    def run(dev):
+        r = _rng("flash_attention_causal" if causal else "flash_attention")     # the same inputs on every target
+        H, S, D = 2, 128, 64
+        q, k_, v = (dev(_t(r.standard_normal((H, S, D), dtype=np.float32), torch.float16)) for _ in range(3))
+        o = dev(torch.zeros((H, S, D), dtype=torch.float16))
+        lse = dev(torch.zeros((H, S), dtype=torch.float32))
+        k = flash_attn_fwd_kernel[(S // 64, H)](q, k_, v, o, lse, 0.125, q.stride(0), q.stride(1), S, HEAD_DIM=D,
+                                                BLOCK_M=64, BLOCK_N=32, CAUSAL=causal, num_warps=4)
+        return {"o": o, "lse": lse}, k
+    return run
+
+
+def attention_bwd_dq(dev):
+    r = _rng("attention_bwd_dq")
+    H, S, D = 2, 64, 64
+    # q pre-scaled by sm_scale * log2(e) as the tutorial's backward takes it: exp2(q.k - m) stays finite
+    q = dev(_t(r.standard_normal((H, S, D), dtype=np.float32) * 0.18, torch.float16))
+    k_, v, do = (dev(_t(r.standard_normal((H, S, D), dtype=np.float32), torch.float16)) for _ in range(3))
+    m = dev(_t(r.standard_normal((H, S), dtype=np.float32) + 6))
+    delta = dev(_t(r.standard_normal((H, S), dtype=np.float32) * 0.1))
+    dq = dev(torch.zeros((H, S, D), dtype=torch.float16))
+    k = attn_bwd_dq_kernel[(S // 32, H)](q, k_, v, do, m, delta, dq, 0.125, q.stride(0), q.stride(1), S,
+                                         HEAD_DIM=D, BLOCK_M=32, BLOCK_N=32, num_warps=4)
+    return {"dq": dq}, k
+
+
+#: the operands of special_functions: IEEE edge words, the thresholds where exp / exp2 / tanh / erf saturate
+#: or go subnormal, then ordinary values over many binades
+_EDGE_OPERANDS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38, -1.1754944e-38,
+                  3.4028235e38, -3.4028235e38, 1.0, -1.0, 0.5, 2.0, 3.0, 1e-30, -1e-30, 1e-8, -1e-8, 88.72, 88.73,
+                  -87.33, -87.34, -103.97, -104.0, 127.99, 128.0, -126.0, -126.5, -149.0, -150.0, 0.0039, 0.0040,
+                  8.0, -8.0, 9.01, 3.92, 3.93, -3.93, 10.0, -10.0, 0.693147, 1.4426950, 0.6931472, 2.3e-10, 6e-39]
+
+
+def special_functions(dev):
+    r = _rng("special_functions")
+    n = 1024
+    edge = np.array(_EDGE_OPERANDS, np.float32)
+    ordinary = np.concatenate([r.standard_normal(400).astype(np.float32) * 4,
+                               np.exp2(r.uniform(-140, 127, n - 400 - edge.size)).astype(np.float32)
+                               * r.choice(np.float32([-1, 1]), n - 400 - edge.size)])
+    x = np.concatenate([edge, ordinary]).astype(np.float32)
+    y = np.roll(x, 7) * np.where(np.arange(n) % 2 == 1, 1, -1).astype(np.float32)
+    xd, yd = dev(_t(x)), dev(_t(y))
+    out = dev(torch.zeros((12, n), dtype=torch.float32))
+    k = special_functions_kernel[(triton.cdiv(n, 256), )](xd, yd, out, n, BLOCK=256, num_warps=4)
+    return {"out": out}, k
+
+
+#: name -> (run, outputs): kernels of issue 29 whose words pass through the special-function unit
+SFU_CASES = {
+    "rmsnorm": (rmsnorm, ("y", "rstd")),
+    "rmsnorm_bwd": (rmsnorm_bwd, ("dx", "dw")),
+    "matmul_gelu_tanh": (_matmul_gelu("gelu_tanh"), ("c",)),
+    "matmul_gelu_tanh_approx": (_matmul_gelu("gelu_tanh_approx"), ("c",)),
+    "matmul_gelu_erf": (_matmul_gelu("gelu_erf"), ("c",)),
+    "swiglu": (swiglu, ("c",)),
+    "cross_entropy": (cross_entropy, ("loss", "lse", "dlogits")),
+    "flash_attention": (_flash_attention(False), ("o", "lse")),
+    "flash_attention_causal": (_flash_attention(True), ("o", "lse")),
+    "flash_attention_sm80": (_flash_attention(False), ("o", "lse")),
+    "flash_attention_causal_sm80": (_flash_attention(True), ("o", "lse")),
+    "attention_bwd_dq": (attention_bwd_dq, ("dq",)),
+    "special_functions": (special_functions, ("out",)),
+}
+
+#: the Triton target a case compiles for when it is not sm_90a (the GPU runs that target's PTX through its
+#: driver's JIT, as it runs an sm_80 binary's embedded PTX)
+TARGET = {"flash_attention_sm80": "sm_80", "flash_attention_causal_sm80": "sm_80"}
 
 def words(t):
     """A tensor's elements as unsigned integer words (numpy), wherever it lives."""

@@ -116,25 +116,36 @@ def tcgen05_status(opcode: str) -> str:
     from ..isa.tcgen05 import parse_tcgen05
 
     op = parse_tcgen05(opcode)
-    notes = [f"kind::{op.kind} arithmetic from MMA-Sim's published Blackwell recipe (warpsim.matmul)"]
-    guesses = []
+    notes = [f"kind::{op.kind} arithmetic from MMA-Sim's published Blackwell recipe (warpsim.matmul)",
+             "D in tensor memory by the PTX ISA's data-path layout table (M, cta_group, sparsity, .ws -> layouts "
+             "A-G: warpsim.ptx.tmem.DATAPATH)"]
+    guesses = ["the data-path layouts' lane and column placement beyond M = 128 / 256 (row i in lane i): "
+               "B / E fold N's halves onto lanes 64..127, G its quarters onto the warp quarters, C / F put 16 rows "
+               "in each warp quarter"]
     if op.ws:
-        guesses.append(".ws: the weight-stationary collector buffers and its M 32/64/128 accumulator lanes")
+        guesses.append(".ws: the B collector buffers (fill keeps B, use / lastuse read it back) and M 32/64/128 "
+                       "layouts G / E / D; the zero-column mask is not run")
     if op.cta_group == 2:
-        guesses.append("cta_group::2: how the CTA pair splits A's rows and D's lanes")
+        guesses.append("cta_group::2: the CTA pair splits A's rows and B's columns in halves (even rank first), "
+                       "each CTA holding its rows of D, its scale factors and metadata")
     if op.ashift:
         guesses.append(".ashift: A's rows shifted down one tensor-memory lane")
+    if op.collector and "::a::" in op.collector:
+        guesses.append("collector::a: the A buffer (fill keeps A, use / lastuse read it back)")
     if op.sparse:
-        guesses.append("sparse: the metadata's place in tensor memory")
+        guesses.append("sparse: the metadata's place in tensor memory (row i in lane i, 2-bit indices packed "
+                       "along the cells; tf32 nibbles 0b0100 / 0b1110)")
     if op.block_scaled:
         guesses.append("block scale: scale-factor cells in tensor memory (row i at lane i % 128)")
+    if op.block_scaled and op.sparse:
+        guesses.append("sparse block scale: each factor covers half as many kept products (32 / 16 logical K)")
     if "atmem" in " ".join(op.forms):
         guesses.append("A from tensor memory: A's rows in lanes, K along columns")
     text = "; ".join(notes)
-    if guesses:
-        text += "; layout guesses (not in the PTX ISA's figures as warpsim reads them): " + "; ".join(guesses)
-    return text + ("; the PTX tensor-memory row runs dense cta_group::1 forms (A from a descriptor or tensor memory, "
-                   ".ashift), not .ws / .sp / cta_group::2")
+    text += "; layout guesses (not in the PTX ISA's figures as warpsim reads them): " + "; ".join(guesses)
+    return text + ("; the PTX tensor-memory row runs every spelling in the form [d], a-desc or [a-tmem], b-desc, "
+                   "{[sp-meta]}, idesc, {[scale-A], [scale-B]}, enable-input-d (disable-output-lane, scale-input-d and "
+                   "the zero-column mask are not run)")
 
 
 def explain(instruction, a=None, b=None, c=None, e=None, *, selector=0, warp=0, lane=0, element=0, arch="sm_90",

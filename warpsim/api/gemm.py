@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,11 +34,6 @@ _PROGRESS_ROWS = 64
 
 def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "dask"
-
-
-def _tile(ins):
-    """(m, n, k) of the instruction: the output tile and the k step (wgmma: m = 64)."""
-    return ins.mnk
 
 
 def _check_int(name, v, lo=1):
@@ -142,10 +138,37 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
     >>> D.shape, D.dtype, bool(np.abs(D - A.astype(np.float64) @ B).max() < 1e-3)
     ((64, 32), dtype('float32'), True)
     """
-    from ..numerics.arch import check_arch
-
     if isinstance(instruction, str) and instruction.strip().startswith("tcgen05"):
         instruction, arch = _tcgen05_twin(instruction, A, arch)
+    plan = plan_gemm(instruction, arch=arch, split_k=split_k, promote_every=promote_every,
+                     split_k_reduce=split_k_reduce, pad=pad, k_order=k_order)
+    if any(_is_dask(x) for x in (A, B, C) if x is not None):
+        return _gemm_dask(plan, A, B, C)
+    A, B = np.asarray(A), np.asarray(B)
+    C = None if C is None else np.asarray(C)
+    if A.ndim == 3:
+        n = A.shape[0]
+        for name, x in (("B", B), ("C", C)):
+            if x is not None and x.ndim == 3 and x.shape[0] != n:
+                raise ValueError(f"batch sizes differ: A has {n}, {name} has {x.shape[0]}")
+        out = [plan.run(A[b], B[b] if B.ndim == 3 else B, None if C is None else (C[b] if C.ndim == 3 else C),
+                        progress if b == 0 else False) for b in range(n)]
+        return np.stack(out) if out else np.zeros((0,) + (A.shape[1], B.shape[-1]), plan.ins.elem("d").numpy_dtype)
+    if A.ndim != 2:
+        raise ValueError(f"A must have shape ([batch,] M, K), got {A.shape}")
+    if B.ndim != 2 or (C is not None and C.ndim != 2):
+        raise ValueError(f"B and C must be 2-D (K, N) / (M, N) when A is 2-D; got B {B.shape}"
+                         + ("" if C is None else f", C {C.shape}"))
+    return plan.run(A, B, C, progress)
+
+
+def plan_gemm(instruction, *, arch=None, split_k=1, promote_every=None, split_k_reduce="serial", pad=False,
+              k_order=None) -> "GemmPlan":
+    """Check gemm's options against the instruction and decide everything that does not depend on
+    the data (:class:`GemmPlan`); the arguments are :func:`gemm`'s."""
+    from ..engine.kernel import DOT_KINDS
+    from ..numerics.arch import check_arch
+
     is_wg = isinstance(instruction, str) and instruction.strip().startswith("wgmma")
     arch = check_arch("sm_90" if arch is None else arch)
     try:   # arch picks the numerics (sm_90 and sm_90a are one target there); wgmma's ptxas target is sm_90a
@@ -180,27 +203,12 @@ def gemm(A, B, C=None, *, instruction, arch=None, split_k=1, promote_every=None,
         k_order = np.asarray(k_order)
         if k_order.ndim != 1 or k_order.dtype.kind not in "iu":
             raise TypeError(f"k_order must be a 1-D integer permutation of range(K), got {k_order.dtype} {k_order.shape}")
-    kw = dict(instruction=ins.opcode, arch=arch, split_k=split_k, promote_every=promote_every,
-              split_k_reduce=split_k_reduce, pad=pad, k_order=k_order)
-    if any(_is_dask(x) for x in (A, B, C) if x is not None):
-        return _gemm_dask(ins, A, B, C, kw)
-    A, B = np.asarray(A), np.asarray(B)
-    C = None if C is None else np.asarray(C)
-    if A.ndim == 3:
-        n = A.shape[0]
-        for name, x in (("B", B), ("C", C)):
-            if x is not None and x.ndim == 3 and x.shape[0] != n:
-                raise ValueError(f"batch sizes differ: A has {n}, {name} has {x.shape[0]}")
-        out = [_gemm2d(ins, A[b], B[b] if B.ndim == 3 else B,
-                       None if C is None else (C[b] if C.ndim == 3 else C), arch, split_k, promote_every,
-                       split_k_reduce, pad, progress if b == 0 else False, k_order) for b in range(n)]
-        return np.stack(out) if out else np.zeros((0,) + (A.shape[1], B.shape[-1]), ins.elem("d").numpy_dtype)
-    if A.ndim != 2:
-        raise ValueError(f"A must have shape ([batch,] M, K), got {A.shape}")
-    if B.ndim != 2 or (C is not None and C.ndim != 2):
-        raise ValueError(f"B and C must be 2-D (K, N) / (M, N) when A is 2-D; got B {B.shape}"
-                         + ("" if C is None else f", C {C.shape}"))
-    return _gemm2d(ins, A, B, C, arch, split_k, promote_every, split_k_reduce, pad, progress, k_order)
+    kind_name, p = _recipe(ins, arch)
+    p = np.ascontiguousarray(p, dtype=np.int64)
+    kind = DOT_KINDS[kind_name]
+    ka = ins.mnk[2] // 2 if ins.is_sparse else ins.mnk[2]
+    return GemmPlan(ins, arch, split_k, promote_every, split_k_reduce, pad, k_order, kind, p, ka,
+                    _fast_path(ins, kind, p, ka, split_k, promote_every))
 
 
 def _fit(name, size, mult, what, pad):
@@ -312,183 +320,256 @@ def _tc_checked(p):
     return _as_checked(p) if truncated_acc(p) else p
 
 
-def _gemm2d(ins, A, B, C, arch, split_k, promote_every, reduce, pad, progress, k_order=None):
-    from ..engine import gemm as eg
-    from ..engine.kernel import DOT_CHAIN, DOT_INT, DOT_KINDS, DOT_TC
-    from ..numerics import arch as _arch
-    from ..numerics.fused import P_ACC, P_CMODE, P_FRAC, P_GROUP, P_NBLK, P_RND, P_OP, RND_RNE, CMODE_FUSED, \
-        CMODE_SEPARATE_ADD, tc_fast_ok
-    from ..numerics.chain import P_FIRST, P_KORDER, FIRST_FROM_C
+def _fast_path(ins, kind, p, ka, split_k, promote_every):
+    """The numba kernel family that computes this plan's ordinary outputs ("tc", "tc_sep", "int",
+    "f64"), or None: the exact generic kernel for every output (also under WARPSIM_GENERIC=1)."""
+    from ..engine.kernel import DOT_CHAIN, DOT_INT, DOT_TC, FORCE_GENERIC
+    from ..numerics.chain import FIRST_FROM_C, P_FIRST, P_KORDER
+    from ..numerics.fused import CMODE_FUSED, CMODE_SEPARATE_ADD, P_CMODE, P_GROUP, P_NBLK, tc_fast_ok
 
-    m, n, k = _tile(ins)
-    M, K = A.shape
-    K2, N = B.shape
-    if K2 != K:
-        raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: inner dimensions differ")
-    if C is not None and C.shape != (M, N):
-        raise ValueError(f"C must have shape (M, N) = ({M}, {N}), got {C.shape}")
-    if k_order is not None:
-        if k_order.shape != (K,) or not np.array_equal(np.sort(k_order), np.arange(K)):
-            raise ValueError(f"k_order must be a permutation of range(K) = range({K})")
-        A, B = A[:, k_order], B[k_order]
-    if K == 0:
-        raise ValueError(f"A is {M}x0 and B is 0x{N}: K must be at least 1 (with K = 0 no {ins.opcode} runs, "
-                         "so there is no tensor-core arithmetic to emulate)")
-    if split_k > -(-K // k):
-        raise ValueError(f"split_k = {split_k} exceeds the {-(-K // k)} k step(s) of {ins.opcode} in K = {K}: "
-                         "every slice needs at least one k step")
-    Mp = _fit("M", M, m, f"the tile's m of {ins.opcode}", pad)
-    Np = _fit("N", N, n, f"the tile's n of {ins.opcode}", pad)
-    kmult = k * split_k
-    if promote_every is not None:
-        if promote_every % k:
-            raise ValueError(f"promote_every = {promote_every} must be a multiple of the k step ({k}) of {ins.opcode}")
-        kmult = int(np.lcm(kmult, promote_every * split_k))
-    Kp = _fit("K", K, kmult, f"the k step{' x split_k' if split_k > 1 else ''}"
-              f"{' x promote_every' if promote_every else ''} of {ins.opcode}", pad)
-    ta, tb, tc, td = (ins.elem(r) for r in "abcd")
-    Ab = to_storage(A, ta)
-    Bb = to_storage(B, tb)
-    Cb = to_storage(np.zeros((M, N), tc.numpy_dtype) if C is None else C, tc)
-    if (Mp, Np, Kp) != (M, N, K):
-        Ab = np.pad(Ab, ((0, Mp - M), (0, Kp - K)))
-        Bb = np.pad(Bb, ((0, Kp - K), (0, Np - N)))
-        Cb = np.pad(Cb, ((0, Mp - M), (0, Np - N)))
-    kind_name, p = _recipe(ins, arch)
-    kind = DOT_KINDS[kind_name]
-    p = np.ascontiguousarray(p, dtype=np.int64)
-    sparse = ins.is_sparse
-    if sparse:
-        Av = to_values(Ab, ta)
-        Ab, RI = _compress(ins, Ab, Av)
-        ka = k // 2
-    else:
-        RI = np.zeros((1, 1), np.int64)
-        ka = k
-    S = Kp // k
-    red, reb, rmb, rnan, rdnan = _red_format(ins)
-    ac = TYPES[ins.dtype]
-    g = np.zeros(eg.G_LEN, np.int64)
-    g[[eg.G_KS, eg.G_KA, eg.G_STEPS, eg.G_SPLIT, eg.G_PROMOTE, eg.G_SERIAL]] = (
-        k, ka, S, split_k, (promote_every or 0) // k, 1 if reduce == "serial" else 0)
-    g[[eg.G_RED, eg.G_REB, eg.G_RMB, eg.G_AEB, eg.G_AMB, eg.G_SPARSE, eg.G_RNAN, eg.G_RDNAN]] = (
-        red, reb, rmb, ac.exp_bits if ac.is_float else 0, ac.man_bits if ac.is_float else 0, int(sparse), rnan, rdnan)
-    D = np.zeros((Mp, Np), np.uint64)
-    NP = Np // eg.PANEL
-    rare = np.ones((Mp, NP), np.bool_)          # panels still to compute exactly
-    prog = _Progress(progress, Mp, f"gemm {ins.shape} {ins.atype}->{ins.dtype}")
-    blocks = [(r, min(Mp, r + _PROGRESS_ROWS)) for r in range(0, Mp, _PROGRESS_ROWS)] if progress else [(0, Mp)]
-
-    from ..engine.kernel import FORCE_GENERIC
-
-    fast = None
     if FORCE_GENERIC:
-        pass                                    # WARPSIM_GENERIC=1: the exact kernel everywhere
-    elif kind == DOT_TC and tc_fast_ok(_tc_checked(p), 8, ka):
+        return None
+    if kind == DOT_TC and tc_fast_ok(_tc_checked(p), 8, ka):
         nblk = int(p[P_NBLK])
         if nblk == 1 and p[P_CMODE] == CMODE_FUSED:
-            fast = "tc"
-        elif nblk == 2 and p[P_CMODE] == CMODE_SEPARATE_ADD and ka % (2 * int(p[P_GROUP])) == 0:
-            fast = "tc_sep"
-    elif kind == DOT_INT and not sparse:
-        fast = "int"
-    elif (kind == DOT_CHAIN and ins.elem("a").name == "f64" and p[P_FIRST] == FIRST_FROM_C and p[P_KORDER] == 0
-          and split_k == 1 and not promote_every):
-        fast = "f64"
+            return "tc"
+        if nblk == 2 and p[P_CMODE] == CMODE_SEPARATE_ADD and ka % (2 * int(p[P_GROUP])) == 0:
+            return "tc_sep"
+        return None
+    if kind == DOT_INT and not ins.is_sparse:
+        return "int"
+    if (kind == DOT_CHAIN and ins.elem("a").name == "f64" and p[P_FIRST] == FIRST_FROM_C and p[P_KORDER] == 0
+            and split_k == 1 and not promote_every):
+        return "f64"
+    return None
 
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """Everything :func:`gemm` decides before it sees data, built once by :func:`plan_gemm`: the
+    instruction, its recipe (dot kind and parameters), the kernel family of its fast path, the tile,
+    split-K and promotion.  :meth:`run` then reads down the layers: operands to storage words
+    (:mod:`warpsim.isa.codec`), the fast kernel of :mod:`warpsim.engine.gemm` for ordinary outputs,
+    the exact kernel for the rest, words back to values."""
+
+    ins: object
+    arch: str
+    split_k: int
+    promote_every: int | None
+    reduce: str
+    pad: bool
+    k_order: np.ndarray | None
+    kind: int
+    params: np.ndarray
+    ka: int                      # A terms per k step (half the k step for sparse A)
+    path: str | None
+
+    def options(self):
+        """The plan as :func:`gemm`'s keyword arguments (plain values: what a dask task carries)."""
+        return dict(instruction=self.ins.opcode, arch=self.arch, split_k=self.split_k,
+                    promote_every=self.promote_every, split_k_reduce=self.reduce, pad=self.pad, k_order=self.k_order)
+
+    @property
+    def tile(self):
+        """(m, n, k): the output tile and the k step (wgmma: m = 64)."""
+        return self.ins.mnk
+
+    def padded(self, M, N, K):
+        """(Mp, Np, Kp): the problem rounded up to the tile, the k step x split_k (x promote_every); a
+        ValueError for a shape that needs padding unless pad=True."""
+        ins, (m, n, k) = self.ins, self.tile
+        if K == 0:
+            raise ValueError(f"A is {M}x0 and B is 0x{N}: K must be at least 1 (with K = 0 no {ins.opcode} runs, "
+                             "so there is no tensor-core arithmetic to emulate)")
+        if self.split_k > -(-K // k):
+            raise ValueError(f"split_k = {self.split_k} exceeds the {-(-K // k)} k step(s) of {ins.opcode} in K = {K}: "
+                             "every slice needs at least one k step")
+        Mp = _fit("M", M, m, f"the tile's m of {ins.opcode}", self.pad)
+        Np = _fit("N", N, n, f"the tile's n of {ins.opcode}", self.pad)
+        kmult = k * self.split_k
+        if self.promote_every is not None:
+            if self.promote_every % k:
+                raise ValueError(f"promote_every = {self.promote_every} must be a multiple of the k step ({k}) "
+                                 f"of {ins.opcode}")
+            kmult = int(np.lcm(kmult, self.promote_every * self.split_k))
+        Kp = _fit("K", K, kmult, f"the k step{' x split_k' if self.split_k > 1 else ''}"
+                  f"{' x promote_every' if self.promote_every else ''} of {ins.opcode}", self.pad)
+        return Mp, Np, Kp
+
+    def operands(self, A, B, C):
+        """Checked, k-ordered, padded storage words of A, B, C, and A's logical k per stored term
+        (sparse A compressed) -> (Ab, Bb, Cb, RI, Kp)."""
+        ins = self.ins
+        M, K = A.shape
+        K2, N = B.shape
+        if K2 != K:
+            raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: inner dimensions differ")
+        if C is not None and C.shape != (M, N):
+            raise ValueError(f"C must have shape (M, N) = ({M}, {N}), got {C.shape}")
+        if self.k_order is not None:
+            if self.k_order.shape != (K,) or not np.array_equal(np.sort(self.k_order), np.arange(K)):
+                raise ValueError(f"k_order must be a permutation of range(K) = range({K})")
+            A, B = A[:, self.k_order], B[self.k_order]
+        Mp, Np, Kp = self.padded(M, N, K)
+        ta, tb, tc = (ins.elem(r) for r in "abc")
+        Ab = to_storage(A, ta)
+        Bb = to_storage(B, tb)
+        Cb = to_storage(np.zeros((M, N), tc.numpy_dtype) if C is None else C, tc)
+        if (Mp, Np, Kp) != (M, N, K):
+            Ab = np.pad(Ab, ((0, Mp - M), (0, Kp - K)))
+            Bb = np.pad(Bb, ((0, Kp - K), (0, Np - N)))
+            Cb = np.pad(Cb, ((0, Mp - M), (0, Np - N)))
+        if ins.is_sparse:
+            Ab, RI = _compress(ins, Ab, to_values(Ab, ta))
+        else:
+            RI = np.zeros((1, 1), np.int64)
+        return Ab, Bb, Cb, RI, Kp
+
+    def globals(self, Kp):
+        """The launch vector of :mod:`warpsim.engine.gemm`'s kernels (k step, steps, split-K,
+        promotion, the reduction's format)."""
+        from ..engine import gemm as eg
+
+        ins, k = self.ins, self.tile[2]
+        red, reb, rmb, rnan, rdnan = _red_format(ins)
+        ac = TYPES[ins.dtype]
+        g = np.zeros(eg.G_LEN, np.int64)
+        g[[eg.G_KS, eg.G_KA, eg.G_STEPS, eg.G_SPLIT, eg.G_PROMOTE, eg.G_SERIAL]] = (
+            k, self.ka, Kp // k, self.split_k, (self.promote_every or 0) // k, 1 if self.reduce == "serial" else 0)
+        g[[eg.G_RED, eg.G_REB, eg.G_RMB, eg.G_AEB, eg.G_AMB, eg.G_SPARSE, eg.G_RNAN, eg.G_RDNAN]] = (
+            red, reb, rmb, ac.exp_bits if ac.is_float else 0, ac.man_bits if ac.is_float else 0,
+            int(ins.is_sparse), rnan, rdnan)
+        return g
+
+    def run(self, A, B, C, progress=False):
+        """D of one 2-D product (numpy arrays), in the accumulator's element type."""
+        from ..engine import gemm as eg
+
+        ins = self.ins
+        M, N = A.shape[0], B.shape[1]
+        Ab, Bb, Cb, RI, Kp = self.operands(A, B, C)
+        Mp, Np = Ab.shape[0], Bb.shape[1]
+        g = self.globals(Kp)
+        D = np.zeros((Mp, Np), np.uint64)
+        rare = np.ones((Mp, Np // eg.PANEL), np.bool_)          # panels still to compute exactly
+        prog = _Progress(progress, Mp, f"gemm {ins.shape} {ins.atype}->{ins.dtype}")
+        blocks = [(r, min(Mp, r + _PROGRESS_ROWS)) for r in range(0, Mp, _PROGRESS_ROWS)] if progress else [(0, Mp)]
+        if self.path is not None:
+            _FAST[self.path](self, g, Ab, Bb, Cb, RI, D, rare, blocks, prog)
+        ti, tp = np.nonzero(rare)
+        if ti.size:
+            BT = _u64(Bb.T)
+            Ab, Cb = _u64(Ab), _u64(Cb)
+            tj = tp * eg.PANEL
+            if self.path is None and progress:
+                for r0, r1 in blocks:
+                    sel = (ti >= r0) & (ti < r1)
+                    eg.exact_tasks(self.kind, self.params, g, Ab, RI, BT, Cb, D, ti[sel], tj[sel])
+                    prog(r1)
+            else:
+                eg.exact_tasks(self.kind, self.params, g, Ab, RI, BT, Cb, D, ti, tj)
+        elif self.path is None:
+            prog(Mp)
+        return to_values(D[:M, :N], ins.elem("d"))
+
+
+def _run_tc(plan, g, Ab, Bb, Cb, RI, D, rare, blocks, prog):
+    """The fused-dot kernels ("tc": one block per k step, C fused; "tc_sep": two blocks, C added
+    separately): operands decoded to exact values and exponents, outputs marked rare where a
+    special value or an out-of-range sum needs the exact kernel."""
+    from ..engine import gemm as eg
     from ..engine.hostfpu import PROBE32, PROBE64
-    if fast in ("tc", "tc_sep"):
-        from ..engine.tensorcore import round_params
+    from ..engine.tensorcore import round_params
+    from ..numerics.fused import P_ACC, P_FRAC, P_GROUP, P_OP, P_RND, RND_RNE
 
-        op = _fmt(p, P_OP) if p[P_OP] != 0 else None
-        opt = None
-        if op is not None:
-            opt = next(t for t in TYPES.values() if t.is_float and (t.bits, t.exp_bits, t.man_bits) == op[:3])
-        emin_a = 1 - (opt or ta).bias
-        emin_b = 1 - (opt or tb).bias
-        Kc = Ab.shape[1]
-        AV, AE = np.empty((Mp, Kc), np.float64), np.empty((Mp, Kc), np.float32)
-        arow = np.empty(Mp, np.bool_)
-        eg.decode_rows(Ab, *_decoder(ta, emin_a), np.float32(emin_a), AV, AE, arow)
-        # a chain without split-K / promotion decodes C itself, row block by row block (no decoded copy
-        # of C), and (sep) reads B's rows in the instructions' block order like A's terms
-        cbits = (split_k == 1 and not promote_every and not sparse
-                 and (ka % 2 == 0 if fast == "tc" else ka % 4 == 0))
-        if fast == "tc_sep":
-            grp = int(p[P_GROUP])
-            t = np.arange(ka)
-            step_perm = np.argsort((t // grp) % 2, kind="stable")
-            perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
-        BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
-        bok = np.empty(NP, np.bool_)
-        eg.decode_panels(Bb[perm] if cbits and fast == "tc_sep" else Bb, *_decoder(tb, emin_b), np.float32(emin_b),
-                         BVp, BEp, bok)
-        cdec = _decoder(tc, 1 - tc.bias)
-        cemin = np.float32(1 - tc.bias)
-        if cbits:
-            CV, CE = np.zeros((1, 1), np.float64), np.zeros((1, 1), np.float32)
-            crow = np.ones(1, np.bool_)
-        else:
-            CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
-            crow = np.empty(Mp, np.bool_)
-            eg.decode_rows(Cb, *cdec, cemin, CV, CE, crow)
-        if fast == "tc_sep":
-            AV, AE = np.ascontiguousarray(AV[:, perm]), np.ascontiguousarray(AE[:, perm])
-            RIf = np.ascontiguousarray(RI[:, perm]) if sparse else perm[None, :].astype(np.int64)
-        else:
-            RIf = RI if sparse else np.arange(Kp, dtype=np.int64)[None, :]
-        rowbad = ~arow
-        panelbad = ~bok
-        cbad = np.zeros((1, 1) if cbits else (Mp, NP), np.bool_)
-        if not crow.all():
-            cbad = ~_values(Cb, tc)[1].reshape(Mp, NP, eg.PANEL).all(axis=2)
-        accf = _fmt(p, P_ACC)
-        rpb = round_params(accf, p[P_RND] == RND_RNE)
-        rpa = round_params(accf, True)
-        rpr = round_params((32, 8, 23, 0, 1), True)
-        rpd = round_params((td.bits, td.exp_bits, td.man_bits, 0, 1), True)
-        emino = np.float32(1 - TYPES[ins.dtype].bias)
-        rare[:] = False
-        for r0, r1 in blocks:
-            eg.fast_rows(g, AV, AE, RIf, BVp, BEp, CV, CE, rowbad, panelbad, cbad, float(p[P_FRAC]),
-                         fast == "tc_sep", rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32,
-                         cbits, Cb, *cdec, cemin)
-            prog(r1)
-    elif fast == "int":
-        Ai = to_values(Ab, ta).astype(np.int16)
-        BTi = np.ascontiguousarray(to_values(Bb, tb).astype(np.int16).T)
-        Ci = to_values(Cb, tc).astype(np.int64)
-        Di = np.zeros((Mp, Np), np.int64)
-        op = eg.INT_XOR if ins.bitop == "xor" else eg.INT_MUL
-        for r0, r1 in blocks:
-            eg.int_rows(Ai, BTi, Ci, Di, r0, r1, k, bool(ins.satfinite), op)
-            prog(r1)
-        D = (Di & 0xFFFFFFFF).astype(np.uint64)
-        rare[:] = False
-    elif fast == "f64":
-        Af = Ab.view(np.float64)
-        Bf = np.ascontiguousarray(Bb.view(np.float64).reshape(Kp, NP, eg.PANEL).transpose(1, 0, 2))
-        Df = D.view(np.float64)
-        rare[:] = False
-        for r0, r1 in blocks:
-            eg.f64_rows(Af, Bf, Cb.view(np.float64), Df, r0, r1, rare, PROBE64, PROBE32)
-            prog(r1)
-    ti, tp = np.nonzero(rare)
-    if ti.size:
-        BT = _u64(Bb.T)
-        Ab, Cb = _u64(Ab), _u64(Cb)
-        tj = tp * eg.PANEL
-        if fast is None and progress:
-            for r0, r1 in blocks:
-                sel = (ti >= r0) & (ti < r1)
-                eg.exact_tasks(kind, p, g, Ab, RI, BT, Cb, D, ti[sel], tj[sel])
-                prog(r1)
-        else:
-            eg.exact_tasks(kind, p, g, Ab, RI, BT, Cb, D, ti, tj)
-    elif fast is None:
-        prog(Mp)
-    out = to_values(D[:M, :N], td)
-    return out
+    ins, p, ka, sep = plan.ins, plan.params, plan.ka, plan.path == "tc_sep"
+    ta, tb, tc, td = (ins.elem(r) for r in "abcd")
+    Mp, Kp, Np = Ab.shape[0], Bb.shape[0], Bb.shape[1]
+    S, NP = Kp // plan.tile[2], Np // eg.PANEL
+    op = _fmt(p, P_OP) if p[P_OP] != 0 else None
+    opt = None
+    if op is not None:
+        opt = next(t for t in TYPES.values() if t.is_float and (t.bits, t.exp_bits, t.man_bits) == op[:3])
+    emin_a = 1 - (opt or ta).bias
+    emin_b = 1 - (opt or tb).bias
+    Kc = Ab.shape[1]
+    AV, AE = np.empty((Mp, Kc), np.float64), np.empty((Mp, Kc), np.float32)
+    arow = np.empty(Mp, np.bool_)
+    eg.decode_rows(Ab, *_decoder(ta, emin_a), np.float32(emin_a), AV, AE, arow)
+    # a chain without split-K / promotion decodes C itself, row block by row block (no decoded copy
+    # of C), and (sep) reads B's rows in the instructions' block order like A's terms
+    cbits = (plan.split_k == 1 and not plan.promote_every and not ins.is_sparse
+             and (ka % 4 == 0 if sep else ka % 2 == 0))
+    if sep:
+        t = np.arange(ka)
+        step_perm = np.argsort((t // int(p[P_GROUP])) % 2, kind="stable")
+        perm = (np.arange(S)[:, None] * ka + step_perm[None, :]).ravel()
+    BVp, BEp = np.empty((NP, Kp, eg.PANEL), np.float64), np.empty((NP, Kp, eg.PANEL), np.float32)
+    bok = np.empty(NP, np.bool_)
+    eg.decode_panels(Bb[perm] if cbits and sep else Bb, *_decoder(tb, emin_b), np.float32(emin_b), BVp, BEp, bok)
+    cdec = _decoder(tc, 1 - tc.bias)
+    cemin = np.float32(1 - tc.bias)
+    if cbits:
+        CV, CE = np.zeros((1, 1), np.float64), np.zeros((1, 1), np.float32)
+        crow = np.ones(1, np.bool_)
+    else:
+        CV, CE = np.empty((Mp, Np), np.float64), np.empty((Mp, Np), np.float32)
+        crow = np.empty(Mp, np.bool_)
+        eg.decode_rows(Cb, *cdec, cemin, CV, CE, crow)
+    if sep:
+        AV, AE = np.ascontiguousarray(AV[:, perm]), np.ascontiguousarray(AE[:, perm])
+        RIf = np.ascontiguousarray(RI[:, perm]) if ins.is_sparse else perm[None, :].astype(np.int64)
+    else:
+        RIf = RI if ins.is_sparse else np.arange(Kp, dtype=np.int64)[None, :]
+    cbad = np.zeros((1, 1) if cbits else (Mp, NP), np.bool_)
+    if not crow.all():
+        cbad = ~_values(Cb, tc)[1].reshape(Mp, NP, eg.PANEL).all(axis=2)
+    accf = _fmt(p, P_ACC)
+    rpb = round_params(accf, p[P_RND] == RND_RNE)
+    rpa = round_params(accf, True)
+    rpr = round_params((32, 8, 23, 0, 1), True)
+    rpd = round_params((td.bits, td.exp_bits, td.man_bits, 0, 1), True)
+    emino = np.float32(1 - TYPES[ins.dtype].bias)
+    rare[:] = False
+    for r0, r1 in blocks:
+        eg.fast_rows(g, AV, AE, RIf, BVp, BEp, CV, CE, ~arow, ~bok, cbad, float(p[P_FRAC]),
+                     sep, rpb, rpa, rpr, rpd, emino, r0, r1, D, rare, PROBE64, PROBE32,
+                     cbits, Cb, *cdec, cemin)
+        prog(r1)
+
+
+def _run_int(plan, g, Ab, Bb, Cb, RI, D, rare, blocks, prog):
+    """The integer dot kernel: every output exact (s32 wrap-around or saturating)."""
+    from ..engine import gemm as eg
+
+    ins = plan.ins
+    Ai = to_values(Ab, ins.elem("a")).astype(np.int16)
+    BTi = np.ascontiguousarray(to_values(Bb, ins.elem("b")).astype(np.int16).T)
+    Ci = to_values(Cb, ins.elem("c")).astype(np.int64)
+    Di = np.zeros(D.shape, np.int64)
+    op = eg.INT_XOR if ins.bitop == "xor" else eg.INT_MUL
+    for r0, r1 in blocks:
+        eg.int_rows(Ai, BTi, Ci, Di, r0, r1, plan.tile[2], bool(ins.satfinite), op)
+        prog(r1)
+    D[:] = (Di & 0xFFFFFFFF).astype(np.uint64)
+    rare[:] = False
+
+
+def _run_f64(plan, g, Ab, Bb, Cb, RI, D, rare, blocks, prog):
+    """The f64 chain (DMMA: every product and sum rounded as IEEE f64 fma)."""
+    from ..engine import gemm as eg
+    from ..engine.hostfpu import PROBE32, PROBE64
+
+    Kp, Np = Bb.shape
+    NP = Np // eg.PANEL
+    Bf = np.ascontiguousarray(Bb.view(np.float64).reshape(Kp, NP, eg.PANEL).transpose(1, 0, 2))
+    rare[:] = False
+    for r0, r1 in blocks:
+        eg.f64_rows(Ab.view(np.float64), Bf, Cb.view(np.float64), D.view(np.float64), r0, r1, rare, PROBE64, PROBE32)
+        prog(r1)
+
+
+_FAST = {"tc": _run_tc, "tc_sep": _run_tc, "int": _run_int, "f64": _run_f64}
 
 
 # --- dask ---------------------------------------------------------------------------------------
@@ -523,9 +604,10 @@ def _as_bits(x):
     return x.map_blocks(_view, bits, dtype=bits), x.dtype
 
 
-def _gemm_dask(ins, A, B, C, kw):
+def _gemm_dask(plan, A, B, C):
     import dask.array as da
 
+    ins, kw = plan.ins, plan.options()
     A, B = da.asarray(A), da.asarray(B)
     if A.ndim != 2 or B.ndim != 2:
         raise ValueError(f"dask inputs must be 2-D (M, K) and (K, N); got A {A.shape}, B {B.shape}")
@@ -535,7 +617,7 @@ def _gemm_dask(ins, A, B, C, kw):
     K2, N = B.shape
     if K2 != K:
         raise ValueError(f"A is {M}x{K} but B is {K2}x{N}: inner dimensions differ")
-    m, n, _ = _tile(ins)
+    m, n, _ = plan.tile
     for name, size, mult in (("M", M, m), ("N", N, n)):
         _fit(name, size, mult, f"the tile's {name.lower()} of {ins.opcode}", False)
     rows = _aligned_chunks(A.chunks[0], m, M)

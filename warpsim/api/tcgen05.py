@@ -111,8 +111,10 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
     """
     op = _t.parse_tcgen05(instruction)
     if op.sparse and op.block_scaled:
-        raise NotImplementedError(f"{op.opcode}: block-scaled sparse tcgen05.mma is not wired (its zero-term rule "
-                                  "makes the kept-products sum differ from the logical one); the dense spellings are")
+        raise NotImplementedError(f"{op.opcode}: block-scaled sparse tcgen05.mma is not wired here (its zero-term rule "
+                                  "makes the kept-products sum differ from the logical one, and a logical A cannot say "
+                                  "which zeros were kept); warpsim.tcgen05_mma runs it from the stored elements and "
+                                  "their metadata (meta_taddr)")
     A, B = np.asarray(A), np.asarray(B)
     if op.sparse:
         _check_sparsity(op, A)
@@ -166,7 +168,7 @@ def matmul_tcgen05(instruction, A, B, C=None, *, types=None, scale_a=None, scale
 
 
 def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enable_input_d=True,
-                scale_a_taddr=None, scale_b_taddr=None, a_taddr=None):
+                scale_a_taddr=None, scale_b_taddr=None, a_taddr=None, meta_taddr=None, peer=None):
     """One ``tcgen05.mma`` on tensor memory and shared memory, as a kernel issues it (modelled).
 
     instruction: a tcgen05.mma spelling; tmem: the CTA's :class:`warpsim.ptx.tmem.TensorMemory`, updated in
@@ -176,8 +178,11 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
     Block-scaled kinds: ``scale_a_taddr`` / ``scale_b_taddr`` in tensor memory (row i's factors in lane
     i % 128, column + i // 128, bytes scale-id ..).  A from tensor memory: ``a_desc=None, a_taddr=...``
     (row i in lane i, elements packed along the cells; ``.ashift`` moves rows down one lane: layout guesses).
-    Modelled: cta_group::1, dense, M = 128, 32-bit accumulator cells (f16 D in the low half); anything else
-    raises NotImplementedError.
+    Sparse spellings: A holds the K/2 kept elements, ``meta_taddr`` their metadata in tensor memory.
+    ``cta_group::2``: ``peer=(tensor memory, shared memory)`` of the pair's other CTA (``tmem``/``smem`` are
+    the even-ranked one's).  D lands by the PTX ISA's data-path layouts (M 32/64/128 with .ws, M 64 / 128,
+    M 128 / 256 on a pair), 32-bit cells (f16 D in the low half).  All modelled: see
+    :func:`warpsim.ptx.tmem.mma` and docs/tcgen05.md for which layout choices are guesses.
 
     Example: every shared-memory element 1.0 (f16), D starts at 1.0 in tensor memory.
 
@@ -201,4 +206,4 @@ def tcgen05_mma(instruction, tmem, d_taddr, a_desc, b_desc, idesc, *, smem, enab
         raise TypeError(f"idesc must be the 32-bit instruction descriptor (an integer), not {type(idesc).__name__}")
     _tmem.mma(tmem, _t.parse_tcgen05(instruction), d_taddr, a_desc, b_desc, int(idesc), smem,
               enable_input_d=enable_input_d, scale_a_taddr=scale_a_taddr, scale_b_taddr=scale_b_taddr,
-              a_taddr=a_taddr)
+              a_taddr=a_taddr, meta_taddr=meta_taddr, peer=peer)

@@ -155,12 +155,19 @@ def svg(instruction, operand: str, selector: int = 0, *, color_by: str = "lane")
                        f'{dash}/><text x="{xx + 13}" y="{y + 18 + CELL_H / 2 + 4}">{ln}</text>')
         total_h = y + 18 + CELL_H
         total_w = max(total_w, 10 + PAD + 32 * 26 + 10)
-    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h + 10:.0f}" '
+    return _svg(f"{total_w:.0f}", f"{total_h + 10:.0f}", [f"<title>{escape(ins.opcode)} operand {name}</title>",
+                f'<text x="10" y="20" class="t">{escape(ins.opcode)}: operand {name}</text>'], out)
+
+
+_STYLE = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
+          '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
+
+
+def _svg(width, height, head, body) -> str:
+    """An SVG document of the figures: its size, the shared style, ``head`` (title, caption), ``body``."""
+    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
               f'font-family="monospace" font-size="10">')
-    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
-             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
-    caption = f'<text x="10" y="20" class="t">{escape(ins.opcode)}: operand {name}</text>'
-    return "\n".join([header, style, f"<title>{escape(ins.opcode)} operand {name}</title>", caption] + out + ["</svg>", ""])
+    return "\n".join([header, _STYLE] + head + body + ["</svg>", ""])
 
 
 def _ranges(nums) -> str:
@@ -269,12 +276,8 @@ def wmma_svg(text: str, operand: str, *, color_by: str = "lane") -> str:
 
     w, h = _grid_svg(out, 10, 40, rows, cols, content, title)
     name = f"wmma {shape} .{typ} fragment {op.upper()} (captured on an H100; .row and .col hold the same elements)"
-    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w + 40:.0f}" height="{40 + h + 10:.0f}" '
-              f'font-family="monospace" font-size="10">')
-    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
-             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
-    caption = f'<text x="10" y="20" class="t">{escape(name)}</text>'
-    return "\n".join([header, style, f"<title>{escape(name)}</title>", caption] + out + ["</svg>", ""])
+    return _svg(f"{w + 40:.0f}", f"{40 + h + 10:.0f}",
+                [f"<title>{escape(name)}</title>", f'<text x="10" y="20" class="t">{escape(name)}</text>'], out)
 
 
 def wmma_text_grid(text: str, operand: str, *, width: int = 120) -> str:
@@ -400,12 +403,8 @@ def tmem_accumulator_svg(n: int = 16, *, column: int = 0, dtype: str = "f32") ->
     for c in range(n):   # label columns with their tensor-memory column numbers
         out.append(f'<text x="{10 + PAD + c * CELL_W + CELL_W / 2}" y="{40 + HEAD + 2}" class="h">col {column + c}</text>')
     total_w, total_h = max(w + 20, 900), 40 + h + 10
-    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
-              f'font-family="monospace" font-size="10">')
-    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
-             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
-    caption = '<text x="10" y="20" class="t">tcgen05.mma accumulator in tensor memory (modelled)</text>'
-    return "\n".join([header, style, "<title>tcgen05 accumulator layout</title>", caption] + out + ["</svg>", ""])
+    return _svg(total_w, total_h, ["<title>tcgen05 accumulator layout</title>",
+                '<text x="10" y="20" class="t">tcgen05.mma accumulator in tensor memory (modelled)</text>'], out)
 
 
 def tma_box_cells(tm, smem_addr: int = 0) -> dict:
@@ -437,12 +436,8 @@ def tma_box_svg(tm, smem_addr: int = 0) -> str:
     title = (f"{tm.dtype} box {'x'.join(map(str, tm.box_dim))}, swizzle {tm.swizzle}, shared address {smem_addr:#x}: "
              "16-byte chunk (column) of each 128-byte row")
     w, h = _grid_svg(out, 10, 30, rows, 8, content, title)
-    header = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(w + 20, 620):.0f}" height="{h + 50:.0f}" '
-              f'font-family="monospace" font-size="10">')
-    style = ('<style>rect{stroke:#555;stroke-width:0.5} text{text-anchor:middle;dominant-baseline:auto} '
-             '.t{text-anchor:start;font-size:13px;font-weight:bold} .h{fill:#666} .hr{text-anchor:end;fill:#666}</style>')
-    return "\n".join([header, style, f"<title>TMA box in shared memory, swizzle {escape(tm.swizzle)}</title>"]
-                     + out + ["</svg>", ""])
+    return _svg(f"{max(w + 20, 620):.0f}", f"{h + 50:.0f}",
+                [f"<title>TMA box in shared memory, swizzle {escape(tm.swizzle)}</title>"], out)
 
 
 # --- line chart (benchmark history) -------------------------------------------------------------

@@ -106,6 +106,13 @@ def _narrow(x, g):
     return convert_bits(x, g[G_REB], g[G_RMB], g[G_AEB], g[G_AMB], 0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _fold(acc, part, started, g):
+    """The running sum acc with the partial sum part folded in (red_add once acc has started, else
+    part itself), and True: it has started."""
+    return (red_add(acc, part, g) if started else part), True
+
+
 @njit(cache=True, nogil=True)
 def element(kind, p, g, arow, BT, j, ri, c, bs):
     """D[i, j] (raw bits) for the A row ``arow`` (raw bits, compressed when sparse), column j of B
@@ -127,17 +134,10 @@ def element(kind, p, g, arow, BT, j, ri, c, bs):
             part = _widen(_steps(kind, p, arow, BT, j, ri, sparse, s0, s0 + seg, ks, ka, zero, bs), g)
             if serial:
                 main = red_add(main, part, g)
-            elif shave:
-                sacc = red_add(sacc, part, g)
             else:
-                sacc = part
-                shave = True
+                sacc, shave = _fold(sacc, part, shave, g)
         if not serial:
-            if have:
-                main = red_add(main, sacc, g)
-            else:
-                main = sacc
-                have = True
+            main, have = _fold(main, sacc, have, g)
     if not serial:
         main = red_add(main, _widen(np.uint64(c), g), g)
     return _narrow(main, g)
@@ -236,6 +236,17 @@ def _red8(MV, PV, w, rpr):
     for j in range(PANEL):
         MV[j] = OV[j]
     return r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fold8(MV, PV, started, w, rpr):
+    """Fold the partial PV into the running MV: _red8 once MV has started, else MV = PV.  Returns
+    (rare, started)."""
+    if started:
+        return _red8(MV, PV, w, rpr), True
+    for j in range(PANEL):
+        MV[j] = PV[j]
+    return False, True
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -351,19 +362,12 @@ def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, 
                                      rpb, rpa, emino)
                         if serial:
                             r |= _red8(MV, rv, w, rpr)
-                        elif shave:
-                            r |= _red8(SV, rv, w, rpr)
                         else:
-                            for j in range(PANEL):
-                                SV[j] = rv[j]
-                            shave = True
+                            folded, shave = _fold8(SV, rv, shave, w, rpr)
+                            r |= folded
                     if not serial:
-                        if have:
-                            r |= _red8(MV, SV, w, rpr)
-                        else:
-                            for j in range(PANEL):
-                                MV[j] = SV[j]
-                            have = True
+                        folded, have = _fold8(MV, SV, have, w, rpr)
+                        r |= folded
                 if not serial:
                     for j in range(PANEL):
                         SV[j] = CV[i, j0 + j]

@@ -19,12 +19,15 @@ from . import threads as _threads  # noqa: F401  (the OpenMP wait policy, set be
 
 
 def _callee_stamp() -> str:
-    """Digest of the modules whose jitted functions the kernels inline (numerics/, engine/hostfpu.py)."""
+    """Digest of the modules whose jitted functions the kernels inline (numerics/, engine/hostfpu.py,
+    engine/tc/)."""
     h = hashlib.sha1()
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     numerics = os.path.join(pkg, "numerics")
     paths = [os.path.join(numerics, f) for f in sorted(os.listdir(numerics)) if f.endswith(".py")]
     paths.append(os.path.join(pkg, "engine", "hostfpu.py"))
+    tc = os.path.join(pkg, "engine", "tc")     # the tensor-core intrinsics every tc kernel inlines
+    paths += [os.path.join(tc, f) for f in sorted(os.listdir(tc)) if f.endswith(".py")]
     for path in paths:
         with open(path, "rb") as f:
             h.update(f.read())

@@ -18,6 +18,7 @@ from ..isa.bits import words_to_elements
 from ..isa.catalog import BY_OPCODE
 from ..isa.codec import to_values
 from ..isa.layouts import layout
+from .capture import _operands, asm_operands, asm_statement, load_registers, store_registers
 from .inputs import _pack_raw
 
 
@@ -53,12 +54,6 @@ def unpack_tiles(opcode, d, Tm, Tn):
     return T.reshape(Tm, Tn, m, n).transpose(0, 2, 1, 3).reshape(Tm * m, Tn * n)
 
 
-def _operands(ins, role):
-    if ins.elem(role).bits == 64:
-        return [f"{role}{i}" for i in range(ins.registers(role))], "d"
-    return [f"{role}{i}" for i in range(ins.registers(role))], "r"
-
-
 def gemm_kernel_source(cases) -> str:
     """One kernel per case: a warp per m x n output tile walks K in order, D of each mma the next C.
     promote > 0 (f32 accumulators only): every `promote` steps the partial (chained from zero) is added
@@ -72,11 +67,7 @@ def gemm_kernel_source(cases) -> str:
         cn, ck = _operands(ins, "c")
         dn, dk = _operands(ins, "d")
         ctype = "double" if ck == "d" else "unsigned"
-        for i, nm in enumerate(cn):
-            if ck == "d":
-                body.append(f"  double {nm} = __hiloint2double((int)C[(g*32+lane)*{w['c']}+{2*i+1}], (int)C[(g*32+lane)*{w['c']}+{2*i}]);")
-            else:
-                body.append(f"  unsigned {nm} = C[(g*32+lane)*{w['c']}+{i}];")
+        body += load_registers(cn, ck, lambda j: f"C[(g*32+lane)*{w['c']}+{j}]", "  ")
         if promote:
             assert ins.dtype == "f32"
             for i, nm in enumerate(cn):
@@ -85,28 +76,11 @@ def gemm_kernel_source(cases) -> str:
         for role, base in (("a", "(tm*S+s)"), ("b", "(tn*S+s)")):
             names, kind = _operands(ins, role)
             src = role.upper()
-            for i, nm in enumerate(names):
-                if kind == "d":
-                    body.append(f"    double {nm} = __hiloint2double((int){src}[({base}*32+lane)*{w[role]}+{2*i+1}], (int){src}[({base}*32+lane)*{w[role]}+{2*i}]);")
-                else:
-                    body.append(f"    unsigned {nm} = {src}[({base}*32+lane)*{w[role]}+{i}];")
+            body += load_registers(names, kind, lambda j: f"{src}[({base}*32+lane)*{w[role]}+{j}]", "    ")
         body.append(f"    {ctype} " + ", ".join(dn) + ";")
-        groups, ops, ins_ops, pos = [], [], [], 0
-        for role in "dabc":
-            names, kind = _operands(ins, role)
-            groups.append("{" + ", ".join(f"%{pos + i}" for i in range(len(names))) + "}")
-            pos += len(names)
-            if role == "d":
-                ops += [f'"={kind}"({x})' for x in names]
-            else:
-                ins_ops += [f'"{kind}"({x})' for x in names]
-        tail = ""
-        if ins.is_sparse:
-            body.append("    unsigned e0 = E[(tm*S+s)*32+lane];")
-            ins_ops.append('"r"(e0)')
-            tail = f", %{pos}, {sel}"
-        asm = f"{ins.opcode} {', '.join(groups)}{tail};"
-        body.append(f'    asm volatile("{asm}"\n        : {", ".join(ops)}\n        : {", ".join(ins_ops)});')
+        lines, groups, ops, ins_ops, tail, _ = asm_operands(ins, sel, "E[(tm*S+s)*32+lane]", "    ")
+        body += lines
+        body.append(asm_statement(ins, groups, tail, ops, ins_ops, "    "))
         for c_, d_ in zip(cn, dn):
             body.append(f"    {c_} = {d_};")
         if promote:
@@ -118,11 +92,7 @@ def gemm_kernel_source(cases) -> str:
         if promote:
             for i, nm in enumerate(cn):
                 body.append(f"  {nm} = __float_as_uint(f{i});")
-        for i, nm in enumerate(cn):
-            if ck == "d":
-                body.append(f"  D[(g*32+lane)*{w['d']}+{2*i}] = (unsigned)__double2loint({nm}); D[(g*32+lane)*{w['d']}+{2*i+1}] = (unsigned)__double2hiint({nm});")
-            else:
-                body.append(f"  D[(g*32+lane)*{w['d']}+{i}] = {nm};")
+        body += store_registers(cn, ck, lambda j: f"D[(g*32+lane)*{w['d']}+{j}]", "  ")
         out.append(f"// case {idx}: {op} selector {sel} promote {promote}")
         out.append(f'extern "C" __global__ void warpsim_gemm_{idx}(const unsigned* __restrict__ A, const unsigned* __restrict__ B, '
                    "const unsigned* __restrict__ C, const unsigned* __restrict__ E, unsigned* __restrict__ D, int Tm, int Tn, int S) {")

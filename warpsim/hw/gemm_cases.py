@@ -1,6 +1,7 @@
 """The whole-GEMM capture plan: seeded input sets (raw bits), packed mma-kernel cases, CUDA source.
 
     python3 -m warpsim.hw.gemm_cases OUTDIR     # payload.npz + gemm_mma.cu for warpsim/hw/device/gemm.py
+    python3 -m warpsim.hw.gemm_cases cutlass3|cutlass3-more|cutlass2 OUTDIR   # CUTLASS launch inputs
 
 The committed GEMM corpora keep the GPU's D and regenerate these sets through :func:`set_arrays`.
 """
@@ -142,8 +143,24 @@ CUTLASS3_CASES = [
 ]
 
 
-def cutlass3_inputs(dtype: str, M: int, N: int, K: int, seed: int) -> dict:
-    """Raw element bits of one CUTLASS 3 case: ``A`` (M, K), ``B`` (N, K), ``C`` (M, N) f32 words.
+#: CUTLASS 3 launches of the other Hopper kernel shapes (issue 33): the ping-pong kernel (each consumer
+#: warpgroup owns a 64 x 128 tile, the two alternate on the tensor cores) and fused epilogues
+#: (``LinCombPerRowBiasEltAct`` / ``LinCombPerColBiasEltAct``: bias + activation as Sm90 EVT nodes).
+#: ``kernel`` names an entry of warpsim/hw/device/cutlass3.py's KERNELS; ``sm_count`` caps the
+#: persistent grid so each CTA walks several tiles; ``bias`` is the f32 bias vector's length (M per
+#: row, N per column); ``d`` the output element type.
+CUTLASS3_MORE_CASES = [
+    dict(kernel="pingpong", dtype="f16", M=256, N=256, K=128, seed=3201, alpha=1.0, beta=1.0, sm_count=2, d="f32"),
+    dict(kernel="rowbias_relu", dtype="f16", M=256, N=256, K=128, seed=3202, alpha=1.5, beta=-0.5, sm_count=2,
+         bias=256, d="f16"),
+    dict(kernel="pingpong_colbias_gelu", dtype="f16", M=256, N=128, K=128, seed=3203, alpha=0.015625, beta=0.25,
+         sm_count=2, bias=128, d="f32"),
+]
+
+
+def cutlass3_inputs(dtype: str, M: int, N: int, K: int, seed: int, bias: int = 0) -> dict:
+    """Raw element bits of one CUTLASS 3 case: ``A`` (M, K), ``B`` (N, K), ``C`` (M, N) f32 words and,
+    with ``bias`` > 0, ``bias`` (that many f32 words, drawn after C so the other streams are unchanged).
     Registered with :mod:`warpsim.hw.golden` as ``cutlass3_inputs``."""
     rng = np.random.default_rng(seed)
     t = TYPES[dtype]
@@ -151,7 +168,15 @@ def cutlass3_inputs(dtype: str, M: int, N: int, K: int, seed: int) -> dict:
     A = float_elements(t, "normal", "a", rng, M * K).reshape(M, K).astype(dt)
     B = float_elements(t, "normal", "b", rng, N * K).reshape(N, K).astype(dt)
     C = float_elements(TYPES["f32"], "normal", "c", rng, M * N).reshape(M, N).astype(np.uint32)
-    return {"A": A, "B": B, "C": C}
+    out = {"A": A, "B": B, "C": C}
+    if bias:
+        out["bias"] = float_elements(TYPES["f32"], "normal", "c", rng, bias).astype(np.uint32)
+    return out
+
+
+def cutlass3_input_args(case: dict) -> dict:
+    """The :func:`cutlass3_inputs` arguments of a case (``bias`` only where the case has one)."""
+    return {k: case[k] for k in ("dtype", "M", "N", "K", "seed", "bias") if k in case}
 
 
 #: CUTLASS 2.x sm_80 tensor-op GEMM launches (warpsim/hw/device/cutlass2.py, cutlass2_gemm.cu): the
@@ -171,7 +196,7 @@ def write_cutlass3_inputs(out, cases=None):
     for i, case in enumerate(cases):
         d = os.path.join(out, f"case{i}")
         os.makedirs(d, exist_ok=True)
-        for k, v in cutlass3_inputs(**{k: case[k] for k in ("dtype", "M", "N", "K", "seed")}).items():
+        for k, v in cutlass3_inputs(**cutlass3_input_args(case)).items():
             v.tofile(os.path.join(d, f"{k}.bin"))
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(cases, f)
@@ -179,6 +204,8 @@ def write_cutlass3_inputs(out, cases=None):
 
 if __name__ == "__main__" and sys.argv[1:2] == ["cutlass3"]:
     write_cutlass3_inputs(sys.argv[2])
+elif __name__ == "__main__" and sys.argv[1:2] == ["cutlass3-more"]:
+    write_cutlass3_inputs(sys.argv[2], CUTLASS3_MORE_CASES)
 elif __name__ == "__main__" and sys.argv[1:2] == ["cutlass2"]:
     write_cutlass3_inputs(sys.argv[2], CUTLASS2_CASES)
 elif __name__ == "__main__":

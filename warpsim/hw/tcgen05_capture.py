@@ -27,9 +27,12 @@ import tempfile
 
 import numpy as np
 
-# (spelling, A type, B type, D type, N[, "atmem"]): M = 128, cta_group::1, dense, A and B from descriptors --
-# or, with "atmem", A from tensor memory (its cells in the scale-cell columns from SF_COL_A; layout and
-# .ashift are warpsim's guesses, warpsim.ptx.tmem.read_a, which these cases would settle)
+# (spelling, A type, B type, D type, N[, flags]): cta_group::1, A and B from descriptors, M = 128 -- or
+# M = 64 with "m64" (data-path layout F, or E with .ws); with "atmem", A from tensor memory (its cells in the
+# scale-cell columns from SF_COL_A; layout and .ashift are warpsim's guesses, warpsim.ptx.tmem.read_a,
+# which these cases would settle).  Sparse spellings keep their metadata in tensor memory from META_COL
+# (warpsim.ptx.tmem.sparse_columns: a guessed place these cases would settle too).  "pair": cta_group::2 on a
+# 2-CTA cluster, M = 256 (or 128 with "m128"), each CTA's image holding its half of A's rows and B's columns.
 CASES = (
     ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 64),
     ("tcgen05.mma.cta_group::1.kind::f16", "bf16", "bf16", "f32", 32),
@@ -43,9 +46,16 @@ CASES = (
     ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 32, "atmem"),
     ("tcgen05.mma.cta_group::1.kind::f16.ashift.collector::a::discard", "bf16", "bf16", "f32", 32, "atmem"),
     ("tcgen05.mma.cta_group::1.kind::tf32", "tf32", "tf32", "f32", 32, "atmem"),
+    ("tcgen05.mma.ws.cta_group::1.kind::f16", "f16", "f16", "f32", 64, "m64"),
+    ("tcgen05.mma.cta_group::1.kind::f16", "f16", "f16", "f32", 32, "m64"),
+    ("tcgen05.mma.sp.cta_group::1.kind::f16", "f16", "f16", "f32", 32),
+    ("tcgen05.mma.sp.cta_group::1.kind::mxf8f6f4.block_scale", "e4m3", "e4m3", "f32", 32),
+    ("tcgen05.mma.cta_group::2.kind::f16", "f16", "f16", "f32", 32, "pair"),
+    ("tcgen05.mma.cta_group::2.kind::f16", "f16", "f16", "f32", 64, "pair", "m128"),
 )
 NCOLS = 256     # tensor-memory columns allocated per kernel: D from column 0, scale cells from column 128
 SF_COL_A, SF_COL_B = 128, 136
+META_COL = SF_COL_A + 4      # sparsity metadata: up to 4 cells per row between the A and B scale cells
 
 _PRELUDE = r"""
 #include <cstdint>
@@ -55,17 +65,20 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 """
 
 _KERNEL = r"""
-extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restrict__ img, int img_bytes,
+extern "C" __global__ void {cluster}__launch_bounds__(128) {name}(const uint8_t* __restrict__ img, int img_bytes,
     unsigned long long adesc, unsigned long long bdesc, uint32_t idesc, const uint32_t* __restrict__ c_in,
     const uint32_t* __restrict__ sf_in, uint32_t* __restrict__ d_out, int enable_d) {{
   extern __shared__ __align__(1024) uint8_t sm[];
   __shared__ uint32_t tmem_base;
   __shared__ __align__(8) uint64_t mbar;
   const int tid = threadIdx.x, warp = tid / 32;
+  uint32_t rank = 0;
+  {rank}
+  img += rank * img_bytes; c_in += rank * 128 * {n}; sf_in += rank * 128 * 16; d_out += rank * 128 * {n};
   for (int i = tid; i < img_bytes; i += 128) sm[i] = img[i];
   if (warp == 0) {{
-    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(smem_u32(&tmem_base)), "r"({ncols}));
-    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;");
+    asm volatile("tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(smem_u32(&tmem_base)), "r"({ncols}));
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned;");
   }}
   if (tid == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&mbar)));
   asm volatile("fence.proxy.async.shared::cta;");
@@ -81,13 +94,14 @@ extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restri
   asm volatile("tcgen05.wait::st.sync.aligned;");
   asm volatile("tcgen05.fence::before_thread_sync;");
   __syncthreads();
+  {sync}
   asm volatile("tcgen05.fence::after_thread_sync;");
-  if (tid == 0) {{
+  if (tid == 0 && rank == 0) {{
     const unsigned long long base = (unsigned long long)(smem_u32(sm) >> 4);
     asm volatile("{{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n {mma}\n}}"
                  :: "r"(tmem), "l"(adesc + base), "l"(bdesc + base), "r"(idesc), "r"(enable_d),
-                    "r"(tmem + {sfa}), "r"(tmem + {sfb}));
-    asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(smem_u32(&mbar)));
+                    "r"(tmem + {sfa}), "r"(tmem + {sfb}), "r"(tmem + {meta}));
+    {commit}
   }}
   asm volatile("{{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}}"
                :: "r"(smem_u32(&mbar)));
@@ -100,26 +114,39 @@ extern "C" __global__ void __launch_bounds__(128) {name}(const uint8_t* __restri
   }}
   asm volatile("tcgen05.fence::before_thread_sync;");
   __syncthreads();
+  {sync}
   if (warp == 0)
-    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :: "r"(tmem), "r"({ncols}));
+    asm volatile("tcgen05.dealloc.cta_group::{g}.sync.aligned.b32 %0, %1;" :: "r"(tmem), "r"({ncols}));
 }}
 """
 
 
+#: the kernel's cta_group-dependent parts: one CTA, or a 2-CTA cluster whose rank 0 issues for the pair and
+#: commits to both CTAs' mbarriers (each CTA copies its own image, C and scale cells, and reads its own D)
+_GROUP = {
+    False: dict(cluster="", g=1, rank="", sync="", commit='asm volatile("tcgen05.commit.cta_group::1.mbarrier::'
+                'arrive::one.shared::cluster.b64 [%0];" :: "r"(smem_u32(&mbar)));'),
+    True: dict(cluster="__cluster_dims__(2, 1, 1) ", g=2,
+               rank='asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));',
+               sync='asm volatile("barrier.cluster.arrive.aligned;\\n barrier.cluster.wait.aligned;" ::: "memory");',
+               commit='asm volatile("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::'
+                      'cluster.b64 [%0], %1;" :: "r"(smem_u32(&mbar)), "h"((unsigned short)3));'),
+}
+
+
 def _mma_statement(spelling: str, a_tmem: bool = False) -> str:
-    if a_tmem:
-        return spelling + " [%0], [%5], %2, %3, p;"
-    if ".block_scale" in spelling:
-        return spelling + " [%0], %1, %2, %3, [%5], [%6], p;"
-    return spelling + " [%0], %1, %2, %3, p;"
+    a = "[%5]" if a_tmem else "%1"
+    meta = ", [%7]" if ".sp." in spelling else ""
+    scales = ", [%5], [%6]" if ".block_scale" in spelling else ""
+    return f"{spelling} [%0], {a}, %2{meta}, %3{scales}, p;"
 
 
 def kernel_source(cases=CASES) -> str:
     """CUDA source with one kernel per case (``tc05_<i>``)."""
     parts = [_PRELUDE]
     for i, (sp, _, _, _, n, *rest) in enumerate(cases):
-        parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B,
-                                    mma=_mma_statement(sp, "atmem" in rest)))
+        parts.append(_KERNEL.format(name=f"tc05_{i}", n=n, ncols=NCOLS, sfa=SF_COL_A, sfb=SF_COL_B, meta=META_COL,
+                                    mma=_mma_statement(sp, "atmem" in rest), **_GROUP["pair" in rest]))
     return "\n".join(parts)
 
 
@@ -145,7 +172,10 @@ def case_inputs(case, seed: int):
 
     sp, at, bt, dt, n, *rest = case
     op = t5.parse_tcgen05(sp)
-    k = TCGEN05_K[op.kind]
+    k = TCGEN05_K[op.kind] * (2 if op.sparse else 1)     # logical K
+    ka = k // 2 if op.sparse else k                        # A's stored elements per row
+    ncta = 2 if "pair" in rest else 1
+    m = 64 if "m64" in rest else 128 if ncta == 1 or "m128" in rest else 256
     rng = np.random.default_rng(seed)
 
     def bits(t, shape):
@@ -157,36 +187,45 @@ def case_inputs(case, seed: int):
 
         return _values_to_bits(vals.astype(np.float32 if t == "tf32" else e.numpy_dtype), e)
 
-    A, B = bits(at, (128, k)), bits(bt, (n, k))        # B as B^T (N, K)
+    A, B = bits(at, (m, ka)), bits(bt, (n, k))         # B as B^T (N, K)
     cont = 8 if op.kind in ("f8f6f4", "mxf8f6f4") else TYPES[at].bits
-    da, sa = S.dense_layout(128, cont, "K", "none", 0)
+    # each CTA's image (two for a pair: A's rows and B's columns in halves, even rank first)
+    da, sa = S.dense_layout(m // ncta, cont, "K", "none", 0, kbytes=ka * cont // 8)
     b0 = -(-sa // 1024) * 1024
-    db, sb = S.dense_layout(n, cont, "K", "none", b0, kbytes=32)
-    img = np.zeros((1, b0 + sb), np.uint8)
-    S.write_operand(img, da, A[None], cont)
-    S.write_operand(img, db, B[None], cont)
+    db, sb = S.dense_layout(n // ncta, cont, "K", "none", b0, kbytes=k * cont // 8)
+    img = np.zeros((ncta, b0 + sb), np.uint8)
+    for p in range(ncta):
+        S.write_operand(img[p:p + 1], da, A[None, p * m // ncta:(p + 1) * m // ncta], cont)
+        S.write_operand(img[p:p + 1], db, B[None, p * n // ncta:(p + 1) * n // ncta], cont)
     to100 = lambda d: t5.encode_smem_desc(*(lambda x: (x.start, x.lbo, x.sbo))(S.decode_descriptor(d)))  # noqa: E731
     stype = ("ue4m3" if op.scale_block == 16 else "ue8m0") if op.block_scaled else None
-    idesc = t5.encode_idesc(op.kind, at, bt, dt, 128, n, scale_type=stype)
+    idesc = t5.encode_idesc(op.kind, at, bt, dt, m, n, scale_type=stype, sparse=op.sparse)
     cbits = 16 if dt == "f16" else 32
-    C = rng.integers(0, 4, (128, n)).astype(np.float32)
+    C = rng.integers(0, 4, (ncta, 128, n)).astype(np.float32)
     cw = (C.astype(np.float16).view(np.uint16).astype(np.uint32) if cbits == 16 else
           (C.astype(np.int32).view(np.uint32) if dt == "s32" else C.view(np.uint32)))
-    sf = np.zeros((128, 16), np.uint32)
+    sf = np.zeros((ncta, 128, 16), np.uint32)
+    if ncta == 2 and (op.block_scaled or op.sparse or rest != ["pair"] + (["m128"] if "m128" in rest else [])):
+        raise NotImplementedError("pair cases are dense, from descriptors, without scale factors (for now)")
     if op.block_scaled:   # scale cells: byte s of column SF_COL_A (row i, lane i) / SF_COL_B (column j, lane j)
         nscale = k // op.scale_block
         sa_b = rng.integers(124, 131, (128, nscale)) if stype == "ue8m0" else \
             np.array([0x30, 0x38, 0x40, 0x44], np.int64)[rng.integers(0, 4, (128, nscale))]
         sb_b = rng.integers(124, 131, (n, nscale)) if stype == "ue8m0" else \
             np.array([0x30, 0x38, 0x40, 0x44], np.int64)[rng.integers(0, 4, (n, nscale))]
-        sf[:, 0] = (sa_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
-        sf[:n, SF_COL_B - SF_COL_A] = (sb_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
+        sf[0, :, 0] = (sa_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
+        sf[0, :n, SF_COL_B - SF_COL_A] = (sb_b << (8 * np.arange(nscale))).sum(axis=1).astype(np.uint32)
     if "atmem" in rest:   # A's rows in lanes, its K elements packed along the cells (warpsim.ptx.tmem.read_a)
         per = 32 // cont
         cells = (A.reshape(128, -1, per) << (cont * np.arange(per, dtype=np.uint64))).sum(axis=2)
-        sf[:, :cells.shape[1]] = cells.astype(np.uint32)
-    return dict(img=img[0], adesc=to100(da), bdesc=to100(db), idesc=idesc, c=np.ascontiguousarray(cw),
-                sf=sf, A=A, B=B)
+        sf[0, :, :cells.shape[1]] = cells.astype(np.uint32)
+    if op.sparse:         # two distinct sorted 2-bit indices per group of four, 16 per cell, row i in lane i
+        idx = np.sort(np.argsort(rng.random((m, ka // 2, 4)), axis=-1)[..., :2], axis=-1).reshape(m, ka).astype(np.uint64)
+        cells = (idx.reshape(m, -1, 16) << (2 * np.arange(16, dtype=np.uint64))).sum(axis=2)
+        sf[0, :m, META_COL - SF_COL_A:META_COL - SF_COL_A + cells.shape[1]] = cells.astype(np.uint32)
+    one = ncta == 1     # one CTA's arrays keep their single-CTA shapes
+    return dict(img=img[0] if one else img, adesc=to100(da), bdesc=to100(db), idesc=idesc,
+                c=np.ascontiguousarray(cw[0] if one else cw), sf=sf[0] if one else sf, A=A, B=B)
 
 
 def main(argv=None):
@@ -227,12 +266,12 @@ def main(argv=None):
         report["results"] = []
         for i, case in enumerate(CASES):
             inp = case_inputs(case, a.seed + i)
-            n = case[4]
-            d = cp.zeros((128, n), cp.uint32)
+            ncta = 2 if "pair" in case else 1
+            d = cp.zeros(inp["c"].shape, cp.uint32)
             fn = mod.get_function(f"tc05_{i}")
-            smem = int(inp["img"].size)
+            smem = int(inp["img"].size) // ncta
             fn.max_dynamic_shared_size_bytes = max(smem, 1024)
-            fn((1,), (128,), (cp.asarray(inp["img"]), np.int32(smem), np.uint64(inp["adesc"]), np.uint64(inp["bdesc"]),
+            fn((ncta,), (128,), (cp.asarray(inp["img"]), np.int32(smem), np.uint64(inp["adesc"]), np.uint64(inp["bdesc"]),
                               np.uint32(inp["idesc"]), cp.asarray(inp["c"]), cp.asarray(inp["sf"]), d, np.int32(1)),
                shared_mem=smem)
             gpu = cp.asnumpy(d)

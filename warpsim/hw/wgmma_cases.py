@@ -178,12 +178,7 @@ def build(seed=2026):
             launches.append(launch(sp, groups, "coverage"))
 
     # 2. numerics: many groups per type combination (n = 16, register A, K-major none and swizzled)
-    seen = set()
-    for ins in order:
-        key = (ins.family, ins.atype, ins.btype, ins.dtype, ins.satfinite)
-        if key in seen or ins.n != 16:
-            continue
-        seen.add(key)
+    for ins in one_per_type(order):
         per = 16 if ins.family == "fp8" and ins.dtype == "f32" else (6 if ins.family == "fp8" else 4)
         for a_src in ("reg", "desc"):
             sp = spec_of(ins, a_src)
@@ -282,16 +277,26 @@ def probe_values(bits, r, c, part, rng):
     return rng.integers(0, 2, (r, c), dtype=np.uint64)
 
 
-def main(out):
+def one_per_type(instructions, n=16):
+    """The first of ``instructions`` with each (family, A, B, D type, .satfinite) and this n."""
+    seen = set()
+    for ins in instructions:
+        key = (ins.family, ins.atype, ins.btype, ins.dtype, ins.satfinite)
+        if key not in seen and ins.n == n:
+            seen.add(key)
+            yield ins
+
+
+def write_plan(out, cu_name, specs, launches, arrays_of):
+    """Write a capture plan into ``out``: the kernels' CUDA source (``cu_name``), every launch's input
+    arrays (``arrays_of``: which of a launch's entries) in inputs.npz, and plan.json."""
     os.makedirs(out, exist_ok=True)
-    specs, launches = build()
     index = {sp.key(): i for i, sp in enumerate(specs)}
-    src = kernel_source(specs)
-    with open(os.path.join(out, "wgmma.cu"), "w") as f:
-        f.write(src)
+    with open(os.path.join(out, cu_name), "w") as f:
+        f.write(kernel_source(specs))
     arrays, plan = {}, []
     for i, L in enumerate(launches):
-        for k in ("smem", "desc", "a", "d", "sd"):
+        for k in arrays_of:
             arrays[f"{i}.{k}"] = L[k]
         plan.append(dict(kernel=index[L["spec"].key()], spec=L["spec"].key(), purpose=L["purpose"],
                          groups=len(L["sd"]), sbytes=int(L["smem"].shape[1]), meta=L["meta"]))
@@ -299,6 +304,10 @@ def main(out):
     with open(os.path.join(out, "plan.json"), "w") as f:
         json.dump(dict(specs=[sp.key() for sp in specs], launches=plan), f)
     print(len(specs), "kernels,", len(launches), "launches,", sum(p["groups"] for p in plan), "groups")
+
+
+def main(out):
+    write_plan(out, "wgmma.cu", *build(), ("smem", "desc", "a", "d", "sd"))
 
 
 if __name__ == "__main__":

@@ -15,18 +15,16 @@ hold random bytes in small groups, so a capture also says what the hardware read
 from __future__ import annotations
 
 import functools
-import json
-import os
 import sys
 
 import numpy as np
 
 from . import inputs as gen
-from .wgmma_capture import Spec, kernel_source
+from .wgmma_capture import Spec
 from ..isa import smem as S
 from ..isa.catalog import WGMMA_SP_CATALOG
 from ..isa.sparse import metadata_table
-from .wgmma_cases import elems, pack_reg, rnd_up
+from .wgmma_cases import elems, one_per_type, pack_reg, rnd_up, write_plan
 
 SWZ = ("none", "32B", "64B", "128B")
 META = ("valid", "selected", "random")   # metadata kinds (see module doc)
@@ -151,12 +149,7 @@ def build(seed=2027):
             launches.append(launch(sp, groups, "coverage"))
 
     # 2. numerics: many groups per type combination and selector (n = 16)
-    seen = set()
-    for ins in sparse:
-        key = (ins.family, ins.atype, ins.btype, ins.dtype, ins.satfinite)
-        if key in seen or ins.n != 16:
-            continue
-        seen.add(key)
+    for ins in one_per_type(sparse):
         per = 3 if (ins.family == "fp8" and ins.dtype == "f32") else 1
         for sel in ins.selectors:
             for a_src in ("reg", "desc"):
@@ -200,21 +193,7 @@ def launch_inputs(seed: int, launch: int) -> dict:
 
 
 def main(out):
-    os.makedirs(out, exist_ok=True)
-    specs, launches = build()
-    index = {sp.key(): i for i, sp in enumerate(specs)}
-    with open(os.path.join(out, "wgmma_sp.cu"), "w") as f:
-        f.write(kernel_source(specs))
-    arrays, plan = {}, []
-    for i, L in enumerate(launches):
-        for k in ("smem", "desc", "a", "d", "sd", "e"):
-            arrays[f"{i}.{k}"] = L[k]
-        plan.append(dict(kernel=index[L["spec"].key()], spec=L["spec"].key(), purpose=L["purpose"],
-                         groups=len(L["sd"]), sbytes=int(L["smem"].shape[1]), meta=L["meta"]))
-    np.savez_compressed(os.path.join(out, "inputs.npz"), **arrays)
-    with open(os.path.join(out, "plan.json"), "w") as f:
-        json.dump(dict(specs=[sp.key() for sp in specs], launches=plan), f)
-    print(len(specs), "kernels,", len(launches), "launches,", sum(p["groups"] for p in plan), "groups")
+    write_plan(out, "wgmma_sp.cu", *build(), ("smem", "desc", "a", "d", "sd", "e"))
 
 
 if __name__ == "__main__":

@@ -243,6 +243,51 @@ def _align(sig, sh, sticky):
     return v
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _special_flags(cls, sign, any_nan, pos_inf, neg_inf):
+    """The running (any NaN, +inf, -inf) flags of a sum after a term of class ``cls`` and sign ``sign``."""
+    if cls == CLS_NAN:
+        any_nan = True
+    elif cls == CLS_INF:
+        if sign == 1:
+            neg_inf = True
+        else:
+            pos_inf = True
+    return any_nan, pos_inf, neg_inf
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _product_class(ca, cb):
+    """The class of a product of elements of classes ca and cb (inf times zero: NaN)."""
+    if ca == CLS_NAN or cb == CLS_NAN:
+        return CLS_NAN
+    if ca == CLS_INF or cb == CLS_INF:
+        return CLS_NAN if (ca == CLS_ZERO or cb == CLS_ZERO) else CLS_INF
+    if ca == CLS_ZERO or cb == CLS_ZERO:
+        return CLS_ZERO
+    return CLS_FINITE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _special_bits(any_nan, pos_inf, neg_inf, wo, ebo, mbo, igo):
+    """A sum's result when some term is NaN or inf: NaN for any NaN or both infinities, else the inf."""
+    if any_nan or (pos_inf and neg_inf):
+        return nan_bits(wo, ebo, mbo, igo)
+    return inf_bits(0 if pos_inf else 1, wo, ebo, mbo, igo)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_sum(total, e, wo, ebo, mbo, igo, hio, rnd, ovf, zero):
+    """The signed integer sum ``total`` times 2^e rounded into the output format (+0 for an exact zero)."""
+    if total == 0:
+        return zero_bits(0, wo, igo)
+    sgn = 0
+    if total < 0:
+        sgn = 1
+        total = -total
+    return encode(sgn, total, e, wo, ebo, mbo, igo, hio, rnd, ovf, zero)
+
+
 @njit(cache=True, nogil=True)
 def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, zero):
     """One tensor-core pass: sum of the exact products a_i*b_i (terms i < n with
@@ -260,55 +305,29 @@ def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, z
     all_neg = True
     have_max = False
     emax = np.int64(0)
-    # pass 1: classes, specials, largest exponent
-    for i in range(n):
-        if (i // group) % nblk != blk:
+    cc, sc, ec, mc = decode(acc, p[accf], p[accf + 1], p[accf + 2], p[accf + 3], p[accf + 4])
+    # pass 1: classes, specials, largest exponent (the products, then the accumulator)
+    for i in range(n + 1):
+        if i == n:
+            cls, s, e = cc, sc, ec
+        elif (i // group) % nblk != blk:
             continue
-        ca, sa, ea, ma = _operand(a[i], p, P_A)
-        cb, sb, eb_, mb_ = _operand(b[i], p, P_B)
-        s = sa ^ sb
-        if ca == CLS_NAN or cb == CLS_NAN:
-            any_nan = True
-        elif ca == CLS_INF or cb == CLS_INF:
-            if ca == CLS_ZERO or cb == CLS_ZERO:
-                any_nan = True
-            elif s == 1:
-                neg_inf = True
-            else:
-                pos_inf = True
-        elif ca == CLS_ZERO or cb == CLS_ZERO:
+        else:
+            ca, sa, ea, ma = _operand(a[i], p, P_A)
+            cb, sb, eb_, mb_ = _operand(b[i], p, P_B)
+            cls, s, e = _product_class(ca, cb), sa ^ sb, ea + eb_
+        any_nan, pos_inf, neg_inf = _special_flags(cls, s, any_nan, pos_inf, neg_inf)
+        if cls == CLS_ZERO:
             if s == 0:
                 all_neg = False
-        else:
+        elif cls == CLS_FINITE:
             all_zero = False
             all_neg = False
-            e = ea + eb_
             if not have_max or e > emax:
                 emax = e
                 have_max = True
-    cc, sc, ec, mc = decode(acc, p[accf], p[accf + 1], p[accf + 2], p[accf + 3], p[accf + 4])
-    if cc == CLS_NAN:
-        any_nan = True
-    elif cc == CLS_INF:
-        if sc == 1:
-            neg_inf = True
-        else:
-            pos_inf = True
-    elif cc == CLS_ZERO:
-        if sc == 0:
-            all_neg = False
-    else:
-        all_zero = False
-        all_neg = False
-        if not have_max or ec > emax:
-            emax = ec
-            have_max = True
-    if any_nan or (pos_inf and neg_inf):
-        return nan_bits(wo, ebo, mbo, igo)
-    if pos_inf:
-        return inf_bits(0, wo, ebo, mbo, igo)
-    if neg_inf:
-        return inf_bits(1, wo, ebo, mbo, igo)
+    if any_nan or pos_inf or neg_inf:
+        return _special_bits(any_nan, pos_inf, neg_inf, wo, ebo, mbo, igo)
     if all_zero:
         return zero_bits(1 if (all_neg and zero == ZERO_IEEE) else 0, wo, igo)
     # pass 2: align, truncate, sum
@@ -325,13 +344,7 @@ def fused_block(a, b, n, blk, nblk, group, acc, accf, p, outf, frac, rnd, ovf, z
     if cc == CLS_FINITE:
         v = _align(mc, ec - p[accf + 2] - emax + frac, False)
         total += -v if sc == 1 else v
-    if total == 0:
-        return zero_bits(0, wo, igo)
-    sgn = 0
-    if total < 0:
-        sgn = 1
-        total = -total
-    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, rnd, ovf, zero)
+    return _encode_sum(total, emax - frac, wo, ebo, mbo, igo, hio, rnd, ovf, zero)
 
 
 @njit(cache=True, nogil=True)
@@ -357,13 +370,7 @@ def add_rne(x, y, p, f):
     vx = _align(mx, ex - mb - emax + _ADD_FRAC, True)
     vy = _align(my, ey - mb - emax + _ADD_FRAC, True)
     t = (-vx if sx == 1 else vx) + (-vy if sy == 1 else vy)
-    if t == 0:
-        return zero_bits(0, w, ig)
-    sgn = 0
-    if t < 0:
-        sgn = 1
-        t = -t
-    return encode(sgn, t, emax - _ADD_FRAC, w, eb, mb, ig, hi, RND_RNE, OVF_INF, ZERO_IEEE)
+    return _encode_sum(t, emax - _ADD_FRAC, w, eb, mb, ig, hi, RND_RNE, OVF_INF, ZERO_IEEE)
 
 
 @njit(cache=True, nogil=True)
@@ -447,23 +454,13 @@ def block_scaled_dot(a, b, n, c, p, sa, sb):
             if not have_max or e > emax:
                 emax, have_max = e, True
     cc, sc, ec, mc = decode(c, p[P_C], p[P_C + 1], p[P_C + 2], p[P_C + 3], p[P_C + 4])
-    if cc == CLS_NAN:
-        any_nan = True
-    elif cc == CLS_INF:
-        if sc == 1:
-            neg_inf = True
-        else:
-            pos_inf = True
-    elif cc == CLS_FINITE or zon:
+    any_nan, pos_inf, neg_inf = _special_flags(cc, sc, any_nan, pos_inf, neg_inf)
+    if cc == CLS_FINITE or (zon and cc == CLS_ZERO):
         e = ec if cc == CLS_FINITE else zexp
         if not have_max or e > emax:
             emax, have_max = e, True
-    if any_nan or (pos_inf and neg_inf):
-        return nan_bits(wo, ebo, mbo, igo)
-    if pos_inf:
-        return inf_bits(0, wo, ebo, mbo, igo)
-    if neg_inf:
-        return inf_bits(1, wo, ebo, mbo, igo)
+    if any_nan or pos_inf or neg_inf:
+        return _special_bits(any_nan, pos_inf, neg_inf, wo, ebo, mbo, igo)
     if not have_max:
         return zero_bits(0, wo, igo)
     # pass 2: align, truncate, sum
@@ -495,13 +492,7 @@ def block_scaled_dot(a, b, n, c, p, sa, sb):
     if cc == CLS_FINITE:
         v = _align(mc, ec - p[P_C + 2] - emax + frac, False)
         total += -v if sc == 1 else v
-    if total == 0:
-        return zero_bits(0, wo, igo)
-    sgn = 0
-    if total < 0:
-        sgn = 1
-        total = -total
-    return encode(sgn, total, emax - frac, wo, ebo, mbo, igo, hio, p[P_RND], p[P_OVF], p[P_ZERO])
+    return _encode_sum(total, emax - frac, wo, ebo, mbo, igo, hio, p[P_RND], p[P_OVF], p[P_ZERO])
 
 
 @njit(cache=True, nogil=True)
@@ -563,34 +554,22 @@ from numba import types as _nbt  # noqa: E402
 from numba.extending import intrinsic as _intrinsic  # noqa: E402
 
 
-@_intrinsic
-def _f64_bits(typingctx, x):
-    if x != _nbt.float64:
-        return None
+def _bitcast(name, src, dst, irtype):
+    """An intrinsic reinterpreting a ``src`` value's bits as ``dst`` (no conversion)."""
+    def cast(typingctx, x):
+        if x != src:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], _ir.IntType(64))
-    return _nbt.uint64(_nbt.float64), codegen
-
-
-@_intrinsic
-def _bits_f32(typingctx, x):
-    if x != _nbt.uint32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], _ir.FloatType())
-    return _nbt.float32(_nbt.uint32), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], irtype)
+        return dst(src), codegen
+    cast.__name__ = cast.__qualname__ = name
+    return _intrinsic(cast)
 
 
-@_intrinsic
-def _bits_f64(typingctx, x):
-    if x != _nbt.uint64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], _ir.DoubleType())
-    return _nbt.float64(_nbt.uint64), codegen
+_f64_bits = _bitcast("_f64_bits", _nbt.float64, _nbt.uint64, _ir.IntType(64))
+_bits_f32 = _bitcast("_bits_f32", _nbt.uint32, _nbt.float32, _ir.FloatType())
+_bits_f64 = _bitcast("_bits_f64", _nbt.uint64, _nbt.float64, _ir.DoubleType())
 
 
 #: alignment exponent given to a zero element (far below any real one: a zero never sets emax)

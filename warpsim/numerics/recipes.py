@@ -214,12 +214,9 @@ CHAIN_RECIPES: dict[str, dict[tuple[str, str, str], dict]] = {
                                       korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
                                       d_nan="canonical"),
         # m8n8k4 f16 -> f32: FFMA(k0, RZ) FFMA(k1) FFMA(k2) FFMA(k3), then FADD with C.
-        ("f16x4", "f32", "f16"): dict(work="f32", group=0, first="ffma_zero", combine="c_last",
-                                      korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
-                                      d_nan="canonical"),
-        ("f16x4", "f32", "f32"): dict(work="f32", group=0, first="ffma_zero", combine="c_last",
-                                      korder="asc", nan="canonical", nan_bits=0x7FFFFFFF,
-                                      d_nan="canonical"),
+        # (C f16 or f32: the same recipe, C converted to f32 exactly)
+        **{("f16x4", "f32", c): dict(work="f32", group=0, first="ffma_zero", combine="c_last", korder="asc",
+                                     nan="canonical", nan_bits=0x7FFFFFFF, d_nan="canonical") for c in ("f16", "f32")},
         # DMMA (all shapes): acc = C; acc = fma(A[k], B[k], acc) for k = 0, 1, ...
         ("f64", "f64", "f64"): dict(work="f64", group=0, first="from_c", combine="c_last",
                                     korder="asc", nan="bca", nan_bits=0xFFF8000000000000,

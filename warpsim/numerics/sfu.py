@@ -261,8 +261,14 @@ def load(path=None):
 
 
 def table(name):
-    if "__loaded__" not in _LOADED:
-        load()
+    """One MUFU table; until :func:`load` ran, decoded alone from the committed data on first use (decoding
+    all of them takes seconds, ``sin_half`` most: a kernel using tanh need not pay for sin)."""
+    if name not in _LOADED and "__loaded__" not in _LOADED:
+        path = os.path.join(DATA_DIR, "tables.npz")
+        if name in TABLES and os.path.exists(path):
+            with np.load(path) as z:
+                if name in z.files:
+                    _LOADED[name] = decode(name, z)
     if name not in _LOADED:
         raise NotImplementedError(f"the MUFU table {name!r} is not available (see warpsim.numerics.sfu.available())")
     return _LOADED[name]

@@ -55,23 +55,10 @@ def _mul64(a, b):
 def _msb64(x):
     """Index of the highest set bit of a nonzero uint64."""
     n = 0
-    if x >> U64(32):
-        x >>= U64(32)
-        n += 32
-    if x >> U64(16):
-        x >>= U64(16)
-        n += 16
-    if x >> U64(8):
-        x >>= U64(8)
-        n += 8
-    if x >> U64(4):
-        x >>= U64(4)
-        n += 4
-    if x >> U64(2):
-        x >>= U64(2)
-        n += 2
-    if x >> U64(1):
-        n += 1
+    for step in (32, 16, 8, 4, 2, 1):       # binary search: halve the window while its top half holds a bit
+        if x >> U64(step):
+            x >>= U64(step)
+            n += step
     return n
 
 

@@ -6,7 +6,7 @@ offset), the per-warpgroup register budget of ``setmaxnreg`` and the warps an ``
 has blocked.  The rows below (``elect.sync``, ``mapa``, ``mbarrier.*``, ``cp.async.bulk*``,
 ``cp.reduce.async.bulk*``, ``prefetch.tensormap``, ``tensormap.*``, ``setmaxnreg``,
 ``griddepcontrol``) hold the semantics; the data movement of a TMA box is
-:mod:`warpsim.ptx.tma`'s.  ``barrier.cluster.*`` belongs to the scheduler (``module.py``).
+:mod:`warpsim.ptx.tma`'s.  ``barrier.cluster.*`` belongs to the scheduler (``simt.py``).
 
 Addresses.  A ``.shared::cta`` address is an offset into the executing CTA's shared memory.  A
 ``.shared::cluster`` address is the same offset for the executing CTA, and ``(rank + 1) << 24 |
@@ -348,14 +348,18 @@ def _mb_arrive(ctx, m):
 def _tc05_commit(ctx, m):
     """``tcgen05.commit``: one arrival on the mbarrier (on that offset of every CTA of the 16-bit mask with
     ``.multicast::cluster``) once the thread's earlier tcgen05 operations are done -- at once here: warpsim
-    runs them synchronously (modelled; no capture on sm_100a)."""
+    runs them synchronously (modelled; no capture on sm_100a).  Without a state space, an address outside
+    the generic shared window is a shared::cluster address: ptxas 13 writes the same ``UTCBAR [UR]`` on the
+    same word for both spellings (Triton 3.6's sm_100a ``tl.dot`` passes a zero-extended shared::cta offset)."""
     ops = ctx.operands
     if len(ops) != 1 + bool(m["mc"]):
         ctx.fail(f"{ctx.opcode} takes [mbar]{', ctaMask' if m['mc'] else ''}")
     st = _state(ctx)
-    space = "shared::cluster" if m["space"] else "generic"
     for k, w, l in _lanes(ctx):
-        cta, off = st.shared_target(ctx, _cta(ctx, w), _addr(ctx, ops[0], k, l), space, ctx.opcode)
+        addr = _addr(ctx, ops[0], k, l)
+        generic = not m["space"] and SHARED_WINDOW <= int(addr) < SHARED_WINDOW + _WINDOW
+        space = "generic" if generic else "shared::cluster"
+        cta, off = st.shared_target(ctx, _cta(ctx, w), addr, space, ctx.opcode)
         targets = [cta]
         if m["mc"]:
             try:
@@ -456,24 +460,32 @@ def _load_box(ctx, st, k, w, l, ops, multicast, space):
 
 
 def _copy_operands(ctx, m, fixed, nfixed):
-    """The operands of an async copy into shared memory: ``fixed`` ones, then a CTA mask with
-    ``.multicast::cluster`` and a cache policy with ``.L2::cache_hint``."""
+    """The operands of an async copy into shared memory (``fixed`` ones, then a CTA mask with
+    ``.multicast::cluster`` and a cache policy with ``.L2::cache_hint``) and the cluster's state."""
     ops = _ops(ctx)
     want = nfixed + bool(m["mc"]) + bool(m["hint"])
     if len(ops) != want:
         ctx.fail(f"{ctx.opcode} takes {fixed}{', ctaMask' if m['mc'] else ''}"
                  f"{', cache-policy' if m['hint'] else ''} ({want} operands), got {len(ops)}")
-    return ops
+    return ops, _state(ctx)
 
 
 @instr(r"cp\.async\.bulk\.tensor\.(?P<dim>[1-5])d\.(?P<space>shared::cluster|shared::cta)\.global(?:\.tile)?"
        r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
 def _tma_load(ctx, m):
-    ops = _copy_operands(ctx, m, "[dstMem], [tensorMap, {coords}], [mbar]", 3)
-    st = _state(ctx)
+    ops, st = _copy_operands(ctx, m, "[dstMem], [tensorMap, {coords}], [mbar]", 3)
     for k, w, l in _lanes(ctx):
         mask = _scalar(ctx, ops[3], "u16", k, l) if m["mc"] else None
         _load_box(ctx, st, k, w, l, ops, mask, m["space"])
+
+
+@instr(r"cp\.async\.bulk\.tensor\.[3-5]d\.(?:shared::cluster|shared::cta)\.global\.im2col::w(?:::128)?"
+       r"\.mbarrier::complete_tx::bytes(?:\.multicast::cluster)?(?:\.L2::cache_hint)?")
+def _tma_im2col_w(ctx, m):
+    """sm_100's im2col::w / ::w::128 loads (ptxas 13.0 takes them for sm_100a only): refused by name."""
+    ctx.fail(f"{ctx.opcode}: the im2col::w modes are not modelled -- their tensormap "
+             "(cuTensorMapEncodeIm2colWide, compute capability 10.0) has no captured byte layout, and the "
+             "wHalo / wOffset operands' meaning is not taken from the PTX ISA yet (docs/tma.md)")
 
 
 @instr(r"cp\.async\.bulk\.tensor\.(?P<dim>[3-5])d\.(?P<space>shared::cluster|shared::cta)\.global\.im2col"
@@ -559,8 +571,7 @@ def _tma_store(ctx, m):
 @instr(r"cp\.async\.bulk\.(?P<dst>shared::cluster|shared::cta)\.(?P<src>global|shared::cta)"
        r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
 def _bulk_to_shared(ctx, m):
-    ops = _copy_operands(ctx, m, "[dstMem], [srcMem], size, [mbar]", 4)
-    st = _state(ctx)
+    ops, st = _copy_operands(ctx, m, "[dstMem], [srcMem], size, [mbar]", 4)
     for k, w, l in _lanes(ctx):
         cta = _cta(ctx, w)
         size = _scalar(ctx, ops[2], "u32", k, l)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .alu_rows import EXACT, note_status, row
+from .alu_rows import EXACT, VERIFIED, note_status, row
 from .convert import saturate
-from .instructions import _CMPS, _compare, instr
+from .instructions import _CMPS, _combine, _compare, instr
 
 # format: (exponent bits, mantissa bits, storage dtype, canonical NaN of arithmetic results)
 FMT = {"f16": (5, 10, np.uint16, 0x7FFF), "bf16": (8, 7, np.uint16, 0x7FFF),
@@ -135,6 +135,17 @@ def _f32_fma(m, a, b, c):
     return fma(a, b, c, "f32", m["rnd"], ftz=bool(m["ftz"]), sat=bool(m["sat"]))
 
 
+@row(r"contracted\.mul(?P<ftz>\.ftz)?\.f32\.(?P<op>add|sub|rsub)\.f32", "f32", ["f32", "f32", "f32"],
+     status=VERIFIED,
+     note="a mul.f32 merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA, as the "
+          "SASS shows (sub negates the addend, rsub the product); equal to an H200 (ptx_contraction_sm90.npz)")
+def _f32_contracted_product(m, a, b, c):
+    sign = _sign("f32")
+    c = c ^ sign if m["op"] == "sub" else c
+    a = a ^ sign if m["op"] == "rsub" else a
+    return fma(a, b, c, "f32", ftz=bool(m["ftz"]))
+
+
 @row(r"(?P<op>add|sub|mul)" + _RND + r"?\.f64", "f64", ["f64", "f64"], note=_F64_ARITH_NOTE)
 def _f64_arith(m, a, b):
     return nan_b_then_a(arith(m["op"], a, b, "f64", m["rnd"] or "rn"), a, b)
@@ -181,6 +192,18 @@ def _div_rn32(m, a, b):
     return _host("f32", np.divide, a, b, ftz=bool(m["ftz"]))
 
 
+def _quotient(kind, v):
+    """(a, b, the host's nearest result q) of div (a / b), rcp (1 / b) or sqrt (sqrt a; b None) of the
+    decoded operands v."""
+    if kind == "div":
+        a, b = v
+    elif kind == "rcp":
+        a, b = np.ones_like(v[0]), v[0]
+    else:
+        a, b = v[0], None
+    return a, b, (np.sqrt(a) if kind == "sqrt" else a / b)
+
+
 def directed32(kind, mode, xs, ftz=False):
     """div / rcp / sqrt of f32 bits rounded towards zero, -inf or +inf, exactly: the float64
     result q is rounded by ``mode``; only when q itself lies on the f32 grid can the exact value be
@@ -191,13 +214,7 @@ def directed32(kind, mode, xs, ftz=False):
         xs = [flush(x, "f32") for x in xs]
     with np.errstate(all="ignore"):
         v = [np.asarray(x).astype(np.uint32).view(np.float32).astype(np.float64) for x in xs]
-        if kind == "div":
-            a, b = v
-        elif kind == "rcp":
-            a, b = np.ones_like(v[0]), v[0]
-        else:
-            a, b = v[0], None
-        q = np.sqrt(a) if kind == "sqrt" else a / b
+        a, b, q = _quotient(kind, v)
         y = encode(q, "f32", mode).astype(np.uint32)
         on_grid = np.isfinite(q) & (q != 0) & (q.astype(np.float32).astype(np.float64) == q)
         above = (a > q * b) == (b > 0) if b is not None else a > q * q     # exact value above q
@@ -248,13 +265,7 @@ def directed64(kind, mode, xs):
     require_ieee_host()
     v = [np.asarray(x).astype(np.uint64).view(np.float64) for x in xs]
     with np.errstate(all="ignore"):
-        if kind == "div":
-            a, b = v
-        elif kind == "rcp":
-            a, b = np.ones_like(v[0]), v[0]
-        else:
-            a, b = v[0], None
-        q = np.sqrt(a) if kind == "sqrt" else a / b
+        a, b, q = _quotient(kind, v)
     side = np.zeros(q.shape, np.int64)           # sign of (exact - q) where q is finite
     fin = np.isfinite(q) & np.isfinite(a) & (np.ones(q.shape, bool) if b is None else np.isfinite(b))
     for i in zip(*np.nonzero(fin)):
@@ -422,17 +433,13 @@ def _as_f64(x, fmt):
     return decode(x, fmt)
 
 
-def _setp_common(ctx, m, fmt, ftz, pair):
-    ops = ctx.operands
-    if len(ops) not in (3, 4):
-        ctx.fail(f"{ctx.opcode} takes a predicate destination (optionally p|q), two sources and, with "
-                 ".and/.or/.xor, a predicate source")
-    dst, q = ops[0], None
-    if isinstance(dst, str) and "|" in dst:
-        dst, q = [x.strip() for x in dst.split("|")]
+def _compare_halves(ctx, m, a_op, b_op, fmt, ftz):
+    """The comparison ``m['cmp']`` of two float operands: one boolean array, or two (lower, upper
+    half) for the packed formats."""
+    pair = fmt.endswith("x2")
     rt = {"f16x2": "b32", "bf16x2": "b32"}.get(fmt, fmt)
-    a = ctx.read(ops[1], rt)
-    b = ctx.read(ops[2], rt)
+    a = ctx.read(a_op, rt)
+    b = ctx.read(b_op, rt)
     base = fmt.replace("x2", "")
     parts = [(a, b)] if not pair else [(a & np.uint32(0xFFFF), b & np.uint32(0xFFFF)),
                                         (a >> np.uint32(16), b >> np.uint32(16))]
@@ -443,16 +450,23 @@ def _setp_common(ctx, m, fmt, ftz, pair):
         if ftz:
             x, y = flush(x, base), flush(y, base)
         res.append(_compare(m["cmp"], _as_f64(x, base), _as_f64(y, base)))
+    return res
+
+
+def _setp_common(ctx, m, fmt, ftz, pair):
+    ops = ctx.operands
+    if len(ops) not in (3, 4):
+        ctx.fail(f"{ctx.opcode} takes a predicate destination (optionally p|q), two sources and, with "
+                 ".and/.or/.xor, a predicate source")
+    dst, q = ops[0], None
+    if isinstance(dst, str) and "|" in dst:
+        dst, q = [x.strip() for x in dst.split("|")]
+    res = _compare_halves(ctx, m, ops[1], ops[2], fmt, ftz)
     if pair:          # p gets the lower half, q the upper half
         r, rq = res
     else:
         r, rq = res[0], ~res[0]
-    if m["bop"]:
-        if len(ops) != 4:
-            ctx.fail(f"{ctx.opcode} needs a fourth operand: the predicate it combines with")
-        c = ctx.read(ops[3], "pred")
-        f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]]
-        r, rq = f(r, c), f(rq, c)
+    r, rq = _combine(ctx, m, ops, r, rq)
     if pair and q is None:
         ctx.fail(f"{ctx.opcode} compares two halves: its destination is p|q (lower half, upper half)")
     ctx.write(dst, r, "pred")
@@ -471,6 +485,39 @@ def _setp_ftz(ctx, m):
 @instr(r"setp\." + _CMPS + _BOP + r"(?P<ftz>\.ftz)?\.(?P<st>f16|bf16|f16x2|bf16x2)")
 def _setp_half(ctx, m):
     _setp_common(ctx, m, m["st"], bool(m["ftz"]), m["st"].endswith("x2"))
+
+
+#: set's "true" word per destination type (false is 0): 1.0 for a float, all ones for an integer;
+#: a packed destination gets it in each half
+_SET_TRUE = {"f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80, "u16": 0xFFFF, "s16": 0xFFFF, "u32": 0xFFFFFFFF,
+             "s32": 0xFFFFFFFF, "f16x2": 0x3C00, "bf16x2": 0x3F80}
+
+
+@instr(r"set\." + _CMPS + _BOP + r"(?P<ftz>\.ftz)?\.(?P<dt>[us](?:16|32)|f32|f16x2|bf16x2|f16|bf16)"
+       r"\.(?P<st>[bus](?:16|32|64)|f32|f64|f16x2|bf16x2|f16|bf16)")
+def _set(ctx, m):
+    """``set``: a comparison written as a number -- what cuda_fp16.h's inline asm multiplies by."""
+    ops = ctx.operands
+    if len(ops) != (4 if m["bop"] else 3):
+        ctx.fail(f"{ctx.opcode} takes a destination, two sources" + (" and a predicate" if m["bop"] else ""))
+    st, dt = m["st"], m["dt"]
+    if st.endswith("x2") != dt.endswith("x2") and dt not in ("u32", "s32"):
+        ctx.fail(f"{ctx.opcode}: a packed comparison writes .f16x2/.bf16x2/.u32/.s32")
+    if st[0] == "f":
+        res = _compare_halves(ctx, m, ops[1], ops[2], st, bool(m["ftz"]))
+    else:
+        res = [_compare(m["cmp"], ctx.read(ops[1], st), ctx.read(ops[2], st))]
+    if m["bop"]:
+        if st.endswith("x2"):
+            ctx.fail(f"{ctx.opcode}: .and/.or/.xor with a packed comparison is not modelled")
+        c = ctx.read(ops[3], "pred")
+        res = [{"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]](res[0], c)]
+    true = _SET_TRUE[dt] if len(res) == 1 or dt.endswith("x2") else 0xFFFF
+    word = np.zeros(res[0].shape, np.uint32)
+    for k, r in enumerate(res):
+        word |= np.where(r, np.uint32(true << (16 * k)), np.uint32(0))
+    bits = "b32" if dt.endswith("x2") or dt in ("u32", "s32", "f32") else "b16"
+    ctx.write(ops[0], word.astype(np.uint32 if bits == "b32" else np.uint16), bits)
 
 
 @instr(r"slct(?P<ftz>\.ftz)?\.(?P<t>[bus](?:16|32|64)|f32|f64)\.(?P<ct>s32|f32)")
@@ -492,4 +539,6 @@ def _slct(ctx, m):
 note_status(r"testp\.(?:finite|infinite|number|notanumber|normal|subnormal)\.(?:f32|f64)", EXACT)
 note_status(r"setp\." + _CMPS + r"(?:\.(?:and|or|xor))?\.ftz\.f32", EXACT)
 note_status(r"setp\." + _CMPS + r"(?:\.(?:and|or|xor))?(?:\.ftz)?\.(?:f16|bf16|f16x2|bf16x2)", EXACT)
+note_status(r"set\." + _CMPS + r"(?:\.(?:and|or|xor))?(?:\.ftz)?\.(?:[us](?:16|32)|f32|f16x2|bf16x2|f16|bf16)"
+            r"\.(?:[bus](?:16|32|64)|f32|f64|f16x2|bf16x2|f16|bf16)", EXACT)
 note_status(r"slct(?:\.ftz)?\.(?:[bus](?:16|32|64)|f32|f64)\.(?:s32|f32)", EXACT)

@@ -302,6 +302,17 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, 
 _FCMP_UNORDERED = {"equ": "eq", "neu": "ne", "ltu": "lt", "leu": "le", "gtu": "gt", "geu": "ge"}
 
 
+def _combine(ctx, m, ops, r, rq):
+    """setp's p and q combined with its fourth operand by .and / .or / .xor (m["bop"]; none: as they are)."""
+    if not m["bop"]:
+        return r, rq
+    if len(ops) != 4:
+        ctx.fail(f"{ctx.opcode} needs a fourth operand: the predicate it combines with")
+    c = ctx.read(ops[3], "pred")
+    f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]]
+    return f(r, c), f(rq, c)
+
+
 def _compare(cmp, a, b):
     if cmp in _CMP:
         r = _CMP[cmp](a, b)
@@ -335,12 +346,7 @@ def _setp(ctx, m):
     b = ctx.read(ops[2], m["st"])
     r = _compare(m["cmp"], a, b)
     rq = ~r
-    if m["bop"]:
-        if len(ops) != 4:
-            ctx.fail(f"{ctx.opcode} needs a fourth operand: the predicate it combines with")
-        c = ctx.read(ops[3], "pred")
-        f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[m["bop"]]
-        r, rq = f(r, c), f(rq, c)
+    r, rq = _combine(ctx, m, ops, r, rq)
     ctx.write(dst, r, "pred")
     if q is not None:
         ctx.write(q, rq, "pred")
@@ -561,14 +567,19 @@ def _ldst_parts(ctx, m, reg_operand):
     return regs
 
 
+def _ldst_form(ctx, m, regs_at):
+    """(the address operand, type, bits, register list, state space) of an ld (registers at operand 0)
+    or st (at 1); both may reorder with other relaxed accesses."""
+    ops = _mem_operands(ctx)
+    t = m["t"]
+    regs = _ldst_parts(ctx, m, ops[regs_at])
+    ctx.relaxed = True
+    return ops[1 - regs_at], t, TYPES[t][0], regs, (m["space"] or "generic").split("::")[0]
+
+
 @instr(r"ld" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
 def _ld(ctx, m):
-    d, src = _mem_operands(ctx)
-    t = m["t"]
-    bits = TYPES[t][0]
-    regs = _ldst_parts(ctx, m, d)
-    space = (m["space"] or "generic").split("::")[0]
-    ctx.relaxed = True
+    src, t, bits, regs, space = _ldst_form(ctx, m, 0)
     if space == "param":
         data = ctx.param_bytes(src, len(regs) * bits // 8)
     else:
@@ -584,12 +595,7 @@ def _ld(ctx, m):
 
 @instr(r"st" + _CACHE + _SPACE + _CACHE + _VEC + r"\." + _LDT)
 def _st(ctx, m):
-    dst, s = _mem_operands(ctx)
-    t = m["t"]
-    bits = TYPES[t][0]
-    regs = _ldst_parts(ctx, m, s)
-    space = (m["space"] or "generic").split("::")[0]
-    ctx.relaxed = True
+    dst, t, bits, regs, space = _ldst_form(ctx, m, 1)
     parts = [_to_bytes(ctx.read(r, f"b{bits}" if bits >= 8 else t), bits) for r in regs]
     if space == "param":        # a call's argument or a .func's result: the function's own .param bytes
         ctx.param_store(dst, np.concatenate(parts, axis=-1))
@@ -657,16 +663,28 @@ def _matrix_form(ctx, m):
     return int(xs[0][1:]), "trans" in q
 
 
+def _matrix_operands(ctx, m, regs_at, verb, role):
+    """(matrix count, .trans, the register list, the row addresses, the state space) of an ldmatrix /
+    stmatrix whose register list is operand ``regs_at`` (its ``role``), checked against the count."""
+    ops = ctx.need(2)
+    n, trans = _matrix_form(ctx, m)
+    regs = ops[regs_at] if isinstance(ops[regs_at], list) else [ops[regs_at]]
+    if len(regs) != n:
+        ctx.fail(f"{ctx.opcode} {verb} {n} matrices: its {role} lists {n} 32-bit register(s), got {len(regs)}")
+    ctx.require_converged()
+    return n, trans, regs, ctx.address(ops[1 - regs_at]), "shared" if m["space"] else "generic"
+
+
+def _matrix_rows(ctx, addr, i, name):
+    """Matrix i's 8 row addresses (lanes 8i..8i+7 supply them), checked 16-byte aligned."""
+    rows = addr[:, 8 * i:8 * i + 8]
+    ctx.check_aligned(rows, 16, f"{name} row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
+    return rows
+
+
 @instr(r"ldmatrix" + _MATRIX)
 def _ldmatrix(ctx, m):
-    d, src = ctx.need(2)
-    n, trans = _matrix_form(ctx, m)
-    regs = d if isinstance(d, list) else [d]
-    if len(regs) != n:
-        ctx.fail(f"{ctx.opcode} loads {n} matrices: its destination lists {n} 32-bit register(s), got {len(regs)}")
-    ctx.require_converged()
-    addr = ctx.address(src)
-    space = "shared" if m["space"] else "generic"
+    n, trans, regs, addr, space = _matrix_operands(ctx, m, 0, "loads", "destination")
     try_load = getattr(ctx.memory, "try_load", None)
     every = try_load and try_load(space, addr[:, :8 * n], 16, 16, ctx, lanes=slice(0, 8 * n))
     if every is not None:         # every row of every matrix aligned and inside: one gather
@@ -675,8 +693,7 @@ def _ldmatrix(ctx, m):
             ctx.write(r, _frag_from_matrix(mat, trans), "b32")
         return
     for i, r in enumerate(regs):
-        rows = addr[:, 8 * i:8 * i + 8]
-        ctx.check_aligned(rows, 16, f"ldmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
+        rows = _matrix_rows(ctx, addr, i, "ldmatrix")
         data = ctx.memory.load(space, rows, 16, 16, ctx, lanes=slice(8 * i, 8 * i + 8))
         mat = np.ascontiguousarray(data).view(np.uint16).reshape(rows.shape[0], 8, 8)
         ctx.write(r, _frag_from_matrix(mat, trans), "b32")
@@ -684,17 +701,9 @@ def _ldmatrix(ctx, m):
 
 @instr(r"stmatrix" + _MATRIX)
 def _stmatrix(ctx, m):
-    dst, s = ctx.need(2)
-    n, trans = _matrix_form(ctx, m)
-    regs = s if isinstance(s, list) else [s]
-    if len(regs) != n:
-        ctx.fail(f"{ctx.opcode} stores {n} matrices: its source lists {n} 32-bit register(s), got {len(regs)}")
-    ctx.require_converged()
-    addr = ctx.address(dst)
-    space = "shared" if m["space"] else "generic"
+    n, trans, regs, addr, space = _matrix_operands(ctx, m, 1, "stores", "source")
     for i, r in enumerate(regs):
-        rows = addr[:, 8 * i:8 * i + 8]
-        ctx.check_aligned(rows, 16, f"stmatrix row address (lanes {8 * i}-{8 * i + 7} supply matrix {i}'s rows)", 8 * i)
+        rows = _matrix_rows(ctx, addr, i, "stmatrix")
         mat = _matrix_from_frag(ctx.read(r, "b32"), trans)
         ctx.memory.store(space, rows, np.ascontiguousarray(mat).view(np.uint8).reshape(rows.shape[0], 8, 16), 16, ctx,
                          lanes=slice(8 * i, 8 * i + 8))
@@ -773,11 +782,17 @@ def _shfl(ctx, m):
         ctx.write(p, ok, "pred")
 
 
+def _members(ctx):
+    """(destination, source, the lanes that take part) of a statement over a membermask (its third
+    operand), which must name the converged lanes that run it."""
+    d, x, mask = ctx.need(3)
+    ctx.require_members(ctx.read(mask, "b32"))
+    return d, x, (np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask)
+
+
 @instr(r"vote\.sync\.(?P<mode>all|any|uni)\.pred")
 def _vote(ctx, m):
-    d, p, mask = ctx.need(3)
-    ctx.require_members(ctx.read(mask, "b32"))
-    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask     # the members' votes only
+    d, p, on = _members(ctx)          # the members' votes only
     v = ctx.read(p, "pred")
     r = {"all": (v | ~on).all(axis=1), "any": (v & on).any(axis=1),
          "uni": (v | ~on).all(axis=1) | ~(v & on).any(axis=1)}[m["mode"]]
@@ -786,9 +801,7 @@ def _vote(ctx, m):
 
 @instr(r"vote\.sync\.ballot\.b32")
 def _ballot(ctx, m):
-    d, p, mask = ctx.need(3)
-    ctx.require_members(ctx.read(mask, "b32"))
-    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    d, p, on = _members(ctx)
     v = (ctx.read(p, "pred") & on).astype(np.uint64)
     bits = (v << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
     ctx.write(d, np.broadcast_to(bits[:, None], ctx.shape), "b32")
@@ -797,9 +810,7 @@ def _ballot(ctx, m):
 @instr(r"redux\.sync\.(?:(?P<arith>add|min|max)\.(?P<t>u32|s32)|(?P<bit>and|or|xor)\.b32)")
 def _redux(ctx, m):
     """One value for the whole membermask: add wraps mod 2^32, min / max compare as the type says."""
-    d, a, mask = ctx.need(3)
-    ctx.require_members(ctx.read(mask, "b32"))
-    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    d, a, on = _members(ctx)
     if m["bit"]:
         v = ctx.read(a, "b32").astype(np.uint32)
         ident = {"and": np.uint32(0xFFFFFFFF), "or": np.uint32(0), "xor": np.uint32(0)}[m["bit"]]

@@ -292,27 +292,30 @@ def _dp_dst(m):
     return "s32" if "s" in (m["at"][0], m["bt"][0]) else "u32"
 
 
-@instr(r"dp4a\." + _DPT)
-def _dp4a(ctx, m):
+def _dot_product(ctx, m, products):
+    """dp4a / dp2a: d = c + products(a, b) (the sum of the byte / half products, int64), wrapped to 32 bits."""
     d, a, b, c = ctx.need(4)
     dt = _dp_dst(m)
     va, vb = ctx.read(a, m["at"]), ctx.read(b, m["bt"])
     vc = ctx.read(c, dt).view(np.uint32).astype(np.int64)
-    acc = vc + sum(x * y for x, y in zip(_bytes(va, m["at"][0] == "s"), _bytes(vb, m["bt"][0] == "s")))
+    acc = vc + products(va, vb)
     ctx.write(d, (acc & 0xFFFFFFFF).astype(np.uint32).view(TYPES[dt][1]), dt)
+
+
+@instr(r"dp4a\." + _DPT)
+def _dp4a(ctx, m):
+    _dot_product(ctx, m, lambda va, vb: sum(x * y for x, y in zip(_bytes(va, m["at"][0] == "s"),
+                                                                   _bytes(vb, m["bt"][0] == "s"))))
 
 
 @instr(r"dp2a\.(?P<half>lo|hi)\." + _DPT)
 def _dp2a(ctx, m):
-    d, a, b, c = ctx.need(4)
-    dt = _dp_dst(m)
-    va, vb = ctx.read(a, m["at"]), ctx.read(b, m["bt"])
-    vc = ctx.read(c, dt).view(np.uint32).astype(np.int64)
-    hb = _bytes(vb, m["bt"][0] == "s")
-    j = 0 if m["half"] == "lo" else 2
-    ha = _halves(va, m["at"][0] == "s")
-    acc = vc + ha[0] * hb[j] + ha[1] * hb[j + 1]
-    ctx.write(d, (acc & 0xFFFFFFFF).astype(np.uint32).view(TYPES[dt][1]), dt)
+    def products(va, vb):
+        hb = _bytes(vb, m["bt"][0] == "s")
+        j = 0 if m["half"] == "lo" else 2
+        ha = _halves(va, m["at"][0] == "s")
+        return ha[0] * hb[j] + ha[1] * hb[j + 1]
+    _dot_product(ctx, m, products)
 
 
 note_status(r"dp4a\." + _DPT, EXACT)

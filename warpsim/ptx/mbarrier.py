@@ -156,19 +156,18 @@ class MBarrier:
         if not self.valid:
             raise MBarrierError(f"{self._where()} is not initialised (mbarrier.init first, or it was invalidated)")
 
+    def _in_range(self, label, value, lo, hi) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{label} must be an integer, not {type(value).__name__}")
+        if not lo <= value <= hi:
+            raise MBarrierError(f"{self._where()}: {label} {value} is out of range; allowed {lo} .. {hi}")
+        return value
+
     def _count(self, what, count) -> int:
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise TypeError(f"{what} must be an integer, not {type(count).__name__}")
-        if not 1 <= count <= MAX_COUNT:
-            raise MBarrierError(f"{self._where()}: {what} {count} is out of range; allowed 1 .. {MAX_COUNT}")
-        return count
+        return self._in_range(what, count, 1, MAX_COUNT)
 
     def _bytes(self, what, nbytes) -> int:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            raise TypeError(f"{what} byte count must be an integer, not {type(nbytes).__name__}")
-        if not 0 <= nbytes <= MAX_TX:
-            raise MBarrierError(f"{self._where()}: {what} byte count {nbytes} is out of range; allowed 0 .. {MAX_TX}")
-        return nbytes
+        return self._in_range(f"{what} byte count", nbytes, 0, MAX_TX)
 
     def _tx(self, delta: int) -> None:
         new = self.tx_count + delta

@@ -374,17 +374,23 @@ class Memory:
             return out
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, False)
         out = np.zeros(addr.shape + (nbytes,), dtype=np.uint8)
+        for store, sel in self._pieces(parts, buf, flat, nbytes, False):
+            out[sel] = _gather(store, flat[sel], nbytes)
+        return out
+
+    def _pieces(self, parts, buf, flat, nbytes, write):
+        """(backing bytes, lanes) of every located part of an access (a global one per buffer), marking
+        tracked global accesses as reads or writes."""
         for k, sel in parts.items():
             if not sel.any():
                 continue
-            if k == _GLOBAL:
-                for b, s in self._global_groups(sel, buf):
-                    if self.glob.track is not None:
-                        self.glob.track.mark(False, b, flat[s], nbytes)
-                    out[s] = _gather(self.glob.buffers[b], flat[s], nbytes)
-            else:
-                out[sel] = _gather(self._store_of(k), flat[sel], nbytes)
-        return out
+            if k != _GLOBAL:
+                yield self._store_of(k), sel
+                continue
+            for b, s in self._global_groups(sel, buf):
+                if self.glob.track is not None:
+                    self.glob.track.mark(write, b, flat[s], nbytes)
+                yield self.glob.buffers[b], s
 
     def store(self, space, addr, data, align, ctx, lanes=None):
         nbytes = data.shape[-1]
@@ -401,16 +407,8 @@ class Memory:
         parts, buf, flat = self._locate(space, addr, nbytes, align, ctx, lanes, True)
         if self.watch is not None and _SHARED in parts:
             self.watch(ctx, parts[_SHARED], flat, nbytes)
-        for k, sel in parts.items():
-            if not sel.any():
-                continue
-            if k == _GLOBAL:
-                for b, s in self._global_groups(sel, buf):
-                    if self.glob.track is not None:
-                        self.glob.track.mark(True, b, flat[s], nbytes)
-                    _scatter(self.glob.buffers[b], flat[s], data[s])
-            else:
-                _scatter(self._store_of(k), flat[sel], data[sel])
+        for store, sel in self._pieces(parts, buf, flat, nbytes, True):
+            _scatter(store, flat[sel], data[sel])
 
     def atomic(self, space, addr, nbytes, ctx, update):
         """A read-modify-write per active lane, lanes in increasing order within a warp and warps in

@@ -77,7 +77,7 @@ def register_bits(name: str) -> int:
     return 32
 
 
-_DECL = re.compile(r"\.reg\s+(?:\.v[248]\s+)?\.(\w+)\s+(.+)\Z")
+_DECL = re.compile(r"\.reg\s*(?:\.v[248]\s+)?\.(\w+)\s+(.+)\Z")
 
 
 class Warp:

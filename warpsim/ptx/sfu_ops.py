@@ -118,13 +118,37 @@ def ex2_approx(a, ftz):
     return _patch(sfu.ex2(a), low, slow, a)
 
 
-def _div_scaled(a, b, ftz, full):
+def _div_operands(a, b, ftz, full, mufu_rcp=sfu.rcp):
+    """(MUFU.RCP of the divisor, dividend), both scaled as the form scales them: ``div.full`` by 1/4 for a
+    divisor above 2**126, non-.ftz forms by 2**24 for one below 2**-126."""
     big = _abs_gt(b, _TWO_126) if full else np.zeros(b.shape, bool)
     small = np.zeros(b.shape, bool) if ftz else (~_abs_ge(b, _TWO_M126) & ~big)
     quarter, k = _const(0.25, b), _const(2.0 ** 24, b)
     a = np.where(big, fmul32(a, quarter, ftz), np.where(small, fmul32(a, k), a))
     b = np.where(big, fmul32(b, quarter, ftz), np.where(small, fmul32(b, k), b))
-    return fmul32(sfu.rcp(b), a, ftz)
+    return mufu_rcp(b), a
+
+
+def _div_scaled(a, b, ftz, full):
+    r, a = _div_operands(a, b, ftz, full)
+    return fmul32(r, a, ftz)
+
+
+_SIGN32 = np.uint32(0x80000000)
+
+
+def div_contracted(a, b, c, form, op):
+    """``div.<form>.f32`` merged by ptxas into the add / sub reading it (:mod:`warpsim.ptx.contraction`):
+    FFMA(RCP(b'), a', c) rounded once -- ``sub`` negates c, ``rsub`` (c - a / b) the dividend."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in (a, b, c)))
+    ftz = ".ftz" in form
+    # rcp.approx.ftz.f32 is the MUFU alone: its jitted form reads one table, not all of numerics.sfu's
+    r, a = _div_operands(a, b, ftz, form.startswith("full"), FORMS["rcp.approx.ftz.f32"][0])
+    if op == "sub":
+        c = c ^ _SIGN32
+    elif op == "rsub":
+        a = a ^ _SIGN32
+    return _soft_fma(r, a, c, "f32", ftz=ftz).astype(np.uint32)
 
 
 def div_full(a, b, ftz):
@@ -215,11 +239,6 @@ def rsqrt_approx64(a, ftz):
 # ----------------------------------------------------------------------------------------------
 # the rows
 
-_SAMPLED = ("verified (sampled): equal to the H200 on 4,138 operand words per form and to the H100 capture "
-            "cap_alu2.npz; an exhaustive sweep found differences only in the sign of zero results, since "
-            "corrected, and the re-sweep of the corrected model is pending (docs/sfu.md); MUFU.{unit} from "
-            "its hardware table after ptxas's FMUL.RZ by 1/(2 pi)")
-
 
 def lg2_approx(a, ftz):
     a = np.asarray(a, np.uint32)
@@ -239,14 +258,6 @@ def half_form(fn, t, a):
     return lanes(lambda base, h: sfu.half(f"{fn}_{base}", h), t, a)
 
 
-_TANH = ("verified (captured binades): equal to the H200 on every operand of magnitude 2**-16 to 2**6 "
-         "(both signs; the unit's tables come from them) and on every binade's difference statistics elsewhere "
-         "(the identity below 2**-8, +-1 from 8 on); the exhaustive sweep of the whole space is pending; MUFU.{unit} alone")
-
-
-_LG2 = ("verified (captured binades): equal to the H200 on every operand of 25 binades (2 of them are the "
-        "unit's tables, the others fell out of the model) and to the H100 capture cap_alu2.npz; the exhaustive "
-        "sweep is pending; MUFU.{unit}, without .ftz subnormals scaled by 2**24 and 24 subtracted (FADD)")
 
 
 # one row per family: (pattern, destination type, source types, MUFU, status note); every row runs
@@ -256,10 +267,10 @@ ROWS = [
     (r"rsqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "RSQ", _EXHAUSTIVE),
     (r"sqrt\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SQRT", _EXHAUSTIVE),
     (r"ex2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "EX2", _EXHAUSTIVE),
-    (r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SIN", _SAMPLED),
-    (r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "COS", _SAMPLED),
-    (r"lg2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "LG2", _LG2),
-    (r"tanh\.approx\.f32", "f32", ["f32"], "TANH", _TANH),
+    (r"sin\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "SIN", _EXHAUSTIVE),
+    (r"cos\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "COS", _EXHAUSTIVE),
+    (r"lg2\.approx(?:\.ftz)?\.f32", "f32", ["f32"], "LG2", _EXHAUSTIVE),
+    (r"tanh\.approx\.f32", "f32", ["f32"], "TANH", _EXHAUSTIVE),
     (r"div\.(?:full|approx)(?:\.ftz)?\.f32", "f32", ["f32", "f32"], "RCP", _EXHAUSTIVE),
     (r"rcp\.approx\.ftz\.f64", "f64", ["f64"], "RCP64H", _EXHAUSTIVE),
     (r"rsqrt\.approx(?:\.ftz)?\.f64", "f64", ["f64"], "RSQ64H", _EXHAUSTIVE),
@@ -276,6 +287,16 @@ def _run_form(m, *operands):
 
 for _pattern, _dst, _srcs, _unit, _note in ROWS:
     row(_pattern, _dst, _srcs, status=VERIFIED, note=_note.format(unit=_unit))(_run_form)
+
+
+@row(r"contracted\.div\.(?P<form>full|approx|full\.ftz|approx\.ftz)\.f32\.(?P<op>add|sub|rsub)\.f32", "f32",
+     ["f32", "f32", "f32"], status=VERIFIED,
+     note="a division merged by ptxas into the add / sub reading it (warpsim.ptx.contraction): one FFMA of the "
+          "MUFU.RCP and the dividend, as the SASS shows; equal to an H200 (ptx_contraction_sm90.npz, the Triton "
+          "RMSNorm capture)")
+def _contracted_division(m, a, b, c):
+    return div_contracted(a, b, c, m["form"], m["op"])
+
 
 
 REFERENCE = {   # PTX form -> (numpy function on raw words, operand widths): the readable model

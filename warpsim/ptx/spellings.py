@@ -7,7 +7,7 @@ themselves.  :func:`canonical` maps any spelling ptxas 13.0 accepts for sm_90a t
 spelling the instruction table matches, and refuses, naming the qualifier, every spelling ptxas
 refuses -- also forms whose qualifiers are each allowed but not together (``cvt.rn.f32.f16``,
 ``wmma.load.a...m16n16k8.f16``).  The tables below are the grammar as data; the verdicts they
-agree with are in tests/golden/ptxas/ptx_spellings.json.xz (``warpsim.hw.ptxas_ptx_grammar``).
+agree with are in tests/golden/ptxas/ptx_spellings.json.xz (``warpsim.hw.ptxas_grammar.ptx``).
 Other instructions pass through unchanged.
 """
 
@@ -255,7 +255,7 @@ def _check_form(fam, g, spelling):
 # (``elect``'s ``.sync`` may repeat); only the state spaces keep their order (destination first).
 # A bag is put in the class order below, then must spell one of the family's accepted forms
 # (``valid``: regular expressions over the qualifiers after the name, in canonical order).
-# Verdicts: tests/golden/ptxas/async_spellings.json.xz (``warpsim.hw.ptxas_async_grammar``).
+# Verdicts: tests/golden/ptxas/async_spellings.json.xz (``warpsim.hw.ptxas_grammar.async_forms``).
 
 _SEMS = ("relaxed", "acquire", "release", "acq_rel", "sc")
 _SCOPES = ("cta", "cluster", "gpu", "sys")

@@ -492,7 +492,7 @@ def _param(ptxt, line, entry):
 
 
 #: a .reg declaration of plain names (no %r<N> range): what a { } block of inline asm declares
-SCOPED_REG = re.compile(r"\.reg\s+(?:\.v[248]\s+)?\.(\w+)\s+((?:%?[A-Za-z_$][\w$]*\s*,\s*)*%?[A-Za-z_$][\w$]*)\s*\Z")
+SCOPED_REG = re.compile(r"\.reg\s*(?:\.v[248]\s+)?\.(\w+)\s+((?:%?[A-Za-z_$][\w$]*\s*,\s*)*%?[A-Za-z_$][\w$]*)\s*\Z")
 
 
 def scoped_names(text, chain, block_regs):

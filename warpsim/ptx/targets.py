@@ -6,7 +6,7 @@ bulk and tensor copies, cp.async, fence / membar, elect, mapa, barrier.cluster, 
 on a target when the target's sm is at least the family's lowest sm and every qualifier's, with the
 few cvt pairs and setmaxnreg's arch-specific targets below.  Checked against ptxas 12.9 (sm_70) and
 13.0 for every modelled target on all 33,592 forms: ``tests/golden/ptxas/ptx_targets.json.xz``
-(``warpsim.hw.ptxas_async_grammar.build_targets``), ``tests/test_ptx_targets.py``.
+(``python -m warpsim.hw.ptxas_grammar targets``), ``tests/test_ptx_targets.py``.
 """
 
 from __future__ import annotations

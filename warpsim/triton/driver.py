@@ -13,6 +13,7 @@ tensors, numpy arrays), mapped at their host addresses: the kernel's stores land
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -26,23 +27,22 @@ from .interpreter import _NUMERICS_ARCH
 __all__ = ["WarpsimDriver", "device", "install", "uninstall", "TARGET_CAPABILITY", "KernelLaunchError"]
 
 #: Triton targets the driver compiles for -> the compute capability Triton's NVIDIA backend takes
-TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_120a": 120, "sm_120": 120}
-_NUMERICS = dict(_NUMERICS_ARCH, sm_120a="sm_120")
+TARGET_CAPABILITY = {"sm_80": 80, "sm_86": 86, "sm_89": 89, "sm_90a": 90, "sm_100a": 100, "sm_120a": 120,
+                     "sm_120": 120}
+#: sm_100a runs tcgen05 on warpsim's models (no Blackwell capture: its numerics are modelled, not verified)
+_NUMERICS = dict(_NUMERICS_ARCH, sm_100a="sm_100", sm_120a="sm_120")
 
 #: what ``driver.utils.get_device_properties`` reports per target: the GPU of that generation that
-#: tutorials size their grids for (H100 SXM, A100 SXM, RTX 3090 / 4090 / 5090)
-_PROPERTIES = {
-    80: dict(max_shared_mem=166912, multiprocessor_count=108, sm_clock_rate=1410000, mem_clock_rate=1215000,
-             mem_bus_width=5120),
-    86: dict(max_shared_mem=101376, multiprocessor_count=82, sm_clock_rate=1695000, mem_clock_rate=9751000,
-             mem_bus_width=384),
-    89: dict(max_shared_mem=101376, multiprocessor_count=128, sm_clock_rate=2520000, mem_clock_rate=10501000,
-             mem_bus_width=384),
-    90: dict(max_shared_mem=232448, multiprocessor_count=132, sm_clock_rate=1980000, mem_clock_rate=2619000,
-             mem_bus_width=5120),
-    120: dict(max_shared_mem=101376, multiprocessor_count=170, sm_clock_rate=2407000, mem_clock_rate=14001000,
-              mem_bus_width=512),
-}
+#: tutorials size their grids for (A100 SXM, RTX 3090 / 4090, H100 SXM, B200, RTX 5090)
+_PROPERTY_NAMES = ("max_shared_mem", "multiprocessor_count", "sm_clock_rate", "mem_clock_rate", "mem_bus_width")
+_PROPERTIES = {cap: dict(zip(_PROPERTY_NAMES, row)) for cap, row in {
+    80: (166912, 108, 1410000, 1215000, 5120),
+    86: (101376, 82, 1695000, 9751000, 384),
+    89: (101376, 128, 2520000, 10501000, 384),
+    90: (232448, 132, 1980000, 2619000, 5120),
+    100: (232448, 148, 1965000, 3996000, 8192),
+    120: (101376, 170, 2407000, 14001000, 512),
+}.items()}
 
 
 class KernelLaunchError(RuntimeError):
@@ -234,7 +234,8 @@ def _module(src, metadata):
     got = _modules.get(metadata.hash)
     if got is None:
         text = _ptx_of(src, metadata)
-        got = _modules[metadata.hash] = (text, load(text))
+        # ptxas contracts only with --fmad=true, which Triton passes unless enable_fp_fusion is off
+        got = _modules[metadata.hash] = (text, load(text, fmad=getattr(metadata, "enable_fp_fusion", True)))
     return got
 
 
@@ -357,6 +358,7 @@ def _simulator_bench(kernel_call, *, quantiles=None, return_mode="mean", warmup=
 
     A simulator's wall-clock time says nothing of the GPU's, so every config of ``triton.autotune`` ties and
     Triton keeps the first one listed (its ``min`` over the configs in order); each config still runs once.
+    The driver's ``autotune=`` pins another (:func:`_autotune_patch`).
     """
     kernel_call()
     if quantiles is not None:
@@ -402,9 +404,13 @@ except ImportError:              # triton missing: the driver cannot be made, th
 class WarpsimDriver(_DriverBase):
     """Triton's active driver, answering for a GPU of target ``arch`` whose code warpsim runs.
 
-    arch: the Triton target to compile for ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a");
+    arch: the Triton target to compile for ("sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a");
     device: the target whose GPU numerics run the code when it is not arch's own (e.g. sm_80 PTX on an
-    H100: device="sm_90a"); max_steps: the launch's statement budget (warpsim.ptx's).
+    H100: device="sm_90a"); max_steps: the launch's statement budget (warpsim.ptx's); autotune: which
+    ``triton.autotune`` config runs (an index into the configs as listed, a dict of values the config must
+    have, e.g. ``{"BLOCK": 128, "num_warps": 4}``, or ``fn(kernel name, configs) -> index``; default the
+    environment's ``WARPSIM_TRITON_AUTOTUNE`` -- an index or ``BLOCK=128,num_warps=4`` -- else Triton's tie
+    rule, the first listed).
 
     Example:
 
@@ -413,7 +419,7 @@ class WarpsimDriver(_DriverBase):
     ('cuda', 90)
     """
 
-    def __init__(self, arch=None, device=None, max_steps=100_000_000):
+    def __init__(self, arch=None, device=None, max_steps=100_000_000, autotune=None):
         arch = arch or os.environ.get("WARPSIM_TRITON") or "sm_90a"
         self.arch = _check_arch(arch)
         if device is not None and device not in _NUMERICS:
@@ -422,9 +428,12 @@ class WarpsimDriver(_DriverBase):
         self.numerics = _NUMERICS[device or arch]
         self.capability = TARGET_CAPABILITY[arch]
         self.max_steps = max_steps
+        self.autotune = _autotune_spec(autotune if autotune is not None else os.environ.get("WARPSIM_TRITON_AUTOTUNE"))
+        self.pins_said = set()
         self.utils = _Utils(self)
         self.launcher_cls = Launcher
         _numpy_args_patch()
+        _autotune_patch()
 
     def __repr__(self):
         return f"WarpsimDriver(arch={self.arch!r}, device={self.device!r})"
@@ -520,6 +529,91 @@ def _numpy_args_patch():
         JITFunction.run = run
 
 
+# ---------------------------------------------------------------------------------------------------------
+# triton.autotune: which config runs, said out loud
+
+_log = logging.getLogger("warpsim.triton")
+
+
+def _autotune_spec(spec):
+    """An ``autotune=`` value checked (int, dict, callable or None); a string (the environment's) parsed."""
+    if spec is None or spec == "":
+        return None
+    if isinstance(spec, str):
+        text = spec.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            pairs = [item.split("=", 1) for item in text.split(",")]
+            return {k.strip(): int(v) if v.strip().lstrip("-").isdigit() else v.strip() for k, v in pairs}
+        except ValueError:
+            raise ValueError(f"WARPSIM_TRITON_AUTOTUNE={spec!r}: expected a config index (e.g. 1) or values "
+                             "(e.g. BLOCK=128,num_warps=4)") from None
+    if isinstance(spec, bool) or not isinstance(spec, (int, dict)) and not callable(spec):
+        raise TypeError(f"autotune must be a config index, a dict of config values or a function (kernel name, "
+                        f"configs) -> index, not {type(spec).__name__}")
+    return spec
+
+
+def _config_values(cfg):
+    return dict(cfg.all_kwargs())
+
+
+def _pinned(spec, name, configs):
+    """The config ``spec`` names among ``configs`` (ValueError listing them when it names none)."""
+    listed = "; ".join(f"{i}: {c}" for i, c in enumerate(configs))
+    index = spec(name, list(configs)) if callable(spec) else spec
+    if isinstance(index, dict):
+        hits = [i for i, c in enumerate(configs) if all(_config_values(c).get(k) == v for k, v in index.items())]
+        if not hits:
+            raise ValueError(f"autotune={index!r} matches no config of {name} (configs: {listed})")
+        index = hits[0]
+    if not isinstance(index, int) or isinstance(index, bool) or not -len(configs) <= index < len(configs):
+        raise ValueError(f"autotune={index!r} is not a config index of {name} (0 .. {len(configs) - 1}: {listed})")
+    return configs[index]
+
+
+def _autotune_patch():
+    """Autotuner.run under a warpsim driver: a pinned config is the only one run; otherwise every config runs
+    once and ties (Triton keeps the first).  Each new choice is logged (logger ``warpsim.triton``) naming the
+    config: as a warning when it fell out of the tie, as info when pinned."""
+    with _lock:
+        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.driver import driver as _drv
+
+        if getattr(Autotuner.run, "_warpsim_autotune", False):
+            return
+        orig = Autotuner.run
+
+        def run(self, *args, **kwargs):
+            d = _drv.active
+            if not isinstance(d, WarpsimDriver) or len(self.configs) < 2:
+                return orig(self, *args, **kwargs)
+            name = self.base_fn.__name__
+            if d.autotune is not None:
+                chosen = _pinned(d.autotune, name, self.configs)
+                if (name, id(chosen)) not in d.pins_said:              # once per kernel and driver
+                    d.pins_said.add((name, id(chosen)))
+                    _log.info("warpsim: triton.autotune of %s runs the pinned config %s", name, chosen)
+                with _lock:
+                    listed, self.configs = self.configs, [chosen]
+                    try:
+                        return orig(self, *args, **kwargs)
+                    finally:
+                        self.configs = listed
+            known = len(self.cache)
+            out = orig(self, *args, **kwargs)
+            if len(self.cache) > known:
+                _log.warning("warpsim: triton.autotune of %s chose %s: on a simulator all %d configs tie at 0 ms "
+                             "and Triton keeps the first listed (pin another with warpsim.triton.device(..., "
+                             "autotune=...) or WARPSIM_TRITON_AUTOTUNE)", name, self.best_config, len(self.configs))
+            return out
+
+        run.__wrapped__ = orig
+        run._warpsim_autotune = True
+        Autotuner.run = run
+
+
 def _current_driver():
     from triton.runtime.driver import driver as _drv
 
@@ -536,7 +630,7 @@ def _current_driver():
 _stack: list = []
 
 
-def install(arch="sm_90a", *, device=None):
+def install(arch="sm_90a", *, device=None, autotune=None):
     """Make warpsim Triton's active driver for the rest of the process (undo with :func:`uninstall`).
 
     Example:
@@ -550,7 +644,7 @@ def install(arch="sm_90a", *, device=None):
     """
     from triton.runtime.driver import driver as _drv
 
-    d = WarpsimDriver(arch, device)
+    d = WarpsimDriver(arch, device, autotune=autotune)
     with _lock:
         _stack.append(_drv._active)
         _drv.set_active(d)
@@ -580,9 +674,10 @@ class device(contextlib.ContextDecorator):
     """Run compiled Triton kernels on warpsim: ``with warpsim.triton.device(arch="sm_90a"): kernel[grid](...)``.
 
     Inside, ``triton.runtime.driver.active`` is a :class:`WarpsimDriver`: ``@triton.jit`` kernels compile
-    with Triton's NVIDIA backend for ``arch`` (sm_80, sm_86, sm_89, sm_90a, sm_120a) and their PTX runs in
+    with Triton's NVIDIA backend for ``arch`` (sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120a) and their PTX runs in
     :mod:`warpsim.ptx` on CPU torch tensors / numpy arrays, written back in place.  device: the target whose
-    GPU runs the code when it is not arch's own.  Also a decorator.
+    GPU runs the code when it is not arch's own; autotune: the ``triton.autotune`` config to run
+    (:class:`WarpsimDriver`).  Also a decorator.
 
     Example (the README runs a kernel through it):
 
@@ -592,15 +687,15 @@ class device(contextlib.ContextDecorator):
     ('WarpsimDriver', 90)
     """
 
-    def __init__(self, arch="sm_90a", device=None, *, max_steps=100_000_000):
+    def __init__(self, arch="sm_90a", device=None, *, max_steps=100_000_000, autotune=None):
         _check_arch(arch)
-        self.arch, self.dev, self.max_steps = arch, device, max_steps
-        WarpsimDriver(arch, device)          # argument errors at construction, not at entry
+        self.arch, self.dev, self.max_steps, self.autotune = arch, device, max_steps, autotune
+        WarpsimDriver(arch, device, autotune=autotune)          # argument errors at construction, not at entry
 
     def __enter__(self):
         from triton.runtime.driver import driver as _drv
 
-        d = WarpsimDriver(self.arch, self.dev, self.max_steps)
+        d = WarpsimDriver(self.arch, self.dev, self.max_steps, self.autotune)
         with _lock:
             _stack.append(_drv._active)
             _drv.set_active(d)

@@ -1,10 +1,10 @@
 """Capture warpsim.cuda's hardware truth on a GPU: run prepared cubins / PTX through CuPy.
 
-    python3 cuda_capture.py DIR          # DIR from `python3 -m warpsim.hw.offline.cuda_sources prepare DIR`
+    python3 cuda_capture.py DIR [NAME]   # DIR from `python3 -m warpsim.hw.offline.cuda_sources prepare DIR`
 
 Reads DIR/manifest.json and DIR/inputs.npz, launches every case on the GPU (the module file as the
 toolchain built it: an nvcc cubin, numba-cuda's PTX text, or numba's nvJitLink-linked cubin),
-and writes each output buffer and each read-back ``__device__`` variable to $OUT/cuda_sm90.npz.
+and writes each output buffer and each read-back ``__device__`` variable to $OUT/NAME (cuda_sm90.npz).
 Needs numpy and CuPy only.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 
-def capture(src):
+def capture(src, outfile="cuda_sm90.npz"):
     import cupy as cp
     src = Path(src)
     out = Path(os.environ.get("OUT", "."))
@@ -55,8 +55,8 @@ def capture(src):
         except Exception as exc:          # record and go on: one broken case must not cost the others
             result[f"{name}/error"] = np.array(f"{type(exc).__name__}: {exc}")
             print("FAILED", name, type(exc).__name__, exc, flush=True)
-    np.savez_compressed(out / "cuda_sm90.npz", **result)
+    np.savez_compressed(out / outfile, **result)
 
 
 if __name__ == "__main__":
-    capture(sys.argv[1])
+    capture(*sys.argv[1:3])

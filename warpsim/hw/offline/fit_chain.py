@@ -55,16 +55,18 @@ ALTERNATIVES = {
 }
 
 
-def matrices(ins, item):
-    """Raw element bits of A, B, C, D as (warps, products, rows, cols) uint64."""
+def matrices(ins, item, by_product=True):
+    """Raw element bits of A, B, C, D as (warps, products, rows, cols) uint64; by_product False:
+    (warps, rows, cols), every product's elements on one matrix."""
     out = {}
     for role in "abcd":
         t = ins.elem(role)
         el = words_to_elements(item[role], t.bits)
         tab = layout(ins.opcode, role)
         rows, cols = ins.matrix_shape(role)
-        m = np.zeros((el.shape[0], ins.products, rows, cols), dtype=np.uint64)
-        m[:, tab[..., 0], tab[..., 1], tab[..., 2]] = el
+        lead = (ins.products,) if by_product else ()
+        m = np.zeros((el.shape[0],) + lead + (rows, cols), dtype=np.uint64)
+        m[(slice(None),) + ((tab[..., 0],) if by_product else ()) + (tab[..., 1], tab[..., 2])] = el
         out[role] = m
     return out
 

@@ -22,10 +22,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from warpsim.numerics import fused as _arith, recipes as _recipes  # noqa: E402
-from warpsim.isa.bits import words_to_elements  # noqa: E402
 from warpsim.isa.catalog import BY_OPCODE  # noqa: E402
 from warpsim.isa.layouts import layout  # noqa: E402
 from warpsim.hw import Corpus  # noqa: E402
+from warpsim.hw.offline.fit_chain import matrices as _chain_matrices  # noqa: E402
 
 FAMILIES = ("f16", "bf16", "tf32", "fp8")
 DEFAULT_CORPORA = (
@@ -74,16 +74,8 @@ def tf32_sparse_b(ins, ent, M):
 
 
 def matrices(ins, ent):
-    out = {}
-    for r in "abcd":
-        t = ins.elem(r)
-        el = words_to_elements(ent[r], t.bits)
-        tab = layout(ins.opcode, r)
-        rows, cols = ins.matrix_shape(r)
-        m = np.zeros((el.shape[0], rows, cols), dtype=np.uint64)
-        m[:, tab[..., 1], tab[..., 2]] = el
-        out[r] = m
-    return out
+    """Raw element bits of A, B, C, D as (warps, rows, cols) uint64."""
+    return _chain_matrices(ins, ent, by_product=False)
 
 
 def rows_for(ins, ent):

@@ -16,26 +16,37 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
-from warpsim.hw.tcgen05_capture import NCOLS, SF_COL_A, SF_COL_B  # noqa: E402
+from warpsim.hw.tcgen05_capture import META_COL, NCOLS, SF_COL_A, SF_COL_B  # noqa: E402
 
 
 def model_d(case, inp, enable_d=True):
-    """D words (128, N) as warpsim models them, from the bytes and words one capture kernel used."""
+    """D words (128, N) as warpsim models them, from the bytes and words one capture kernel used (a CTA pair's:
+    (2, 128, N), each CTA's tensor memory)."""
     import warpsim
     from warpsim.ptx.tmem import TensorMemory
 
     sp, _, _, _, n, *rest = case
-    tm = TensorMemory()
-    tm.alloc(NCOLS)
-    tm.cells[:, :n] = inp["c"]
-    tm.cells[:, SF_COL_A:SF_COL_A + 16] = inp["sf"]
+    pair = "pair" in rest
+    tms = []
+    for p in range(2 if pair else 1):       # a pair's arrays have a leading CTA axis
+        tm = TensorMemory()
+        tm.alloc(NCOLS)
+        tm.cells[:, :n] = inp["c"][p] if pair else inp["c"]
+        tm.cells[:, SF_COL_A:SF_COL_A + 16] = inp["sf"][p] if pair else inp["sf"]
+        tms.append(tm)
+    tm = tms[0]
     kw = dict(scale_a_taddr=SF_COL_A, scale_b_taddr=SF_COL_B) if ".block_scale" in sp else {}
     adesc = int(inp["adesc"])
     if "atmem" in rest:           # A from tensor memory (its cells where the scale cells go)
         kw, adesc = dict(a_taddr=SF_COL_A), None
-    warpsim.tcgen05_mma(sp, tm, 0, adesc, int(inp["bdesc"]), int(inp["idesc"]), smem=inp["img"],
+    if ".sp." in sp:
+        kw["meta_taddr"] = META_COL
+    if pair:
+        kw["peer"] = (tms[1], inp["img"][1])
+    warpsim.tcgen05_mma(sp, tm, 0, adesc, int(inp["bdesc"]), int(inp["idesc"]), smem=inp["img"][0] if pair else inp["img"],
                         enable_input_d=enable_d, **kw)
-    return tm.cells[:, :n].copy()
+    d = np.stack([t.cells[:, :n] for t in tms])
+    return d if pair else d[0]
 
 
 def replay(path) -> list[dict]:

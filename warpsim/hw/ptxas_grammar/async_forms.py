@@ -1,6 +1,6 @@
 """Which spellings of the atomic, mbarrier, bulk-copy and cluster statements ptxas accepts.
 
-The sibling of :mod:`warpsim.hw.ptxas_ptx_grammar` for the rows added with the Hopper kernel
+The sibling of :mod:`warpsim.hw.ptxas_grammar.ptx` for the rows added with the Hopper kernel
 machinery: ``atom`` / ``red`` (global and shared, every op and type the table runs, with
 ``.sem`` / ``.scope`` / cache hints), ``mbarrier.*``, ``cp.async.bulk(.tensor)`` and
 ``cp.reduce.async.bulk(.tensor)``, ``cp.async``, ``fence`` / ``membar``, ``elect.sync``,
@@ -12,26 +12,22 @@ name keeping the order of the state spaces, moves, repeats, drops, foreign quali
 the accepted non-canonical spellings assembles to the canonical form's cubin.  The verdicts go to
 ``tests/golden/ptxas/async_spellings.json.xz``.
 
-    python -m warpsim.hw.ptxas_async_grammar [--ptxas ptxas] [--out tests/golden/ptxas/async_spellings.json.xz]
+    python -m warpsim.hw.ptxas_grammar async [--ptxas ptxas] [--out tests/golden/ptxas/async_spellings.json.xz]
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import random
-import sys
 
-from . import ptxas_ptx_grammar as base
-from . import ptxas_grammar as _verdicts
-from .ptxas_grammar import ptxas_version
+from . import probe, ptx
+from .probe import ptxas_version
 
-TARGET = base.TARGET
-PTX_VERSION = base.PTX_VERSION
+TARGET = ptx.TARGET
+PTX_VERSION = ptx.PTX_VERSION
 SEED = 2425
-DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ptxas", "async_spellings.json.xz")
-
-HEADER = base.HEADER.replace("  .reg .pred %p<2>;", "  .reg .pred %p<4>;\n  .shared .align 8 .b64 mbar[4];")
+DEFAULT_OUT = os.path.join(probe.GOLDEN, "async_spellings.json.xz")
+HEADER = probe.kernel_header(*ptx.REGISTERS, ".reg .pred %p<4>;", ".shared .align 8 .b64 mbar[4];")
 
 # ---- the canonical forms the table implements ---------------------------------------------------
 
@@ -141,10 +137,7 @@ def _bulk_forms():
                 for nf in (("", "noftz") if op == "add" and t in ("f16", "bf16") else ("",)):
                     spelling = _join("cp.reduce.async.bulk.global.shared::cta.bulk_group", hint, op, nf, t)
                     out.append(("cp.reduce.async.bulk", spelling, "[%rd1], [%rd2], %r3" + (", %rd5" if hint else "")))
-    out.append(("cp.async.bulk", "cp.async.bulk.commit_group", ""))
-    out.append(("cp.async.bulk", "cp.async.bulk.wait_group", "1"))
-    out.append(("cp.async.bulk", "cp.async.bulk.wait_group.read", "0"))
-    return out
+    return out + _group_forms("cp.async.bulk", ("commit_group", ""), ("wait_group", "1"), ("wait_group.read", "0"))
 
 
 def _cp_async_forms():
@@ -157,10 +150,12 @@ def _cp_async_forms():
         out.append(("cp.async", spelling, f"[%rd1], [%rd2], {size}" + (", %rd5" if hint else "")))
         if size == 16 and not pf:
             out.append(("cp.async", spelling, f"[%rd1], [%rd2], 16, %r3" + (", %rd5" if hint else "")))
-    out.append(("cp.async", "cp.async.commit_group", ""))
-    out.append(("cp.async", "cp.async.wait_group", "1"))
-    out.append(("cp.async", "cp.async.wait_all", ""))
-    return out
+    return out + _group_forms("cp.async", ("commit_group", ""), ("wait_group", "1"), ("wait_all", ""))
+
+
+def _group_forms(family, *ops):
+    """The commit / wait statements of an asynchronous-copy family: (suffix, operand text) each."""
+    return [(family, f"{family}.{op}", o) for op, o in ops]
 
 
 def _fence_forms():
@@ -213,151 +208,61 @@ def head_and_qualifiers(op):
     return head, (op[len(head) + 1:].split(".") if op != head else [])
 
 
-def _keep_order(moved, original):
-    out = list(moved)
-    seq = [t for t in original if t in SPACES]
-    pos = [i for i, t in enumerate(out) if t in SPACES]
-    if len(seq) == len(pos):
-        for i, t in zip(pos, seq):
-            out[i] = t
-    return out
-
-
 def _bag(spelling):
     """What a spelling means if ptxas reads its qualifiers as a bag: head, qualifier set, space order."""
     head, q = head_and_qualifiers(spelling)
     return head, frozenset(q), tuple(t for t in q if t in SPACES)
 
 
+def _space(tok):
+    return "space" if tok in SPACES else None
+
+
+def _pick(q, rng):
+    """The mutation to try: those that need two qualifiers (or one) fall back to a repeat or a foreign one."""
+    how = rng.randrange(6)
+    if how in (0, 1, 3, 4) and len(q) < 2:
+        how = rng.choice((2, 5))
+    return 5 if how == 2 and not q else how
+
+
+def _dropped(t, rng):                                   # one qualifier missing
+    t.pop(rng.randrange(len(t)))
+    return t
+
+
 def candidates(op, rng, per_form, vocab=(), others=frozenset()):
     """``op`` and seeded mutations of its qualifiers, leaving out those that spell another form
     (``others``: their bags) or add a qualifier of the family's own ``vocab``."""
     head, q = head_and_qualifiers(op)
-    out = {op}
-    tries = 0
-    while len(out) < per_form and tries < 8 * per_form:
-        tries += 1
-        t = list(q)
-        how = rng.randrange(6)
-        if how in (0, 1, 3, 4) and len(t) < 2:
-            how = rng.choice((2, 5))
-        if how == 2 and not t:
-            how = 5
-        if how == 0:                                    # any order
-            rng.shuffle(t)
-        elif how == 1:                                  # one qualifier moved
-            t.insert(rng.randrange(len(t)), t.pop(rng.randrange(len(t))))
-        elif how == 2:                                  # one qualifier twice
-            t.insert(rng.randrange(len(t) + 1), rng.choice(t))
-        elif how == 3:                                  # one qualifier missing
-            t.pop(rng.randrange(len(t)))
-        elif how == 4:                                  # two neighbours swapped
-            i = rng.randrange(len(t) - 1)
-            t[i], t[i + 1] = t[i + 1], t[i]
-        else:                                           # a qualifier foreign to the form
-            extra = [x for x in _FOREIGN if x not in q and x not in vocab]
-            t.insert(rng.randrange(len(t) + 1), rng.choice(extra))
-        if how in (0, 1, 4):
-            t = _keep_order(t, q)
-        sp = ".".join([head] + t)
-        if _bag(sp) in others and _bag(sp) != _bag(op):
-            continue
-        out.add(sp)
-    return sorted(out)
+
+    def foreign(t, rng):                                # a qualifier foreign to the form
+        return probe.inserted(t, rng, [x for x in _FOREIGN if x not in q and x not in vocab])
+
+    mutations = (probe.shuffled, probe.moved, probe.repeated, _dropped, probe.swapped, foreign)
+    return probe.spellings(head, q, rng, per_form, 8 * per_form, mutations, reorder=(0, 1, 4), classify=_space,
+                           pick=_pick, accept=lambda sp: _bag(sp) not in others or _bag(sp) == _bag(op))
 
 
 def build(ptxas="ptxas", per_form=10, cubin_sample=600):
-    """The verdict table, per family (as :func:`warpsim.hw.ptxas_ptx_grammar.build`); a form is its
+    """The verdict table, per family (as :func:`warpsim.hw.ptxas_grammar.ptx.build`); a form is its
     spelling, the operands are part of the generator (one operand list per spelling)."""
-    forms = canonical_forms()
     by_sp = {}
-    for fam, op, o in forms:
+    for fam, op, o in canonical_forms():
         by_sp.setdefault(op, (fam, o))                  # cp.async: the first operand list is the form's
     uniq = [(fam, op, o) for op, (fam, o) in by_sp.items()]
-    canon = base.verdicts(ptxas, [(op, o) for _, op, o in uniq], header=HEADER)
-    rng = random.Random(SEED)
     vocab, bags = {}, {_bag(op) for _, op, _ in uniq}
     for _, op, _ in uniq:
         h, q = head_and_qualifiers(op)
         vocab.setdefault(h, set()).update(q)
-    spelt = []
-    seen = set(by_sp)
-    for fam, op, o in uniq:
-        if not canon[op]:
-            for sp in candidates(op, rng, per_form, vocab[head_and_qualifiers(op)[0]], bags):
-                if sp not in seen:
-                    seen.add(sp)
-                    spelt.append((fam, op, sp, o))
-    v = base.verdicts(ptxas, [(sp, o) for _, _, sp, o in spelt], header=HEADER)
-    ok = [(op, sp, o) for _, op, sp, o in spelt if not v[sp]]
-    checked = base.same_cubins(ptxas, random.Random(SEED).sample(ok, min(cubin_sample, len(ok))), header=HEADER)
-    errors: list[str] = []
-    fams: dict = {}
-    for fam, op, _ in uniq:
-        ent = fams.setdefault(fam, {"forms": {}, "refused_forms": {}})
-        if canon[op]:
-            ent["refused_forms"][op] = base._index(errors, canon[op])
-        else:
-            ent["forms"][op] = {"ok": [], "no": {}}
-    for fam, op, sp, _ in spelt:
-        ent = fams[fam]["forms"][op]
-        if v[sp]:
-            ent["no"][sp] = base._index(errors, v[sp])
-        else:
-            ent["ok"].append(sp)
-    for fam, ent in sorted(fams.items()):
-        ok_n = len(ent["forms"]) + sum(len(e["ok"]) for e in ent["forms"].values())
-        tried = len(ent["forms"]) + len(ent["refused_forms"]) + sum(len(e["ok"]) + len(e["no"])
-                                                                    for e in ent["forms"].values())
-        ent["tried"], ent["accepted"] = tried, ok_n
-        print(f"{fam}: {tried} spellings tried, {ok_n} accepted ({len(ent['forms'])} canonical forms accepted, "
-              f"{len(ent['refused_forms'])} refused)", file=sys.stderr)
-    print(f"{checked} accepted non-canonical spellings assemble to their canonical cubin", file=sys.stderr)
+
+    def spelt_of(fam, op, rng):
+        return candidates(op, rng, per_form, vocab[head_and_qualifiers(op)[0]], bags)
+
+    t = probe.family_table(ptxas, uniq, spelt_of, HEADER, TARGET, SEED, per_form, cubin_sample, once=True)
     return {"ptxas": ptxas_version(ptxas), "ptx_version": PTX_VERSION, "target": TARGET, "seed": SEED,
-            "per_form": per_form, "cubins_compared": checked, "errors": errors, "families": fams}
-
-
-#: every modelled target the per-target table asks (sm_70 through a CUDA 12 ptxas)
-TARGETS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120",
-           "sm_120a")
-TARGETS_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ptxas", "ptx_targets.json.xz")
-
-
-def build_targets(ptxas="ptxas", ptxas12=None):
-    """ptxas's verdict on every canonical form of the PTX-layer families (this module's and
-    :mod:`warpsim.hw.ptxas_ptx_grammar`'s) for every modelled target: {"forms": [[family, form]],
-    "targets": {target: {"ptxas": version, "refused": {form index: error index}}}, "errors": [...]}."""
-    ptxas12 = ptxas12 or _verdicts.find_ptxas12()
-    HDR = base.HEADER
-    forms, seen = [], set()
-    for fam, op, o, hdr in ([(f, op, o, HDR) for f, op, o in base.canonical_forms()] +
-                            [(f, op, o, HEADER) for f, op, o in canonical_forms()]):
-        if op not in seen:
-            seen.add(op)
-            forms.append((fam, op, o, hdr))
-    errors: list[str] = []
-    out = {"ptxas": ptxas_version(ptxas), "ptxas12": ptxas_version(ptxas12) if ptxas12 else None,
-           "forms": [[f, op] for f, op, _, _ in forms], "targets": {}, "errors": errors}
-    for target in TARGETS:
-        tool = ptxas12 if target in _verdicts.PTXAS12_TARGETS else ptxas
-        refused = {}
-        for hdr in (HDR, HEADER):
-            part = [(i, op, o) for i, (_, op, o, h) in enumerate(forms) if h is hdr]
-            v = base.verdicts(tool, [(op, o) for _, op, o in part], header=hdr, target=target)
-            refused.update({i: base._index(errors, v[op]) for i, op, _ in part if v[op]})
-        out["targets"][target] = {"ptxas": ptxas_version(tool), "refused": refused}
-        print(f"{target} (ptxas {ptxas_version(tool)}): {len(forms) - len(refused)} of {len(forms)} forms accepted",
-              file=sys.stderr)
-    return out
+            "per_form": per_form, **t}
 
 
 def load(path=DEFAULT_OUT):
-    return _verdicts.load(path)
-
-
-def main(argv=None):
-    return _verdicts.verdicts_main(argv, __doc__, build, DEFAULT_OUT, "--per-form", 10)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return probe.load(path)
