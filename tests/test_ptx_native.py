@@ -50,14 +50,17 @@ def test_statement_forms_equal_the_interpreter():
     x = _special_words(rng, 2 * 64 * 4)
 
     def make():
-        out = np.zeros(2 * 64 * 40, np.uint32)
+        out = np.zeros(2 * 64 * 48, np.uint32)
         return [out, x], [out]
 
     w = _both(mod, "forms", 2, 64, make)
     a, b = w["interpret"][0], w["compiled"][0]
     bad = np.nonzero(a != b)[0]
-    assert len(bad) == 0, f"{len(bad)} words differ, first at word {bad[0] % 40} of thread {bad[0] // 40}"
-    assert (a.reshape(128, 40)[:, 37] != 0).any()     # the guarded ret left some threads' last word unwritten
+    assert len(bad) == 0, f"{len(bad)} words differ, first at word {bad[0] % 48} of thread {bad[0] // 48}"
+    col = a.reshape(128, 48)[:, 37]        # the guarded ret left some threads' word 37 unwritten
+    assert (col == 0).any() and (col != 0).any()
+    forms = wp.load(FORMS.read_text()).program("forms").code
+    assert sum(st.opcode.startswith("contracted.") for st in forms) == 3
 
 
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
@@ -87,7 +90,7 @@ def test_triton_kernels_equal_the_interpreter(stem):
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)
-    out = np.zeros(2 * 64 * 40, np.uint32)
+    out = np.zeros(2 * 64 * 48, np.uint32)
     mod.launch("forms", 2, 64, [out, x], engine="compiled")       # built (or loaded) by now
     assert mod.translation("forms").ready()
     mod.launch("forms", 2, 64, [out, x])
@@ -101,7 +104,7 @@ def test_untranslatable_kernels_fall_back_with_the_reason():
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)
-    out = np.zeros(2 * 64 * 40, np.uint32)
+    out = np.zeros(2 * 64 * 48, np.uint32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mod.launch("forms", 2, 64, [out, x], engine="compiled")

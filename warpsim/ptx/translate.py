@@ -9,7 +9,8 @@ built on its first launch: numba takes seconds to a minute per kernel, then the 
 **What is compiled** (:mod:`warpsim.ptx.native.lower` has the rows): integer add / sub / mul.lo /
 mad.lo / mul.wide / mad.wide / and / or / xor / not / shl / shr / min / max / neg / abs / bfe on 16-,
 32- and 64-bit types, predicate logic; f32 add / sub / mul (``.rn``), ``fma.rn`` / ``mad.rn``, min / max,
-neg / abs; ``setp`` (every comparison, ``.and`` / ``.or`` / ``.xor``, ``p|q``) on integers and f32,
+neg / abs, the ``mul`` / ``div.full`` / ``div.approx`` that ptxas contracts into the ``add`` / ``sub``
+reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every comparison, ``.and`` / ``.or`` / ``.xor``, ``p|q``) on integers and f32,
 ``selp``, scalar ``mov`` of registers, immediates, shared symbols and ``%tid`` / ``%ntid`` / ``%ctaid`` /
 ``%nctaid`` / ``%laneid`` / ``%warpid``; integer ``cvt`` without ``.sat``, ``cvt.rn.f32`` of integers;
 ``ld.param`` of kernel parameters, ``ld`` / ``st`` (scalar, ``.v2``, ``.v4``) of the global and shared

@@ -54,6 +54,7 @@ class Operands:
     def __init__(self, ir, st):
         self.ir, self.st = ir, st
         self.reads, self.writes = [], []
+        self.sfu = None              # the special-function tables the statement reads
 
     def fail(self, why):
         raise Untranslatable(why)
@@ -296,6 +297,28 @@ def _fma(o, m):
     d, a, b, c = o.need(4)
     x, y, z = (f"rt_f32({o.src(v, 'f32')})" for v in (a, b, c))
     return [f"{o.dst(d, 'f32')} = rt_w32(fma_native({x}, {y}, {z}))"]
+
+
+@row(r"contracted\.mul\.f32\.(?P<op>add|sub|rsub)\.f32")
+def _contracted_product(o, m):
+    """A mul.f32 merged into the add / sub reading it (warpsim.ptx.contraction): one FFMA; sub negates the
+    addend, rsub the product (sign-bit flips on the words, as the interpreter's row)."""
+    d, a, b, c = o.need(4)
+    x, y, z = (o.src(v, "f32") for v in (a, b, c))
+    if m["op"] == "rsub":
+        x = f"({x} ^ np.uint32(2147483648))"
+    if m["op"] == "sub":
+        z = f"({z} ^ np.uint32(2147483648))"
+    return [f"{o.dst(d, 'f32')} = rt_w32(fma_native(rt_f32({x}), rt_f32({y}), rt_f32({z})))"]
+
+
+@row(r"contracted\.div\.(?P<form>full|approx)\.f32\.(?P<op>add|sub|rsub)\.f32")
+def _contracted_division(o, m):
+    d, a, b, c = o.need(4)
+    x, y, z = (o.src(v, "f32") for v in (a, b, c))
+    op = {"add": 0, "sub": 1, "rsub": 2}[m["op"]]
+    o.sfu = ("rcp", "rcp")
+    return [f"{o.dst(d, 'f32')} = rt_div_contracted({x}, {y}, {z}, {m['form'] == 'full'}, {op}, TAB_rcp)"]
 
 
 @row(r"(?P<op>min|max)\.f32")
@@ -546,5 +569,5 @@ def lower(ir, st):
         if mm:
             out = fn(o, mm)
             kind, lines = out if isinstance(out, tuple) else ("lane", out)
-            return Lowered(kind, lines, reads=tuple(o.reads), writes=tuple(o.writes))
+            return Lowered(kind, lines, sfu=o.sfu, reads=tuple(o.reads), writes=tuple(o.writes))
     o.fail(f"no native form of {op!r}")

@@ -15,6 +15,9 @@ from llvmlite import ir as _ll
 from numba import types as _nbt
 from numba.extending import intrinsic as _intrinsic
 
+from ...engine import sfu as _sfu
+from ...engine.hostfpu import fma_native
+
 
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
@@ -234,3 +237,25 @@ def all_lanes(act):
             return False
     return True
 
+
+
+@njit(cache=True, nogil=True)
+def div_contracted(a, b, c, full, op, d):
+    """``contracted.div.{full,approx}.f32.{add,sub,rsub}.f32`` (not .ftz): the division's operand scaling and
+    MUFU.RCP of the jitted unit (:mod:`warpsim.engine.sfu`), then one FFMA of the reciprocal, the dividend
+    and the addend (op 1: sub negates the addend, 2: rsub the dividend), as ``sfu_ops.div_contracted``."""
+    a, b, c = _U32(a), _U32(b), _U32(c)
+    big = full and _sfu._big(b)
+    small = (not big) and _sfu._small(b)
+    if big:
+        a = _sfu._fmul(a, _sfu._QUARTER, False)
+        b = _sfu._fmul(b, _sfu._QUARTER, False)
+    elif small:
+        a = _sfu._fmul(a, _sfu._TWO24, False)
+        b = _sfu._fmul(b, _sfu._TWO24, False)
+    r = _sfu._mufu_rcp(b, d)
+    if op == 1:
+        c = c ^ _U32(0x80000000)
+    elif op == 2:
+        a = a ^ _U32(0x80000000)
+    return w32(fma_native(f32(r), f32(a), f32(c)))
