@@ -204,6 +204,22 @@ class _Program:
                            statement=st.text, token=name)
         st.call = (callee, rets, args)
 
+    def shared_layout(self):
+        """(name -> byte offset, bytes of static shared memory): static variables in declaration
+        order, then the dynamic (``.extern``) ones at the end, each at its alignment."""
+        offsets, off, externs = {}, 0, []
+        for name, align, size, extern, line in self.shared:
+            if extern:
+                externs.append((name, align))
+                continue
+            off = (off + align - 1) // align * align
+            offsets[name] = off
+            off += size
+        for name, align in externs:
+            off = (off + align - 1) // align * align
+            offsets[name] = off
+        return offsets, off
+
     def _shared_decl(self, text, line):
         m = _SHARED_DECL.match(text)
         if not m:

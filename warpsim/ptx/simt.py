@@ -52,18 +52,8 @@ class _Kernel(Warp):
         self._fn = None
         self._use(prog.functions[prog.entry.name])
         # shared memory layout: static variables in order, then dynamic (extern) ones at the end
-        off = 0
-        externs = []
-        for name, align, size, extern, line in prog.shared:
-            if extern:
-                externs.append((name, align))
-                continue
-            off = (off + align - 1) // align * align
-            self._symbols[name] = off
-            off += size
-        for name, align in externs:
-            off = (off + align - 1) // align * align
-            self._symbols[name] = off
+        offsets, off = prog.shared_layout()
+        self._symbols.update(offsets)
         self.dynamic_smem = shared_bytes
         total = off + shared_bytes
         # local memory: every function's .local variables, one static area per thread

@@ -139,20 +139,7 @@ class KernelIR:
             off = (off + a - 1) // a * a
             self.param_offsets[p.name] = (off, size)
             off += size
-        self.shared_symbols = {}
-        sh = 0
-        externs = []
-        for name, align, size, extern, line in prog.shared:
-            if extern:
-                externs.append((name, align))
-                continue
-            sh = (sh + align - 1) // align * align
-            self.shared_symbols[name] = sh
-            sh += size
-        for name, align in externs:
-            sh = (sh + align - 1) // align * align
-            self.shared_symbols[name] = sh
-        self.shared_static = sh
+        self.shared_symbols, self.shared_static = prog.shared_layout()
 
     def _maybe_undefined(self):
         """Registers some thread may read before any unguarded write on its path (forward must-analysis)."""
