@@ -75,3 +75,18 @@ def test_a_wrong_fpu_state_is_refused(monkeypatch):
     monkeypatch.setattr(fast, "PROBE64", np.ones(8))
     with pytest.raises(FloatingPointError, match="round-to-nearest"):
         fast.FORMS["ex2.approx.f32"](np.array([0x3F800000], np.uint32))
+
+
+@pytest.mark.parametrize("unit", sorted(fast.FITTED))
+def test_fits_are_exact_on_every_table_entry(unit):
+    """The fast path uses a fitted prediction only where it passes its test; here every entry of the unit's
+    tables (the hardware words) is checked: no passing prediction differs from its word."""
+    assert fast.fit_errors(unit) == 0
+
+
+def test_fits_leave_few_entries_to_the_table():
+    # the point of the fits: most random operands never read the 8 MiB table (a regression guard, not timing)
+    for unit in fast.FITTED:
+        c0, c12 = fast.table("fit:" + unit)
+        lim = (c12 & 0xFF) / fast._LIM_STEPS
+        assert 1 - 2 * (0.5 - lim).mean() > 0.85, unit

@@ -32,7 +32,6 @@ from .jitcache import named_copy
 #: elements per call above which the parallel kernels run; elements per chunk
 PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
 CHUNK = 1 << 14
-_TOUCH = 1024                  # elements whose table entries are loaded ahead (64 KiB of cache lines)
 
 _U = np.uint32
 _NAN = _U(0x7FFFFFFF)
@@ -245,62 +244,227 @@ def _div_form(a, b, ftz, full, d):
     return _fmul(_mufu_rcp(b, d), a, ftz)
 
 
-@njit(cache=True, nogil=True)
-def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
-    """out[lo:hi] of one form: a loop per form (one loop over all forms keeps every form's values live
-    and ran 2-4x slower)."""
-    for s in range(lo, hi, _TOUCH):
-        e = min(hi, s + _TOUCH)
-        if _touch(code, a, b, s, e, d0, d1) == -(1 << 62):   # never: the loads are what counts
-            out[s] = 0
-        _f32_loops(code, ftz, a, b, out, s, e, d0, d1, seg)
+# ----------------------------------------------------------------------------------------------
+# the fitted tables: what makes the f32 forms fast
+#
+# A quadratic per segment of 2**FIT_BITS table entries predicts each hardware table word (as an integer);
+# where the prediction lies further than ``lim`` (per segment) from a rounding boundary it is the word,
+# and the fast loop computes the result from it without touching the 8 MiB table.  ``lim`` comes from
+# comparing the prediction with every entry of the table at load time (:func:`_fit`), with the very
+# function the kernel runs, so a prediction used is never a wrong one.  The rest (5-10% of random
+# operands, and every special, subnormal or out-of-range operand) goes down the exact scalar path.
+
+FIT_BITS = 12
+_FIT_ENTRIES = 1 << FIT_BITS
+_BLOCK = 512                   # elements per pass (the buffers stay in L1)
+_LIM_STEPS = 256.0             # lim is stored in 1/256ths, rounded down
 
 
-@njit(cache=True, nogil=True)
-def _touch(code, a, b, lo, hi, d0, d1):
-    """Load the table entries that out[lo:hi] will read, in a tight loop of independent loads: a random
-    operand's entry is an L3 (or memory) miss, and here many are in flight at once, not one or two."""
-    acc = 0
+@njit(cache=True, nogil=True, inline="always")
+def _fit_index(code, u):
+    """The fitted table entry the fast path reads for operand word u: the significand, with the
+    exponent's parity (RSQ, SQRT: tables [1, 2) then [2, 4)) or the sign (EX2: + then -) above it."""
     if code == EX2:
-        for i in range(lo, hi):
-            fr = _ex2_fixed(a[i]) & 0x7FFFFF
-            acc += d1[fr] if a[i] >> _U(31) else d0[fr]
-    elif code == RSQRT or code == SQRT:
-        for i in range(lo, hi):
-            acc += d0[a[i] & _MANT] if a[i] & _U(0x800000) else d1[a[i] & _MANT]
-    else:
-        x = a if code == RCP else b
-        for i in range(lo, hi):
-            acc += d0[x[i] & _MANT]
+        return (_ex2_fixed(u) & 0x7FFFFF) | (np.int64(u >> _U(31)) << 23)
+    m = np.int64(u & _MANT)
+    if code == RSQRT or code == SQRT:
+        return m | (np.int64(((u >> _U(23)) & _U(1)) ^ _U(1)) << 23)
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(i, c0, c12):
+    """(predicted table word, distance to the nearest integer boundary test passed) for entry i of its
+    segment's fit: c0 float64, c12 the int64 of (c1 f32 bits) << 32 | (c2 f32 bits with lim in the low
+    8 bits)."""
+    t = np.float64(i & (_FIT_ENTRIES - 1)) * (1.0 / _FIT_ENTRIES)
+    c1 = np.uint32(c12 >> 32).view(np.float32)
+    lo = np.uint32(c12 & 0xFFFFFFFF)
+    c2 = np.uint32(lo & np.uint32(0xFFFFFF00)).view(np.float32)
+    lim = np.float64(lo & np.uint32(0xFF)) * (1.0 / _LIM_STEPS)
+    q = c0 + t * (np.float64(c1) + t * np.float64(c2))
+    w = np.floor(q + 0.5)
+    return np.int64(w), abs(q - w) < lim
+
+
+@njit(cache=True, nogil=True)
+def _fit_scan(c0, c12, words, out_word, out_dist):
+    """The prediction of every entry (for the load-time fit): word and |q - word|."""
+    for i in range(words.size):
+        s = i >> FIT_BITS
+        t = np.float64(i & (_FIT_ENTRIES - 1)) * (1.0 / _FIT_ENTRIES)
+        c1 = np.uint32(c12[s] >> 32).view(np.float32)
+        c2 = np.uint32(np.uint32(c12[s] & 0xFFFFFFFF) & np.uint32(0xFFFFFF00)).view(np.float32)
+        q = c0[s] + t * (np.float64(c1) + t * np.float64(c2))
+        w = np.floor(q + 0.5)
+        out_word[i] = np.int64(w)
+        out_dist[i] = abs(q - w)
+
+
+@njit(cache=True, nogil=True)
+def _fit_check(c0, c12, words):
+    """Entries whose prediction passes its test and is not the hardware word (must be none)."""
+    bad = 0
+    for i in range(words.size):
+        w, ok = _predict(i, c0[i >> FIT_BITS], c12[i >> FIT_BITS])
+        if ok and w != np.int64(words[i]):
+            bad += 1
+    return bad
+
+
+@njit(cache=True, nogil=True)
+def _canonical_words(code, d0, d1, seg, out):
+    """The hardware word of every fitted entry: the scalar MUFU on the canonical operand of the entry."""
+    half = 1 << 23
+    for i in range(out.size):
+        m = _U(i & 0x7FFFFF)
+        if code == RCP:
+            out[i] = _mufu_rcp(m | _U(0x3F800000), d0)
+        elif code == EX2:
+            out[i] = _mufu_ex2(m | (_U(0x3F800000) if i < half else _U(0xBF800000)), d0, d1, seg)
+        else:
+            out[i] = _mufu_root(m | (_U(0x3F800000) if i < half else _U(0x40000000)), d0, d1, code == RSQRT)
+
+
+def _fit(code, d0, d1, seg):
+    """The per-segment quadratics of one unit and their ``lim``, from every word of its tables."""
+    n = (1 << 23) if code == RCP else (1 << 24)
+    words = np.empty(n, np.uint32)
+    _canonical_words(code, d0, d1, seg, words)
+    nseg = n >> FIT_BITS
+    t = np.arange(_FIT_ENTRIES, dtype=np.float64) / _FIT_ENTRIES
+    vand = np.stack([np.ones_like(t), t, t * t], axis=1)
+    coef = np.linalg.solve(vand.T @ vand, vand.T @ words.astype(np.float64).reshape(nseg, _FIT_ENTRIES).T)
+    c0 = np.ascontiguousarray(coef[0])
+    c1 = coef[1].astype(np.float32).view(np.uint32).astype(np.int64)
+    c2 = (coef[2].astype(np.float32).view(np.uint32) & np.uint32(0xFFFFFF00)).astype(np.int64)
+    c12 = (c1 << 32) | c2
+    pw, dist = np.empty(n, np.int64), np.empty(n, np.float64)
+    _fit_scan(c0, c12, words, pw, dist)
+    wrong = pw != words.astype(np.int64)
+    lim = np.where(wrong, dist, 0.5).reshape(nseg, _FIT_ENTRIES).min(axis=1)
+    steps = np.clip(np.floor(lim * _LIM_STEPS), 0, 255).astype(np.int64)
+    c12 = c12 | steps
+    bad = _fit_check(c0, c12, words)
+    if bad:
+        raise AssertionError(f"MUFU fit (code {code}): {bad} predictions pass their test and are wrong")
+    return c0, c12
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_fast(code, ftz, u, v, c0, c12):
+    """(word, exact) of one f32 form on operand words u (v: the dividend of a division) from the
+    fitted prediction; exact is False where the scalar path must decide."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    i = _fit_index(code, u)
+    w, ok = _predict(i, c0, c12)
+    if code == RCP:
+        r = ((w + ((127 - e) << 23)) & 0xFFFFFFFF) | np.int64(u & _SIGN)
+        return _U(r), ok & (e >= 1) & (e <= 252)
+    if code == RSQRT or code == SQRT:
+        k = (127 - e) >> 1 if (e & 1) == 1 else (128 - e) >> 1
+        k = k if code == RSQRT else -k
+        r = (w + (k << 23)) & 0xFFFFFFFF
+        return _U(r), ok & ((u >> _U(31)) == 0) & (e >= 1) & (e <= 254)
+    if code == EX2:
+        ip = _ex2_fixed(u) >> 23
+        sh = ip - 1 if (u >> _U(31)) == 0 else 1 - ip
+        r = (w + (sh << 23)) & 0xFFFFFFFF
+        return _U(r), ok & (e < 133)
+    # division: a * RCP(b), b the operand u, the dividend v
+    r = _U(((w + ((127 - e) << 23)) & 0xFFFFFFFF) | np.int64(u & _SIGN))
+    ea = np.int64((v >> _U(23)) & _U(0xFF))
+    p = _val(r) * _val(v)
+    q = _word(p)
+    eq = np.int64((q >> _U(23)) & _U(0xFF))
+    return q, ok & (e >= 1) & (e <= 252) & (ea >= 1) & (ea <= 254) & (eq >= 1) & (eq <= 254)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_exact(code, ftz, a, b, d0, d1, seg):
+    if code == RCP:
+        return _rcp_form(a, ftz, d0)
+    if code == RSQRT:
+        return _root_form(a, ftz, d0, d1, True)
+    if code == SQRT:
+        return _root_form(a, ftz, d0, d1, False)
+    if code == EX2:
+        return _ex2_form(a, ftz, d0, d1, seg)
+    return _div_form(a, b, ftz, code == DIV_FULL, d0)
+
+
+@njit(cache=True, nogil=True)
+def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
+    """out[lo:hi] of one form, a block at a time: the fit's coefficients loaded per element (scalar
+    loads: faster than vector gathers here), the prediction as one vectorised loop, then the exact
+    scalar path for the elements it left."""
+    x = b if code == DIV_FULL or code == DIV_APPROX else a       # the MUFU's operand
+    p0 = np.empty(_BLOCK, np.float64)
+    p1 = np.empty(_BLOCK, np.int64)
+    slow = np.empty(_BLOCK, np.uint8)
+    left = np.empty(_BLOCK, np.int64)
+    for s in range(lo, hi, _BLOCK):
+        n = min(hi, s + _BLOCK) - s
+        for j in range(n):
+            g = _fit_index(code, x[s + j]) >> FIT_BITS
+            p0[j] = c0[g]
+            p1[j] = c12[g]
+        if _f32_block(code, ftz, x, a, out, s, n, p0, p1, slow) == 0:
+            continue
+        nleft = 0
+        for j in range(n):
+            left[nleft] = s + j
+            nleft += slow[j]
+        if _touch(code, x, left, nleft, d0, d1) == -(1 << 62):     # never: the loads are what counts
+            out[s] = 0
+        for k in range(nleft):
+            i = left[k]
+            out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _touch(code, x, left, nleft, d0, d1):
+    """Load the table entries of the elements left to the exact path in a tight loop of independent
+    loads: each is a cache miss, and here many are in flight at once rather than one or two."""
+    acc = 0
+    for k in range(nleft):
+        i = _fit_index(code, x[left[k]])
+        acc += d1[i & 0x7FFFFF] if i >> 23 else d0[i & 0x7FFFFF]
     return acc
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _f32_loops(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+def _block_loop(code, ftz, x, a, out, s, n, p0, p1, slow):
+    nslow = 0
+    for j in range(n):
+        w, ok = _f32_fast(code, ftz, x[s + j], a[s + j], p0[j], p1[j])
+        out[s + j] = w
+        bad = np.uint8(1) - np.uint8(ok)
+        slow[j] = bad
+        nslow += bad
+    return nslow
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_block(code, ftz, x, a, out, s, n, p0, p1, slow):
+    """The prediction loop, one per unit (a constant code: the loop vectorises)."""
     if code == RCP:
-        for i in range(lo, hi):
-            out[i] = _rcp_form(a[i], ftz, d0)
-    elif code == RSQRT:
-        for i in range(lo, hi):
-            out[i] = _root_form(a[i], ftz, d0, d1, True)
-    elif code == SQRT:
-        for i in range(lo, hi):
-            out[i] = _root_form(a[i], ftz, d0, d1, False)
-    elif code == EX2:
-        for i in range(lo, hi):
-            out[i] = _ex2_form(a[i], ftz, d0, d1, seg)
-    else:
-        full = code == DIV_FULL
-        for i in range(lo, hi):
-            out[i] = _div_form(a[i], b[i], ftz, full, d0)
+        return _block_loop(RCP, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == RSQRT:
+        return _block_loop(RSQRT, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == SQRT:
+        return _block_loop(SQRT, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == EX2:
+        return _block_loop(EX2, ftz, x, a, out, s, n, p0, p1, slow)
+    return _block_loop(DIV_FULL, ftz, x, a, out, s, n, p0, p1, slow)
 
 
-def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, q64, q32, ok):
+def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
     n = a.size
     nch = (n + CHUNK - 1) // CHUNK
     for ch in prange(nch):
         ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
-        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg)
+        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -423,6 +587,7 @@ _HALF16 = _builds(_half_kernel, "_sfu_half_kernel")
 # tables
 
 _TABLES: dict = {}
+_NO_SEG = np.zeros((2, 1), np.float64)
 _LOCK = threading.RLock()
 
 
@@ -459,24 +624,61 @@ def _load(name):
     return np.ascontiguousarray(words)
 
 
+#: fitted unit -> (code, its tables)
+FITTED = {"rcp": (RCP, ("rcp", None)), "rsq": (RSQRT, ("rsq_odd", "rsq_even")),
+          "sqrt": (SQRT, ("sqrt_odd", "sqrt_even")), "ex2": (EX2, ("ex2_pos", "ex2_neg"))}
+FITS_PATH = os.path.join(_ref.DATA_DIR, "fits.npz")
+
+
+def _unit_tables(unit):
+    code, (t0, t1) = FITTED[unit]
+    d0 = table(t0)
+    return code, d0, (table(t1) if t1 else d0), (table("ex2_seg") if code == EX2 else _NO_SEG)
+
+
+def build_fits(path=FITS_PATH):
+    """Fit every unit from its tables and write the fits (run after new tables: ``python -c "from
+    warpsim.engine.sfu import build_fits; build_fits()"``); the fits are derived data, checked entry by entry by tests/test_sfu_fast.py."""
+    out = {}
+    for unit in FITTED:
+        out[unit + ".c0"], out[unit + ".c12"] = _fit(*_unit_tables(unit))
+    np.savez_compressed(path, **out)
+    return path
+
+
+def fit_errors(unit):
+    """Table entries of ``unit`` whose prediction passes its test and is not the hardware word: the
+    fast path's exactness condition, checked over every entry (0 for committed fits)."""
+    code, d0, d1, seg = _unit_tables(unit)
+    c0, c12 = table("fit:" + unit)
+    words = np.empty(c0.size << FIT_BITS, np.uint32)
+    _canonical_words(code, d0, d1, seg, words)
+    return int(_fit_check(c0, c12, words))
+
+
+def _load_fit(unit):
+    with np.load(FITS_PATH) as z:
+        if unit + ".c0" not in z.files:
+            raise NotImplementedError(f"the MUFU fit {unit!r} is not in {FITS_PATH}")
+        return np.ascontiguousarray(z[unit + ".c0"], np.float64), np.ascontiguousarray(z[unit + ".c12"], np.int64)
+
+
 def table(name):
     """A table as the kernels read it (loaded once, thread-safe): int8 differences for the f32 units,
-    uint32 words for the f64 and 16-bit ones, ``ex2_seg`` the EX2 reference's float64 segments."""
+    uint32 words for the f64 and 16-bit ones, ``ex2_seg`` the EX2 reference's float64 segments, ``fit:rcp``
+    (``rsq``, ``sqrt``, ``ex2``) a unit's fitted quadratics."""
     t = _TABLES.get(name)
     if t is None:
         with _LOCK:
             t = _TABLES.get(name)
             if t is None:
-                t = _ex2_segments() if name == "ex2_seg" else _load(name)
+                t = _ex2_segments() if name == "ex2_seg" else (_load_fit(name[4:]) if name.startswith("fit:") else _load(name))
                 _TABLES[name] = t
     return t
 
 
 # ----------------------------------------------------------------------------------------------
 # the Python side
-
-_NO_SEG = np.zeros((2, 1), np.float64)
-
 
 def _launch(builds, n, args, with_ok=True):
     par = n > PARALLEL_THRESHOLD
@@ -491,7 +693,7 @@ def _launch(builds, n, args, with_ok=True):
                                  "rounding mode is set); warpsim's special-function unit needs IEEE defaults")
 
 
-def _f32_run(code, ftz, tabs, *xs):
+def _f32_run(code, ftz, tabs, fit, *xs):
     if len(xs) > 1:
         xs = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in xs))
     x0 = np.asarray(xs[0], np.uint32)
@@ -501,8 +703,9 @@ def _f32_run(code, ftz, tabs, *xs):
     d0 = table(tabs[0])
     d1 = table(tabs[1]) if tabs[1] else d0
     seg = table("ex2_seg") if code == EX2 else _NO_SEG
+    c0, c12 = table("fit:" + fit)
     out = np.empty(a.size, np.uint32)
-    _launch(_F32, a.size, (code, ftz, a, b, out, d0, d1, seg))
+    _launch(_F32, a.size, (code, ftz, a, b, out, d0, d1, seg, c0, c12))
     return out.reshape(shape)
 
 
@@ -526,7 +729,8 @@ def _half_run(name, packed, x):
 
 
 def _f32(code, ftz, t0, t1=None):
-    return lambda *xs: _f32_run(code, ftz, (t0, t1), *xs)
+    fit = {RSQRT: "rsq", SQRT: "sqrt", EX2: "ex2"}.get(code, "rcp")
+    return lambda *xs: _f32_run(code, ftz, (t0, t1), fit, *xs)
 
 
 def _f64(code, ftz, t0, t1=None):
