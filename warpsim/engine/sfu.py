@@ -468,6 +468,157 @@ def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
 
 
 # ----------------------------------------------------------------------------------------------
+# LG2, SIN, COS, TANH (f32): not fitted yet (their words are not smooth enough in the table index for
+# a quadratic to decide most of them): the numpy model's word tables, one element at a time, each
+# block's entries loaded ahead
+
+LG2, SIN, COS, TANH = range(4)
+_SC_HALF = 1 << 24              # sin_half entries: the half turn in 2**-25 steps
+_INV_2PI32 = _U(0x3E22F983)     # 1/(2 pi) as ptxas's f32 constant
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmul_rz(a, b):
+    """FMUL.RZ: the exact float64 product rounded to nearest, then one step towards zero where that
+    went away from it; NaN 0x7fffffff."""
+    p = _val(a) * _val(b)
+    if p != p:
+        return _NAN
+    r = _word(p)
+    return _U(r - _U(1)) if abs(np.float64(_U(r).view(np.float32))) > abs(p) else _U(r)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _turn_index(y):
+    """floor(frac(|y|) * 2**25): the operand's fraction of a turn as MUFU.SIN / COS read it."""
+    a = abs(_val(y))
+    if (y & _INF) == _INF:
+        return np.int64(0)
+    return np.int64(np.floor((a - np.floor(a)) * 33554432.0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sin_turns(k, t):
+    v = t[k & (_SC_HALF - 1)]
+    return _U(v ^ _SIGN) if k >= _SC_HALF else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_sincos(y, cos, t):
+    if (y & _INF) == _INF:
+        return _NAN
+    k = _turn_index(y)
+    if cos:
+        return _sin_turns((k + (1 << 23)) & ((1 << 25) - 1), t)
+    v = _sin_turns(k, t)
+    return _U(v ^ _SIGN) if y >> _U(31) else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_tanh(u, t, first, dropped):
+    """MUFU.TANH: the identity below 2**-8, +-1 from 8 on, between them binade e's table (from
+    first[e - 119]) at the significand bits the unit reads."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255 and m != 0:
+        return _NAN
+    s = u & _SIGN
+    if e < 119:
+        return _U(u)
+    if e >= 130:
+        return _U(s | _U(0x3F800000))
+    return _U(t[first[e - 119] + np.int64(m >> _U(dropped[e - 119]))] | s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rz32(v):
+    """float64 -> f32 word rounded towards zero (v normal in f32)."""
+    mag = np.float64(abs(v)).view(np.uint64) & ~np.uint64((1 << 29) - 1)
+    w = np.float32(np.uint64(mag).view(np.float64)).view(np.uint32)
+    return _U(w | _SIGN) if v < 0 else _U(w)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_lg2(u, t127, t126):
+    s = u >> _U(31)
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255 and m != 0:
+        return _NAN
+    if s == 0 and e == 255:
+        return _INF
+    if s == 1 and e != 0:
+        return _NAN
+    if e == 0:
+        return _U(0xFF800000)                     # +-0 and subnormals: -inf
+    ei = e - 127
+    if ei == 0:
+        return t127[m]
+    if ei == -1:
+        return t126[m]
+    l0 = _val(t127[m])
+    if ei >= 1:
+        return _rz32(np.float64(ei) + l0)
+    fixed = np.float64(ei) * 8388608.0 + np.floor(l0 * 8388608.0)
+    return _rz32(-(-fixed - 1.0) / 8388608.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lg2_form(a, ftz, t127, t126):
+    if ftz or not _small(a):
+        return _mufu_lg2(a, t127, t126)
+    r = _mufu_lg2(_fmul(a, _TWO24, False), t127, t126)        # then FADD r, -24
+    v = _val(r) - 24.0
+    return _NAN if v != v else _word(v)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_form(code, ftz, a, t0, t1, first, dropped):
+    if code == LG2:
+        return _lg2_form(a, ftz, t0, t1)
+    if code == TANH:
+        return _mufu_tanh(a, t0, first, dropped)
+    return _mufu_sincos(_fmul_rz(a, _INV_2PI32), code == COS, t0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_entry(code, a, first, dropped):
+    """The table entry _table_form reads for operand a (0 where it reads none)."""
+    if code == LG2:
+        return np.int64(a & _MANT)
+    if code == TANH:
+        e = np.int64((a >> _U(23)) & _U(0xFF))
+        if e < 119 or e >= 130:
+            return np.int64(0)
+        return first[e - 119] + np.int64((a & _MANT) >> _U(dropped[e - 119]))
+    k = _turn_index(_fmul_rz(a, _INV_2PI32))
+    if code == COS:
+        k = k + (1 << 23)
+    return k & (_SC_HALF - 1)
+
+
+@njit(cache=True, nogil=True)
+def _table_range(code, ftz, a, out, lo, hi, t0, t1, first, dropped):
+    for s in range(lo, hi, _BLOCK):
+        e = min(hi, s + _BLOCK)
+        acc = _U(0)
+        for i in range(s, e):                      # independent loads: many misses in flight
+            acc |= t0[_table_entry(code, a[i], first, dropped)]
+        if acc == _U(1) and code == -1:           # never: the loads are what counts
+            out[s] = 0
+        for i in range(s, e):
+            out[i] = _table_form(code, ftz, a[i], t0, t1, first, dropped)
+
+
+def _table_kernel(code, ftz, a, out, t0, t1, first, dropped, q64, q32, ok):
+    n = a.size
+    nch = (n + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        ok[ch] = fp_env_ok(q64, q32)
+        _table_range(code, ftz, a, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), t0, t1, first, dropped)
+
+
+# ----------------------------------------------------------------------------------------------
 # f64 forms: MUFU.RCP64H / RSQ64H on the upper word, the DFMA refinement of rsqrt.approx.f64
 
 @njit(cache=True, nogil=True, inline="always")
@@ -581,6 +732,7 @@ def _builds(fn, name):
 _F32 = _builds(_f32_kernel, "_sfu_f32_kernel")
 _F64 = _builds(_f64_kernel, "_sfu_f64_kernel")
 _HALF16 = _builds(_half_kernel, "_sfu_half_kernel")
+_TABLE32 = _builds(_table_kernel, "_sfu_table_kernel")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -733,6 +885,42 @@ def _f32(code, ftz, t0, t1=None):
     return lambda *xs: _f32_run(code, ftz, (t0, t1), fit, *xs)
 
 
+_TANH_E = tuple(sorted(_ref.TANH_DROPPED))
+_NO_INDEX = np.zeros(1, np.int64)
+
+
+def _word_tables(code):
+    """The numpy model's word tables of a table unit (loaded once): (t0, t1, first, dropped)."""
+    key = ("words", code)
+    t = _TABLES.get(key)
+    if t is None:
+        with _LOCK:
+            if code == LG2:
+                t = (_ref.table("lg2_e127"), _ref.table("lg2_e126"), _NO_INDEX, _NO_INDEX)
+            elif code == TANH:
+                parts = [_ref.table(f"tanh_e{e}") for e in _TANH_E]
+                first = np.cumsum([0] + [p.size for p in parts[:-1]]).astype(np.int64)
+                words = np.ascontiguousarray(np.concatenate(parts))
+                t = (words, words, first, np.array([_ref.TANH_DROPPED[e] for e in _TANH_E], np.int64))
+            else:
+                w = _ref.table("sin_half")
+                t = (w, w, _NO_INDEX, _NO_INDEX)
+            _TABLES[key] = t
+    return t
+
+
+def _table_run(code, ftz, x):
+    x = np.asarray(x, np.uint32)
+    a = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(a.size, np.uint32)
+    _launch(_TABLE32, a.size, (code, ftz, a, out) + _word_tables(code))
+    return out.reshape(x.shape)
+
+
+def _table(code, ftz):
+    return lambda x: _table_run(code, ftz, x)
+
+
 def _f64(code, ftz, t0, t1=None):
     return lambda x: _f64_run(code, ftz, (t0, t1), x)
 
@@ -751,6 +939,13 @@ FORMS = {
     "sqrt.approx.ftz.f32": _f32(SQRT, True, "sqrt_odd", "sqrt_even"),
     "ex2.approx.f32": _f32(EX2, False, "ex2_pos", "ex2_neg"),
     "ex2.approx.ftz.f32": _f32(EX2, True, "ex2_pos", "ex2_neg"),
+    "lg2.approx.f32": _table(LG2, False),
+    "lg2.approx.ftz.f32": _table(LG2, True),
+    "sin.approx.f32": _table(SIN, False),
+    "sin.approx.ftz.f32": _table(SIN, True),
+    "cos.approx.f32": _table(COS, False),
+    "cos.approx.ftz.f32": _table(COS, True),
+    "tanh.approx.f32": _table(TANH, False),
     "div.full.f32": _f32(DIV_FULL, False, "rcp"),
     "div.full.ftz.f32": _f32(DIV_FULL, True, "rcp"),
     "div.approx.f32": _f32(DIV_APPROX, False, "rcp"),
