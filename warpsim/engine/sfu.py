@@ -25,6 +25,11 @@ import threading
 import numpy as np
 from numba import njit, prange
 
+from llvmlite import ir
+from numba import types as _nbt
+from numba.core import cgutils
+from numba.extending import intrinsic
+
 from ..numerics import sfu as _ref
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 from .jitcache import named_copy
@@ -43,6 +48,24 @@ _MANT = _U(0x7FFFFF)
 RCP, RSQRT, SQRT, EX2, DIV_FULL, DIV_APPROX = range(6)
 # f64 form codes
 RCP64, RSQRT64 = range(2)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i):
+    """Ask for the cache line of arr[i] (``llvm.prefetch``, read); no bounds check, never faults."""
+    if not (isinstance(arr, _nbt.Array) and isinstance(i, _nbt.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return _nbt.void(arr, _nbt.intp), codegen
 
 
 # ----------------------------------------------------------------------------------------------
@@ -415,8 +438,7 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
         for j in range(n):
             left[nleft] = s + j
             nleft += slow[j]
-        if _touch(code, x, left, nleft, d0, d1) == -(1 << 62):     # never: the loads are what counts
-            out[s] = 0
+        _touch(code, x, left, nleft, d0, d1)
         for k in range(nleft):
             i = left[k]
             out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
@@ -424,13 +446,12 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
 
 @njit(cache=True, nogil=True, inline="always")
 def _touch(code, x, left, nleft, d0, d1):
-    """Load the table entries of the elements left to the exact path in a tight loop of independent
-    loads: each is a cache miss, and here many are in flight at once rather than one or two."""
-    acc = 0
+    """Prefetch the table entries of the elements left to the exact path: each is a cache miss, and
+    here they are all in flight at once rather than one at a time (plain loads in this loop became
+    vector gathers, which keep few misses in flight)."""
     for k in range(nleft):
         i = _fit_index(code, x[left[k]])
-        acc += d1[i & 0x7FFFFF] if i >> 23 else d0[i & 0x7FFFFF]
-    return acc
+        _prefetch(d1 if i >> 23 else d0, i & 0x7FFFFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -469,8 +490,7 @@ def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
 
 # ----------------------------------------------------------------------------------------------
 # LG2, SIN, COS, TANH (f32): not fitted yet (their words are not smooth enough in the table index for
-# a quadratic to decide most of them): the numpy model's word tables, one element at a time, each
-# block's entries loaded ahead
+# a quadratic to decide most of them): the numpy model's word tables, one element at a time
 
 LG2, SIN, COS, TANH = range(4)
 _SC_HALF = 1 << 24              # sin_half entries: the half turn in 2**-25 steps
@@ -581,33 +601,12 @@ def _table_form(code, ftz, a, t0, t1, first, dropped):
     return _mufu_sincos(_fmul_rz(a, _INV_2PI32), code == COS, t0)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _table_entry(code, a, first, dropped):
-    """The table entry _table_form reads for operand a (0 where it reads none)."""
-    if code == LG2:
-        return np.int64(a & _MANT)
-    if code == TANH:
-        e = np.int64((a >> _U(23)) & _U(0xFF))
-        if e < 119 or e >= 130:
-            return np.int64(0)
-        return first[e - 119] + np.int64((a & _MANT) >> _U(dropped[e - 119]))
-    k = _turn_index(_fmul_rz(a, _INV_2PI32))
-    if code == COS:
-        k = k + (1 << 23)
-    return k & (_SC_HALF - 1)
-
-
 @njit(cache=True, nogil=True)
 def _table_range(code, ftz, a, out, lo, hi, t0, t1, first, dropped):
-    for s in range(lo, hi, _BLOCK):
-        e = min(hi, s + _BLOCK)
-        acc = _U(0)
-        for i in range(s, e):                      # independent loads: many misses in flight
-            acc |= t0[_table_entry(code, a[i], first, dropped)]
-        if acc == _U(1) and code == -1:           # never: the loads are what counts
-            out[s] = 0
-        for i in range(s, e):
-            out[i] = _table_form(code, ftz, a[i], t0, t1, first, dropped)
+    """out[lo:hi] one element at a time (loading each block's entries ahead, as the fitted units do,
+    made this 3x slower: the loads became vector gathers that keep few misses in flight)."""
+    for i in range(lo, hi):
+        out[i] = _table_form(code, ftz, a[i], t0, t1, first, dropped)
 
 
 def _table_kernel(code, ftz, a, out, t0, t1, first, dropped, q64, q32, ok):
