@@ -2,8 +2,11 @@
 numba function per element over the same hardware tables, word for word the numpy model of
 :mod:`warpsim.numerics.sfu` (the readable reference) and ptxas's SASS sequence around it.
 
-Why it is fast: the f32 tables are kept as the *difference* to a cheap IEEE reference (int8, 8 MiB a
-table instead of 32 MiB of words, so a random operand's lookup mostly hits the L3 cache): ``RCP``,
+Why it is fast: for ``RCP``, ``RSQ``, ``SQRT`` and ``EX2`` a fitted quadratic per 4096 table entries
+predicts the table word, used only where it provably is the word (see "the fitted tables" below): most
+operands never read a table, and the prediction loop vectorises.  The rest, and every special operand,
+take the exact scalar path, whose f32 tables are kept as the *difference* to a cheap IEEE reference
+(int8, 8 MiB a table instead of 32 MiB of words): ``RCP``,
 ``RSQ``, ``SQRT`` use the committed differences to ``1/x``, ``1/sqrt(x)``, ``sqrt(x)`` in float64
 directly; ``EX2`` gets differences to a 256-entry table times a degree-5 polynomial, computed once
 here by the same jitted code that evaluates them.  Everything is IEEE float64 +, *, /, sqrt (never
@@ -12,9 +15,12 @@ subnormals, which every chunk checks (:func:`~warpsim.engine.hostfpu.fp_env_ok`)
 FMUL is the float64 product of two f32 (exact) rounded once to f32; ``rsqrt.approx.f64``'s DFMA is
 ``llvm.fma`` (correctly rounded) with the canonical NaN.
 
+``LG2``, ``SIN``, ``COS``, ``TANH`` (f32) read the numpy model's word tables one element at a time.
+
 Adding a unit: a scalar ``_mufu_*`` function, a code in the form kernel of its operand kind
-(``_f32_kernel`` / ``_f64_kernel`` / ``_half_kernel``) and its rows in :data:`FORMS`.  Forms not
-listed stay on the numpy model (``sfu_ops.FORMS`` falls back to it).
+(``_f32_kernel`` / ``_table_kernel`` / ``_f64_kernel`` / ``_half_kernel``) and its rows in :data:`FORMS`
+(a fitted one: its entry in :data:`FITTED`, then :func:`build_fits`).  Forms not listed stay on the
+numpy model (``sfu_ops.FORMS`` falls back to it).
 """
 
 from __future__ import annotations
