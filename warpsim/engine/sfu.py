@@ -2,7 +2,7 @@
 numba function per element over the same hardware tables, word for word the numpy model of
 :mod:`warpsim.numerics.sfu` (the readable reference) and ptxas's SASS sequence around it.
 
-Why it is fast: for ``RCP``, ``RSQ``, ``SQRT`` and ``EX2`` a fitted quadratic per 4096 table entries
+Why it is fast: for ``RCP``, ``RSQ``, ``SQRT`` and ``EX2`` a fitted quadratic per 1024 table entries
 predicts the table word, used only where it provably is the word (see "the fitted tables" below): most
 operands never read a table, and the prediction loop vectorises.  The rest, and every special operand,
 take the exact scalar path, whose f32 tables are kept as the *difference* to a cheap IEEE reference
@@ -283,7 +283,7 @@ def _div_form(a, b, ftz, full, d):
 # function the kernel runs, so a prediction used is never a wrong one.  The rest (5-10% of random
 # operands, and every special, subnormal or out-of-range operand) goes down the exact scalar path.
 
-FIT_BITS = 12
+FIT_BITS = 10
 _FIT_ENTRIES = 1 << FIT_BITS
 _BLOCK = 512                   # elements per pass (the buffers stay in L1)
 _LIM_STEPS = 256.0             # lim is stored in 1/256ths, rounded down
