@@ -10,13 +10,20 @@ import pytest
 from warpsim.engine import sfu as fast
 from warpsim.ptx import sfu_ops
 
-N = 1 << 13
+N = 1 << 16
+
+#: f32 edge words: zeros, infinities, NaNs, subnormals, the 2**+-126 scaling bounds of the SASS wrappers,
+#: ex2's -126 and +-64 bounds (the fast path's limit), 1, the largest finite
+SPECIAL32 = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x00000001,
+                      0x807FFFFF, 0x00800000, 0x80800000, 0x007FFFFF, 0x7E800000, 0x7E800001, 0x7E000000, 0xFE800001,
+                      0xC2FC0000, 0xC2FC0001, 0x42800000, 0xC2800000, 0x427FFFFF, 0x3F800000, 0xBF800000,
+                      0x7F7FFFFF, 0xFF7FFFFF, 0x33800000, 0x4B800000], np.uint32)
 
 
 def _operands(widths, seed):
     rng = np.random.default_rng(seed)
     out = []
-    for w in widths:
+    for k, w in enumerate(widths):
         if w == 16:
             out.append(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16))      # every 16-bit word
             continue
@@ -28,6 +35,8 @@ def _operands(widths, seed):
             x = x.astype(np.uint32)
             ex = rng.choice([0, 1, 2, 24, 100, 126, 127, 128, 130, 150, 252, 253, 254, 255], N // 2).astype(np.uint32)
             x[: N // 2] = (x[: N // 2] & np.uint32(0x807FFFFF)) | (ex << np.uint32(23))
+            n = SPECIAL32.size
+            x[N // 2: N // 2 + n * n] = np.repeat(SPECIAL32, n) if k == 0 else np.tile(SPECIAL32, n)   # every pair
         out.append(x)
     return out
 
@@ -75,3 +84,18 @@ def test_a_wrong_fpu_state_is_refused(monkeypatch):
     monkeypatch.setattr(fast, "PROBE64", np.ones(8))
     with pytest.raises(FloatingPointError, match="round-to-nearest"):
         fast.FORMS["ex2.approx.f32"](np.array([0x3F800000], np.uint32))
+
+
+@pytest.mark.parametrize("unit", sorted(fast.FITTED))
+def test_fits_are_exact_on_every_table_entry(unit):
+    """The fast path uses a fitted prediction only where it passes its test; here every entry of the unit's
+    tables (the hardware words) is checked: no passing prediction differs from its word."""
+    assert fast.fit_errors(unit) == 0
+
+
+def test_fits_leave_few_entries_to_the_table():
+    # the point of the fits: most random operands never read the 8 MiB table (a regression guard, not timing)
+    for unit in fast.FITTED:
+        c0, c12 = fast.table("fit:" + unit)
+        lim = (c12 & 0xFF) / fast._LIM_STEPS
+        assert 1 - 2 * (0.5 - lim).mean() > 0.85, unit

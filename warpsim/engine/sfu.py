@@ -2,8 +2,11 @@
 numba function per element over the same hardware tables, word for word the numpy model of
 :mod:`warpsim.numerics.sfu` (the readable reference) and ptxas's SASS sequence around it.
 
-Why it is fast: the f32 tables are kept as the *difference* to a cheap IEEE reference (int8, 8 MiB a
-table instead of 32 MiB of words, so a random operand's lookup mostly hits the L3 cache): ``RCP``,
+Why it is fast: for ``RCP``, ``RSQ``, ``SQRT`` and ``EX2`` a fitted quadratic per 1024 table entries
+predicts the table word, used only where it provably is the word (see "the fitted tables" below): most
+operands never read a table, and the prediction loop vectorises.  The rest, and every special operand,
+take the exact scalar path, whose f32 tables are kept as the *difference* to a cheap IEEE reference
+(int8, 8 MiB a table instead of 32 MiB of words): ``RCP``,
 ``RSQ``, ``SQRT`` use the committed differences to ``1/x``, ``1/sqrt(x)``, ``sqrt(x)`` in float64
 directly; ``EX2`` gets differences to a 256-entry table times a degree-5 polynomial, computed once
 here by the same jitted code that evaluates them.  Everything is IEEE float64 +, *, /, sqrt (never
@@ -12,9 +15,12 @@ subnormals, which every chunk checks (:func:`~warpsim.engine.hostfpu.fp_env_ok`)
 FMUL is the float64 product of two f32 (exact) rounded once to f32; ``rsqrt.approx.f64``'s DFMA is
 ``llvm.fma`` (correctly rounded) with the canonical NaN.
 
+``LG2``, ``SIN``, ``COS``, ``TANH`` (f32) read the numpy model's word tables one element at a time.
+
 Adding a unit: a scalar ``_mufu_*`` function, a code in the form kernel of its operand kind
-(``_f32_kernel`` / ``_f64_kernel`` / ``_half_kernel``) and its rows in :data:`FORMS`.  Forms not
-listed stay on the numpy model (``sfu_ops.FORMS`` falls back to it).
+(``_f32_kernel`` / ``_table_kernel`` / ``_f64_kernel`` / ``_half_kernel``) and its rows in :data:`FORMS`
+(a fitted one: its entry in :data:`FITTED`, then :func:`build_fits`).  Forms not listed stay on the
+numpy model (``sfu_ops.FORMS`` falls back to it).
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ import threading
 import numpy as np
 from numba import njit, prange
 
+from llvmlite import ir
+from numba import types as _nbt
+from numba.core import cgutils
+from numba.extending import intrinsic
+
 from ..numerics import sfu as _ref
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 from .jitcache import named_copy
@@ -32,7 +43,6 @@ from .jitcache import named_copy
 #: elements per call above which the parallel kernels run; elements per chunk
 PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
 CHUNK = 1 << 14
-_TOUCH = 1024                  # elements whose table entries are loaded ahead (64 KiB of cache lines)
 
 _U = np.uint32
 _NAN = _U(0x7FFFFFFF)
@@ -44,6 +54,24 @@ _MANT = _U(0x7FFFFF)
 RCP, RSQRT, SQRT, EX2, DIV_FULL, DIV_APPROX = range(6)
 # f64 form codes
 RCP64, RSQRT64 = range(2)
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i):
+    """Ask for the cache line of arr[i] (``llvm.prefetch``, read); no bounds check, never faults."""
+    if not (isinstance(arr, _nbt.Array) and isinstance(i, _nbt.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return _nbt.void(arr, _nbt.intp), codegen
 
 
 # ----------------------------------------------------------------------------------------------
@@ -245,62 +273,354 @@ def _div_form(a, b, ftz, full, d):
     return _fmul(_mufu_rcp(b, d), a, ftz)
 
 
-@njit(cache=True, nogil=True)
-def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
-    """out[lo:hi] of one form: a loop per form (one loop over all forms keeps every form's values live
-    and ran 2-4x slower)."""
-    for s in range(lo, hi, _TOUCH):
-        e = min(hi, s + _TOUCH)
-        if _touch(code, a, b, s, e, d0, d1) == -(1 << 62):   # never: the loads are what counts
-            out[s] = 0
-        _f32_loops(code, ftz, a, b, out, s, e, d0, d1, seg)
+# ----------------------------------------------------------------------------------------------
+# the fitted tables: what makes the f32 forms fast
+#
+# A quadratic per segment of 2**FIT_BITS table entries predicts each hardware table word (as an integer);
+# where the prediction lies further than ``lim`` (per segment) from a rounding boundary it is the word,
+# and the fast loop computes the result from it without touching the 8 MiB table.  ``lim`` comes from
+# comparing the prediction with every entry of the table at load time (:func:`_fit`), with the very
+# function the kernel runs, so a prediction used is never a wrong one.  The rest (5-10% of random
+# operands, and every special, subnormal or out-of-range operand) goes down the exact scalar path.
 
-
-@njit(cache=True, nogil=True)
-def _touch(code, a, b, lo, hi, d0, d1):
-    """Load the table entries that out[lo:hi] will read, in a tight loop of independent loads: a random
-    operand's entry is an L3 (or memory) miss, and here many are in flight at once, not one or two."""
-    acc = 0
-    if code == EX2:
-        for i in range(lo, hi):
-            fr = _ex2_fixed(a[i]) & 0x7FFFFF
-            acc += d1[fr] if a[i] >> _U(31) else d0[fr]
-    elif code == RSQRT or code == SQRT:
-        for i in range(lo, hi):
-            acc += d0[a[i] & _MANT] if a[i] & _U(0x800000) else d1[a[i] & _MANT]
-    else:
-        x = a if code == RCP else b
-        for i in range(lo, hi):
-            acc += d0[x[i] & _MANT]
-    return acc
+FIT_BITS = 10
+_FIT_ENTRIES = 1 << FIT_BITS
+_BLOCK = 512                   # elements per pass (the buffers stay in L1)
+_LIM_STEPS = 256.0             # lim is stored in 1/256ths, rounded down
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _f32_loops(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+def _fit_index(code, u):
+    """The fitted table entry the fast path reads for operand word u: the significand, with the
+    exponent's parity (RSQ, SQRT: tables [1, 2) then [2, 4)) or the sign (EX2: + then -) above it."""
+    if code == EX2:
+        return (_ex2_fixed(u) & 0x7FFFFF) | (np.int64(u >> _U(31)) << 23)
+    m = np.int64(u & _MANT)
+    if code == RSQRT or code == SQRT:
+        return m | (np.int64(((u >> _U(23)) & _U(1)) ^ _U(1)) << 23)
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(i, c0, c12):
+    """(predicted table word, distance to the nearest integer boundary test passed) for entry i of its
+    segment's fit: c0 float64, c12 the int64 of (c1 f32 bits) << 32 | (c2 f32 bits with lim in the low
+    8 bits)."""
+    t = np.float64(i & (_FIT_ENTRIES - 1)) * (1.0 / _FIT_ENTRIES)
+    c1 = np.uint32(c12 >> 32).view(np.float32)
+    lo = np.uint32(c12 & 0xFFFFFFFF)
+    c2 = np.uint32(lo & np.uint32(0xFFFFFF00)).view(np.float32)
+    lim = np.float64(lo & np.uint32(0xFF)) * (1.0 / _LIM_STEPS)
+    q = c0 + t * (np.float64(c1) + t * np.float64(c2))
+    w = np.floor(q + 0.5)
+    return np.int64(w), abs(q - w) < lim
+
+
+@njit(cache=True, nogil=True)
+def _fit_scan(c0, c12, words, out_word, out_dist):
+    """The prediction of every entry (for the load-time fit): word and |q - word|."""
+    for i in range(words.size):
+        s = i >> FIT_BITS
+        t = np.float64(i & (_FIT_ENTRIES - 1)) * (1.0 / _FIT_ENTRIES)
+        c1 = np.uint32(c12[s] >> 32).view(np.float32)
+        c2 = np.uint32(np.uint32(c12[s] & 0xFFFFFFFF) & np.uint32(0xFFFFFF00)).view(np.float32)
+        q = c0[s] + t * (np.float64(c1) + t * np.float64(c2))
+        w = np.floor(q + 0.5)
+        out_word[i] = np.int64(w)
+        out_dist[i] = abs(q - w)
+
+
+@njit(cache=True, nogil=True)
+def _fit_check(c0, c12, words):
+    """Entries whose prediction passes its test and is not the hardware word (must be none)."""
+    bad = 0
+    for i in range(words.size):
+        w, ok = _predict(i, c0[i >> FIT_BITS], c12[i >> FIT_BITS])
+        if ok and w != np.int64(words[i]):
+            bad += 1
+    return bad
+
+
+@njit(cache=True, nogil=True)
+def _canonical_words(code, d0, d1, seg, out):
+    """The hardware word of every fitted entry: the scalar MUFU on the canonical operand of the entry."""
+    half = 1 << 23
+    for i in range(out.size):
+        m = _U(i & 0x7FFFFF)
+        if code == RCP:
+            out[i] = _mufu_rcp(m | _U(0x3F800000), d0)
+        elif code == EX2:
+            out[i] = _mufu_ex2(m | (_U(0x3F800000) if i < half else _U(0xBF800000)), d0, d1, seg)
+        else:
+            out[i] = _mufu_root(m | (_U(0x3F800000) if i < half else _U(0x40000000)), d0, d1, code == RSQRT)
+
+
+def _fit(code, d0, d1, seg):
+    """The per-segment quadratics of one unit and their ``lim``, from every word of its tables."""
+    n = (1 << 23) if code == RCP else (1 << 24)
+    words = np.empty(n, np.uint32)
+    _canonical_words(code, d0, d1, seg, words)
+    nseg = n >> FIT_BITS
+    t = np.arange(_FIT_ENTRIES, dtype=np.float64) / _FIT_ENTRIES
+    vand = np.stack([np.ones_like(t), t, t * t], axis=1)
+    coef = np.linalg.solve(vand.T @ vand, vand.T @ words.astype(np.float64).reshape(nseg, _FIT_ENTRIES).T)
+    c0 = np.ascontiguousarray(coef[0])
+    c1 = coef[1].astype(np.float32).view(np.uint32).astype(np.int64)
+    c2 = (coef[2].astype(np.float32).view(np.uint32) & np.uint32(0xFFFFFF00)).astype(np.int64)
+    c12 = (c1 << 32) | c2
+    pw, dist = np.empty(n, np.int64), np.empty(n, np.float64)
+    _fit_scan(c0, c12, words, pw, dist)
+    wrong = pw != words.astype(np.int64)
+    lim = np.where(wrong, dist, 0.5).reshape(nseg, _FIT_ENTRIES).min(axis=1)
+    steps = np.clip(np.floor(lim * _LIM_STEPS), 0, 255).astype(np.int64)
+    c12 = c12 | steps
+    bad = _fit_check(c0, c12, words)
+    if bad:
+        raise AssertionError(f"MUFU fit (code {code}): {bad} predictions pass their test and are wrong")
+    return c0, c12
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_fast(code, ftz, u, v, c0, c12):
+    """(word, exact) of one f32 form on operand words u (v: the dividend of a division) from the
+    fitted prediction; exact is False where the scalar path must decide."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    i = _fit_index(code, u)
+    w, ok = _predict(i, c0, c12)
     if code == RCP:
-        for i in range(lo, hi):
-            out[i] = _rcp_form(a[i], ftz, d0)
-    elif code == RSQRT:
-        for i in range(lo, hi):
-            out[i] = _root_form(a[i], ftz, d0, d1, True)
-    elif code == SQRT:
-        for i in range(lo, hi):
-            out[i] = _root_form(a[i], ftz, d0, d1, False)
-    elif code == EX2:
-        for i in range(lo, hi):
-            out[i] = _ex2_form(a[i], ftz, d0, d1, seg)
-    else:
-        full = code == DIV_FULL
-        for i in range(lo, hi):
-            out[i] = _div_form(a[i], b[i], ftz, full, d0)
+        r = ((w + ((127 - e) << 23)) & 0xFFFFFFFF) | np.int64(u & _SIGN)
+        return _U(r), ok & (e >= 1) & (e <= 252)
+    if code == RSQRT or code == SQRT:
+        k = (127 - e) >> 1 if (e & 1) == 1 else (128 - e) >> 1
+        k = k if code == RSQRT else -k
+        r = (w + (k << 23)) & 0xFFFFFFFF
+        return _U(r), ok & ((u >> _U(31)) == 0) & (e >= 1) & (e <= 254)
+    if code == EX2:
+        ip = _ex2_fixed(u) >> 23
+        sh = ip - 1 if (u >> _U(31)) == 0 else 1 - ip
+        r = (w + (sh << 23)) & 0xFFFFFFFF
+        return _U(r), ok & (e < 133)
+    # division: a * RCP(b), b the operand u, the dividend v
+    r = _U(((w + ((127 - e) << 23)) & 0xFFFFFFFF) | np.int64(u & _SIGN))
+    ea = np.int64((v >> _U(23)) & _U(0xFF))
+    p = _val(r) * _val(v)
+    q = _word(p)
+    eq = np.int64((q >> _U(23)) & _U(0xFF))
+    return q, ok & (e >= 1) & (e <= 252) & (ea >= 1) & (ea <= 254) & (eq >= 1) & (eq <= 254)
 
 
-def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, q64, q32, ok):
+@njit(cache=True, nogil=True, inline="always")
+def _f32_exact(code, ftz, a, b, d0, d1, seg):
+    if code == RCP:
+        return _rcp_form(a, ftz, d0)
+    if code == RSQRT:
+        return _root_form(a, ftz, d0, d1, True)
+    if code == SQRT:
+        return _root_form(a, ftz, d0, d1, False)
+    if code == EX2:
+        return _ex2_form(a, ftz, d0, d1, seg)
+    return _div_form(a, b, ftz, code == DIV_FULL, d0)
+
+
+@njit(cache=True, nogil=True)
+def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
+    """out[lo:hi] of one form, a block at a time: the fit's coefficients loaded per element (scalar
+    loads: faster than vector gathers here), the prediction as one vectorised loop, then the exact
+    scalar path for the elements it left."""
+    x = b if code == DIV_FULL or code == DIV_APPROX else a       # the MUFU's operand
+    p0 = np.empty(_BLOCK, np.float64)
+    p1 = np.empty(_BLOCK, np.int64)
+    slow = np.empty(_BLOCK, np.uint8)
+    left = np.empty(_BLOCK, np.int64)
+    for s in range(lo, hi, _BLOCK):
+        n = min(hi, s + _BLOCK) - s
+        for j in range(n):
+            g = _fit_index(code, x[s + j]) >> FIT_BITS
+            p0[j] = c0[g]
+            p1[j] = c12[g]
+        if _f32_block(code, ftz, x, a, out, s, n, p0, p1, slow) == 0:
+            continue
+        nleft = 0
+        for j in range(n):
+            left[nleft] = s + j
+            nleft += slow[j]
+        _touch(code, x, left, nleft, d0, d1)
+        for k in range(nleft):
+            i = left[k]
+            out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _touch(code, x, left, nleft, d0, d1):
+    """Prefetch the table entries of the elements left to the exact path: each is a cache miss, and
+    here they are all in flight at once rather than one at a time (plain loads in this loop became
+    vector gathers, which keep few misses in flight)."""
+    for k in range(nleft):
+        i = _fit_index(code, x[left[k]])
+        _prefetch(d1 if i >> 23 else d0, i & 0x7FFFFF)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_loop(code, ftz, x, a, out, s, n, p0, p1, slow):
+    nslow = 0
+    for j in range(n):
+        w, ok = _f32_fast(code, ftz, x[s + j], a[s + j], p0[j], p1[j])
+        out[s + j] = w
+        bad = np.uint8(1) - np.uint8(ok)
+        slow[j] = bad
+        nslow += bad
+    return nslow
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_block(code, ftz, x, a, out, s, n, p0, p1, slow):
+    """The prediction loop, one per unit (a constant code: the loop vectorises)."""
+    if code == RCP:
+        return _block_loop(RCP, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == RSQRT:
+        return _block_loop(RSQRT, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == SQRT:
+        return _block_loop(SQRT, ftz, x, a, out, s, n, p0, p1, slow)
+    if code == EX2:
+        return _block_loop(EX2, ftz, x, a, out, s, n, p0, p1, slow)
+    return _block_loop(DIV_FULL, ftz, x, a, out, s, n, p0, p1, slow)
+
+
+def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
     n = a.size
     nch = (n + CHUNK - 1) // CHUNK
     for ch in prange(nch):
         ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
-        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg)
+        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12)
+
+
+# ----------------------------------------------------------------------------------------------
+# LG2, SIN, COS, TANH (f32): not fitted yet (their words are not smooth enough in the table index for
+# a quadratic to decide most of them): the numpy model's word tables, one element at a time
+
+LG2, SIN, COS, TANH = range(4)
+_SC_HALF = 1 << 24              # sin_half entries: the half turn in 2**-25 steps
+_INV_2PI32 = _U(0x3E22F983)     # 1/(2 pi) as ptxas's f32 constant
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmul_rz(a, b):
+    """FMUL.RZ: the exact float64 product rounded to nearest, then one step towards zero where that
+    went away from it; NaN 0x7fffffff."""
+    p = _val(a) * _val(b)
+    if p != p:
+        return _NAN
+    r = _word(p)
+    return _U(r - _U(1)) if abs(np.float64(_U(r).view(np.float32))) > abs(p) else _U(r)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _turn_index(y):
+    """floor(frac(|y|) * 2**25): the operand's fraction of a turn as MUFU.SIN / COS read it."""
+    a = abs(_val(y))
+    if (y & _INF) == _INF:
+        return np.int64(0)
+    return np.int64(np.floor((a - np.floor(a)) * 33554432.0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sin_turns(k, t):
+    v = t[k & (_SC_HALF - 1)]
+    return _U(v ^ _SIGN) if k >= _SC_HALF else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_sincos(y, cos, t):
+    if (y & _INF) == _INF:
+        return _NAN
+    k = _turn_index(y)
+    if cos:
+        return _sin_turns((k + (1 << 23)) & ((1 << 25) - 1), t)
+    v = _sin_turns(k, t)
+    return _U(v ^ _SIGN) if y >> _U(31) else v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_tanh(u, t, first, dropped):
+    """MUFU.TANH: the identity below 2**-8, +-1 from 8 on, between them binade e's table (from
+    first[e - 119]) at the significand bits the unit reads."""
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255 and m != 0:
+        return _NAN
+    s = u & _SIGN
+    if e < 119:
+        return _U(u)
+    if e >= 130:
+        return _U(s | _U(0x3F800000))
+    return _U(t[first[e - 119] + np.int64(m >> _U(dropped[e - 119]))] | s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rz32(v):
+    """float64 -> f32 word rounded towards zero (v normal in f32)."""
+    mag = np.float64(abs(v)).view(np.uint64) & ~np.uint64((1 << 29) - 1)
+    w = np.float32(np.uint64(mag).view(np.float64)).view(np.uint32)
+    return _U(w | _SIGN) if v < 0 else _U(w)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mufu_lg2(u, t127, t126):
+    s = u >> _U(31)
+    e = np.int64((u >> _U(23)) & _U(0xFF))
+    m = u & _MANT
+    if e == 255 and m != 0:
+        return _NAN
+    if s == 0 and e == 255:
+        return _INF
+    if s == 1 and e != 0:
+        return _NAN
+    if e == 0:
+        return _U(0xFF800000)                     # +-0 and subnormals: -inf
+    ei = e - 127
+    if ei == 0:
+        return t127[m]
+    if ei == -1:
+        return t126[m]
+    l0 = _val(t127[m])
+    if ei >= 1:
+        return _rz32(np.float64(ei) + l0)
+    fixed = np.float64(ei) * 8388608.0 + np.floor(l0 * 8388608.0)
+    return _rz32(-(-fixed - 1.0) / 8388608.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lg2_form(a, ftz, t127, t126):
+    if ftz or not _small(a):
+        return _mufu_lg2(a, t127, t126)
+    r = _mufu_lg2(_fmul(a, _TWO24, False), t127, t126)        # then FADD r, -24
+    v = _val(r) - 24.0
+    return _NAN if v != v else _word(v)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_form(code, ftz, a, t0, t1, first, dropped):
+    if code == LG2:
+        return _lg2_form(a, ftz, t0, t1)
+    if code == TANH:
+        return _mufu_tanh(a, t0, first, dropped)
+    return _mufu_sincos(_fmul_rz(a, _INV_2PI32), code == COS, t0)
+
+
+@njit(cache=True, nogil=True)
+def _table_range(code, ftz, a, out, lo, hi, t0, t1, first, dropped):
+    """out[lo:hi] one element at a time (loading each block's entries ahead, as the fitted units do,
+    made this 3x slower: the loads became vector gathers that keep few misses in flight)."""
+    for i in range(lo, hi):
+        out[i] = _table_form(code, ftz, a[i], t0, t1, first, dropped)
+
+
+def _table_kernel(code, ftz, a, out, t0, t1, first, dropped, q64, q32, ok):
+    n = a.size
+    nch = (n + CHUNK - 1) // CHUNK
+    for ch in prange(nch):
+        ok[ch] = fp_env_ok(q64, q32)
+        _table_range(code, ftz, a, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), t0, t1, first, dropped)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -417,12 +737,14 @@ def _builds(fn, name):
 _F32 = _builds(_f32_kernel, "_sfu_f32_kernel")
 _F64 = _builds(_f64_kernel, "_sfu_f64_kernel")
 _HALF16 = _builds(_half_kernel, "_sfu_half_kernel")
+_TABLE32 = _builds(_table_kernel, "_sfu_table_kernel")
 
 
 # ----------------------------------------------------------------------------------------------
 # tables
 
 _TABLES: dict = {}
+_NO_SEG = np.zeros((2, 1), np.float64)
 _LOCK = threading.RLock()
 
 
@@ -459,24 +781,61 @@ def _load(name):
     return np.ascontiguousarray(words)
 
 
+#: fitted unit -> (code, its tables)
+FITTED = {"rcp": (RCP, ("rcp", None)), "rsq": (RSQRT, ("rsq_odd", "rsq_even")),
+          "sqrt": (SQRT, ("sqrt_odd", "sqrt_even")), "ex2": (EX2, ("ex2_pos", "ex2_neg"))}
+FITS_PATH = os.path.join(_ref.DATA_DIR, "fits.npz")
+
+
+def _unit_tables(unit):
+    code, (t0, t1) = FITTED[unit]
+    d0 = table(t0)
+    return code, d0, (table(t1) if t1 else d0), (table("ex2_seg") if code == EX2 else _NO_SEG)
+
+
+def build_fits(path=FITS_PATH):
+    """Fit every unit from its tables and write the fits (run after new tables: ``python -c "from
+    warpsim.engine.sfu import build_fits; build_fits()"``); the fits are derived data, checked entry by entry by tests/test_sfu_fast.py."""
+    out = {}
+    for unit in FITTED:
+        out[unit + ".c0"], out[unit + ".c12"] = _fit(*_unit_tables(unit))
+    np.savez_compressed(path, **out)
+    return path
+
+
+def fit_errors(unit):
+    """Table entries of ``unit`` whose prediction passes its test and is not the hardware word: the
+    fast path's exactness condition, checked over every entry (0 for committed fits)."""
+    code, d0, d1, seg = _unit_tables(unit)
+    c0, c12 = table("fit:" + unit)
+    words = np.empty(c0.size << FIT_BITS, np.uint32)
+    _canonical_words(code, d0, d1, seg, words)
+    return int(_fit_check(c0, c12, words))
+
+
+def _load_fit(unit):
+    with np.load(FITS_PATH) as z:
+        if unit + ".c0" not in z.files:
+            raise NotImplementedError(f"the MUFU fit {unit!r} is not in {FITS_PATH}")
+        return np.ascontiguousarray(z[unit + ".c0"], np.float64), np.ascontiguousarray(z[unit + ".c12"], np.int64)
+
+
 def table(name):
     """A table as the kernels read it (loaded once, thread-safe): int8 differences for the f32 units,
-    uint32 words for the f64 and 16-bit ones, ``ex2_seg`` the EX2 reference's float64 segments."""
+    uint32 words for the f64 and 16-bit ones, ``ex2_seg`` the EX2 reference's float64 segments, ``fit:rcp``
+    (``rsq``, ``sqrt``, ``ex2``) a unit's fitted quadratics."""
     t = _TABLES.get(name)
     if t is None:
         with _LOCK:
             t = _TABLES.get(name)
             if t is None:
-                t = _ex2_segments() if name == "ex2_seg" else _load(name)
+                t = _ex2_segments() if name == "ex2_seg" else (_load_fit(name[4:]) if name.startswith("fit:") else _load(name))
                 _TABLES[name] = t
     return t
 
 
 # ----------------------------------------------------------------------------------------------
 # the Python side
-
-_NO_SEG = np.zeros((2, 1), np.float64)
-
 
 def _launch(builds, n, args, with_ok=True):
     par = n > PARALLEL_THRESHOLD
@@ -491,7 +850,7 @@ def _launch(builds, n, args, with_ok=True):
                                  "rounding mode is set); warpsim's special-function unit needs IEEE defaults")
 
 
-def _f32_run(code, ftz, tabs, *xs):
+def _f32_run(code, ftz, tabs, fit, *xs):
     if len(xs) > 1:
         xs = np.broadcast_arrays(*(np.asarray(x, np.uint32) for x in xs))
     x0 = np.asarray(xs[0], np.uint32)
@@ -501,8 +860,9 @@ def _f32_run(code, ftz, tabs, *xs):
     d0 = table(tabs[0])
     d1 = table(tabs[1]) if tabs[1] else d0
     seg = table("ex2_seg") if code == EX2 else _NO_SEG
+    c0, c12 = table("fit:" + fit)
     out = np.empty(a.size, np.uint32)
-    _launch(_F32, a.size, (code, ftz, a, b, out, d0, d1, seg))
+    _launch(_F32, a.size, (code, ftz, a, b, out, d0, d1, seg, c0, c12))
     return out.reshape(shape)
 
 
@@ -526,7 +886,44 @@ def _half_run(name, packed, x):
 
 
 def _f32(code, ftz, t0, t1=None):
-    return lambda *xs: _f32_run(code, ftz, (t0, t1), *xs)
+    fit = {RSQRT: "rsq", SQRT: "sqrt", EX2: "ex2"}.get(code, "rcp")
+    return lambda *xs: _f32_run(code, ftz, (t0, t1), fit, *xs)
+
+
+_TANH_E = tuple(sorted(_ref.TANH_DROPPED))
+_NO_INDEX = np.zeros(1, np.int64)
+
+
+def _word_tables(code):
+    """The numpy model's word tables of a table unit (loaded once): (t0, t1, first, dropped)."""
+    key = ("words", code)
+    t = _TABLES.get(key)
+    if t is None:
+        with _LOCK:
+            if code == LG2:
+                t = (_ref.table("lg2_e127"), _ref.table("lg2_e126"), _NO_INDEX, _NO_INDEX)
+            elif code == TANH:
+                parts = [_ref.table(f"tanh_e{e}") for e in _TANH_E]
+                first = np.cumsum([0] + [p.size for p in parts[:-1]]).astype(np.int64)
+                words = np.ascontiguousarray(np.concatenate(parts))
+                t = (words, words, first, np.array([_ref.TANH_DROPPED[e] for e in _TANH_E], np.int64))
+            else:
+                w = _ref.table("sin_half")
+                t = (w, w, _NO_INDEX, _NO_INDEX)
+            _TABLES[key] = t
+    return t
+
+
+def _table_run(code, ftz, x):
+    x = np.asarray(x, np.uint32)
+    a = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty(a.size, np.uint32)
+    _launch(_TABLE32, a.size, (code, ftz, a, out) + _word_tables(code))
+    return out.reshape(x.shape)
+
+
+def _table(code, ftz):
+    return lambda x: _table_run(code, ftz, x)
 
 
 def _f64(code, ftz, t0, t1=None):
@@ -547,6 +944,13 @@ FORMS = {
     "sqrt.approx.ftz.f32": _f32(SQRT, True, "sqrt_odd", "sqrt_even"),
     "ex2.approx.f32": _f32(EX2, False, "ex2_pos", "ex2_neg"),
     "ex2.approx.ftz.f32": _f32(EX2, True, "ex2_pos", "ex2_neg"),
+    "lg2.approx.f32": _table(LG2, False),
+    "lg2.approx.ftz.f32": _table(LG2, True),
+    "sin.approx.f32": _table(SIN, False),
+    "sin.approx.ftz.f32": _table(SIN, True),
+    "cos.approx.f32": _table(COS, False),
+    "cos.approx.ftz.f32": _table(COS, True),
+    "tanh.approx.f32": _table(TANH, False),
     "div.full.f32": _f32(DIV_FULL, False, "rcp"),
     "div.full.ftz.f32": _f32(DIV_FULL, True, "rcp"),
     "div.approx.f32": _f32(DIV_APPROX, False, "rcp"),
