@@ -151,7 +151,7 @@ def test_sfu_forms_are_the_engines():
         want = sfu_ops.FORMS[form][0](*((x, y) if n == 2 else (x,)))
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
         got = np.zeros(64, np.uint32)
-        sfu._f32_range(code, ftz, x, y if n == 2 else x, got, 0, 64, sfu.table(t0), sfu.table(t1 or t0), seg)
+        sfu.f32_exact_range(code, ftz, x, y if n == 2 else x, got, 0, 64, sfu.table(t0), sfu.table(t1 or t0), seg)
         assert np.array_equal(got, want), form
 
 

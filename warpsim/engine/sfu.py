@@ -450,6 +450,18 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
             out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
 
 
+@njit(cache=True, nogil=True)
+def f32_exact_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
+    """out[lo:hi] of one f32 form by the exact scalar path alone: for short runs (a warp's lanes in
+    the native translator), where the fit does not pay; every table entry prefetched first."""
+    x = b if code == DIV_FULL or code == DIV_APPROX else a
+    for i in range(lo, hi):
+        t = _fit_index(code, x[i])
+        _prefetch(d1 if t >> 23 else d0, t & 0x7FFFFF)
+    for i in range(lo, hi):
+        out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _touch(code, x, left, nleft, d0, d1):
     """Prefetch the table entries of the elements left to the exact path: each is a cache miss, and
@@ -885,8 +897,13 @@ def _half_run(name, packed, x):
     return out.reshape(x.shape)
 
 
+def fit_name(code):
+    """The fit (``table("fit:" + name)``: c0, c12) a fitted f32 form of this unit code predicts with."""
+    return {RSQRT: "rsq", SQRT: "sqrt", EX2: "ex2"}.get(code, "rcp")
+
+
 def _f32(code, ftz, t0, t1=None):
-    fit = {RSQRT: "rsq", SQRT: "sqrt", EX2: "ex2"}.get(code, "rcp")
+    fit = fit_name(code)
     return lambda *xs: _f32_run(code, ftz, (t0, t1), fit, *xs)
 
 
