@@ -670,6 +670,15 @@ def format_classes(report: dict) -> list:
     return lines
 
 
+def _section(lines, hdr, rows, name, row_line, note):
+    """One table of the text report: its header and rule, a line per row (or why the row is not
+    available), its footnote."""
+    lines += ["", hdr, "-" * len(hdr)]
+    for r in rows:
+        lines.append(row_line(r) if r["available"] else f"{r[name]:<28} not available: {r['reason']}")
+    lines.append(note)
+
+
 def format_table(report: dict) -> str:
     lines = []
     m = report["machine"]
@@ -709,31 +718,19 @@ def format_table(report: dict) -> str:
                      f"{gm['extra_bytes'] / 2**20:.0f} MiB (target <= {gm['target_extra_bytes'] / 2**20:.0f} MiB: "
                      f"{'holds' if gm['meets_target'] else 'MISSED'})")
     if report.get("paths"):
-        lines.append("")
-        hdr = f"{'path (all cores)':<28} {'MAC/s':>8} {'ratio':>7} {'target':>7}  reference"
-        lines.append(hdr)
-        lines.append("-" * len(hdr))
-        for r in report["paths"]:
-            if not r["available"]:
-                lines.append(f"{r['path']:<28} not available: {r['reason']}")
-                continue
-            lines.append(f"{r['path']:<28} {_fmt_rate(r['macs_per_s']):>8} {r['ratio']:>7.2f} "
-                         f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
-                         f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else ""))
-        lines.append("(ratio = time per multiply-add / the reference's, interleaved in the same run)")
+        _section(lines, f"{'path (all cores)':<28} {'MAC/s':>8} {'ratio':>7} {'target':>7}  reference",
+                 report["paths"], "path",
+                 lambda r: f"{r['path']:<28} {_fmt_rate(r['macs_per_s']):>8} {r['ratio']:>7.2f} "
+                           f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
+                           f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else ""),
+                 "(ratio = time per multiply-add / the reference's, interleaved in the same run)")
     if report.get("gemms"):
-        lines.append("")
-        hdr = f"{'whole GEMM (all cores)':<28} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s"
-        lines.append(hdr)
-        lines.append("-" * len(hdr))
-        for r in report["gemms"]:
-            if not r["available"]:
-                lines.append(f"{r['gemm']:<28} not available: {r['reason']}")
-                continue
-            lines.append(f"{r['gemm']:<28} {r['warpsim_s']:>8.2f}s {r['numpy_f64_s']:>9.3f}s {r['ratio']:>7.1f} "
-                         f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
-                         f"{_fmt_rate(r['macs_per_s'])}")
-        lines.append("(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
+        _section(lines, f"{'whole GEMM (all cores)':<28} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s",
+                 report["gemms"], "gemm",
+                 lambda r: f"{r['gemm']:<28} {r['warpsim_s']:>8.2f}s {r['numpy_f64_s']:>9.3f}s {r['ratio']:>7.1f} "
+                           f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
+                           f"{_fmt_rate(r['macs_per_s'])}",
+                 "(ratio = warpsim.gemm time / numpy float64 A @ B time on the same matrices, same run)")
     lines += format_kernels(report.get("kernels") or [])
     lines += bench_sfu.format_lines(report.get("sfu"))
     t = report.get("targets_missed")
