@@ -30,6 +30,7 @@ QUALIFIER_SM = {
     "wmma.load": _WMMA, "wmma.store": _WMMA, "wmma.mma": _WMMA,
     "cvt": {"bf16": 80, "tf32": 80, "relu": 80, "rna": 80, "f16x2": 80, "bf16x2": 80, "e4m3x2": 89, "e5m2x2": 89},
     "atom": _ATOM, "red": _ATOM,
+    "cp.async.bulk.tensor": {"im2col::w": 100, "im2col::w::128": 100},     # ptxas 13.0: sm_100a on
     "mbarrier": {"cluster": 90, "relaxed": 90, "expect_tx": 90, "complete_tx": 90, "try_wait": 90,
                  "shared::cluster": 90},
     "fence": {"cluster": 90, "async": 90, "global": 90, "shared::cta": 90, "shared::cluster": 90,
