@@ -10,27 +10,36 @@ import numpy as np
 
 N = 1024
 
-#: name -> (body, merged by ptxas): the body computes %f8 from %f4 (a), %f5 (b), %f6 (c)
-VARIANTS = {
-    "div_full_add": ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", True),
-    "div_full_add_swapped": ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f6, %f7;", True),
-    "div_full_sub": ("div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;", True),
-    "div_full_rsub": ("div.full.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f6, %f7;", True),
-    "div_full_ftz_add_ftz": ("div.full.ftz.f32 %f7, %f4, %f5;\nadd.ftz.f32 %f8, %f7, %f6;", True),
-    "div_approx_add": ("div.approx.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", True),
-    "div_approx_ftz_sub_ftz": ("div.approx.ftz.f32 %f7, %f4, %f5;\nsub.ftz.f32 %f8, %f7, %f6;", True),
-    "div_full_add_second_reader": ("div.full.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;\n"
-                                   "st.global.f32 [%rd6], %f7;", False),
-    "div_full_add_rn": ("div.full.f32 %f7, %f4, %f5;\nadd.rn.f32 %f8, %f7, %f6;", False),
-    "div_full_ftz_add": ("div.full.ftz.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", False),
-    "mul_add": ("mul.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", True),
-    "mul_sub": ("mul.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f7, %f6;", True),
-    "mul_rsub": ("mul.f32 %f7, %f4, %f5;\nsub.f32 %f8, %f6, %f7;", True),
-    "mul_ftz_add_ftz": ("mul.ftz.f32 %f7, %f4, %f5;\nadd.ftz.f32 %f8, %f7, %f6;", True),
-    "mul_add_second_reader": ("mul.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;\nst.global.f32 [%rd6], %f7;",
-                              False),
-    "mul_rn_add": ("mul.rn.f32 %f7, %f4, %f5;\nadd.f32 %f8, %f7, %f6;", False),
+#: name -> (first statement, second statement, how the second reads %f7 -- "ac": %f7 op c, "ca": c op %f7 --,
+#: a second reader of %f7, merged by ptxas): the body computes %f8 from %f4 (a), %f5 (b), %f6 (c)
+_ROWS = {
+    "div_full_add": ("div.full.f32", "add.f32", "ac", False, True),
+    "div_full_add_swapped": ("div.full.f32", "add.f32", "ca", False, True),
+    "div_full_sub": ("div.full.f32", "sub.f32", "ac", False, True),
+    "div_full_rsub": ("div.full.f32", "sub.f32", "ca", False, True),
+    "div_full_ftz_add_ftz": ("div.full.ftz.f32", "add.ftz.f32", "ac", False, True),
+    "div_approx_add": ("div.approx.f32", "add.f32", "ac", False, True),
+    "div_approx_ftz_sub_ftz": ("div.approx.ftz.f32", "sub.ftz.f32", "ac", False, True),
+    "div_full_add_second_reader": ("div.full.f32", "add.f32", "ac", True, False),
+    "div_full_add_rn": ("div.full.f32", "add.rn.f32", "ac", False, False),
+    "div_full_ftz_add": ("div.full.ftz.f32", "add.f32", "ac", False, False),
+    "mul_add": ("mul.f32", "add.f32", "ac", False, True),
+    "mul_sub": ("mul.f32", "sub.f32", "ac", False, True),
+    "mul_rsub": ("mul.f32", "sub.f32", "ca", False, True),
+    "mul_ftz_add_ftz": ("mul.ftz.f32", "add.ftz.f32", "ac", False, True),
+    "mul_add_second_reader": ("mul.f32", "add.f32", "ac", True, False),
+    "mul_rn_add": ("mul.rn.f32", "add.f32", "ac", False, False),
 }
+
+
+def _body(first, second, order, second_reader):
+    srcs = "%f7, %f6" if order == "ac" else "%f6, %f7"
+    return (f"{first} %f7, %f4, %f5;\n{second} %f8, {srcs};"
+            + ("\nst.global.f32 [%rd6], %f7;" if second_reader else ""))
+
+
+#: name -> (body, merged by ptxas)
+VARIANTS = {name: (_body(*row[:4]), row[4]) for name, row in _ROWS.items()}
 
 
 def ptx(body):
