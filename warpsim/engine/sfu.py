@@ -424,16 +424,20 @@ def _f32_exact(code, ftz, a, b, d0, d1, seg):
 
 @njit(cache=True, nogil=True)
 def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
-    """out[lo:hi] of one form, a block at a time: the fit's coefficients loaded per element (scalar
+    """out[lo:hi] of one form, a block at a time (see _f32_range_in)."""
+    _f32_range_in(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, np.empty(_BLOCK, np.float64),
+                  np.empty(_BLOCK, np.int64), np.empty(_BLOCK, np.uint8), np.empty(_BLOCK, np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _f32_range_in(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, p0, p1, slow, left):
+    """out[lo:hi] of one form in blocks of p0.size: the fit's coefficients loaded per element (scalar
     loads: faster than vector gathers here), the prediction as one vectorised loop, then the exact
-    scalar path for the elements it left."""
+    scalar path for the elements it left (their table entries prefetched together first)."""
     x = b if code == DIV_FULL or code == DIV_APPROX else a       # the MUFU's operand
-    p0 = np.empty(_BLOCK, np.float64)
-    p1 = np.empty(_BLOCK, np.int64)
-    slow = np.empty(_BLOCK, np.uint8)
-    left = np.empty(_BLOCK, np.int64)
-    for s in range(lo, hi, _BLOCK):
-        n = min(hi, s + _BLOCK) - s
+    blk = p0.size
+    for s in range(lo, hi, blk):
+        n = min(hi, s + blk) - s
         for j in range(n):
             g = _fit_index(code, x[s + j]) >> FIT_BITS
             p0[j] = c0[g]
@@ -448,6 +452,15 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
         for k in range(nleft):
             i = left[k]
             out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
+
+
+@njit(cache=True, nogil=True)
+def f32_lanes(code, ftz, a, b, out, n, d0, d1, seg, c0, c12, p0, p1, slow, left):
+    """out[:n] of one fitted f32 form on a warp's active lanes (the native translator's call, with its
+    scratch arrays p0 .. left of 32 entries): the fitted prediction where it decides, the exact path
+    for the lanes it leaves -- one cache-resident coefficient pair per lane instead of a table entry
+    that misses the caches for random operands."""
+    _f32_range_in(code, ftz, a, b, out, 0, n, d0, d1, seg, c0, c12, p0, p1, slow, left)
 
 
 @njit(cache=True, nogil=True)
