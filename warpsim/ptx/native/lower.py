@@ -276,6 +276,13 @@ def _cvt_int(o, m):
     return [f"{o.dst(d, dt)} = {x}"]
 
 
+@row(r"cvta(?:\.to)?\.(?:global|const)\.(?P<t>u32|u64)")
+def _cvta_global(o, m):
+    """Global and constant addresses are their generic addresses (memory.cvta): a copy."""
+    d, a = o.need(2)
+    return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
+
+
 @row(r"cvt\.rn\.f32\.(?P<st>[us](?:32|64))")
 def _cvt_f32_int(o, m):
     d, a = o.need(2)
