@@ -47,6 +47,16 @@ def matrix(kind: str, A, B, C, p, out) -> None:
     _matrix_jit(DOT_KINDS[kind], A, B, C, np.asarray(p, dtype=np.int64), out)
 
 
+@njit(cache=True, nogil=True)
+def dot_rows(kind, A, B, C, p, out):
+    """out[i, j] = dot(A[i], B[j], K, C[i, j], p): some rows of one dense wgmma (A (R, K), B^T (N, K), C and out
+    (R, N) element bits), serially -- for a caller already in jitted code (the native translator's warps, each
+    computing its 16 rows of D)."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[0]):
+            out[i, j] = _dot(kind, A[i], B[j], A.shape[1], C[i, j], p, _NOSCALE, _NOSCALE)
+
+
 # --- D / C register words <-> the (G, 64, N) element matrix ---------------------------------------
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -77,6 +77,8 @@ class Operands:
         if not isinstance(op, str):
             self.fail(f"operand {op!r}")
         if typ == "pred":
+            if op in ("0", "1", "-1"):          # the predicate immediates the interpreter takes
+                return "False" if op == "0" else "True"
             neg = op.startswith("!")
             name = op[1:] if neg else op
             if self.ir.regs.get(name) != 1:

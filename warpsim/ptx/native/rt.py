@@ -22,6 +22,9 @@ from ...engine.hostfpu import fma_native
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
 OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV = range(8)
+#: a wgmma.mma_async whose warp's lanes disagree on its descriptors or scale-d, run by a partial warp or warpgroup,
+#: or with a descriptor the model does not take (lower_wgmma)
+WGMMA_OPERANDS = 8
 
 _U32 = np.uint32
 

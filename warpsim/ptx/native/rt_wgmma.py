@@ -1,0 +1,126 @@
+"""The jitted runtime of the translator's wgmma rows (:mod:`.lower_wgmma`): one warp's part of a dense
+``wgmma.mma_async`` and the f32 -> f16x2 conversion its kernels feed it with.
+
+A warpgroup's wgmma is computed at issue, as the interpreter does (:mod:`warpsim.ptx.warpgroup`), but by
+each of its 4 warps for the 16 rows of D it owns: A's rows from its own registers or through the A
+descriptor, all of B through the B descriptor, from the CTA's shared memory, then the engine's exact dot
+(:func:`warpsim.engine.wgmma.dot_rows`).  The descriptor arithmetic is :func:`warpsim.isa.smem.element_address`
+compiled; the fragment tables are :func:`warpsim.isa.layouts.layout`'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...engine.chain_fast import f32_to_f16_rne as f16_rn   # noqa: F401  (cvt.rn.f16x2.f32 in the kernels)
+from ...engine.kernel import DOT_TC
+from ...engine.wgmma import dot_rows
+from ...isa.layouts import layout
+from ...isa.smem import element_address
+from .rt import peek2
+
+#: what :func:`warp_mma` returns besides 0: lanes that disagree or a partial warp / warpgroup, a descriptor
+#: it does not take (reserved bits, a base offset), a read past the CTA's shared memory (the value: the address)
+UNEVEN, BAD_DESCRIPTOR, OUTSIDE = 1, 2, 3
+#: the wgmma form every row takes: K = 16 of 16-bit A and B elements
+K16 = 16
+_REFERENCE = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"
+
+
+def _fragments():
+    """(row, col) of each element of warp 0's lanes: D (32, 128) of the widest N, register A (32, 8) of 16-bit
+    types (warp w of a warpgroup: rows + 16 w; a narrower N's D is a prefix, checked by the lowering)."""
+    d, a = layout(_REFERENCE, "d")[:32], layout(_REFERENCE, "a")[:32]
+    return tuple(np.ascontiguousarray(t[..., i]) for t in (d, a) for i in (1, 2))
+
+
+D_ROW, D_COL, A_ROW, A_COL = _fragments()
+_address = njit(cache=True, nogil=True, inline="always")(element_address)
+_SWIZZLE_BYTES = (0, 128, 64, 32)
+
+
+@njit(cache=True, nogil=True)
+def _gather(smem, smem_bytes, desc, row0, rows, mn_major, out):
+    """out[i, k] = the 16-bit element (row0 + i, k) a descriptor reads (-> UNEVEN.. code, address)."""
+    d = np.uint64(desc)
+    if d & np.uint64(0x3FFFC000C000C000):      # reserved bits, or a base offset (not modelled)
+        return BAD_DESCRIPTOR, d
+    start = np.int64((d & np.uint64(0x3FFF)) << np.uint64(4))
+    lbo = np.int64(((d >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4))
+    sbo = np.int64(((d >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4))
+    w = _SWIZZLE_BYTES[np.int64(d >> np.uint64(62))]
+    for i in range(rows):
+        for k in range(K16):
+            a = _address(start, lbo, sbo, w, row0 + i, k, 16, mn_major)
+            if a < 0 or a + 2 > smem_bytes:
+                return OUTSIDE, np.uint64(a)
+            out[i, k] = peek2(smem + a)
+    return 0, np.uint64(0)
+
+
+@njit(cache=True, nogil=True)
+def _uniform(file, row, base):
+    for l in range(1, 32):
+        if file[row, base + l] != file[row, base]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, dbits, drows, arows, adrow, bdrow, sdrow, sd,
+             sa, sb, ta, tb, params):
+    """Warp ``w``'s rows of a dense m64nNk16 wgmma (A, B 16-bit): D's words in R32 rows ``drows`` (read unless
+    scale-d is 0: predicate row ``sdrow`` >= 0, else immediate ``sd``), A in R32 rows ``arows`` (adrow < 0) or
+    through the descriptor in R64 row ``adrow``, B through R64 row ``bdrow``; -> (0 or a code above, value)."""
+    if W % 4:
+        return UNEVEN, np.uint64(W)
+    for l in range(32):
+        if not act[l]:
+            return UNEVEN, np.uint64(l)
+    if not _uniform(R64, bdrow, base) or (adrow >= 0 and not _uniform(R64, adrow, base)):
+        return UNEVEN, np.uint64(0)
+    if sdrow >= 0:
+        for l in range(32):
+            if P[sdrow, base + l] != P[sdrow, base]:
+                return UNEVEN, np.uint64(0)
+        sd = 1 if P[sdrow, base] else 0
+    p = np.empty(len(params), np.int64)
+    for i in range(len(params)):
+        p[i] = params[i]
+    A = np.empty((16, K16), np.uint64)
+    if adrow < 0:
+        for l in range(32):
+            for j in range(8):
+                x = np.uint64(R32[arows[j // 2], base + l])
+                A[A_ROW[l, j], A_COL[l, j]] = (x >> np.uint64(16 * (j % 2))) & np.uint64(0xFFFF)
+    else:
+        e, v = _gather(smem, smem_bytes, R64[adrow, base], 16 * (w % 4), 16, ta, A)
+        if e:
+            return e, v
+    B = np.empty((n, K16), np.uint64)
+    e, v = _gather(smem, smem_bytes, R64[bdrow, base], 0, n, tb, B)
+    if e:
+        return e, v
+    if sa < 0:
+        A ^= np.uint64(0x8000)
+    if sb < 0:
+        B ^= np.uint64(0x8000)
+    per = 32 // dbits
+    mask = np.uint64((1 << dbits) - 1)
+    C = np.zeros((16, n), np.uint64)
+    if sd:
+        for l in range(32):
+            for j in range(n // 2):
+                x = np.uint64(R32[drows[j // per], base + l])
+                C[D_ROW[l, j], D_COL[l, j]] = (x >> np.uint64((j % per) * dbits)) & mask
+    out = np.empty((16, n), np.uint64)
+    dot_rows(DOT_TC, A, B, C, p, out)
+    for l in range(32):
+        for k in range(len(drows)):
+            x = np.uint64(0)
+            for q in range(per):
+                j = k * per + q
+                x |= (out[D_ROW[l, j], D_COL[l, j]] & mask) << np.uint64(q * dbits)
+            R32[drows[k], base + l] = np.uint32(x)
+    return 0, np.uint64(0)
