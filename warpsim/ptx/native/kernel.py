@@ -36,6 +36,9 @@ def _digest():
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     pkg = os.path.dirname(os.path.dirname(here))
+    from ...engine.jitcache import CALLEE_STAMP     # the numerics the engine's kernels inline
+
+    h.update(CALLEE_STAMP.encode())
     for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + \
             [os.path.join(pkg, "engine", "sfu.py"), os.path.join(pkg, "engine", "hostfpu.py"),
              os.path.join(pkg, "engine", "wgmma.py"), os.path.join(pkg, "engine", "chain_fast.py"),

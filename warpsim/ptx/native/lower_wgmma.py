@@ -75,6 +75,8 @@ def _immediate(o, tok, allowed, what):
 
 @row(r"wgmma\.mma_async\.sync\.aligned\.m64n(?P<n>\d+)k16\.(?P<d>f32|f16)\.(?P<a>f16|bf16)\.(?P=a)")
 def _mma_async(o, m):
+    from ...engine.kernel import FORCE_GENERIC
+    from ...engine.tensorcore import _wg_params, wgmma_runner
     from ...engine.warpgroup_mma import wgmma_instruction
     from ...isa.layouts import layout
     from ...numerics.arch import check_arch
@@ -109,11 +111,16 @@ def _mma_async(o, m):
     arows = tuple(_row_of(o, r, "b32") for r in ops[1]) if reg_a else (0, 0, 0, 0)
     adrow = -1 if reg_a else _row_of(o, ops[1], "b64")
     bdrow = _row_of(o, bdesc, "b64")
-    params = tuple(int(x) for x in recipe_params(ins, check_arch("sm_90a")))
+    p = np.asarray(recipe_params(ins, check_arch("sm_90a")), np.int64)
+    params = tuple(int(x) for x in p)
+    use_fused = not FORCE_GENERIC and wgmma_runner(ins, p) is not None    # as the interpreter chooses (warpgroup_mma)
+    q, scale, emin, rp = _wg_params(p) if use_fused else (np.zeros(18), np.zeros(3), np.zeros(3), np.zeros(8))
+    fused = (tuple(int(x) for x in q.ravel()), tuple(float(x) for x in scale), tuple(float(x) for x in emin),
+             tuple(int(x) for x in rp))
     line = o.st.line
     return "warp", [
         f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {n}, {dbits}, {drows}, {arows}, "
-        f"{adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {params})",
+        f"{adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {params}, {use_fused}, {fused})",
         f"if _e == {OUTSIDE}:",
         f"    return fail(status, {BAD_ADDRESS}, {line}, base, _v)",
         "if _e != 0:",

@@ -4,7 +4,8 @@
 A warpgroup's wgmma is computed at issue, as the interpreter does (:mod:`warpsim.ptx.warpgroup`), but by
 each of its 4 warps for the 16 rows of D it owns: A's rows from its own registers or through the A
 descriptor, all of B through the B descriptor, from the CTA's shared memory, then the engine's exact dot
-(:func:`warpsim.engine.wgmma.dot_rows`).  The descriptor arithmetic is :func:`warpsim.isa.smem.element_address`
+(:func:`warpsim.engine.wgmma.dot_rows`), or, for the recipes the interpreter computes with the float
+tensor-core kernel, that kernel (:data:`warpsim.engine.wgmma.fused_rows`).  The descriptor arithmetic is :func:`warpsim.isa.smem.element_address`
 compiled; the fragment tables are :func:`warpsim.isa.layouts.layout`'s.
 """
 
@@ -14,8 +15,9 @@ import numpy as np
 from numba import njit
 
 from ...engine.chain_fast import f32_to_f16_rne as f16_rn   # noqa: F401  (cvt.rn.f16x2.f32 in the kernels)
+from ...engine.hostfpu import PROBE32, PROBE64
 from ...engine.kernel import DOT_TC
-from ...engine.wgmma import dot_rows
+from ...engine.wgmma import dot_rows, fused_rows
 from ...isa.layouts import layout
 from ...isa.smem import element_address
 from .rt import peek2
@@ -68,11 +70,21 @@ def _uniform(file, row, base):
 
 
 @njit(cache=True, nogil=True)
+def _array(values, dtype):
+    out = np.empty(len(values), dtype)
+    for i in range(len(values)):
+        out[i] = values[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, dbits, drows, arows, adrow, bdrow, sdrow, sd,
-             sa, sb, ta, tb, params):
+             sa, sb, ta, tb, params, use_fused, fused):
     """Warp ``w``'s rows of a dense m64nNk16 wgmma (A, B 16-bit): D's words in R32 rows ``drows`` (read unless
     scale-d is 0: predicate row ``sdrow`` >= 0, else immediate ``sd``), A in R32 rows ``arows`` (adrow < 0) or
-    through the descriptor in R64 row ``adrow``, B through R64 row ``bdrow``; -> (0 or a code above, value)."""
+    through the descriptor in R64 row ``adrow``, B through R64 row ``bdrow``; ``params`` the recipe, ``fused``
+    the float tensor-core kernel's (q, scale, emin, rp) (engine.tensorcore._wg_params), used when ``use_fused``;
+    -> (0 or a code above, value)."""
     if W % 4:
         return UNEVEN, np.uint64(W)
     for l in range(32):
@@ -85,9 +97,6 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, dbits, drows, ar
             if P[sdrow, base + l] != P[sdrow, base]:
                 return UNEVEN, np.uint64(0)
         sd = 1 if P[sdrow, base] else 0
-    p = np.empty(len(params), np.int64)
-    for i in range(len(params)):
-        p[i] = params[i]
     A = np.empty((16, K16), np.uint64)
     if adrow < 0:
         for l in range(32):
@@ -114,13 +123,21 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, dbits, drows, ar
             for j in range(n // 2):
                 x = np.uint64(R32[drows[j // per], base + l])
                 C[D_ROW[l, j], D_COL[l, j]] = (x >> np.uint64((j % per) * dbits)) & mask
-    out = np.empty((16, n), np.uint64)
-    dot_rows(DOT_TC, A, B, C, p, out)
+    p = _array(params, np.int64)
+    out = np.empty((1, 16, n), np.uint64)
+    need = np.ones(1, np.int8)
+    if use_fused:
+        q, scale, emin, rp = fused
+        fused_rows(A.reshape(1, 16, K16), B.reshape(1, n, K16), C.reshape(1, 16, n), out, p,
+                   _array(q, np.int64).reshape(3, len(q) // 3), _array(scale, np.float64), _array(emin, np.float32),
+                   _array(rp, np.int64), need, PROBE64, PROBE32)
+    if need[0]:         # the exact kernel: not a fused recipe, or a host FPU not in its default state
+        dot_rows(DOT_TC, A, B, C, p, out[0])
     for l in range(32):
         for k in range(len(drows)):
             x = np.uint64(0)
             for q in range(per):
                 j = k * per + q
-                x |= (out[D_ROW[l, j], D_COL[l, j]] & mask) << np.uint64(q * dbits)
+                x |= (out[0, D_ROW[l, j], D_COL[l, j]] & mask) << np.uint64(q * dbits)
             R32[drows[k], base + l] = np.uint32(x)
     return 0, np.uint64(0)
