@@ -102,7 +102,7 @@ from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
 from warpsim.engine.sfu import f32_exact_range as sfu_range
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
-    div_contracted as rt_div_contracted,
+    div_contracted as rt_div_contracted, divrem as rt_divrem,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,
     poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, w32 as rt_w32)

@@ -248,6 +248,13 @@ def _minmax(o, m):
     return [f"{o.dst(d, t)} = np.uint64({m['op']}({x}, {y}))"]
 
 
+@row(r"(?P<op>div|rem)\.(?P<t>[us](?:16|32|64))")
+def _divrem(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {t[0] == 's'}, {m['op'] == 'rem'})"]
+
+
 @row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
 def _neg(o, m):
     d, a = o.need(2)
