@@ -17,6 +17,7 @@ from warpsim.ptx.translate import TranslationFallbackWarning
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "benchmarks" / "kernels"
 FORMS = Path(__file__).resolve().parent / "ptx" / "data" / "native_forms.ptx"
+COMPILED = Path(__file__).resolve().parent / "ptx" / "compiled"
 
 
 def _both(mod, entry, grid, block, make_args, shared=0):
@@ -87,6 +88,52 @@ def test_triton_kernels_equal_the_interpreter(stem):
         assert np.allclose(w["compiled"][0].view(np.float32), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
+def test_triton_flash_attention_equals_the_interpreter():
+    """benchmarks/kernels' sm_90a flash attention (wgmma from shared-memory descriptors and from registers, the
+    online softmax): two query blocks of one head over two key blocks."""
+    mod = wp.load((KERNELS / "triton_attention_f16_sm90a.ptx").read_text())
+    n, d = 128, 64
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
+
+    def make():
+        out = np.zeros((n, d), np.float32)
+        z = [np.zeros(64, np.uint8), np.zeros(64, np.uint8)]
+        return [out, q.view(np.uint16), k.view(np.uint16), v.view(np.uint16), n, 1 / np.sqrt(d), *z], [out]
+
+    w = _both(mod, "attention", (n // 64, 1, 1), 128, make, 16384)
+    assert np.array_equal(w["interpret"][0], w["compiled"][0])
+    s = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(d)         # and it is attention
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    assert np.allclose(w["compiled"][0].view(np.float32), p / p.sum(axis=1, keepdims=True) @ v.astype(np.float32),
+                       atol=2e-3)
+    args, _ = make()
+    with pytest.warns(TranslationFallbackWarning, match="wgmma_strict=True: the wgmma hazard checks are the interp"):
+        mod.launch("attention", (n // 64, 1, 1), 128, args, 16384, engine="compiled", wgmma_strict=True, workers=1)
+    assert mod.last_engine["engine"] == "interpret"
+
+
+def test_triton_sm90a_gemm_compiled_gives_the_h100_words():
+    """tests/ptx/compiled's masked sm_90a Triton GEMM (wgmma from descriptors) on the compiled engine: the words of
+    tests/ptx/data/compiled_kernels.npz (an H100)."""
+    from warpsim.hw.golden import open_golden
+
+    sys.path.insert(0, str(COMPILED))
+    from cases import CASES, inputs
+
+    name = "triton_f16_f32acc_masked_sm90"
+    bufs, make_args, grid, block, shared, outs = inputs(name)
+    gm = wp.GlobalMemory()
+    addr = {k: gm.map(v) for k, v in bufs.items()}
+    mod = wp.load(COMPILED / CASES[name]["ptx"])
+    mod.launch(CASES[name]["entry"], grid, block, make_args(addr), shared, memory=gm, engine="compiled", workers=1)
+    assert mod.last_engine["engine"] == "compiled", mod.last_engine
+    cap = open_golden(Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.npz")
+    for o in outs:
+        want = cap[f"{name}/{o}"]
+        assert int((bufs[o].view(want.dtype) != want).sum()) == 0, o
+
+
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)
@@ -98,9 +145,9 @@ def test_engine_none_uses_a_built_kernel():
 
 
 def test_untranslatable_kernels_fall_back_with_the_reason():
-    mod = wp.load((KERNELS / "triton_attention_f16_sm90a.ptx").read_text())
-    tr = mod.translation("attention")
-    assert not tr.native and "fence.proxy.async.shared::cta" in tr.reason and "line 724" in tr.reason
+    mod = wp.load(COMPILED / "simt_calls.ptx")
+    tr = mod.translation("simt_calls")
+    assert not tr.native and "the module has .func functions" in tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)
@@ -155,9 +202,11 @@ def test_sfu_forms_are_the_engines():
         assert np.array_equal(got, want), form
 
 
-def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):
-    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) run on the
-    compiled engine (WARPSIM_PTX_ENGINE=compiled makes it the default) gives the words an H200 wrote."""
+@pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])
+def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, case):
+    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) and grouped GEMM
+    (wgmma from descriptors, a loop over the groups' tiles) run on the compiled engine (WARPSIM_PTX_ENGINE=compiled
+    makes it the default) give the words an H200 wrote."""
     pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
     pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
     import warpsim.triton as wt
@@ -172,12 +221,12 @@ def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", TranslationFallbackWarning)
         with wt.device(arch="sm_90a"):
-            outs, k = tk.CASES["layernorm"][0](lambda t: t)
+            outs, k = tk.CASES[case][0](lambda t: t)
     assert kernel.LAUNCHES[0] > before                # the compiled engine ran it
     z = open_golden(os.path.join(os.path.dirname(__file__), "golden", "triton_driver_sm90.npz"))
-    cap = z.manifest["cases"]["layernorm"]
+    cap = z.manifest["cases"][case]
     assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"]
     for name in cap["outputs"]:
-        want = z[f"layernorm.{name}"]
+        want = z[f"{case}.{name}"]
         got = tk.words(outs[name])
         assert got.shape == want.shape and int((got != want).sum()) == 0, name
