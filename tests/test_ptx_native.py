@@ -113,15 +113,16 @@ def test_triton_flash_attention_equals_the_interpreter():
     assert mod.last_engine["engine"] == "interpret"
 
 
-def test_triton_sm90a_gemm_compiled_gives_the_h100_words():
-    """tests/ptx/compiled's masked sm_90a Triton GEMM (wgmma from descriptors) on the compiled engine: the words of
+@pytest.mark.parametrize("name", ["triton_f16_f32acc_masked_sm90", "triton_f16_f16acc_sm90"])
+def test_triton_sm90a_gemms_compiled_give_the_h100_words(name):
+    """tests/ptx/compiled's sm_90a Triton GEMMs (wgmma from descriptors; the f16 accumulator's kernel packs halves
+    with mov and reads D between commit_group and wait_group) on the compiled engine: the words of
     tests/ptx/data/compiled_kernels.npz (an H100)."""
     from warpsim.hw.golden import open_golden
 
     sys.path.insert(0, str(COMPILED))
     from cases import CASES, inputs
 
-    name = "triton_f16_f32acc_masked_sm90"
     bufs, make_args, grid, block, shared, outs = inputs(name)
     gm = wp.GlobalMemory()
     addr = {k: gm.map(v) for k, v in bufs.items()}

@@ -406,9 +406,19 @@ def _selp(o, m):
 @row(r"mov\.(?P<t>[bus](?:16|32|64)|f32|f64|pred)")
 def _mov(o, m):
     d, a = o.need(2)
+    t = m["t"]
+    if isinstance(d, list) != isinstance(a, list) and t[0] == "b" and TYPES[t][0] % len(d if isinstance(d, list) else a) == 0:
+        vec = d if isinstance(d, list) else a       # pack {lo, hi} into a wide register, or unpack one: part i at bits
+        part = TYPES[t][0] // len(vec)              # part * i
+        if isinstance(a, list):
+            parts = " | ".join(f"(np.uint64({o.src(r, f'b{part}')}) << np.uint64({part * i}))" for i, r in enumerate(a))
+            return [f"{o.dst(d, t)} = {parts}"]
+        lines = [f"_v = np.uint64({o.src(a, t)})"]
+        return lines + [f"{o.dst(r, f'b{part}')} = (_v >> np.uint64({part * i})) & np.uint64({(1 << part) - 1})"
+                        for i, r in enumerate(d) if r != "_"]
     if isinstance(d, list) or isinstance(a, list):
-        o.fail("vector pack/unpack mov")
-    return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
+        o.fail("vector mov")
+    return [f"{o.dst(d, t)} = {o.src(a, t)}"]
 
 
 # ---------------------------------------------------------------------------------------------
