@@ -135,6 +135,80 @@ def test_triton_sm90a_gemms_compiled_give_the_h100_words(name):
         assert int((bufs[o].view(want.dtype) != want).sum()) == 0, o
 
 
+def _wgmma_forms_kernel():
+    """One warpgroup: 16 KB of input bytes copied to shared memory, then wgmma forms over them -- f16 (imm-scale -1,
+    MN-major B; chained on a predicate scale-d through 128B / 64B-swizzled descriptors), bf16 (MN-major A), tf32,
+    e4m3 x e5m2 -> f16, s8 x u8, f16 with A from registers -- each thread's D words stored."""
+    from warpsim.isa import smem
+
+    descs = [smem.dense_layout(64, 16, "K")[0], smem.dense_layout(16, 16, "K", start=2048)[0],
+             smem.dense_layout(64, 16, "K", "128B", start=4096)[0], smem.dense_layout(16, 16, "K", "64B", start=12288)[0]]
+    copy = "\n".join(f"\tld.global.v4.b32 {{%r10, %r11, %r12, %r13}}, [%rd4+{2048 * i}];\n"
+                     f"\tst.shared.v4.b32 [%r4+{2048 * i}], {{%r10, %r11, %r12, %r13}};" for i in range(8))
+    regs = lambda a, n: "{" + ", ".join(f"%r{a + i}" for i in range(n)) + "}"      # noqa: E731
+    forms = [("m64n16k16.f32.f16.f16", regs(20, 8), "%rd10, %rd11, 0, -1, 1, 0, 1"),
+             ("m64n16k16.f32.f16.f16", regs(20, 8), "%rd12, %rd13, %p1, 1, 1, 0, 0"),
+             ("m64n16k16.f32.bf16.bf16", regs(30, 8), "%rd10, %rd11, 0, 1, 1, 1, 0"),
+             ("m64n16k8.f32.tf32.tf32", regs(40, 8), "%rd10, %rd11, 0, 1, -1"),
+             ("m64n16k32.f16.e4m3.e5m2", regs(50, 4), "%rd10, %rd11, 0, 1, 1"),
+             ("m64n16k32.s32.s8.u8", regs(60, 8), "%rd10, %rd11, 0"),
+             ("m64n16k16.f16.f16.f16", regs(70, 4), "{%r10, %r11, %r12, %r13}, %rd11, 0, 1, 1, 0")]
+    mma = "\n".join(f"\twgmma.mma_async.sync.aligned.{op} {d}, {rest};" for op, d, rest in forms)
+    words = [r for _, d, _ in forms[1:] for r in d.strip("{}").split(", ")]
+    store = "\n".join(f"\tst.global.b32 [%rd6+{4 * i}], {r};" for i, r in enumerate(words))
+    return f""".version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry wg(.param .u64 out, .param .u64 inp)
+{{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<80>;
+\t.reg .b64 %rd<20>;
+\t.shared .align 1024 .b8 smem[16384];
+\tld.param.u64 %rd1, [out];
+\tld.param.u64 %rd2, [inp];
+\tmov.u32 %r1, %tid.x;
+\tmul.wide.u32 %rd3, %r1, 16;
+\tadd.s64 %rd4, %rd2, %rd3;
+\tmov.u32 %r2, smem;
+\tmad.lo.u32 %r4, %r1, 16, %r2;
+{copy}
+\tfence.proxy.async.shared::cta;
+\tbar.sync 0;
+\tsetp.ne.u32 %p1, %r1, 999;
+\tmov.b64 %rd10, {descs[0]};
+\tmov.b64 %rd11, {descs[1]};
+\tmov.b64 %rd12, {descs[2]};
+\tmov.b64 %rd13, {descs[3]};
+\twgmma.fence.sync.aligned;
+{mma}
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 0;
+\tmul.wide.u32 %rd5, %r1, {4 * len(words)};
+\tadd.s64 %rd6, %rd1, %rd5;
+{store}
+\tret;
+}}
+""", len(words)
+
+
+def test_wgmma_forms_equal_the_interpreter():
+    text, nw = _wgmma_forms_kernel()
+    mod = wp.load(text)
+    assert mod.translation("wg").native, mod.translation("wg").reason
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(8192).astype(np.float16).view(np.uint16)
+
+    def make():
+        out = np.zeros(128 * nw, np.uint32)
+        return [out, x], [out]
+
+    w = _both(mod, "wg", 1, 128, make)
+    a, b = w["interpret"][0].reshape(128, nw), w["compiled"][0].reshape(128, nw)
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, in columns {sorted(set(np.nonzero(a != b)[1]))}"
+    assert (a != 0).all(axis=0).sum() > nw // 2          # outputs, not zeros
+
+
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)

@@ -1,5 +1,5 @@
 """The translator's rows for ``wgmma`` kernels (registered into :data:`.lower.ROWS`): ``wgmma.mma_async``
-(dense, m64nNk16, f16 / bf16 A and B, f32 or f16 D), ``wgmma.fence`` / ``commit_group`` / ``wait_group``,
+(dense; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers for 16-bit types), ``wgmma.fence`` / ``commit_group`` / ``wait_group``,
 ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``.
 
 How a warpgroup's wgmma runs in compiled code: each warp computes its own 16 rows of D when it reaches
@@ -73,32 +73,65 @@ def _immediate(o, tok, allowed, what):
     return v
 
 
-@row(r"wgmma\.mma_async\.sync\.aligned\.m64n(?P<n>\d+)k16\.(?P<d>f32|f16)\.(?P<a>f16|bf16)\.(?P=a)")
-def _mma_async(o, m):
-    from ...engine.kernel import FORCE_GENERIC
+def _engine_arguments(ins):
+    """(dot kind, parameters, use the float tensor-core kernel, its (q, scale, emin, rp)) as tuples for the generated
+    source: the choice the interpreter makes (engine.warpgroup_mma.compute)."""
+    from ...engine.kernel import DOT_INT, DOT_TC, FORCE_GENERIC
     from ...engine.tensorcore import _wg_params, wgmma_runner
-    from ...engine.warpgroup_mma import wgmma_instruction
-    from ...isa.layouts import layout
     from ...numerics.arch import check_arch
-    from ...numerics.recipes import recipe_params
+
+    if ins.elem("a").kind == "int":
+        from ...numerics.integer import int_params
+
+        kind, p, fused = DOT_INT, np.asarray(int_params(ins), np.int64), False
+    else:
+        from ...numerics.recipes import recipe_params
+
+        kind, p = DOT_TC, np.asarray(recipe_params(ins, check_arch("sm_90a")), np.int64)
+        fused = not FORCE_GENERIC and wgmma_runner(ins, p) is not None
+    q, scale, emin, rp = _wg_params(p) if fused else (np.zeros(18), np.zeros(3), np.zeros(3), np.zeros(8))
+    return kind, tuple(int(x) for x in p), fused, (tuple(int(x) for x in q.ravel()), tuple(float(x) for x in scale),
+                                                   tuple(float(x) for x in emin), tuple(int(x) for x in rp))
+
+
+def _check_fragments(o, ins, reg_a):
+    """The runtime's fragment tables are this opcode's (D of N columns a prefix of N = 256's; register A 16-bit)."""
+    from ...isa.layouts import layout
+
+    n = ins.mnk[1]
+    d = layout(ins.opcode, "d")[:32]
+    ok = np.array_equal(d[..., 1], D_ROW[:, :n // 2]) and np.array_equal(d[..., 2], D_COL[:, :n // 2])
+    if reg_a:
+        if ins.elem("a").bits != 16:
+            o.fail(f"{ins.opcode}: A from registers of {ins.elem('a').bits}-bit elements (the runtime takes 16-bit)")
+        a = layout(ins.opcode, "a")[:32]
+        ok = ok and np.array_equal(a[..., 1], A_ROW) and np.array_equal(a[..., 2], A_COL)
+    if not ok:
+        o.fail(f"{ins.opcode}: a fragment layout other than the runtime's tables")
+
+
+@row(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.[\w.]+")
+def _mma_async(o, m):
+    from ...engine.warpgroup_mma import wgmma_instruction
 
     _no_guard(o)
-    ins = wgmma_instruction(o.st.opcode)
+    try:
+        ins = wgmma_instruction(o.st.opcode)
+    except ValueError as exc:
+        o.fail(str(exc))
+    if ins.is_sparse or ins.elem("a").bits not in (8, 16, 32) or ins.elem("d").bits not in (16, 32):
+        o.fail(f"{ins.opcode}: sparse, b1 or 64-bit forms")
     ops = o.st.operands
-    reg_a = isinstance(ops[1], list) if len(ops) > 1 else False
-    o.need(8 if not reg_a else 7)
-    n, dbits = ins.mnk[1], ins.elem("d").bits
-    dregs, bdesc, sd_tok = ops[0], ops[2], ops[3]
+    reg_a = len(ops) > 1 and isinstance(ops[1], list)
+    nimm = (2 if ins.imm_scale else 0) + ((1 if reg_a else 2) if ins.imm_trans else 0)
+    o.need(4 + nimm)
+    dregs, sd_tok, imms = ops[0], ops[3], ops[4:]
     if not isinstance(dregs, list) or len(dregs) != ins.words("d") or (reg_a and len(ops[1]) != ins.words("a")):
         o.fail("D or A with the wrong number of registers (the interpreter reports it)")
-    d_tab, a_tab = layout(ins.opcode, "d")[:32], layout(ins.opcode, "a")[:32] if reg_a else None
-    if not (np.array_equal(d_tab[..., 1], D_ROW[:, :n // 2]) and np.array_equal(d_tab[..., 2], D_COL[:, :n // 2])
-            and (a_tab is None or np.array_equal(a_tab[..., 1], A_ROW) and np.array_equal(a_tab[..., 2], A_COL))):
-        o.fail(f"{ins.opcode}: fragment layout other than the runtime's tables")
-    sa = _immediate(o, ops[4], (1, -1), "imm-scale-a")
-    sb = _immediate(o, ops[5], (1, -1), "imm-scale-b")
-    ta = 0 if reg_a else _immediate(o, ops[6], (0, 1), "imm-trans-a")
-    tb = _immediate(o, ops[-1], (0, 1), "imm-trans-b")
+    _check_fragments(o, ins, reg_a)
+    sa, sb = (_immediate(o, t, (1, -1), "imm-scale") for t in imms[:2]) if ins.imm_scale else (1, 1)
+    trans = [_immediate(o, t, (0, 1), "imm-trans") for t in imms[2 if ins.imm_scale else 0:]]
+    ta, tb = ([0] + trans if reg_a else trans) if ins.imm_trans else (0, 0)
     if isinstance(sd_tok, str) and sd_tok.startswith("%"):
         sdrow, sd = _row_of(o, sd_tok, "pred"), 1
     else:
@@ -110,17 +143,13 @@ def _mma_async(o, m):
     drows = tuple(o.ir.index[r] for r in dregs)
     arows = tuple(_row_of(o, r, "b32") for r in ops[1]) if reg_a else (0, 0, 0, 0)
     adrow = -1 if reg_a else _row_of(o, ops[1], "b64")
-    bdrow = _row_of(o, bdesc, "b64")
-    p = np.asarray(recipe_params(ins, check_arch("sm_90a")), np.int64)
-    params = tuple(int(x) for x in p)
-    use_fused = not FORCE_GENERIC and wgmma_runner(ins, p) is not None    # as the interpreter chooses (warpgroup_mma)
-    q, scale, emin, rp = _wg_params(p) if use_fused else (np.zeros(18), np.zeros(3), np.zeros(3), np.zeros(8))
-    fused = (tuple(int(x) for x in q.ravel()), tuple(float(x) for x in scale), tuple(float(x) for x in emin),
-             tuple(int(x) for x in rp))
+    bdrow = _row_of(o, ops[2], "b64")
+    kind, params, fused, tables = _engine_arguments(ins)
     line = o.st.line
     return "warp", [
-        f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {n}, {dbits}, {drows}, {arows}, "
-        f"{adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {params}, {use_fused}, {fused})",
+        f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
+        f"{ins.elem('d').bits}, {drows}, {arows}, {adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {kind}, "
+        f"{params}, {fused}, {tables})",
         f"if _e == {OUTSIDE}:",
         f"    return fail(status, {BAD_ADDRESS}, {line}, base, _v)",
         "if _e != 0:",
