@@ -17,8 +17,9 @@ reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every com
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
 ``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not); integer
-``div`` / ``rem``; dense ``wgmma.mma_async`` m64nNk16 with f16 / bf16 A (registers or descriptor) and B, f32 or
-f16 D, with ``wgmma.fence`` / ``commit_group`` / ``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``
+``div`` / ``rem``; vector pack / unpack ``mov``; dense ``wgmma.mma_async`` of f16 / bf16 (A from registers or a
+descriptor), tf32, fp8 and 8-bit integer types (A from a descriptor), with ``wgmma.fence`` / ``commit_group`` /
+``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``
 (:mod:`warpsim.ptx.native.lower_wgmma`: each warp computes its 16 rows of D at issue; the hazard checks stay the
 interpreter's, so ``wgmma_strict=True`` launches run there).
 
