@@ -142,7 +142,8 @@ def _wgmma_forms_kernel():
     from warpsim.isa import smem
 
     descs = [smem.dense_layout(64, 16, "K")[0], smem.dense_layout(16, 16, "K", start=2048)[0],
-             smem.dense_layout(64, 16, "K", "128B", start=4096)[0], smem.dense_layout(16, 16, "K", "64B", start=12288)[0]]
+             smem.dense_layout(64, 16, "K", "128B", start=4096)[0],
+             smem.dense_layout(16, 16, "K", "64B", start=12288)[0]]
     copy = "\n".join(f"\tld.global.v4.b32 {{%r10, %r11, %r12, %r13}}, [%rd4+{2048 * i}];\n"
                      f"\tst.shared.v4.b32 [%r4+{2048 * i}], {{%r10, %r11, %r12, %r13}};" for i in range(8))
     regs = lambda a, n: "{" + ", ".join(f"%r{a + i}" for i in range(n)) + "}"      # noqa: E731

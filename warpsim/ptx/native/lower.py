@@ -407,9 +407,10 @@ def _selp(o, m):
 def _mov(o, m):
     d, a = o.need(2)
     t = m["t"]
-    if isinstance(d, list) != isinstance(a, list) and t[0] == "b" and TYPES[t][0] % len(d if isinstance(d, list) else a) == 0:
-        vec = d if isinstance(d, list) else a       # pack {lo, hi} into a wide register, or unpack one: part i at bits
-        part = TYPES[t][0] // len(vec)              # part * i
+    vec = d if isinstance(d, list) else a if isinstance(a, list) else None
+    both = isinstance(d, list) and isinstance(a, list)
+    if vec is not None and not both and t[0] == "b" and TYPES[t][0] % len(vec) == 0:
+        part = TYPES[t][0] // len(vec)      # pack {lo, hi} into a wide register, or unpack one: part i at bits part * i
         if isinstance(a, list):
             parts = " | ".join(f"(np.uint64({o.src(r, f'b{part}')}) << np.uint64({part * i}))" for i, r in enumerate(a))
             return [f"{o.dst(d, t)} = {parts}"]

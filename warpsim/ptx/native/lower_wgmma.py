@@ -1,6 +1,6 @@
 """The translator's rows for ``wgmma`` kernels (registered into :data:`.lower.ROWS`): ``wgmma.mma_async``
-(dense; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers for 16-bit types), ``wgmma.fence`` / ``commit_group`` / ``wait_group``,
-``fence.proxy.async`` and ``cvt.rn.f16x2.f32``.
+(dense; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers for 16-bit types), ``wgmma.fence`` /
+``commit_group`` / ``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``.
 
 How a warpgroup's wgmma runs in compiled code: each warp computes its own 16 rows of D when it reaches
 ``mma_async`` (:func:`.rt_wgmma.warp_mma`), and writes them at once -- the interpreter's model too (results

@@ -5,8 +5,8 @@ A warpgroup's wgmma is computed at issue, as the interpreter does (:mod:`warpsim
 each of its 4 warps for the 16 rows of D it owns: A's rows from its own registers or through the A
 descriptor, all of B through the B descriptor, from the CTA's shared memory, then the engine's exact dot
 (:func:`warpsim.engine.wgmma.dot_rows`), or, for the recipes the interpreter computes with the float
-tensor-core kernel, that kernel (:data:`warpsim.engine.wgmma.fused_rows`).  The descriptor arithmetic is :func:`warpsim.isa.smem.element_address`
-compiled; the fragment tables are :func:`warpsim.isa.layouts.layout`'s.
+tensor-core kernel, that kernel (:data:`warpsim.engine.wgmma.fused_rows`).  The descriptor arithmetic is
+:func:`warpsim.isa.smem.element_address` compiled; the fragment tables are :func:`warpsim.isa.layouts.layout`'s.
 """
 
 from __future__ import annotations
