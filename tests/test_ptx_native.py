@@ -135,15 +135,19 @@ def test_triton_sm90a_gemms_compiled_give_the_h100_words(name):
         assert int((bufs[o].view(want.dtype) != want).sum()) == 0, o
 
 
-def _wgmma_forms_kernel():
-    """One warpgroup: 16 KB of input bytes copied to shared memory, then wgmma forms over them -- f16 (imm-scale -1,
-    MN-major B; chained on a predicate scale-d through 128B / 64B-swizzled descriptors), bf16 (MN-major A), tf32,
-    e4m3 x e5m2 -> f16, s8 x u8, f16 with A from registers -- each thread's D words stored."""
+def _wgmma_descriptors():
     from warpsim.isa import smem
 
-    descs = [smem.dense_layout(64, 16, "K")[0], smem.dense_layout(16, 16, "K", start=2048)[0],
-             smem.dense_layout(64, 16, "K", "128B", start=4096)[0],
-             smem.dense_layout(16, 16, "K", "64B", start=12288)[0]]
+    return np.array([smem.dense_layout(64, 16, "K")[0], smem.dense_layout(16, 16, "K", start=2048)[0],
+                     smem.dense_layout(64, 16, "K", "128B", start=4096)[0],
+                     smem.dense_layout(16, 16, "K", "64B", start=12288)[0]], np.uint64)
+
+
+def _wgmma_forms_kernel():
+    """One warpgroup: 16 KB of input bytes copied to shared memory, then wgmma forms over them through 4 descriptors
+    read from global memory (_wgmma_descriptors) -- f16 (imm-scale -1, MN-major B; chained on a predicate scale-d
+    through 128B / 64B-swizzled descriptors), bf16 (MN-major A), tf32, e4m3 x e5m2 -> f16, s8 x u8, f16 with A from
+    registers -- each thread's D words stored."""
     copy = "\n".join(f"\tld.global.v4.b32 {{%r10, %r11, %r12, %r13}}, [%rd4+{2048 * i}];\n"
                      f"\tst.shared.v4.b32 [%r4+{2048 * i}], {{%r10, %r11, %r12, %r13}};" for i in range(8))
     regs = lambda a, n: "{" + ", ".join(f"%r{a + i}" for i in range(n)) + "}"      # noqa: E731
@@ -160,7 +164,7 @@ def _wgmma_forms_kernel():
     return f""".version 8.0
 .target sm_90a
 .address_size 64
-.visible .entry wg(.param .u64 out, .param .u64 inp)
+.visible .entry wg(.param .u64 out, .param .u64 inp, .param .u64 dsc)
 {{
 \t.reg .pred %p<3>;
 \t.reg .b32 %r<80>;
@@ -177,10 +181,11 @@ def _wgmma_forms_kernel():
 \tfence.proxy.async.shared::cta;
 \tbar.sync 0;
 \tsetp.ne.u32 %p1, %r1, 999;
-\tmov.b64 %rd10, {descs[0]};
-\tmov.b64 %rd11, {descs[1]};
-\tmov.b64 %rd12, {descs[2]};
-\tmov.b64 %rd13, {descs[3]};
+\tld.param.u64 %rd7, [dsc];
+\tld.global.b64 %rd10, [%rd7];
+\tld.global.b64 %rd11, [%rd7+8];
+\tld.global.b64 %rd12, [%rd7+16];
+\tld.global.b64 %rd13, [%rd7+24];
 \twgmma.fence.sync.aligned;
 {mma}
 \twgmma.commit_group.sync.aligned;
@@ -202,12 +207,30 @@ def test_wgmma_forms_equal_the_interpreter():
 
     def make():
         out = np.zeros(128 * nw, np.uint32)
-        return [out, x], [out]
+        return [out, x, _wgmma_descriptors()], [out]
 
     w = _both(mod, "wg", 1, 128, make)
     a, b = w["interpret"][0].reshape(128, nw), w["compiled"][0].reshape(128, nw)
     assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, in columns {sorted(set(np.nonzero(a != b)[1]))}"
     assert (a != 0).all(axis=0).sum() > nw // 2          # outputs, not zeros
+
+
+def test_wgmma_descriptor_outside_shared_memory_names_the_line():
+    from warpsim.isa import smem
+
+    text, nw = _wgmma_forms_kernel()
+    mod = wp.load(text)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "wgmma.mma_async" in x)
+    descs = _wgmma_descriptors()
+    descs[1] = smem.dense_layout(16, 16, "K", start=16384 - 256)[0]        # B's last core matrices lie past the end
+    args = [np.zeros(128 * nw, np.uint32), np.zeros(8192, np.uint16), descs]
+    with pytest.raises(wp.PTXError, match=r"reads shared-memory bytes up to 16640, but smem holds 16384") as err:
+        mod.launch("wg", 1, 128, args, engine="interpret")
+    assert err.value.line == line
+    with pytest.raises(wp.PTXError, match=r"address 0x4000 \(thread 0\) lies outside every mapped array / the CTA's "
+                                          r"shared memory") as err:
+        mod.launch("wg", 1, 128, args, engine="compiled")
+    assert err.value.line == line
 
 
 def test_engine_none_uses_a_built_kernel():
