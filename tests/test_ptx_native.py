@@ -284,21 +284,36 @@ def test_compiled_errors_name_the_line():
     assert err.value.line == 12
 
 
-def test_sfu_forms_are_the_engines():
-    """The translator's table of special-function forms (engine form code, .ftz, tables) computes, through the
-    unit's range kernel the compiled code calls, what warpsim.ptx.sfu_ops.FORMS does."""
+def test_sfu_forms_are_the_hardware_words():
+    """The translator's table of special-function forms (engine form code, .ftz, tables, fit), run through the
+    lane kernel the compiled code calls, gives the words the H200 wrote for the sweep's samples."""
     from warpsim.engine import sfu
-    from warpsim.ptx import sfu_ops
-    from warpsim.ptx.native.lower import sfu_forms
+    from warpsim.hw.device.sfu_sweep import operands_at
+    from warpsim.hw.golden import open_golden
+    from warpsim.ptx.native.kernel import _table
+    from warpsim.ptx.native.lower import sfu_fit, sfu_forms
 
-    x = _special_words(np.random.default_rng(3), 64)
-    y = _special_words(np.random.default_rng(4), 64)
+    from warpsim.ptx import sfu_ops
+
+    samples = open_golden(ROOT / "tests" / "golden" / "sfu_samples.npz")
+    checked = 0
     for form, (code, ftz, t0, t1, n) in sfu_forms().items():
-        want = sfu_ops.FORMS[form][0](*((x, y) if n == 2 else (x,)))
+        if form + ".words" in samples.files:
+            index, want = samples[form + ".index"], samples[form + ".words"]
+            ops = [np.ascontiguousarray(x, np.uint32) for x in operands_at(form, index)]
+            checked += 1
+        else:   # swept before the samples were kept: the numpy model, 0 words off the H200 over all 2**32
+            ops = [_special_words(np.random.default_rng(k), 4096) for k in range(n)]
+            index, want = np.arange(4096), sfu_ops.FORMS[form][0](*ops)
+        a, b = ops[0], ops[1] if n == 2 else ops[0]
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
-        got = np.zeros(64, np.uint32)
-        sfu.f32_exact_range(code, ftz, x, y if n == 2 else x, got, 0, 64, sfu.table(t0), sfu.table(t1 or t0), seg)
-        assert np.array_equal(got, want), form
+        got = np.zeros(len(a), np.uint32)
+        sfu.f32_lanes(code, ftz, a, b, got, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
+                      *(_table(t) for t in sfu_fit(code)), np.zeros(32), np.zeros(32, np.int64),
+                      np.zeros(32, np.uint8), np.zeros(32, np.int64))
+        bad = np.nonzero(got != want)[0]
+        assert len(bad) == 0, f"{form}: {len(bad)} of {len(a)} differ, first operand index {int(index[bad[0]]):#x}"
+    assert checked >= 6
 
 
 @pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])

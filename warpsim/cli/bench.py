@@ -906,7 +906,7 @@ def main(argv=None) -> int:
     threads_all = numba.config.NUMBA_NUM_THREADS
     report = {
         "warps": warps, "repeat": repeat, "quick": args.quick, "clock_one_thread": args.clock,
-        "machine": {"cores": os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
+        "machine": {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
                     "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform(),
                     **describe()},
         "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,

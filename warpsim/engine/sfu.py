@@ -423,17 +423,16 @@ def _f32_exact(code, ftz, a, b, d0, d1, seg):
 
 
 @njit(cache=True, nogil=True)
-def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
-    """out[lo:hi] of one form, a block at a time: the fit's coefficients loaded per element (scalar
-    loads: faster than vector gathers here), the prediction as one vectorised loop, then the exact
-    scalar path for the elements it left."""
+def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, p0, p1, slow, left):
+    """out[lo:hi] of one form in blocks of p0.size (scratch p0 .. left, of one size): the fit's
+    coefficients loaded per element (scalar loads: faster than vector gathers here), the prediction as
+    one vectorised loop, then the exact scalar path for the elements it left (their table entries
+    prefetched together first).  One compiled body for the bulk kernel and the native translator's
+    lanes: it inlines every unit, which takes numba a minute to compile."""
     x = b if code == DIV_FULL or code == DIV_APPROX else a       # the MUFU's operand
-    p0 = np.empty(_BLOCK, np.float64)
-    p1 = np.empty(_BLOCK, np.int64)
-    slow = np.empty(_BLOCK, np.uint8)
-    left = np.empty(_BLOCK, np.int64)
-    for s in range(lo, hi, _BLOCK):
-        n = min(hi, s + _BLOCK) - s
+    blk = p0.size
+    for s in range(lo, hi, blk):
+        n = min(hi, s + blk) - s
         for j in range(n):
             g = _fit_index(code, x[s + j]) >> FIT_BITS
             p0[j] = c0[g]
@@ -451,15 +450,12 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12):
 
 
 @njit(cache=True, nogil=True)
-def f32_exact_range(code, ftz, a, b, out, lo, hi, d0, d1, seg):
-    """out[lo:hi] of one f32 form by the exact scalar path alone: for short runs (a warp's lanes in
-    the native translator), where the fit does not pay; every table entry prefetched first."""
-    x = b if code == DIV_FULL or code == DIV_APPROX else a
-    for i in range(lo, hi):
-        t = _fit_index(code, x[i])
-        _prefetch(d1 if t >> 23 else d0, t & 0x7FFFFF)
-    for i in range(lo, hi):
-        out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
+def f32_lanes(code, ftz, a, b, out, n, d0, d1, seg, c0, c12, p0, p1, slow, left):
+    """out[:n] of one fitted f32 form on a warp's active lanes (the native translator's call, with its
+    scratch arrays p0 .. left of 32 entries): the fitted prediction where it decides, the exact path
+    for the lanes it leaves -- one cache-resident coefficient pair per lane instead of a table entry
+    that misses the caches for random operands."""
+    _f32_range(code, ftz, a, b, out, 0, n, d0, d1, seg, c0, c12, p0, p1, slow, left)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -503,7 +499,9 @@ def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
     nch = (n + CHUNK - 1) // CHUNK
     for ch in prange(nch):
         ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
-        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12)
+        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12,
+                   np.empty(_BLOCK, np.float64), np.empty(_BLOCK, np.int64), np.empty(_BLOCK, np.uint8),
+                   np.empty(_BLOCK, np.int64))
 
 
 # ----------------------------------------------------------------------------------------------

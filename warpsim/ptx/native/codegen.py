@@ -54,7 +54,7 @@ def _groups(stmts):
 
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
-            "SHJ", "SA", "SB", "SO")
+            "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still
 CHUNK = 32
@@ -195,6 +195,10 @@ def generate(ir, name="native_kernel"):
     L.append("    SA = np.zeros(32, np.uint32)")
     L.append("    SB = np.zeros(32, np.uint32)")
     L.append("    SO = np.zeros(32, np.uint32)")
+    L.append("    SP0 = np.zeros(32, np.float64)")      # the special-function unit's scratch (sfu.f32_lanes)
+    L.append("    SP1 = np.zeros(32, np.int64)")
+    L.append("    SSL = np.zeros(32, np.uint8)")
+    L.append("    SLF = np.zeros(32, np.int64)")
     L.append(f"    SMEM = np.zeros({ir.shared_static} + dyn_smem, np.uint8)")
     L.append("    SMEM_BYTES = SMEM.size")
     L.append("    SMEMP = SMEM.ctypes.data")

@@ -100,7 +100,7 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
-from warpsim.engine.sfu import f32_exact_range as sfu_range
+from warpsim.engine.sfu import f32_lanes as sfu_lanes
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
     div_contracted as rt_div_contracted, divrem as rt_divrem,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
@@ -163,7 +163,7 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
     bases = np.array(g.bases, np.uint64)
     sizes = np.array([b.size for b in g.buffers], np.uint64)
     ptrs = np.array([b.ctypes.data for b in g.buffers], np.int64)      # the arrays stay alive: g holds them
-    tabs = [sfu.table(t) for t in ir.sfu_tables]
+    tabs = [_table(t) for t in ir.sfu_tables]
     seg = sfu.table("ex2_seg") if "ex2_pos" in ir.sfu_tables else _NOSEG
     status = np.zeros(4, np.int64)
     from ...engine.hostfpu import PROBE32, PROBE64
@@ -198,3 +198,14 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
 
 
 _NOSEG = np.zeros((2, 1), np.float64)
+
+
+def _table(name):
+    """A kernel's table argument: a unit's table, or ``fitc0_<unit>`` / ``fitc12_<unit>``, the two
+    arrays of its fitted quadratics (lower.sfu_fit)."""
+    from ...engine import sfu
+
+    if name.startswith("fitc"):
+        part, unit = name[4:].split("_", 1)
+        return sfu.table("fit:" + unit)[0 if part == "0" else 1]
+    return sfu.table(name)

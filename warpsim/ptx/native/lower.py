@@ -536,15 +536,23 @@ def sfu_forms():
     return _SFU
 
 
+def sfu_fit(code):
+    """The kernel arguments (table names) of the fitted quadratics a form's unit predicts with."""
+    from ...engine.sfu import fit_name
+
+    return f"fitc0_{fit_name(code)}", f"fitc12_{fit_name(code)}"
+
+
 def _sfu(o, opcode):
-    """One call of the unit's range kernel per warp on the active lanes' operands: its loop issues the
-    table loads of all of them before using any (the tables miss the caches for random operands)."""
+    """One call of the unit's lane kernel per warp on the active lanes' operands (the fitted
+    prediction, the exact table path for the lanes it leaves)."""
     code, ftz, t0, t1, nsrc = sfu_forms()[opcode]
     d, *s = o.need(nsrc + 1)
     srcs = [o.src(x, "f32") for x in s]
     dst = o.dst(d, "f32")
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
+    c0, c12 = sfu_fit(code)
     return ["_n = 0",
             "for l in range(32):",
             "    if act[l]:",
@@ -553,10 +561,11 @@ def _sfu(o, opcode):
             f"        SB[_n] = {b}",
             "        SHJ[_n] = l",
             "        _n += 1",
-            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg})",
+            f"sfu_lanes({code}, {ftz}, SA, SB, SO, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
+            "SP0, SP1, SSL, SLF)",
             "for _i in range(_n):",
             "    t = base + SHJ[_i]",
-            f"    {dst} = SO[_i]"], (t0, t1 or t0)
+            f"    {dst} = SO[_i]"], (t0, t1 or t0, c0, c12)
 
 
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\Z")
