@@ -24,6 +24,7 @@ WGMMA_EARLY_READ = {"triton_f16_f16acc_sm90"}     # reads accumulators between c
 
 
 def _run(name, **kw):
+    kw.setdefault("engine", "interpret")      # the interpreter's words and warnings (test_ptx_native: the compiled engine's)
     bufs, make_args, grid, block, shared, outs = inputs(name)
     gm = GlobalMemory()
     addr = {k: gm.map(v) for k, v in bufs.items()}

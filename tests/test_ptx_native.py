@@ -17,6 +17,7 @@ from warpsim.ptx.translate import TranslationFallbackWarning
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "benchmarks" / "kernels"
 FORMS = Path(__file__).resolve().parent / "ptx" / "data" / "native_forms.ptx"
+COMPILED = Path(__file__).resolve().parent / "ptx" / "compiled"
 
 
 def _both(mod, entry, grid, block, make_args, shared=0):
@@ -87,6 +88,151 @@ def test_triton_kernels_equal_the_interpreter(stem):
         assert np.allclose(w["compiled"][0].view(np.float32), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
+def test_triton_flash_attention_equals_the_interpreter():
+    """benchmarks/kernels' sm_90a flash attention (wgmma from shared-memory descriptors and from registers, the
+    online softmax): two query blocks of one head over two key blocks."""
+    mod = wp.load((KERNELS / "triton_attention_f16_sm90a.ptx").read_text())
+    n, d = 128, 64
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
+
+    def make():
+        out = np.zeros((n, d), np.float32)
+        z = [np.zeros(64, np.uint8), np.zeros(64, np.uint8)]
+        return [out, q.view(np.uint16), k.view(np.uint16), v.view(np.uint16), n, 1 / np.sqrt(d), *z], [out]
+
+    w = _both(mod, "attention", (n // 64, 1, 1), 128, make, 16384)
+    assert np.array_equal(w["interpret"][0], w["compiled"][0])
+    s = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(d)         # and it is attention
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    assert np.allclose(w["compiled"][0].view(np.float32), p / p.sum(axis=1, keepdims=True) @ v.astype(np.float32),
+                       atol=2e-3)
+    args, _ = make()
+    with pytest.warns(TranslationFallbackWarning, match="wgmma_strict=True: the wgmma hazard checks are the interp"):
+        mod.launch("attention", (n // 64, 1, 1), 128, args, 16384, engine="compiled", wgmma_strict=True, workers=1)
+    assert mod.last_engine["engine"] == "interpret"
+
+
+@pytest.mark.parametrize("name", ["triton_f16_f32acc_masked_sm90", "triton_f16_f16acc_sm90"])
+def test_triton_sm90a_gemms_compiled_give_the_h100_words(name):
+    """tests/ptx/compiled's sm_90a Triton GEMMs (wgmma from descriptors; the f16 accumulator's kernel packs halves
+    with mov and reads D between commit_group and wait_group) on the compiled engine: the words of
+    tests/ptx/data/compiled_kernels.npz (an H100)."""
+    from warpsim.hw.golden import open_golden
+
+    sys.path.insert(0, str(COMPILED))
+    from cases import CASES, inputs
+
+    bufs, make_args, grid, block, shared, outs = inputs(name)
+    gm = wp.GlobalMemory()
+    addr = {k: gm.map(v) for k, v in bufs.items()}
+    mod = wp.load(COMPILED / CASES[name]["ptx"])
+    mod.launch(CASES[name]["entry"], grid, block, make_args(addr), shared, memory=gm, engine="compiled", workers=1)
+    assert mod.last_engine["engine"] == "compiled", mod.last_engine
+    cap = open_golden(Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.npz")
+    for o in outs:
+        want = cap[f"{name}/{o}"]
+        assert int((bufs[o].view(want.dtype) != want).sum()) == 0, o
+
+
+def _wgmma_descriptors():
+    from warpsim.isa import smem
+
+    return np.array([smem.dense_layout(64, 16, "K")[0], smem.dense_layout(16, 16, "K", start=2048)[0],
+                     smem.dense_layout(64, 16, "K", "128B", start=4096)[0],
+                     smem.dense_layout(16, 16, "K", "64B", start=12288)[0]], np.uint64)
+
+
+def _wgmma_forms_kernel():
+    """One warpgroup: 16 KB of input bytes copied to shared memory, then wgmma forms over them through 4 descriptors
+    read from global memory (_wgmma_descriptors) -- f16 (imm-scale -1, MN-major B; chained on a predicate scale-d
+    through 128B / 64B-swizzled descriptors), bf16 (MN-major A), tf32, e4m3 x e5m2 -> f16, s8 x u8, f16 with A from
+    registers -- each thread's D words stored."""
+    copy = "\n".join(f"\tld.global.v4.b32 {{%r10, %r11, %r12, %r13}}, [%rd4+{2048 * i}];\n"
+                     f"\tst.shared.v4.b32 [%r4+{2048 * i}], {{%r10, %r11, %r12, %r13}};" for i in range(8))
+    regs = lambda a, n: "{" + ", ".join(f"%r{a + i}" for i in range(n)) + "}"      # noqa: E731
+    forms = [("m64n16k16.f32.f16.f16", regs(20, 8), "%rd10, %rd11, 0, -1, 1, 0, 1"),
+             ("m64n16k16.f32.f16.f16", regs(20, 8), "%rd12, %rd13, %p1, 1, 1, 0, 0"),
+             ("m64n16k16.f32.bf16.bf16", regs(30, 8), "%rd10, %rd11, 0, 1, 1, 1, 0"),
+             ("m64n16k8.f32.tf32.tf32", regs(40, 8), "%rd10, %rd11, 0, 1, -1"),
+             ("m64n16k32.f16.e4m3.e5m2", regs(50, 4), "%rd10, %rd11, 0, 1, 1"),
+             ("m64n16k32.s32.s8.u8", regs(60, 8), "%rd10, %rd11, 0"),
+             ("m64n16k16.f16.f16.f16", regs(70, 4), "{%r10, %r11, %r12, %r13}, %rd11, 0, 1, 1, 0")]
+    mma = "\n".join(f"\twgmma.mma_async.sync.aligned.{op} {d}, {rest};" for op, d, rest in forms)
+    words = [r for _, d, _ in forms[1:] for r in d.strip("{}").split(", ")]
+    store = "\n".join(f"\tst.global.b32 [%rd6+{4 * i}], {r};" for i, r in enumerate(words))
+    return f""".version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry wg(.param .u64 out, .param .u64 inp, .param .u64 dsc)
+{{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<80>;
+\t.reg .b64 %rd<20>;
+\t.shared .align 1024 .b8 smem[16384];
+\tld.param.u64 %rd1, [out];
+\tld.param.u64 %rd2, [inp];
+\tmov.u32 %r1, %tid.x;
+\tmul.wide.u32 %rd3, %r1, 16;
+\tadd.s64 %rd4, %rd2, %rd3;
+\tmov.u32 %r2, smem;
+\tmad.lo.u32 %r4, %r1, 16, %r2;
+{copy}
+\tfence.proxy.async.shared::cta;
+\tbar.sync 0;
+\tsetp.ne.u32 %p1, %r1, 999;
+\tld.param.u64 %rd7, [dsc];
+\tld.global.b64 %rd10, [%rd7];
+\tld.global.b64 %rd11, [%rd7+8];
+\tld.global.b64 %rd12, [%rd7+16];
+\tld.global.b64 %rd13, [%rd7+24];
+\twgmma.fence.sync.aligned;
+{mma}
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 0;
+\tmul.wide.u32 %rd5, %r1, {4 * len(words)};
+\tadd.s64 %rd6, %rd1, %rd5;
+{store}
+\tret;
+}}
+""", len(words)
+
+
+def test_wgmma_forms_equal_the_interpreter():
+    text, nw = _wgmma_forms_kernel()
+    mod = wp.load(text)
+    assert mod.translation("wg").native, mod.translation("wg").reason
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(8192).astype(np.float16).view(np.uint16)
+
+    def make():
+        out = np.zeros(128 * nw, np.uint32)
+        return [out, x, _wgmma_descriptors()], [out]
+
+    w = _both(mod, "wg", 1, 128, make)
+    a, b = w["interpret"][0].reshape(128, nw), w["compiled"][0].reshape(128, nw)
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, in columns {sorted(set(np.nonzero(a != b)[1]))}"
+    assert (a != 0).all(axis=0).sum() > nw // 2          # outputs, not zeros
+
+
+def test_wgmma_descriptor_outside_shared_memory_names_the_line():
+    from warpsim.isa import smem
+
+    text, nw = _wgmma_forms_kernel()
+    mod = wp.load(text)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "wgmma.mma_async" in x)
+    descs = _wgmma_descriptors()
+    descs[1] = smem.dense_layout(16, 16, "K", start=16384 - 256)[0]        # B's last core matrices lie past the end
+    args = [np.zeros(128 * nw, np.uint32), np.zeros(8192, np.uint16), descs]
+    with pytest.raises(wp.PTXError, match=r"reads shared-memory bytes up to 16640, but smem holds 16384") as err:
+        mod.launch("wg", 1, 128, args, engine="interpret")
+    assert err.value.line == line
+    with pytest.raises(wp.PTXError, match=r"address 0x4000 \(thread 0\) lies outside every mapped array / the CTA's "
+                                          r"shared memory") as err:
+        mod.launch("wg", 1, 128, args, engine="compiled")
+    assert err.value.line == line
+
+
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)
@@ -98,9 +244,9 @@ def test_engine_none_uses_a_built_kernel():
 
 
 def test_untranslatable_kernels_fall_back_with_the_reason():
-    mod = wp.load((KERNELS / "triton_attention_f16_sm90a.ptx").read_text())
-    tr = mod.translation("attention")
-    assert not tr.native and "fence.proxy.async.shared::cta" in tr.reason and "line 724" in tr.reason
+    mod = wp.load(COMPILED / "simt_calls.ptx")
+    tr = mod.translation("simt_calls")
+    assert not tr.native and "the module has .func functions" in tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)
@@ -170,9 +316,11 @@ def test_sfu_forms_are_the_hardware_words():
     assert checked >= 6
 
 
-def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):
-    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) run on the
-    compiled engine (WARPSIM_PTX_ENGINE=compiled makes it the default) gives the words an H200 wrote."""
+@pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])
+def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, case):
+    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) and grouped GEMM
+    (wgmma from descriptors, a loop over the groups' tiles) run on the compiled engine (WARPSIM_PTX_ENGINE=compiled
+    makes it the default) give the words an H200 wrote."""
     pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
     pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
     import warpsim.triton as wt
@@ -187,12 +335,12 @@ def test_triton_tutorial_layernorm_compiled_gives_the_hopper_words(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", TranslationFallbackWarning)
         with wt.device(arch="sm_90a"):
-            outs, k = tk.CASES["layernorm"][0](lambda t: t)
+            outs, k = tk.CASES[case][0](lambda t: t)
     assert kernel.LAUNCHES[0] > before                # the compiled engine ran it
     z = open_golden(os.path.join(os.path.dirname(__file__), "golden", "triton_driver_sm90.npz"))
-    cap = z.manifest["cases"]["layernorm"]
+    cap = z.manifest["cases"][case]
     assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"]
     for name in cap["outputs"]:
-        want = z[f"layernorm.{name}"]
+        want = z[f"{case}.{name}"]
         got = tk.words(outs[name])
         assert got.shape == want.shape and int((got != want).sum()) == 0, name

@@ -14,6 +14,7 @@ from numba import njit, prange
 
 from .jitcache import named_copy
 from .kernel import DOT_KINDS, _dot
+from .tc.wgmma import _wg_kernel
 
 #: wgmma has no block scales: the dot's scale operands are empty
 _NOSCALE = np.zeros(1, np.uint64)
@@ -45,6 +46,21 @@ def matrix(kind: str, A, B, C, p, out) -> None:
     if B.ndim == 3:
         B = np.broadcast_to(B[:, None], (B.shape[0], A.shape[1]) + B.shape[1:])
     _matrix_jit(DOT_KINDS[kind], A, B, C, np.asarray(p, dtype=np.int64), out)
+
+
+def _dot_rows(kind, A, B, C, p, out):
+    """out[i, j] = dot(A[i], B[j], K, C[i, j], p): some rows of one dense wgmma (A (R, K), B^T (N, K), C and out
+    (R, N) element bits), serially."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[0]):
+            out[i, j] = _dot(kind, A[i], B[j], A.shape[1], C[i, j], p, _NOSCALE, _NOSCALE)
+
+
+#: _dot_rows for a caller already in jitted code (the native translator's warps, each computing its 16 rows of D)
+dot_rows = njit(cache=True, nogil=True)(named_copy(_dot_rows, "_dot_rows"))
+#: the float tensor-core kernel of single-pass fused wgmma recipes (engine.tensorcore.wgmma_runner's), serial: for a
+#: caller already in jitted code (any number of rows M a multiple of 4)
+fused_rows = njit(cache=True, nogil=True)(named_copy(_wg_kernel, "_wg_kernel_serial"))
 
 
 # --- D / C register words <-> the (G, 64, N) element matrix ---------------------------------------

@@ -139,27 +139,33 @@ def operand_addresses(desc, rows: int, k: int, elem_bits: int, major: str = "K")
     if k * elem_bits not in (K_BYTES * 8, 2 * K_BYTES * 8):
         raise ValueError(f"a wgmma operand row holds {K_BYTES} bytes of K ({2 * K_BYTES} for B of a sparse wgmma); "
                          f"k={k} of {elem_bits}-bit elements does not")
+    if major == "MN" and elem_bits != 16:
+        raise ValueError(f"MN-major (transposed) operands exist for 16-bit types only, not {elem_bits}-bit")
     r = np.arange(rows, dtype=np.int64)[:, None]
     kk = np.arange(k, dtype=np.int64)[None, :]
-    w = d.width
-    if major == "K":
-        kbit = kk * elem_bits
-        kb, bit = kbit // 8, kbit % 8
+    a = element_address(d.start, d.lbo, d.sbo, d.width, r, kk, elem_bits, major == "MN")
+    bit = (kk * elem_bits) % 8 if major == "K" else np.zeros((rows, k), dtype=np.int64)
+    return np.broadcast_to(a, (rows, k)), np.broadcast_to(bit, (rows, k))
+
+
+def element_address(start, lbo, sbo, w, r, kk, elem_bits, mn_major):
+    """The swizzled byte address of element (row ``r``, k ``kk``) (ints or numpy arrays; also compiled by numba
+    for the native translator): the formulas of the module docstring, W = ``w`` bytes (0: no swizzle)."""
+    if not mn_major:
+        kb = (kk * elem_bits) // 8
         if w:   # K beyond the swizzle width (sparse B, 32B swizzle): the next K atom sits LBO further
-            a = d.start + (r // 8) * d.sbo + (r % 8) * w + kb % w + (kb // w) * d.lbo
+            a = start + (r // 8) * sbo + (r % 8) * w + kb % w + (kb // w) * lbo
         else:
-            a = d.start + (r // 8) * d.sbo + (kb // 16) * d.lbo + (r % 8) * 16 + kb % 16
+            a = start + (r // 8) * sbo + (kb // 16) * lbo + (r % 8) * 16 + kb % 16
     else:
-        if elem_bits != 16:
-            raise ValueError(f"MN-major (transposed) operands exist for 16-bit types only, not {elem_bits}-bit")
         rb = r * 2
-        bit = np.zeros((rows, k), dtype=np.int64)
         if w:
-            a = d.start + (rb // w) * d.lbo + (kk // 8) * d.sbo + (kk % 8) * w + rb % w
+            a = start + (rb // w) * lbo + (kk // 8) * sbo + (kk % 8) * w + rb % w
         else:
-            a = d.start + (rb // 16) * d.sbo + (kk // 8) * d.lbo + (kk % 8) * 16 + rb % 16
-    a = np.broadcast_to(a, (rows, k))
-    return swizzle(a, d.swizzle), np.broadcast_to(bit, (rows, k))
+            a = start + (rb // 16) * sbo + (kk // 8) * lbo + (kk % 8) * 16 + rb % 16
+    if w:
+        a = a ^ (((a >> 7) & (w // 16 - 1)) << 4)
+    return a
 
 
 def _gather_bytes(elem_bits):

@@ -297,6 +297,9 @@ class Module:
                 raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
+        if chosen == "compiled" and wgmma_strict and any(st.opcode.startswith("wgmma.") for st in prog.code):
+            self._fall_back(entry, engine, f"{entry}: wgmma_strict=True: the wgmma hazard checks are the interpreter's")
+            chosen = "interpret"
         if chosen == "compiled":
             from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
 

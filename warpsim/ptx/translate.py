@@ -16,13 +16,18 @@ reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every com
 ``ld.param`` of kernel parameters, ``ld`` / ``st`` (scalar, ``.v2``, ``.v4``) of the global and shared
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
-``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not).
+``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not); integer
+``div`` / ``rem``; vector pack / unpack ``mov``; dense ``wgmma.mma_async`` of f16 / bf16 (A from registers or a
+descriptor), tf32, fp8 and 8-bit integer types (A from a descriptor), with ``wgmma.fence`` / ``commit_group`` /
+``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``
+(:mod:`warpsim.ptx.native.lower_wgmma`: each warp computes its 16 rows of D at issue; the hazard checks stay the
+interpreter's, so ``wgmma_strict=True`` launches run there).
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: ``.ftz`` / ``.sat`` / other rounding ALU forms, f64 and
 16-bit float arithmetic, other conversions, ``cp.async``, generic-space and local memory, atomics,
-``mma`` / ``wgmma`` / ``ldmatrix``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches with
+``mma``, other ``wgmma`` forms, ``ldmatrix``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches with
 clusters of several CTAs, and hosts whose FPU is not in round-to-nearest with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.
 """

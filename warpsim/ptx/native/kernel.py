@@ -36,8 +36,13 @@ def _digest():
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
     pkg = os.path.dirname(os.path.dirname(here))
+    from ...engine.jitcache import CALLEE_STAMP     # the numerics the engine's kernels inline
+
+    h.update(CALLEE_STAMP.encode())
     for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + \
             [os.path.join(pkg, "engine", "sfu.py"), os.path.join(pkg, "engine", "hostfpu.py"),
+             os.path.join(pkg, "engine", "wgmma.py"), os.path.join(pkg, "engine", "chain_fast.py"),
+             os.path.join(pkg, "isa", "smem.py"),
              os.path.join(pkg, "__init__.py")]:
         with open(path, "rb") as f:
             h.update(f.read())
@@ -97,10 +102,11 @@ from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
 from warpsim.engine.sfu import f32_lanes as sfu_lanes
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
-    div_contracted as rt_div_contracted,
+    div_contracted as rt_div_contracted, divrem as rt_divrem,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,
     poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, w32 as rt_w32)
+from warpsim.ptx.native.rt_wgmma import f16_rn as rt_f16_rn, warp_mma as rt_wgmma
 
 
 '''
@@ -141,6 +147,9 @@ _MESSAGES = {
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
     rt.SHFL_MEMBERS: "shfl.sync with membermask 0xffffffff executed by a partial warp (warp of thread {w})",
     rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
+    rt.WGMMA_OPERANDS: "wgmma.mma_async in the warp of thread {w}: a partial warp or warpgroup, lanes that disagree on "
+                       "a descriptor or scale-d, or a descriptor with reserved bits or a base offset (value 0x{v:x}); "
+                       "the interpreter (engine='interpret') names which",
 }
 
 

@@ -77,6 +77,8 @@ class Operands:
         if not isinstance(op, str):
             self.fail(f"operand {op!r}")
         if typ == "pred":
+            if op in ("0", "1", "-1"):          # the predicate immediates the interpreter takes
+                return "False" if op == "0" else "True"
             neg = op.startswith("!")
             name = op[1:] if neg else op
             if self.ir.regs.get(name) != 1:
@@ -246,6 +248,13 @@ def _minmax(o, m):
     return [f"{o.dst(d, t)} = np.uint64({m['op']}({x}, {y}))"]
 
 
+@row(r"(?P<op>div|rem)\.(?P<t>[us](?:16|32|64))")
+def _divrem(o, m):
+    d, a, b = o.need(3)
+    t = m["t"]
+    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {t[0] == 's'}, {m['op'] == 'rem'})"]
+
+
 @row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
 def _neg(o, m):
     d, a = o.need(2)
@@ -404,9 +413,20 @@ def _selp(o, m):
 @row(r"mov\.(?P<t>[bus](?:16|32|64)|f32|f64|pred)")
 def _mov(o, m):
     d, a = o.need(2)
+    t = m["t"]
+    vec = d if isinstance(d, list) else a if isinstance(a, list) else None
+    both = isinstance(d, list) and isinstance(a, list)
+    if vec is not None and not both and t[0] == "b" and TYPES[t][0] % len(vec) == 0:
+        part = TYPES[t][0] // len(vec)      # pack {lo, hi} into a wide register, or unpack one: part i at bits part * i
+        if isinstance(a, list):
+            parts = " | ".join(f"(np.uint64({o.src(r, f'b{part}')}) << np.uint64({part * i}))" for i, r in enumerate(a))
+            return [f"{o.dst(d, t)} = {parts}"]
+        lines = [f"_v = np.uint64({o.src(a, t)})"]
+        return lines + [f"{o.dst(r, f'b{part}')} = (_v >> np.uint64({part * i})) & np.uint64({(1 << part) - 1})"
+                        for i, r in enumerate(d) if r != "_"]
     if isinstance(d, list) or isinstance(a, list):
-        o.fail("vector pack/unpack mov")
-    return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
+        o.fail("vector mov")
+    return [f"{o.dst(d, t)} = {o.src(a, t)}"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,9 @@ from ...engine.hostfpu import fma_native
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
 OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV = range(8)
+#: a wgmma.mma_async whose warp's lanes disagree on its descriptors or scale-d, run by a partial warp or warpgroup,
+#: or with a descriptor the model does not take (lower_wgmma; a code apart from the range above, which grows)
+WGMMA_OPERANDS = 16
 
 _U32 = np.uint32
 
@@ -259,3 +262,23 @@ def div_contracted(a, b, c, full, op, d):
     elif op == 2:
         a = a ^ _U32(0x80000000)
     return w32(fma_native(f32(r), f32(a), f32(c)))
+
+
+@njit(cache=True, nogil=True)
+def divrem(a, b, bits, signed, rem):
+    """div / rem of ``bits``-bit words: truncating (on magnitudes, as the interpreter's int_ops); by zero all
+    ones; MIN / -1 wraps to MIN."""
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if bits == 64 else (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+    a, b = np.uint64(a) & mask, np.uint64(b) & mask
+    if b == np.uint64(0):
+        return mask
+    top = np.uint64(1) << np.uint64(bits - 1)
+    sa = signed and (a & top) != np.uint64(0)
+    sb = signed and (b & top) != np.uint64(0)
+    ma = ((~a + np.uint64(1)) & mask) if sa else a
+    mb = ((~b + np.uint64(1)) & mask) if sb else b
+    if rem:
+        r = ma % mb
+        return ((~r + np.uint64(1)) & mask) if sa else r
+    q = ma // mb
+    return ((~q + np.uint64(1)) & mask) if sa != sb else q
