@@ -141,12 +141,15 @@ _MESSAGES = {
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
     rt.SHFL_MEMBERS: "shfl.sync with membermask 0xffffffff executed by a partial warp (warp of thread {w})",
     rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
+    rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
+                     "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",
+    rt.CP_SIZE: "cp.async: src-size {v} (thread {w}) is larger than the cp-size",
 }
 
 
-def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
+def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=()):
     """Run CTAs first .. first + count - 1; False when the host FPU is not in its IEEE default state
-    (nothing has run: the caller uses the interpreter)."""
+    (nothing has run: the caller uses the interpreter).  launch_values: ``ir.launch_values(arch)``."""
     fn, key = compiled(ir)
     from ...engine import sfu
 
@@ -160,7 +163,7 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
     from ...engine.hostfpu import PROBE32, PROBE64
 
     args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params, bases, sizes,
-            int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64, PROBE32, ptrs, *tabs)
+            int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64, PROBE32, ptrs, *tabs, *launch_values)
     if not fn.signatures:
         from numba.core import config
 

@@ -21,7 +21,7 @@ from ...engine.hostfpu import fma_native
 
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
-OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV = range(8)
+OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV, PARTIAL_WARP, CP_SIZE = range(10)
 
 _U32 = np.uint32
 
