@@ -25,7 +25,8 @@ from ..syntax import parse_int
 from .lower import Untranslatable, row
 from .rt import BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP
 
-_JIT = "from warpsim.engine.warp_mma_jit import mma_generic, mma_int, mma_tc"
+_IMPORTS = ("from warpsim.ptx.native.rt_tc import (ldmatrix as rt_ldmatrix, mma_generic as rt_mma_generic, "
+            "mma_int as rt_mma_int,\n    mma_tc as rt_mma_tc, stmatrix as rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)
 _PATH_ARCHS = ("sm_90", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
@@ -90,6 +91,15 @@ def _whole_warp(line, body):
             *("    " + x for x in body)]
 
 
+def _register_rows(o, regs, write):
+    """The tuple of 32-bit register rows (rt_tc's ``regs``) of a register list, read or written."""
+    for r in regs:
+        o.dst(r, "b32") if write else o.src(r, "b32")
+        if r not in o.ir.index:
+            o.fail(f"operand {r!r} (a register list of registers only is translated)")
+    return "(" + "".join(f"np.int64({o.ir.index[r]}), " for r in regs) + ")"
+
+
 def _lanes(body, n=32):
     return [f"for l in range({n}):", "    t = base + l", *("    " + x for x in body)]
 
@@ -121,13 +131,10 @@ def _mma(o, m):
         regs[role] = x if isinstance(x, list) else [x]
         if len(regs[role]) != ins.registers(role):
             o.fail(f"operand {role.upper()} of {op} needs {ins.registers(role)} registers")
-    n = {r: len(regs[r]) for r in "abcd"}
-    body = [f"_{r.upper()} = np.empty((1, 32, {n[r]}), np.uint32)" for r in "abcd"]
-    body += _lanes([f"_{r.upper()}[0, l, {i}] = {o.src(x, 'b32')}" for r in "abc" for i, x in enumerate(regs[r])])
+    rows = {r: _register_rows(o, regs[r], r == "d") for r in "abcd"}
     name = f"MMA_{hashlib.sha256(op.encode()).hexdigest()[:10]}"
-    body.append(f"mma_{path}({name}, _A, _B, _C, _D)")
-    body += _lanes([f"{o.dst(x, 'b32')} = _D[0, l, {i}]" for i, x in enumerate(regs["d"])])
-    o.prelude += [_JIT, _engine_digest()]
+    body = [f"rt_mma_{path}({name}, R32, base, {rows['a']}, {rows['b']}, {rows['c']}, {rows['d']})"]
+    o.prelude += [_IMPORTS, _engine_digest()]
     o.launch_args.append((name, _Values(op, path)))
     return "warp", _whole_warp(o.st.line, body)
 
@@ -163,21 +170,9 @@ def _matrix(o, m):
     if len(regs) != n:
         o.fail(f"{o.st.opcode} moves {n} matrices: it lists {n} registers")
     body = _row_addresses(o, where, n, o.st.line)
-    row = "SMEMP + np.int64(SHV[{i} + (l >> 2)]) + 4 * (l & 3)"
-    col = "SMEMP + np.int64(SHV[{i} + 2 * (l & 3) + {h}]) + 2 * (l >> 2)"      # .trans: matrix row 2(l%4)+h
-    lane = []
-    for k, r in enumerate(regs):
-        i = 8 * k
-        if load:
-            v = (f"rt_peek2({col.format(i=i, h=0)}) | (rt_peek2({col.format(i=i, h=1)}) << np.uint64(16))"
-                 if trans else f"rt_peek4({row.format(i=i)})")
-            lane.append(f"{o.dst(r, 'b32')} = {v}")
-        elif trans:
-            lane += [f"_v = {o.src(r, 'b32')}", f"rt_poke2({col.format(i=i, h=0)}, _v & np.uint32(65535))",
-                     f"rt_poke2({col.format(i=i, h=1)}, _v >> np.uint32(16))"]
-        else:
-            lane.append(f"rt_poke4({row.format(i=i)}, {o.src(r, 'b32')})")
-    return "warp", _whole_warp(o.st.line, body + _lanes(lane))
+    body.append(f"rt_{m['op']}(R32, base, {_register_rows(o, regs, load)}, SMEMP, SHV, {trans})")
+    o.prelude.append(_IMPORTS)
+    return "warp", _whole_warp(o.st.line, body)
 
 
 @row(r"cp\.async\.(?P<cache>ca|cg)\.shared(?:::cta)?\.global")
