@@ -247,3 +247,30 @@ def _prmt(o, m):
                   "    _y = np.uint64(255) if _y & np.uint64(128) else np.uint64(0)",
                   f"_o |= _y << np.uint64({8 * i})"]
     return lines + [f"{o.dst(d, 'b32')} = _o"]
+
+
+_HALF = {"f16": (5, 10), "bf16": (8, 7)}
+_CVT_IMPORT = "from warpsim.ptx.native.rt_tc import f32_to_half as rt_f32_to_half, flush32 as rt_flush32"
+
+
+@row(r"cvt\.rn\.(?P<dt>f16|bf16)(?P<x2>x2)?\.f32")
+def _cvt_half(o, m):
+    """f32 -> f16 / bf16 rounded to nearest even (NaN: the canonical 0x7fff); the x2 forms pack the first
+    source in the upper half (the operands of an mma built from f32 values)."""
+    eb, mb = _HALF[m["dt"]]
+    o.prelude.append(_CVT_IMPORT)
+    if m["x2"]:
+        d, a, b = o.need(3)
+        hi, lo = (f"rt_f32_to_half({o.src(x, 'f32')}, {eb}, {mb}, 32767)" for x in (a, b))
+        return [f"{o.dst(d, 'b32')} = ({hi} << np.uint64(16)) | {lo}"]
+    d, a = o.need(2)
+    return [f"{o.dst(d, 'b16')} = rt_f32_to_half({o.src(a, 'f32')}, {eb}, {mb}, 32767)"]
+
+
+@row(r"(?:fma|mad)\.rn\.ftz\.f32")
+def _fma_ftz(o, m):
+    """The host's fma on the flushed operands, its result flushed (the interpreter's float_ops.fma, .ftz)."""
+    d, a, b, c = o.need(4)
+    x, y, z = (f"rt_f32(rt_flush32({o.src(v, 'f32')}))" for v in (a, b, c))
+    o.prelude.append(_CVT_IMPORT)
+    return [f"{o.dst(d, 'f32')} = rt_flush32(rt_w32(fma_native({x}, {y}, {z})))"]

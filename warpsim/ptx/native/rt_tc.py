@@ -69,3 +69,59 @@ def stmatrix(R, base, regs, smem, rows, trans):
                 poke2(smem + np.int64(rows[8 * k + 2 * (l & 3) + 1]) + 2 * (l >> 2), v >> np.uint32(16))
             else:
                 poke4(smem + np.int64(rows[8 * k + (l >> 2)]) + 4 * (l & 3), v)
+
+
+@njit(nogil=True)
+def f32_to_half(w, eb, mb, nan):
+    """The f32 word ``w`` rounded to nearest even in a 16-bit float of ``eb`` exponent and ``mb`` mantissa bits
+    (f16: 5, 10; bf16: 8, 7) with infinities: overflow gives infinity, NaN the word ``nan`` (the
+    interpreter's ``convert.float_to_float``)."""
+    w = np.uint32(w)
+    sign = np.int64(w >> np.uint32(31)) << (eb + mb)
+    e = np.int64((w >> np.uint32(23)) & np.uint32(0xFF))
+    m = np.int64(w & np.uint32(0x7FFFFF))
+    inf = sign | (((np.int64(1) << eb) - 1) << mb)
+    if e == 255:
+        return np.uint64(nan) if m != 0 else np.uint64(inf)
+    full, lsb = (m, -149) if e == 0 else (m | 0x800000, e - 150)
+    if full == 0:
+        return np.uint64(sign)
+    top = lsb + 63 - _clz64(np.uint64(full))          # the exponent of the leading bit
+    bias = (np.int64(1) << (eb - 1)) - 1
+    te = max(top, 1 - bias)
+    shift = te - mb - lsb                               # > 0 for these targets
+    if shift > 40:                                      # below half the smallest subnormal: zero
+        return np.uint64(sign)
+    r = full >> shift
+    rem = full - (r << shift)
+    half = np.int64(1) << (shift - 1)
+    if rem > half or (rem == half and (r & 1) == 1):
+        r += 1
+    if r == 0:
+        return np.uint64(sign)
+    if r >= np.int64(1) << (mb + 1):                    # the rounding carried into a new binade
+        r >>= 1
+        te += 1
+    if r < np.int64(1) << mb:                           # subnormal
+        return np.uint64(sign | r)
+    biased = te + bias
+    if biased >= (np.int64(1) << eb) - 1:
+        return np.uint64(inf)
+    return np.uint64(sign | (biased << mb) | (r - (np.int64(1) << mb)))
+
+
+@njit(nogil=True)
+def _clz64(x):
+    n = 0
+    while n < 64 and (x >> np.uint64(63 - n)) & np.uint64(1) == np.uint64(0):
+        n += 1
+    return n
+
+
+@njit(nogil=True)
+def flush32(w):
+    """.ftz: an f32 subnormal word becomes the zero of its sign."""
+    w = np.uint32(w)
+    if (w & np.uint32(0x7F800000)) == np.uint32(0) and (w & np.uint32(0x7FFFFF)) != np.uint32(0):
+        return w & np.uint32(0x80000000)
+    return w
