@@ -23,10 +23,10 @@ import os
 
 from ..syntax import parse_int
 from .lower import Untranslatable, row
-from .rt import BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP
+from .rt import PARTIAL_WARP
 
-_IMPORTS = ("from warpsim.ptx.native.rt_tc import (ldmatrix as rt_ldmatrix, mma_generic as rt_mma_generic, "
-            "mma_int as rt_mma_int,\n    mma_tc as rt_mma_tc, stmatrix as rt_stmatrix)")
+_IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
+            "mma_generic as rt_mma_generic,\n    mma_int as rt_mma_int, mma_tc as rt_mma_tc, stmatrix as rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)
 _PATH_ARCHS = ("sm_90", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
@@ -83,12 +83,11 @@ class _Values:
         return mma_values(self.opcode, self.path, arch)
 
 
-def _whole_warp(line, body):
-    """Lines running ``body`` when every lane of the warp is active, failing when only some are (the
-    interpreter's require_converged; a warp none of whose lanes is active -- a guard -- skips it)."""
-    return ["_n = 0", "for l in range(32):", "    if act[l]:", "        _n += 1",
-            "if _n != 0:", "    if _n != 32:", f"        return fail(status, {PARTIAL_WARP}, {line}, base, np.uint64(0))",
-            *("    " + x for x in body)]
+def _checked(call, line):
+    """Lines running a helper of :mod:`.rt_tc` that returns 0 or a status word (code << 8 | lane)."""
+    return [f"_e = {call}", "if _e:",
+            f"    return fail(status, _e >> 8, {line}, base + (_e & 255), SHV[_e & 255] if _e >> 8 != {PARTIAL_WARP} "
+            "else np.uint64(0))"]
 
 
 def _register_rows(o, regs, write):
@@ -133,25 +132,20 @@ def _mma(o, m):
             o.fail(f"operand {role.upper()} of {op} needs {ins.registers(role)} registers")
     rows = {r: _register_rows(o, regs[r], r == "d") for r in "abcd"}
     name = f"MMA_{hashlib.sha256(op.encode()).hexdigest()[:10]}"
-    body = [f"rt_mma_{path}({name}, R32, base, {rows['a']}, {rows['b']}, {rows['c']}, {rows['d']})"]
     o.prelude += [_IMPORTS, _engine_digest()]
     o.launch_args.append((name, _Values(op, path)))
-    return "warp", _whole_warp(o.st.line, body)
+    return "warp", _checked(f"rt_mma_{path}({name}, R32, base, act, {rows['a']}, {rows['b']}, {rows['c']}, "
+                            f"{rows['d']})", o.st.line)
 
 
-def _row_addresses(o, where, n, line):
-    """Lines putting the 8n row addresses of an ldmatrix / stmatrix (lanes 0..8n-1) into SHV, checked."""
+def _row_addresses(o, where, n):
+    """Lines putting the 8n row addresses of an ldmatrix / stmatrix (lanes 0..8n-1) into SHV."""
     base, kind, off = o.address(where)
     if kind == "symbol":
         if base not in o.ir.shared_symbols:
             o.fail(f"address {where!r}")
         base = f"np.uint64({o.ir.shared_symbols[base]})"
-    return _lanes([f"_a = np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
-                   "if _a % np.uint64(16) != np.uint64(0):",
-                   f"    return fail(status, {MISALIGNED}, {line}, t, _a)",
-                   "if _a + np.uint64(16) > np.uint64(SMEM_BYTES):",
-                   f"    return fail(status, {BAD_ADDRESS}, {line}, t, _a)",
-                   "SHV[l] = _a"], 8 * n)
+    return _lanes([f"SHV[l] = np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})"], 8 * n)
 
 
 _MATRIX = r"(?P<op>ldmatrix|stmatrix)\.sync\.aligned(?P<quals>(?:\.(?:m8n8|x[124]|trans)){2,3})\.shared(?:::cta)?\.b16"
@@ -169,10 +163,9 @@ def _matrix(o, m):
     regs = regs if isinstance(regs, list) else [regs]
     if len(regs) != n:
         o.fail(f"{o.st.opcode} moves {n} matrices: it lists {n} registers")
-    body = _row_addresses(o, where, n, o.st.line)
-    body.append(f"rt_{m['op']}(R32, base, {_register_rows(o, regs, load)}, SMEMP, SHV, {trans})")
     o.prelude.append(_IMPORTS)
-    return "warp", _whole_warp(o.st.line, body)
+    return "warp", _row_addresses(o, where, n) + _checked(
+        f"rt_{m['op']}(R32, base, act, {_register_rows(o, regs, load)}, SMEMP, SMEM_BYTES, SHV, {trans})", o.st.line)
 
 
 @row(r"cp\.async\.(?P<cache>ca|cg)\.shared(?:::cta)?\.global")
@@ -183,7 +176,6 @@ def _cp_async(o, m):
     n = parse_int(str(ops[2]))
     if n not in (4, 8, 16) or (m["cache"] == "cg" and n != 16):
         o.fail(f"{o.st.opcode} with cp-size {ops[2]!r}")
-    line = o.st.line
     if len(ops) == 3:
         size = f"np.uint64({n})"
     elif isinstance(ops[3], str) and o.ir.regs.get(ops[3].lstrip("!")) == 1:       # ignore-src predicate
@@ -198,33 +190,11 @@ def _cp_async(o, m):
         if dst not in o.ir.shared_symbols:
             o.fail(f"address {ops[0]!r}")
         dst = f"np.uint64({o.ir.shared_symbols[dst]})"
-
-    def fail(code, where, value):
-        return [f"    return fail(status, {code}, {line}, t, {value})"]
-
-    def found(addr, size):
-        return [f"_k = rt_find(BASES, SIZES, {addr}, {size})", "if _k < 0:", *fail(BAD_ADDRESS, "t", addr),
-                f"_q = PTRS[_k] + np.int64({addr} - BASES[_k])"]
-
-    body = [f"_z = {size}", f"if _z > np.uint64({n}):", *fail(CP_SIZE, "t", "_z"),
-            f"_a = np.uint64({dst}) + np.uint64({doff & 0xFFFFFFFFFFFFFFFF})",
-            f"if _a % np.uint64({n}) != np.uint64(0):", *fail(MISALIGNED, "t", "_a"),
-            f"if _a + np.uint64({n}) > np.uint64(SMEM_BYTES):", *fail(BAD_ADDRESS, "t", "_a"),
-            "_p = SMEMP + np.int64(_a)",
-            f"_s = np.uint64({src}) + np.uint64({soff & 0xFFFFFFFFFFFFFFFF})",
-            f"if _z == np.uint64({n}):",
-            f"    if _s % np.uint64({n}) != np.uint64(0):", *("    " + x for x in fail(MISALIGNED, "t", "_s")),
-            *("    " + x for x in found("_s", n)),
-            f"    for _j in range({n // 4}):",
-            "        rt_poke4(_p + 4 * _j, rt_peek4(_q + 4 * _j))",
-            "else:",
-            f"    for _j in range({n}):",
-            "        _b = np.uint64(0)",
-            "        if np.uint64(_j) < _z:",
-            *("            " + x for x in found("_s + np.uint64(_j)", 1)),
-            "            _b = rt_peek1(_q)",
-            "        rt_poke1(_p + _j, _b)"]
-    return "warp", ["for l in range(32):", "    if act[l]:", "        t = base + l", *("        " + x for x in body)]
+    o.prelude.append(_IMPORTS)
+    return "warp", _lanes([f"SHV[l] = np.uint64({dst}) + np.uint64({doff & 0xFFFFFFFFFFFFFFFF})",
+                           f"SHJ[l] = np.int64(np.uint64({src}) + np.uint64({soff & 0xFFFFFFFFFFFFFFFF}))",
+                           f"SO[l] = {size}"]) + \
+        _checked(f"rt_cp_async(act, SHV, SHJ, SO, {n}, SMEMP, SMEM_BYTES, BASES, SIZES, PTRS)", o.st.line)
 
 
 @row(r"cp\.async\.(?:commit_group|wait_group|wait_all)")
