@@ -65,7 +65,7 @@ def call_args(pl) -> tuple:
             _k._NO_SCALES, _k._NO_SCALES, False, ft["sta"], ft["srb"], ft["zexp"], *runs, *elems)
 
 
-@njit(nogil=True)
+@njit(nogil=True, inline="always")
 def mma_generic(G, a, b, c, d):
     """The exact generic kernel (``kernel._serial``) on one warp."""
     (kind, params, e, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
@@ -74,14 +74,14 @@ def mma_generic(G, a, b, c, d):
                sd, bd, sp, sparse, tf32meta, chunk, SFA, SFB, scaled)
 
 
-@njit(nogil=True)
+@njit(nogil=True, inline="always")
 def mma_int(I, a, b, c, d):
     """The integer kernel (``kernel._int_serial``) on one warp."""
     params, e, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
     _k._int_serial(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk)
 
 
-@njit(nogil=True)
+@njit(nogil=True, inline="always")
 def mma_tc(T, a, b, c, d):
     """The float tensor-core kernel (its serial build, ``tensorcore.tc_kernels``) on one warp.  It leaves a
     warp to the exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host

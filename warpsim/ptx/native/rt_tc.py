@@ -29,7 +29,7 @@ def warp_status(act):
 def _on_registers(fn):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
     gathered, D's scattered back.  Returns a status word (see :func:`ldmatrix`)."""
-    @njit(nogil=True)
+    @njit(nogil=True, inline="always")
     def call(plan, R, base, act, ra, rb, rc, rd):
         st = warp_status(act)
         if st != 0:
