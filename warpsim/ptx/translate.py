@@ -17,13 +17,19 @@ reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every com
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
 ``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not).
+The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
+registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
+launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
+interpreter models it) with its ``commit_group`` / ``wait_group`` / ``wait_all``, ``prmt.b32``, 8-bit
+``ld`` / ``st``, ``cvt.rn.{f16,bf16}[x2].f32``, ``fma.rn.ftz.f32``.
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: ``.ftz`` / ``.sat`` / other rounding ALU forms, f64 and
 16-bit float arithmetic, other conversions, ``cp.async``, generic-space and local memory, atomics,
-``mma`` / ``wgmma`` / ``ldmatrix``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches with
-clusters of several CTAs, and hosts whose FPU is not in round-to-nearest with subnormals kept.  Words
+sparse / block-scaled / f64 ``mma``, ``wgmma``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches
+with clusters of several CTAs, a launch arch whose ``mma`` plan takes another engine path than the kernel was
+generated for, and hosts whose FPU is not in round-to-nearest with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.
 """
 
@@ -36,7 +42,7 @@ ENGINES = (None, "interpret", "compiled")
 
 #: statement classes of which the native code generator translates forms (warpsim.ptx.native.lower)
 NATIVE_CLASSES: frozenset = frozenset({"alu", "compare-select", "move", "convert", "memory", "branch", "barrier",
-                                       "warp", "special-function"})
+                                       "warp", "special-function", "tensor-core", "async-copy"})
 
 #: (class, opcode pattern), first match wins
 _CLASSES = (
