@@ -157,8 +157,9 @@ def test_sfu_forms_are_the_engines():
 
 def _driver_case_compiled(monkeypatch, suite, name, capture):
     """A case of tests/triton_driver_kernels.py (``suite``: its CASES or SFU_CASES) run under the Triton driver
-    for its target (``tk.TARGET``, else sm_90a) with Hopper's numerics, on the compiled engine (WARPSIM_PTX_ENGINE=compiled makes it the
-    default; no fallback allowed): every output word is the one an H200 wrote (tests/golden/``capture``)."""
+    for its target (``tk.TARGET``, else sm_90a) with Hopper's numerics, on the compiled engine
+    (WARPSIM_PTX_ENGINE=compiled makes it the default; no fallback allowed): every output word is the one an
+    H200 wrote (tests/golden/``capture``)."""
     pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
     pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
     import warpsim.triton as wt

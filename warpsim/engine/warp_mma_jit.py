@@ -2,11 +2,11 @@
 
 No arithmetic of its own.  It calls the engine's kernels on a batch of one warp, as :func:`.kernel.runner`
 does for a batch: the integer kernel (``int``), the float tensor-core kernel (``tc``), or the exact generic
-kernel (``generic``: every other plan, and ``WARPSIM_GENERIC=1``).  Their builds cached on disk are the ones
-called: compiling a kernel that calls them compiles little more than these wrappers.  :func:`call_args` gives a plan's constant arguments as one tuple, which the
-compiled kernel takes as an argument of each launch (the values depend on the launch's arch, the path does
-not for the forms the translator takes; see :func:`path`).  The compiled kernel has checked the host FPU's
-state before it started.
+kernel (``generic``: every other plan, and ``WARPSIM_GENERIC=1``); their builds cached on disk are the ones
+called.  :func:`call_args` gives a plan's constant arguments as one tuple, which the compiled kernel takes as
+an argument of each launch (the values depend on the launch's arch, the path does not for the forms the
+translator takes; see :func:`path`).  The compiled kernel has checked the host FPU's state before it started.
+The wrappers are inlined into their callers (numba re-optimises a linked callee in every caller).
 
 a, b, c, d: C-contiguous uint32 arrays (1, 32, words) of one warp's register words, as the runners take.
 """
@@ -90,6 +90,6 @@ def mma_tc(T, a, b, c, d):
      scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
     need = np.zeros(1, np.int8)
     if _TC_SERIAL(a.view(va.dtype), b.view(vb.dtype), c.view(vc.dtype), d.view(vd.dtype), e, need, p, M, K, Ka, pa,
-                  pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled, sta,
-                  srb, zexp, ea, eb, ec, ed):
+                  pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled,
+                  sta, srb, zexp, ea, eb, ec, ed):
         raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
