@@ -168,7 +168,7 @@ def _matrix(o, m):
         f"rt_{m['op']}(R32, base, act, {_register_rows(o, regs, load)}, SMEMP, SMEM_BYTES, SHV, {trans})", o.st.line)
 
 
-@row(r"cp\.async\.(?P<cache>ca|cg)\.shared(?:::cta)?\.global")
+@row(r"cp\.async\.(?P<cache>ca|cg)\.shared(?:::cta)?\.global(?:\.L2::(?:64|128|256)B)?")
 def _cp_async(o, m):
     ops = o.st.operands
     if len(ops) not in (3, 4):
