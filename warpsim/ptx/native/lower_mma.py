@@ -1,5 +1,6 @@
 """The native translator's rows of the warp-level tensor-core path (issue 32): ``mma.sync``, ``ldmatrix`` /
-``stmatrix`` of shared memory, ``cp.async`` and the byte permute of the 8-bit GEMMs (``prmt.b32``).
+``stmatrix`` of shared memory, ``cp.async``, the byte permute of the 8-bit GEMMs (``prmt.b32``), and what the
+attention kernels around them need (``cvt.rn.{f16,bf16}[x2].f32``, ``fma.rn.ftz.f32``).
 
 They register into :data:`warpsim.ptx.native.lower.ROWS`.  Each is the interpreter's row restated:
 
@@ -114,11 +115,11 @@ def _mma(o, m):
         o.fail(str(exc))
     if ins.is_sparse or ins.block_scaled or any(ins.elem(r).bits == 64 for r in "abcd"):
         o.fail(f"{op}: sparse, block-scaled and 64-bit mma forms are not translated")
+    from ...engine import warp_mma_jit
+
     path = None
     for arch in _PATH_ARCHS:
         try:
-            from ...engine import warp_mma_jit
-
             path = warp_mma_jit.path(_plan(op, arch))
             break
         except (ValueError, KeyError):
