@@ -316,11 +316,11 @@ def test_sfu_forms_are_the_hardware_words():
     assert checked >= 6
 
 
-@pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])
-def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, case):
-    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) and grouped GEMM
-    (wgmma from descriptors, a loop over the groups' tiles) run on the compiled engine (WARPSIM_PTX_ENGINE=compiled
-    makes it the default) give the words an H200 wrote."""
+def _driver_case_compiled(monkeypatch, suite, name, capture):
+    """A case of tests/triton_driver_kernels.py (``suite``: its CASES or SFU_CASES) run under the Triton driver
+    for its target (``tk.TARGET``, else sm_90a) with Hopper's numerics, on the compiled engine
+    (WARPSIM_PTX_ENGINE=compiled makes it the default; no fallback allowed): every output word is the one an
+    H200 wrote (tests/golden/``capture``)."""
     pytest.importorskip("triton", reason="triton is not installed (the optional extra warpsim[triton])")
     pytest.importorskip("torch", reason="torch is not installed (the optional extra warpsim[triton])")
     import warpsim.triton as wt
@@ -334,13 +334,105 @@ def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, cas
     before = kernel.LAUNCHES[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", TranslationFallbackWarning)
-        with wt.device(arch="sm_90a"):
-            outs, k = tk.CASES[case][0](lambda t: t)
+        with wt.device(arch=tk.TARGET.get(name, "sm_90a"), device="sm_90a"):
+            outs, k = getattr(tk, suite)[name][0](lambda t: t)
     assert kernel.LAUNCHES[0] > before                # the compiled engine ran it
-    z = open_golden(os.path.join(os.path.dirname(__file__), "golden", "triton_driver_sm90.npz"))
-    cap = z.manifest["cases"][case]
+    z = open_golden(os.path.join(os.path.dirname(__file__), "golden", capture))
+    cap = z.manifest["cases"][name]
     assert tk.ptx_digest(k.asm["ptx"]) == cap["ptx_sha256"]
-    for name in cap["outputs"]:
-        want = z[f"{case}.{name}"]
-        got = tk.words(outs[name])
-        assert got.shape == want.shape and int((got != want).sum()) == 0, name
+    for out in cap["outputs"]:
+        want, got = z[f"{name}.{out}"], tk.words(outs[out])
+        assert got.shape == want.shape and int((got != want).sum()) == 0, out
+
+
+@pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])
+def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, case):
+    """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) and grouped GEMM
+    (wgmma from descriptors, a loop over the groups' tiles)."""
+    _driver_case_compiled(monkeypatch, "CASES", case, "triton_driver_sm90.npz")
+
+
+# ---------------------------------------------------------------------------------------------
+# the warp-level tensor-core path (warpsim.ptx.native.lower_mma): mma.sync, ldmatrix / stmatrix, cp.async
+
+COMPILED = Path(__file__).resolve().parent / "ptx" / "compiled"
+CAPTURE = Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.npz"
+
+
+#: a kernel's first compile takes about a minute on a 2-core host: bf16 takes the tensor-core path (and
+#: ldmatrix .trans), s8 the integer one (8-bit loads, prmt); the tf32 (cp.async.ca) and e4m3 GEMMs of the same
+#: directory give their captured words too (run them with WARPSIM_NATIVE_ALL_GEMMS=1)
+GEMMS = ["triton_bf16_f32acc_masked_sm80", "triton_s8_s32acc_masked_sm80"] + \
+    (["triton_tf32_masked_sm89", "triton_e4m3_f32acc_sm89"] if os.environ.get("WARPSIM_NATIVE_ALL_GEMMS") else [])
+
+
+@pytest.mark.parametrize("name", GEMMS)
+def test_mma_sync_gemms_compiled_give_the_h100_words(name):
+    """The committed Triton GEMMs of tests/ptx/compiled (mma.sync, ldmatrix, 8-bit loads, prmt) on the compiled
+    engine, as the H100 ran them (arch sm_90): every output word is the GPU's, which the interpreter gives too
+    (tests/test_ptx_compiled.py::test_compiled_case_matches_h100)."""
+    from warpsim.hw.golden import open_golden
+    from warpsim.ptx.native import kernel
+
+    sys.path.insert(0, str(COMPILED))
+    from cases import CASES, inputs
+
+    case = CASES[name]
+    mod = wp.load(COMPILED / case["ptx"])
+    assert mod.translation(case["entry"]).native, mod.translation(case["entry"]).reason
+    bufs, make_args, grid, block, shared, outs = inputs(name)
+    gm = wp.GlobalMemory()
+    addr = {k: gm.map(v) for k, v in bufs.items()}
+    before = kernel.LAUNCHES[0]
+    mod.launch(case["entry"], grid, block, make_args(addr), shared, memory=gm, arch="sm_90", engine="compiled")
+    assert mod.last_engine["engine"] == "compiled" and kernel.LAUNCHES[0] == before + 1
+    cap = open_golden(CAPTURE)
+    for o in outs:
+        want = cap[f"{name}/{o}"]
+        got = bufs[o].view(want.dtype)
+        assert got.shape == want.shape and int((got != want).sum()) == 0, o
+
+
+def test_mma_sync_on_an_arch_without_its_recipe_runs_on_the_interpreter():
+    """The kernel is compiled for the mma's engine path; a launch arch whose plan differs (here: e4m3 does not
+    exist on sm_80) runs on the interpreter, which names the error."""
+    sys.path.insert(0, str(COMPILED))
+    from cases import CASES, inputs
+
+    name = "triton_e4m3_f32acc_sm89"
+    mod = wp.load(COMPILED / CASES[name]["ptx"])
+    bufs, make_args, grid, block, shared, outs = inputs(name)
+    gm = wp.GlobalMemory()
+    addr = {k: gm.map(v) for k, v in bufs.items()}
+    with pytest.warns(TranslationFallbackWarning, match=r"e4m3.*on sm_80: .* is not available on sm_80"):
+        with pytest.raises(wp.PTXError, match="not available on sm_80"):
+            mod.launch("matmul", grid, block, make_args(addr), shared, memory=gm, arch="sm_80", engine="compiled")
+
+
+@pytest.mark.parametrize("name", ["flash_attention_sm80", "attention_bwd_dq"])
+def test_mma_sync_attention_compiled_gives_the_hopper_words(name, monkeypatch):
+    """tests/golden/triton_driver_sfu_sm90.npz's attention kernels of mma.sync (f16; ldmatrix, cp.async, the
+    softmax's ex2 / div / fma.ftz, cvt.rn.f16x2.f32; the backward's stmatrix): the forward built for sm_80, the
+    backward (dq) for sm_90a, where Triton keeps mma.sync for it."""
+    _driver_case_compiled(monkeypatch, "SFU_CASES", name, "triton_driver_sfu_sm90.npz")
+
+
+@pytest.mark.parametrize("word,f16,bf16", [
+    (0x3F800000, 0x3C00, 0x3F80),          # 1.0
+    (0x477FEFFF, 0x7BFF, 0x4780),          # just below 65520: 65504 (f16's largest)
+    (0x477FF000, 0x7C00, 0x4780),          # 65520, halfway to 2^16: to even, which overflows to inf
+    (0x33000000, 0x0000, 0x3300),          # 2^-25, half f16's smallest subnormal: to even (zero)
+    (0x33000001, 0x0001, 0x3300),          # just above it: the smallest subnormal
+    (0xB87FC000, 0x83FF, 0xB880),          # -1023 * 2^-24: f16's largest subnormal, negative
+    (0x3F808000, 0x3C04, 0x3F80),          # bf16 halfway, even below
+    (0x3F818000, 0x3C0C, 0x3F82),          # bf16 halfway, even above
+    (0x00000001, 0x0000, 0x0000),          # f32's smallest subnormal
+    (0x807FFFFF, 0x8000, 0x8080),          # the largest negative f32 subnormal (bf16: rounds up to -2^-126)
+    (0xFF800000, 0xFC00, 0xFF80),          # -inf
+    (0xFFC00001, 0x7FFF, 0x7FFF),          # a NaN: the canonical NaN
+])
+def test_f32_to_half_rounds_to_nearest_even(word, f16, bf16):
+    """Worked examples of IEEE 754 round-to-nearest-even from f32 words (the helper of cvt.rn.{f16,bf16}x2.f32)."""
+    from warpsim.ptx.native.rt_tc import f32_to_half
+
+    assert (int(f32_to_half(word, 5, 10, 0x7FFF)), int(f32_to_half(word, 8, 7, 0x7FFF))) == (f16, bf16)

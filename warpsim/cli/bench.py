@@ -106,6 +106,7 @@ PATHS = (
 )
 TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
 TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
+TARGET_PTX_COMPILED_RATIO = 3.0  # the compiled engine (warpsim.ptx.native) against warpsim.gemm (issue 32)
 
 #: input classes: what the register words hold (see class_inputs)
 CLASSES = ("ordinary", "random", "special", "subnormal", "overflow")
@@ -410,18 +411,29 @@ def _ptx_gemm(name, size):
     grid = (-(-size // kern["bm"]), -(-size // kern["bn"]), 1)
     arch = "sm_90"          # as the H100 runs it (the capture of tests/ptx/compiled)
 
-    def ptx():
+    def ptx(engine="interpret"):
         gm = GlobalMemory()
         ad = {k: gm.map(v) for k, v in dict(a=a.view(np.uint16), b=b.view(np.uint16),
                                              c=np.zeros((size, size), np.uint32), s0=np.zeros(64, np.uint8),
                                              s1=np.zeros(64, np.uint8)).items()}
         mod.launch("matmul", grid, (kern["warps"] * 32, 1, 1),
                    [ad["a"], ad["b"], ad["c"], size, size, size, ad["s0"], ad["s1"]], kern["shared"],
-                   memory=gm, arch=arch)
+                   memory=gm, arch=arch, engine=engine)
+        return mod.last_engine["engine"]
 
+    ptx.translation = lambda: mod.translation("matmul")
     op = f"mma.sync.aligned.m16n8k16.row.col.f32.{kern['a']}.{kern['a']}.f32"
     c0 = np.zeros((size, size), np.float32)
     return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch=arch)), size ** 3
+
+
+def _engines(r) -> str:
+    """A PTX row's engines: the compiled kernel's figure is the row's (its compile apart), the interpreter's beside
+    it; nothing for the other rows (and for reports from before the compiled engine)."""
+    if "compiled_ratio" in r:
+        return (f" (compiled; interpreter {r['interpret_ratio']:.1f}, {r['interpret_seconds']:.2f} s; compile "
+                f"{r['compile_s']:.1f} s)")
+    return " (interpreter)" if "interpret_ratio" in r else ""
 
 
 def bench_paths(repeat, quick, names=None):
@@ -452,7 +464,19 @@ def bench_paths(repeat, quick, names=None):
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
                 ts, rs, ratio = _time_pair(fn, ref_fn, reps)
-                row.update(size=size, reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO)
+                row.update(size=size, reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO,
+                           interpret_seconds=statistics.median(ts), interpret_ratio=ratio)
+                tr = fn.translation()
+                if tr.native and (not quick or tr.ready()):       # --quick never waits for a compile
+                    t0 = time.perf_counter()
+                    if fn("compiled") == "compiled":    # the first compiled launch: compiling (or loading) it
+                        row["compile_s"] = time.perf_counter() - t0
+                        ts, rs, ratio = _time_pair(lambda: fn("compiled"), ref_fn, max(reps, 3))
+                        row.update(engine="compiled", compiled_seconds=statistics.median(ts), compiled_ratio=ratio,
+                                   ratio=ratio, target_ratio=TARGET_PTX_COMPILED_RATIO)
+                if "compiled_ratio" not in row:
+                    row.update(engine="interpret", not_compiled=tr.reason or "--quick: the compiled kernel is not "
+                               "built yet")
             else:
                 fn, n = _path_call(kind, opcode, arch, macs, quick)
                 fn()
@@ -722,7 +746,7 @@ def format_table(report: dict) -> str:
                  report["paths"], "path",
                  lambda r: f"{r['path']:<28} {_fmt_rate(r['macs_per_s']):>8} {r['ratio']:>7.2f} "
                            f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
-                           f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else ""),
+                           f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else "") + _engines(r),
                  "(ratio = time per multiply-add / the reference's, interleaved in the same run)")
     if report.get("gemms"):
         _section(lines, f"{'whole GEMM (all cores)':<28} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s",
@@ -792,8 +816,8 @@ def format_markdown(report: dict) -> str:
             if not r.get("available"):
                 out.append(f"| {r['path']} | not available: {r.get('reason')} | | | |")
                 continue
-            out.append(f"| {r['path']} | {_fmt_rate(r['macs_per_s'])} | {r['ratio']:.2f} | <= {r['target_ratio']:g} | "
-                       f"{_verdict(r['meets_ratio'])} |")
+            out.append(f"| {r['path']} | {_fmt_rate(r['macs_per_s'])} | {r['ratio']:.2f}{_engines(r)} | "
+                       f"<= {r['target_ratio']:g} | {_verdict(r['meets_ratio'])} |")
     if report.get("gemms"):
         out += ["", "Whole GEMMs, all cores: `warpsim.gemm` against numpy float64 `A @ B` on the same matrices "
                     "(same run).", "", "| GEMM | warpsim | numpy f64 | ratio | target | met |",

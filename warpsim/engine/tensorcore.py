@@ -78,14 +78,19 @@ def _count(need, names=_STAT_NAMES):
             STATS[name] = STATS.get(name, 0) + int(x)
 
 
+def tc_kernels():
+    """The serial and parallel builds of the warp-level tensor-core kernel (``tc.mma._tc_kernel``)."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = _serial_and_parallel(_tc_kernel, "_tc_kernel")
+    return _KERNELS
+
+
 def tc_runner(ins, params, ft, chunk: int, threshold: int):
     """A function (a, b, c, e, d) -> the indices of the warps left to the exact kernel (None: none),
     computing D for all the others.  a, b, c, d: C-contiguous uint32 (W, 32, words); e: (W, 32)
     metadata words or a dummy.  Everything that does not depend on the call is bound once."""
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = _serial_and_parallel(_tc_kernel, "_tc_kernel")
-    ser, par = _KERNELS
+    ser, par = tc_kernels()
     m, n, k = ins.mnk
     ta, tb, tc, td = ft["wide"]
     consts = (params, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse, ins.atype == "tf32",

@@ -304,7 +304,7 @@ class Module:
             from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
 
             why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
-                                  _Kernel.bind)
+                                  _Kernel.bind, arch)
             if why is None:
                 return
             self._fall_back(entry, engine, f"{entry}: {why}")

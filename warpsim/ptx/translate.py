@@ -17,18 +17,25 @@ reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every com
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
 ``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not); integer
-``div`` / ``rem``; vector pack / unpack ``mov``; dense ``wgmma.mma_async`` of f16 / bf16 (A from registers or a
-descriptor), tf32, fp8 and 8-bit integer types (A from a descriptor), with ``wgmma.fence`` / ``commit_group`` /
-``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``
-(:mod:`warpsim.ptx.native.lower_wgmma`: each warp computes its 16 rows of D at issue; the hazard checks stay the
-interpreter's, so ``wgmma_strict=True`` launches run there).
+``div`` / ``rem``; vector pack / unpack ``mov``.
+The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
+registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
+launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
+interpreter models it) with its ``commit_group`` / ``wait_group`` / ``wait_all``, ``prmt.b32``, 8-bit
+``ld`` / ``st``, ``cvt.rn.{f16,bf16}[x2].f32``, ``fma.rn.ftz.f32``.
+The warpgroup path (:mod:`warpsim.ptx.native.lower_wgmma`): dense ``wgmma.mma_async`` of f16 / bf16 (A from
+registers or a descriptor), tf32, fp8 and 8-bit integer types (A from a descriptor), with ``wgmma.fence`` /
+``commit_group`` / ``wait_group`` and ``fence.proxy.async``: each warp computes its 16 rows of D at issue; the
+hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run there.
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: ``.ftz`` / ``.sat`` / other rounding ALU forms, f64 and
 16-bit float arithmetic, other conversions, ``cp.async``, generic-space and local memory, atomics,
-``mma``, other ``wgmma`` forms, ``ldmatrix``, mbarriers, fences, ``vote`` / ``redux``, calls, ...), launches with
-clusters of several CTAs, and hosts whose FPU is not in round-to-nearest with subnormals kept.  Words
+sparse / block-scaled / f64 ``mma``, other ``wgmma`` forms, mbarriers, fences other than ``fence.proxy.async``,
+``vote`` / ``redux``, calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
+with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.
 """
 
@@ -41,7 +48,7 @@ ENGINES = (None, "interpret", "compiled")
 
 #: statement classes of which the native code generator translates forms (warpsim.ptx.native.lower)
 NATIVE_CLASSES: frozenset = frozenset({"alu", "compare-select", "move", "convert", "memory", "branch", "barrier",
-                                       "warp", "special-function"})
+                                       "warp", "special-function", "tensor-core", "async-copy"})
 
 #: (class, opcode pattern), first match wins
 _CLASSES = (

@@ -68,7 +68,7 @@ class _Functions:
 
     def __init__(self, ir):
         self.ir, self.defs = ir, []
-        self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables}
+        self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args)
 
     def add(self, body, regs):
         """A function of the group's lines; -> the call that runs it (1: it failed, see status)."""
@@ -162,7 +162,8 @@ def generate(ir, name="native_kernel"):
     tabs = ir.sfu_tables
     L = []
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "PARAMS", "BASES", "SIZES", "dyn_smem",
-            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS"] + [f"TAB_{t}" for t in tabs]
+            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS"] + [f"TAB_{t}" for t in tabs] + \
+        sorted(ir.launch_args)
     L.append("@njit(cache=True, nogil=True)")
     L.append(f"def {name}({', '.join(args)}):")
     L.append("    if not fp_env_ok(q64, q32):")
@@ -245,4 +246,4 @@ def generate(ir, name="native_kernel"):
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
-    return "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body
+    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..regfile import Warp
+from . import lower_mma  # noqa: F401  (registers the tensor-core and async-copy rows into lower.ROWS)
 from . import lower_wgmma  # noqa: F401  (registers its rows into lower.ROWS)
 from .lower import Lowered, Untranslatable, lower, register_file
 
@@ -104,6 +105,9 @@ class KernelIR:
                 b.succ = (b.next,)
             self.blocks.append(b)
         self.sfu_tables = sorted({t for low in lowered if low.sfu for t in low.sfu})
+        #: module-level lines the statements need, in order; kernel arguments chosen per launch (name -> values)
+        self.prelude = list(dict.fromkeys(x for low in lowered for x in low.prelude))
+        self.launch_args = dict(a for low in lowered for a in low.launch_args)
         self.zeroed = self._maybe_undefined()
 
     def ref(self, name, thread="t"):
@@ -128,6 +132,11 @@ class KernelIR:
                 if s is st:
                     return b.start + k
         raise KeyError(st)
+
+    def launch_values(self, arch):
+        """The per-launch kernel arguments for ``arch``, in the order of sorted(launch_args) (Untranslatable:
+        this launch cannot run compiled, with the reason)."""
+        return tuple(self.launch_args[name](arch) for name in sorted(self.launch_args))
 
     def _layout(self, prog):
         """Kernel-parameter offsets as Module.launch binds them; shared symbols as _Kernel lays them out."""

@@ -106,7 +106,7 @@ from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,
     poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, w32 as rt_w32)
-from warpsim.ptx.native.rt_wgmma import f16_rn as rt_f16_rn, warp_mma as rt_wgmma
+from warpsim.ptx.native.rt_wgmma import warp_mma as rt_wgmma
 
 
 '''
@@ -147,15 +147,18 @@ _MESSAGES = {
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
     rt.SHFL_MEMBERS: "shfl.sync with membermask 0xffffffff executed by a partial warp (warp of thread {w})",
     rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
+    rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
+                     "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",
+    rt.CP_SIZE: "cp.async: src-size {v} (thread {w}) is larger than the cp-size",
     rt.WGMMA_OPERANDS: "wgmma.mma_async in the warp of thread {w}: a partial warp or warpgroup, lanes that disagree on "
                        "a descriptor or scale-d, or a descriptor with reserved bits or a base offset (value 0x{v:x}); "
                        "the interpreter (engine='interpret') names which",
 }
 
 
-def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
+def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=()):
     """Run CTAs first .. first + count - 1; False when the host FPU is not in its IEEE default state
-    (nothing has run: the caller uses the interpreter)."""
+    (nothing has run: the caller uses the interpreter).  launch_values: ``ir.launch_values(arch)``."""
     fn, key = compiled(ir)
     from ...engine import sfu
 
@@ -169,7 +172,7 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps):
     from ...engine.hostfpu import PROBE32, PROBE64
 
     args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params, bases, sizes,
-            int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64, PROBE32, ptrs, *tabs)
+            int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64, PROBE32, ptrs, *tabs, *launch_values)
     if not fn.signatures:
         from numba.core import config
 

@@ -34,6 +34,8 @@ class Lowered:
     sfu: tuple | None = None      # (engine form code, ftz, table names) of a special-function statement
     reads: tuple = ()             # registers read
     writes: tuple = ()            # registers written (whole destination)
+    prelude: tuple = ()           # module-level lines of the generated source it needs (imports, digests)
+    launch_args: tuple = ()       # (name, values(arch)): kernel arguments chosen per launch (an mma's plan)
 
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)\.([xyz])\Z|%(laneid|warpid|nwarpid)\Z")
@@ -55,6 +57,7 @@ class Operands:
         self.ir, self.st = ir, st
         self.reads, self.writes = [], []
         self.sfu = None              # the special-function tables the statement reads
+        self.prelude, self.launch_args = [], []      # see Lowered
 
     def fail(self, why):
         raise Untranslatable(why)
@@ -435,7 +438,7 @@ def _mov(o, m):
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
                    r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?)"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
-                   r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:16|32|64)|f32|f64)\Z")
+                   r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
 def lower_memory(o, m):
@@ -477,12 +480,19 @@ def lower_memory(o, m):
         lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
         lines.append("_p = PTRS[_k] + np.int64(_a - BASES[_k])")
     for i, r in enumerate(regs):
+        rt = t
+        if bits == 8:       # a byte in a wider register: loads zero- (.s8: sign-) extend, stores its low byte
+            have = o.ir.regs.get(r) if r != "_" else 16
+            if have not in (16, 32, 64):
+                o.fail(f"{o.st.opcode} with register {r}")
+            rt = f"{'s' if t[0] == 's' else 'b'}{have}"
         if op == "ld":
             if r == "_":
                 continue
-            lines.append(f"{o.dst(r, t)} = rt_peek{nb}(_p + {i * nb})")
+            v = f"rt_peek{nb}(_p + {i * nb})"
+            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, 8)) if rt[0] == 's' and bits == 8 else v}")
         else:
-            lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, t)})")
+            lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
     return lines
 
 
@@ -605,5 +615,6 @@ def lower(ir, st):
         if mm:
             out = fn(o, mm)
             kind, lines = out if isinstance(out, tuple) else ("lane", out)
-            return Lowered(kind, lines, sfu=o.sfu, reads=tuple(o.reads), writes=tuple(o.writes))
+            return Lowered(kind, lines, sfu=o.sfu, reads=tuple(o.reads), writes=tuple(o.writes),
+                           prelude=tuple(o.prelude), launch_args=tuple(o.launch_args))
     o.fail(f"no native form of {op!r}")

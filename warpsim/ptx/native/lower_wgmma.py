@@ -1,6 +1,7 @@
 """The translator's rows for ``wgmma`` kernels (registered into :data:`.lower.ROWS`): ``wgmma.mma_async``
 (dense; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers for 16-bit types), ``wgmma.fence`` /
-``commit_group`` / ``wait_group``, ``fence.proxy.async`` and ``cvt.rn.f16x2.f32``.
+``commit_group`` / ``wait_group`` and ``fence.proxy.async`` (``cvt.rn.f16x2.f32``, which feeds register A, is
+lower_mma's row).
 
 How a warpgroup's wgmma runs in compiled code: each warp computes its own 16 rows of D when it reaches
 ``mma_async`` (:func:`.rt_wgmma.warp_mma`), and writes them at once -- the interpreter's model too (results
@@ -51,13 +52,6 @@ def _proxy_fence(o, m):
     """Generic-proxy stores are visible to the async proxy at once in a model that reads shared memory at issue."""
     o.need(0)
     return []
-
-
-@row(r"cvt\.rn\.f16x2\.f32")
-def _cvt_f16x2(o, m):
-    d, a, b = o.need(3)
-    hi, lo = o.src(a, "f32"), o.src(b, "f32")
-    return [f"{o.dst(d, 'b32')} = (np.uint64(rt_f16_rn({hi})) << np.uint64(16)) | np.uint64(rt_f16_rn({lo}))"]
 
 
 def _row_of(o, reg, typ):

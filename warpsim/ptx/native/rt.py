@@ -21,7 +21,7 @@ from ...engine.hostfpu import fma_native
 
 EXIT = -1
 #: status codes a kernel returns in status[0] (0: it finished)
-OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV = range(8)
+OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS, FPENV, PARTIAL_WARP, CP_SIZE = range(10)
 #: a wgmma.mma_async whose warp's lanes disagree on its descriptors or scale-d, run by a partial warp or warpgroup,
 #: or with a descriptor the model does not take (lower_wgmma; a code apart from the range above, which grows)
 WGMMA_OPERANDS = 16

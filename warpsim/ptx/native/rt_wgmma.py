@@ -1,5 +1,5 @@
 """The jitted runtime of the translator's wgmma rows (:mod:`.lower_wgmma`): one warp's part of a dense
-``wgmma.mma_async`` and the f32 -> f16x2 conversion its kernels feed it with.
+``wgmma.mma_async``.
 
 A warpgroup's wgmma is computed at issue, as the interpreter does (:mod:`warpsim.ptx.warpgroup`), but by
 each of its 4 warps for the 16 rows of D it owns: A's rows from its own registers or through the A
@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...engine.chain_fast import f32_to_f16_rne as f16_rn   # noqa: F401  (cvt.rn.f16x2.f32 in the kernels)
 from ...engine.hostfpu import PROBE32, PROBE64
 from ...engine.wgmma import dot_rows, fused_rows
 from ...isa.layouts import layout

@@ -1,0 +1,95 @@
+"""One warp's ``mma`` called from jitted code: the compiled PTX kernels of :mod:`warpsim.ptx.native`.
+
+No arithmetic of its own.  It calls the engine's kernels on a batch of one warp, as :func:`.kernel.runner`
+does for a batch: the integer kernel (``int``), the float tensor-core kernel (``tc``), or the exact generic
+kernel (``generic``: every other plan, and ``WARPSIM_GENERIC=1``); their builds cached on disk are the ones
+called.  :func:`call_args` gives a plan's constant arguments as one tuple, which the compiled kernel takes as
+an argument of each launch (the values depend on the launch's arch, the path does not for the forms the
+translator takes; see :func:`path`).  The compiled kernel has checked the host FPU's state before it started.
+The wrappers are inlined into their callers (numba re-optimises a linked callee in every caller).
+
+a, b, c, d: C-contiguous uint32 arrays (1, 32, words) of one warp's register words, as the runners take.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import kernel as _k
+from .hostfpu import PROBE32, PROBE64
+from .tensorcore import tc_kernels
+
+_TC_SERIAL = tc_kernels()[0]
+
+#: the jitted paths, by name (what the translator's generated code calls)
+PATHS = ("int", "tc", "generic")
+
+
+def path(pl) -> str:
+    """The path ``kernel.runner`` takes for a plan (the host-FPU chain fast path of chain plans computes
+    the generic kernel's words: its warps take the generic kernel here)."""
+    if _k.FORCE_GENERIC:
+        return "generic"
+    if pl.itab is not None:
+        return "int"
+    if pl.ftab is not None:
+        return "tc"
+    return "generic"
+
+
+def _generic_args(pl):
+    ins = pl.ins
+    m, n, k = ins.mnk
+    tabs = [x for t in pl.tables for x in t]
+    return (pl.kind, pl.params, _k._NO_META, ins.products, m, n, k, k // 2 if ins.is_sparse else k, *tabs,
+            pl.sparse_tab, ins.is_sparse, ins.atype == "tf32", 1, _k._NO_SCALES, _k._NO_SCALES, False)
+
+
+def call_args(pl) -> tuple:
+    """The constant arguments of ``mma_<path(pl)>`` for a dense, unscaled plan."""
+    ins = pl.ins
+    m, n, k = ins.mnk
+    p = path(pl)
+    if p == "generic":
+        return _generic_args(pl)
+    if p == "int":
+        return (pl.params, _k._NO_META, m, n, k, *pl.itab, ins.is_sparse, 1)
+    from .tc.tables import _DTYPE
+
+    ft = pl.ftab
+    runs = tuple(np.empty(0, t) for t in ft["wide"])
+    elems = tuple(np.empty(0, _DTYPE[x]) for x in ft["bits"])
+    return (pl.params, _k._NO_META, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse,
+            ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], 1, PROBE64, PROBE32,
+            _k._NO_SCALES, _k._NO_SCALES, False, ft["sta"], ft["srb"], ft["zexp"], *runs, *elems)
+
+
+@njit(nogil=True, inline="always")
+def mma_generic(G, a, b, c, d):
+    """The exact generic kernel (``kernel._serial``) on one warp."""
+    (kind, params, e, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
+     tf32meta, chunk, SFA, SFB, scaled) = G
+    _k._serial(kind, params, a, b, c, e, d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
+               sd, bd, sp, sparse, tf32meta, chunk, SFA, SFB, scaled)
+
+
+@njit(nogil=True, inline="always")
+def mma_int(I, a, b, c, d):
+    """The integer kernel (``kernel._int_serial``) on one warp."""
+    params, e, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
+    _k._int_serial(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk)
+
+
+@njit(nogil=True, inline="always")
+def mma_tc(T, a, b, c, d):
+    """The float tensor-core kernel (its serial build, ``tensorcore.tc_kernels``) on one warp.  It leaves a
+    warp to the exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host
+    FPU off its default state: never for the dense, unscaled forms taken here on a checked FPU."""
+    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB,
+     scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
+    need = np.zeros(1, np.int8)
+    if _TC_SERIAL(a.view(va.dtype), b.view(vb.dtype), c.view(vc.dtype), d.view(vd.dtype), e, need, p, M, K, Ka, pa,
+                  pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled,
+                  sta, srb, zexp, ea, eb, ec, ed):
+        raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")

@@ -1,0 +1,205 @@
+"""The jitted runtime of the tensor-core rows (:mod:`.lower_mma`): one warp's register words in and out of an
+``mma`` call, and ``ldmatrix`` / ``stmatrix`` between registers and shared memory.
+
+Helpers rather than generated lines: a kernel's statements then compile to calls (numba's compile time
+grows with a function's size).  ``R`` is the generated kernel's file of 32-bit registers (registers,
+threads); ``regs`` a tuple of register rows (int64, not literals: one compiled helper for every
+statement); ``base`` the warp's first thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...engine import warp_mma_jit as _j
+from .rt import BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, find, peek1, peek2, peek4, poke1, poke2, poke4
+
+
+@njit(nogil=True)
+def warp_status(act):
+    """-1: no lane of the warp is active (a guard: it skips the statement); 0: every lane is; else the
+    PARTIAL_WARP status word of :func:`ldmatrix`."""
+    n = 0
+    for l in range(32):
+        n += act[l]
+    return -1 if n == 0 else 0 if n == 32 else PARTIAL_WARP << 8
+
+
+def _on_registers(fn):
+    """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
+    gathered, D's scattered back.  Returns a status word (see :func:`ldmatrix`)."""
+    @njit(nogil=True, inline="always")
+    def call(plan, R, base, act, ra, rb, rc, rd):
+        st = warp_status(act)
+        if st != 0:
+            return max(st, 0)
+        a = np.empty((1, 32, len(ra)), np.uint32)
+        b = np.empty((1, 32, len(rb)), np.uint32)
+        c = np.empty((1, 32, len(rc)), np.uint32)
+        d = np.empty((1, 32, len(rd)), np.uint32)
+        for l in range(32):
+            for i in range(len(ra)):
+                a[0, l, i] = R[ra[i], base + l]
+            for i in range(len(rb)):
+                b[0, l, i] = R[rb[i], base + l]
+            for i in range(len(rc)):
+                c[0, l, i] = R[rc[i], base + l]
+        fn(plan, a, b, c, d)
+        for l in range(32):
+            for i in range(len(rd)):
+                R[rd[i], base + l] = d[0, l, i]
+        return 0
+    return call
+
+
+#: mma_<path>(plan, R, base, A rows, B rows, C rows, D rows) for each path of the engine
+mma_int, mma_tc, mma_generic = (_on_registers(f) for f in (_j.mma_int, _j.mma_tc, _j.mma_generic))
+
+
+@njit(nogil=True)
+def _rows_ok(act, rows, n, smem_bytes):
+    """0, or the status word of the first of the 8n row addresses (rows[l], from lane l) that is not 16-byte
+    aligned or not inside the CTA's shared memory; a warp only some of whose lanes are active first."""
+    st = warp_status(act)
+    if st != 0:
+        return st
+    for l in range(8 * n):
+        if rows[l] % np.uint64(16) != np.uint64(0):
+            return (MISALIGNED << 8) | l
+        if rows[l] + np.uint64(16) > np.uint64(smem_bytes):
+            return (BAD_ADDRESS << 8) | l
+    return 0
+
+
+@njit(nogil=True)
+def ldmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
+    """Matrix k of ``regs`` (8x8 b16) from the shared-memory rows rows[8k..8k+7] (offsets from ``smem``,
+    the CTA's shared memory): lane l takes row l/4, columns 2(l%4), 2(l%4)+1, of the matrix or (``trans``)
+    of its transpose.  Returns 0, or a status word: code << 8 | the lane at fault (nothing ran then)."""
+    st = _rows_ok(act, rows, len(regs), smem_bytes)
+    if st != 0:
+        return max(st, 0)
+    for k in range(len(regs)):
+        for l in range(32):
+            if trans:
+                r0 = smem + np.int64(rows[8 * k + 2 * (l & 3)]) + 2 * (l >> 2)
+                r1 = smem + np.int64(rows[8 * k + 2 * (l & 3) + 1]) + 2 * (l >> 2)
+                v = peek2(r0) | (peek2(r1) << np.uint64(16))
+            else:
+                v = peek4(smem + np.int64(rows[8 * k + (l >> 2)]) + 4 * (l & 3))
+            R[regs[k], base + l] = np.uint32(v)
+    return 0
+
+
+@njit(nogil=True)
+def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
+    """The inverse of :func:`ldmatrix`: each lane's word of matrix k to the rows rows[8k..8k+7]."""
+    st = _rows_ok(act, rows, len(regs), smem_bytes)
+    if st != 0:
+        return max(st, 0)
+    for k in range(len(regs)):
+        for l in range(32):
+            v = R[regs[k], base + l]
+            if trans:
+                poke2(smem + np.int64(rows[8 * k + 2 * (l & 3)]) + 2 * (l >> 2), v & np.uint32(0xFFFF))
+                poke2(smem + np.int64(rows[8 * k + 2 * (l & 3) + 1]) + 2 * (l >> 2), v >> np.uint32(16))
+            else:
+                poke4(smem + np.int64(rows[8 * k + (l >> 2)]) + 4 * (l & 3), v)
+    return 0
+
+
+@njit(nogil=True)
+def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs):
+    """cp.async of ``n`` bytes for each active lane l: src-size size[l] bytes from global address src[l]
+    (int64 bits), zeros after them, to the shared-memory offset dst[l].  Returns 0 or a status word (code
+    << 8 | lane; dst[lane] then holds the value to report)."""
+    for l in range(32):
+        if not act[l]:
+            continue
+        z = np.uint64(size[l])
+        s = np.uint64(src[l])
+        a = dst[l]
+        if z > np.uint64(n):
+            dst[l] = z
+            return (CP_SIZE << 8) | l
+        if a % np.uint64(n) != np.uint64(0):
+            return (MISALIGNED << 8) | l
+        if a + np.uint64(n) > np.uint64(smem_bytes):
+            return (BAD_ADDRESS << 8) | l
+        p = smem + np.int64(a)
+        if z == np.uint64(n):
+            k = find(bases, sizes, s, n)
+            if s % np.uint64(n) != np.uint64(0) or k < 0:
+                dst[l] = s
+                return ((MISALIGNED if s % np.uint64(n) != np.uint64(0) else BAD_ADDRESS) << 8) | l
+            q = ptrs[k] + np.int64(s - bases[k])
+            for j in range(n // 4):
+                poke4(p + 4 * j, peek4(q + 4 * j))
+        else:
+            for j in range(n):
+                b = np.uint64(0)
+                if np.uint64(j) < z:
+                    k = find(bases, sizes, s + np.uint64(j), 1)
+                    if k < 0:
+                        dst[l] = s + np.uint64(j)
+                        return (BAD_ADDRESS << 8) | l
+                    b = peek1(ptrs[k] + np.int64(s + np.uint64(j) - bases[k]))
+                poke1(p + j, b)
+    return 0
+
+
+@njit(nogil=True)
+def f32_to_half(w, eb, mb, nan):
+    """The f32 word ``w`` rounded to nearest even in a 16-bit float of ``eb`` exponent and ``mb`` mantissa bits
+    (f16: 5, 10; bf16: 8, 7) with infinities: overflow gives infinity, NaN the word ``nan`` (the
+    interpreter's ``convert.float_to_float``)."""
+    w = np.uint32(w)
+    sign = np.int64(w >> np.uint32(31)) << (eb + mb)
+    e = np.int64((w >> np.uint32(23)) & np.uint32(0xFF))
+    m = np.int64(w & np.uint32(0x7FFFFF))
+    inf = sign | (((np.int64(1) << eb) - 1) << mb)
+    if e == 255:
+        return np.uint64(nan) if m != 0 else np.uint64(inf)
+    full, lsb = (m, -149) if e == 0 else (m | 0x800000, e - 150)
+    if full == 0:
+        return np.uint64(sign)
+    top = lsb + 63 - _clz64(np.uint64(full))          # the exponent of the leading bit
+    bias = (np.int64(1) << (eb - 1)) - 1
+    te = max(top, 1 - bias)
+    shift = te - mb - lsb                               # > 0 for these targets
+    if shift > 40:                                      # below half the smallest subnormal: zero
+        return np.uint64(sign)
+    r = full >> shift
+    rem = full - (r << shift)
+    half = np.int64(1) << (shift - 1)
+    if rem > half or (rem == half and (r & 1) == 1):
+        r += 1
+    if r == 0:
+        return np.uint64(sign)
+    if r >= np.int64(1) << (mb + 1):                    # the rounding carried into a new binade
+        r >>= 1
+        te += 1
+    if r < np.int64(1) << mb:                           # subnormal
+        return np.uint64(sign | r)
+    biased = te + bias
+    if biased >= (np.int64(1) << eb) - 1:
+        return np.uint64(inf)
+    return np.uint64(sign | (biased << mb) | (r - (np.int64(1) << mb)))
+
+
+@njit(nogil=True)
+def _clz64(x):
+    n = 0
+    while n < 64 and (x >> np.uint64(63 - n)) & np.uint64(1) == np.uint64(0):
+        n += 1
+    return n
+
+
+@njit(nogil=True)
+def flush32(w):
+    """.ftz: an f32 subnormal word becomes the zero of its sign."""
+    w = np.uint32(w)
+    if (w & np.uint32(0x7F800000)) == np.uint32(0) and (w & np.uint32(0x7FFFFF)) != np.uint32(0):
+        return w & np.uint32(0x80000000)
+    return w
