@@ -409,7 +409,7 @@ def _f32_fast(code, ftz, u, v, c0, c12):
     return q, ok & (e >= 1) & (e <= 252) & (ea >= 1) & (ea <= 254) & (eq >= 1) & (eq <= 254)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _f32_exact(code, ftz, a, b, d0, d1, seg):
     if code == RCP:
         return _rcp_form(a, ftz, d0)
