@@ -15,6 +15,10 @@ import warpsim.ptx as wp
 from warpsim.ptx.translate import TranslationFallbackWarning
 
 ROOT = Path(__file__).resolve().parents[1]
+#: compiled kernels that take a path another test here compiles already (each first compile costs a minute of
+#: numba on a 2-core host, and the CI suite must stay under 15 minutes): WARPSIM_NATIVE_ALL=1 runs them too
+REPEATS_A_PATH = pytest.mark.skipif(os.environ.get("WARPSIM_NATIVE_ALL") != "1",
+                                    reason="repeats a compiled path another test covers; WARPSIM_NATIVE_ALL=1 runs it")
 KERNELS = ROOT / "benchmarks" / "kernels"
 FORMS = Path(__file__).resolve().parent / "ptx" / "data" / "native_forms.ptx"
 COMPILED = Path(__file__).resolve().parent / "ptx" / "compiled"
@@ -113,7 +117,8 @@ def test_triton_flash_attention_equals_the_interpreter():
     assert mod.last_engine["engine"] == "interpret"
 
 
-@pytest.mark.parametrize("name", ["triton_f16_f32acc_masked_sm90", "triton_f16_f16acc_sm90"])
+@pytest.mark.parametrize("name", ["triton_f16_f32acc_masked_sm90",
+                                  pytest.param("triton_f16_f16acc_sm90", marks=REPEATS_A_PATH)])
 def test_triton_sm90a_gemms_compiled_give_the_h100_words(name):
     """tests/ptx/compiled's sm_90a Triton GEMMs (wgmma from descriptors; the f16 accumulator's kernel packs halves
     with mov and reads D between commit_group and wait_group) on the compiled engine: the words of
@@ -345,7 +350,7 @@ def _driver_case_compiled(monkeypatch, suite, name, capture):
         assert got.shape == want.shape and int((got != want).sum()) == 0, out
 
 
-@pytest.mark.parametrize("case", ["layernorm", "grouped_gemm"])
+@pytest.mark.parametrize("case", ["layernorm", pytest.param("grouped_gemm", marks=REPEATS_A_PATH)])
 def test_triton_tutorial_kernels_compiled_give_the_hopper_words(monkeypatch, case):
     """tests/golden/triton_driver_sm90.npz's layernorm (loops over the columns: uniform branches) and grouped GEMM
     (wgmma from descriptors, a loop over the groups' tiles)."""
@@ -361,9 +366,10 @@ CAPTURE = Path(__file__).resolve().parent / "ptx" / "data" / "compiled_kernels.n
 
 #: a kernel's first compile takes about a minute on a 2-core host: bf16 takes the tensor-core path (and
 #: ldmatrix .trans), s8 the integer one (8-bit loads, prmt); the tf32 (cp.async.ca) and e4m3 GEMMs of the same
-#: directory give their captured words too (run them with WARPSIM_NATIVE_ALL_GEMMS=1)
-GEMMS = ["triton_bf16_f32acc_masked_sm80", "triton_s8_s32acc_masked_sm80"] + \
-    (["triton_tf32_masked_sm89", "triton_e4m3_f32acc_sm89"] if os.environ.get("WARPSIM_NATIVE_ALL_GEMMS") else [])
+#: directory give their captured words too
+GEMMS = ["triton_bf16_f32acc_masked_sm80", "triton_s8_s32acc_masked_sm80",
+         pytest.param("triton_tf32_masked_sm89", marks=REPEATS_A_PATH),
+         pytest.param("triton_e4m3_f32acc_sm89", marks=REPEATS_A_PATH)]
 
 
 @pytest.mark.parametrize("name", GEMMS)
@@ -409,7 +415,7 @@ def test_mma_sync_on_an_arch_without_its_recipe_runs_on_the_interpreter():
             mod.launch("matmul", grid, block, make_args(addr), shared, memory=gm, arch="sm_80", engine="compiled")
 
 
-@pytest.mark.parametrize("name", ["flash_attention_sm80", "attention_bwd_dq"])
+@pytest.mark.parametrize("name", [pytest.param("flash_attention_sm80", marks=REPEATS_A_PATH), "attention_bwd_dq"])
 def test_mma_sync_attention_compiled_gives_the_hopper_words(name, monkeypatch):
     """tests/golden/triton_driver_sfu_sm90.npz's attention kernels of mma.sync (f16; ldmatrix, cp.async, the
     softmax's ex2 / div / fma.ftz, cvt.rn.f16x2.f32; the backward's stmatrix): the forward built for sm_80, the
