@@ -106,7 +106,6 @@ from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,
     poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, w32 as rt_w32)
-from warpsim.ptx.native.rt_wgmma import warp_mma as rt_wgmma
 
 
 '''

@@ -23,6 +23,9 @@ from .lower import row
 from .rt import BAD_ADDRESS, WGMMA_OPERANDS
 from .rt_wgmma import A_COL, A_ROW, D_COL, D_ROW, OUTSIDE
 
+#: the generated source's import of the runtime call (a prelude line, as lower_mma's rows have theirs)
+_IMPORT = "from warpsim.ptx.native.rt_wgmma import warp_mma as rt_wgmma"
+
 
 def _no_guard(o):
     if o.st.guard is not None:
@@ -140,6 +143,7 @@ def _mma_async(o, m):
     bdrow = _row_of(o, ops[2], "b64")
     kind, params, fused, tables = _engine_arguments(ins)
     line = o.st.line
+    o.prelude.append(_IMPORT)
     return "warp", [
         f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
         f"{ins.elem('d').bits}, {drows}, {arows}, {adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {kind}, "
