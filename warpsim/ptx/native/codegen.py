@@ -53,8 +53,8 @@ def _groups(stmts):
 
 
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
-            "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF", "SEG",
+            "NOSEG", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still
 CHUNK = 32
@@ -162,7 +162,7 @@ def generate(ir, name="native_kernel"):
     tabs = ir.sfu_tables
     L = []
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "PARAMS", "BASES", "SIZES", "dyn_smem",
-            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS"] + [f"TAB_{t}" for t in tabs] + \
+            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF"] + [f"TAB_{t}" for t in tabs] + \
         sorted(ir.launch_args)
     L.append("@njit(cache=True, nogil=True)")
     L.append(f"def {name}({', '.join(args)}):")

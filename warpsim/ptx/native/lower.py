@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
-from .rt import BAD_ADDRESS, MISALIGNED, SHFL_MEMBERS
+from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):
@@ -478,7 +478,9 @@ def lower_memory(o, m):
         lines.append(f"_k = rt_find(BASES, SIZES, _a, {total})")
         lines.append("if _k < 0:")
         lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
-        lines.append("_p = PTRS[_k] + np.int64(_a - BASES[_k])")
+        lines.append("_o = np.int64(_a - BASES[_k])")
+        lines.append("_p = PTRS[_k] + _o")
+        lines.append(f"rt_track(TRK, TOFF, _k, _o, {total}, {READ if op == 'ld' else WRITTEN})")
     for i, r in enumerate(regs):
         rt = t
         if bits == 8:       # a byte in a wider register: loads zero- (.s8: sign-) extend, stores its low byte

@@ -106,6 +106,23 @@ def find(bases, sizes, addr, n):
     return -1
 
 
+#: what a tracked launch records of each global-memory byte it touches (``track``)
+READ, WRITTEN = 1, 2
+
+
+@njit(cache=True, nogil=True)
+def track(trk, toff, k, off, n, how):
+    """Record that ``n`` bytes at offset ``off`` of mapped array ``k`` were read or written (how: READ,
+    WRITTEN) when the launch is tracked (``trk``: one byte per byte of every mapped array, ``toff``
+    where each array's bytes start; an empty ``trk`` tracks nothing).  A tracked run of some of a
+    launch's CTAs is merged with the runs of the others only when no run read what another wrote
+    (:mod:`warpsim.ptx.workers`)."""
+    if trk.size:
+        o = toff[k] + off
+        for i in range(n):
+            trk[o + i] |= np.uint8(how)
+
+
 @njit(cache=True, nogil=True)
 def settle(spc, srpc, smask, depth, w):
     """Pop warp w's finished entries (at their reconvergence block, or with no lane left); False
