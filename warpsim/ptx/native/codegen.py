@@ -53,8 +53,8 @@ def _groups(stmts):
 
 
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF", "SEG",
-            "NOSEG", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
+            "SEG", "NOSEG", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still
 CHUNK = 32
