@@ -114,8 +114,7 @@ def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
 def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """cp.async of ``n`` bytes for each active lane l: src-size size[l] bytes from global address src[l]
     (int64 bits), zeros after them, to the shared-memory offset dst[l] (global reads recorded: rt.track).
-    Returns 0 or a status word (code
-    << 8 | lane; dst[lane] then holds the value to report)."""
+    Returns 0 or a status word (code << 8 | lane; dst[lane] then holds the value to report)."""
     for l in range(32):
         if not act[l]:
             continue
