@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
-from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
+from .rt import READ, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):
@@ -468,19 +468,13 @@ def lower_memory(o, m):
         base = f"np.uint64({o.ir.shared_symbols[base]})"
     total = n * nb
     lines.append(f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})")
-    lines.append(f"if _a % np.uint64({nb}) != np.uint64(0):")
-    lines.append(f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)")
     if space == "shared":
-        lines.append(f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):")
-        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
-        lines.append("_p = SMEMP + np.int64(_a)")
+        lines.append(f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {nb}, {total})")
     else:
-        lines.append(f"_k = rt_find(BASES, SIZES, _a, {total})")
-        lines.append("if _k < 0:")
-        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
-        lines.append("_o = np.int64(_a - BASES[_k])")
-        lines.append("_p = PTRS[_k] + _o")
-        lines.append(f"rt_track(TRK, TOFF, _k, _o, {total}, {READ if op == 'ld' else WRITTEN})")
+        lines.append(f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {nb}, {total}, "
+                     f"{READ if op == 'ld' else WRITTEN})")
+    lines.append("if _p == 0:")
+    lines.append("    return 1")
     for i, r in enumerate(regs):
         rt = t
         if bits == 8:       # a byte in a wider register: loads zero- (.s8: sign-) extend, stores its low byte

@@ -29,18 +29,38 @@ WGMMA_OPERANDS = 16
 _U32 = np.uint32
 
 
-@njit(cache=True, nogil=True)
-def f32(w):
-    """An f32 word as a host float32 (bit cast)."""
-    return _U32(w).view(np.float32)
+# f32 words and host floats: intrinsics (a jitted call costs numba a call frame to type, lower and optimise;
+# a kernel makes hundreds)
+
+@_intrinsic
+def f32(typingctx, w):
+    """An f32 word (the low 32 bits of an integer) as a host float32 (bit cast)."""
+    if not isinstance(w, _nbt.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        v = builder.trunc(v, _ll.IntType(32)) if w.bitwidth > 32 else builder.zext(v, _ll.IntType(32)) \
+            if w.bitwidth < 32 else v
+        return builder.bitcast(v, _ll.FloatType())
+
+    return _nbt.float32(w), codegen
 
 
-@njit(cache=True, nogil=True)
-def w32(x):
-    """A float32 result as its word, NaN as the canonical 0x7fffffff (what the GPU writes)."""
-    if x != x:
-        return _U32(0x7FFFFFFF)
-    return np.float32(x).view(np.uint32)
+@_intrinsic
+def w32(typingctx, x):
+    """A float result rounded to float32, as its word; NaN as the canonical 0x7fffffff (what the GPU writes)."""
+    if not isinstance(x, _nbt.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        nan = builder.fcmp_unordered("uno", v, v)
+        if x.bitwidth > 32:
+            v = builder.fptrunc(v, _ll.FloatType())
+        return builder.select(nan, _ll.Constant(_ll.IntType(32), 0x7FFFFFFF), builder.bitcast(v, _ll.IntType(32)))
+
+    return _nbt.uint32(x), codegen
 
 
 @njit(cache=True, nogil=True)
@@ -234,6 +254,31 @@ def track(trk, toff, k, off, n, how):
         o = toff[k] + off
         for i in range(n):
             trk[o + i] |= np.uint8(how)
+
+
+@njit(cache=True, nogil=True)
+def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, align, n, how):
+    """The host address of global bytes [addr, addr + n) a thread reads or writes (``how``), tracked
+    (:func:`track`); 0 when the address is not aligned to ``align`` or not mapped (then ``status`` says
+    which, for PTX line ``line`` and thread ``t``)."""
+    if addr % np.uint64(align) != np.uint64(0):
+        return fail(status, MISALIGNED, line, t, addr) - 1
+    k = find(bases, sizes, addr, n)
+    if k < 0:
+        return fail(status, BAD_ADDRESS, line, t, addr) - 1
+    off = np.int64(addr - bases[k])
+    track(trk, toff, k, off, n, how)
+    return ptrs[k] + off
+
+
+@njit(cache=True, nogil=True)
+def shared_at(status, line, t, smemp, smem_bytes, addr, align, n):
+    """The host address of the CTA's shared bytes [addr, addr + n); 0 as :func:`global_at`."""
+    if addr % np.uint64(align) != np.uint64(0):
+        return fail(status, MISALIGNED, line, t, addr) - 1
+    if addr + np.uint64(n) > np.uint64(smem_bytes):
+        return fail(status, BAD_ADDRESS, line, t, addr) - 1
+    return smemp + np.int64(addr)
 
 
 @njit(cache=True, nogil=True)
