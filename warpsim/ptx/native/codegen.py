@@ -96,6 +96,11 @@ def _words(line):
     return read(line)
 
 
+#: a group function is only called by its kernel, whose compiled code (and disk cache entry) holds it: numba
+#: need not build its Python and C entry points nor cache it on its own
+_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+
+
 class _Functions:
     """The kernel's statement groups, each a jitted function of its own (numba's compile time grows
     faster than linearly with a function's size; many small functions compile in linear time)."""
@@ -110,7 +115,7 @@ class _Functions:
         body = [_words(x) for x in body]
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used)
-        self.defs.append(["@njit(cache=True, nogil=True)", f"def {name}({', '.join(args)}):"] +
+        self.defs.append([_GROUP_JIT, f"def {name}({', '.join(args)}):"] +
                          ["    " + x for x in body] + ["    return 0", ""])
         return f"{name}({', '.join(args)})"
 
