@@ -61,12 +61,43 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_ICONST = re.compile(r"\bI(N?\d+)\b")
 _BITS = {"P": 1, "R16": 16, "R32": 32, "R64": 64}
 _ELEM = r"\b(P|R16|R32|R64)\[(\d+), ([^\[\]:]+)\]"
 _STORE = re.compile(r"^(\s*)" + _ELEM + r" = (.*)$")
 _SIGNED = re.compile(r"np\.int64\(np\.int(16|32)\(" + _ELEM + r"\)\)")
 _WIDE = re.compile(r"np\.uint64\(" + _ELEM + r"\)")
 _READ = re.compile(_ELEM)
+
+
+#: calls of jitted functions in the generated lines (intrinsics and the special-function unit excepted): numba
+#: compiles a jitted callee once per literal argument value, so their integer literals become int64 constants
+_JITTED = re.compile(r"\b(?!rt_(?:get|set|peek|poke|f32\b|w32\b))(fail|rt_\w+)\(")
+_INT = re.compile(r"\s*(-?\d+)\s*\Z")
+
+
+def _int_constants(line):
+    """The line with each integer literal argument of a jitted call as a module constant (I<n> / IN<n>)."""
+    for m in reversed(list(_JITTED.finditer(line))):
+        depth, args, start = 0, [], m.end()
+        for i in range(m.end(), len(line)):
+            c = line[i]
+            if c in "([":
+                depth += 1
+            elif c in ")]":
+                if depth == 0:
+                    args.append((start, i))
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                args.append((start, i))
+                start = i + 1
+        for a, b in reversed(args):
+            lit = _INT.match(line[a:b])
+            if lit:
+                v = int(lit[1])
+                line = line[:a] + (" " if a > m.end() else "") + f"I{'N' if v < 0 else ''}{abs(v)}" + line[b:]
+    return line
 
 
 def _call(fn, f, k, th, *more):
@@ -259,4 +290,7 @@ def generate(ir, name="native_kernel"):
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
-    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body
+    body = "\n".join(_int_constants(x) for x in body.split("\n"))
+    ints = sorted({int(v.replace("N", "-")) for v in _ICONST.findall(body)})
+    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
+        "".join(f"I{'N' if v < 0 else ''}{abs(v)} = np.int64({v})\n" for v in ints) + "\n\n" + body
