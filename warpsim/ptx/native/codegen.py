@@ -5,6 +5,11 @@ the barrier releases (every warp still running has arrived) or the CTA is done. 
 blocks run on its reconvergence stack (:mod:`.rt`): the top entry's lanes are ``act``; lane
 statements run as loops over the 32 lanes (consecutive lane statements share one loop, except that a
 store and a load never share one, so lanes see each other's stores in the interpreter's order).
+
+The source is shaped for numba's compile time (docs/speed.md, "first compile"): register words go
+through intrinsics on the files' addresses, the launch's arrays come from one cached helper, integer
+arguments of jitted calls are int64 constants, and lane loops are grouped into functions of up to
+``CHUNK`` statements.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T", *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
-#: big function more slowly still
+#: big function more slowly still (LLVM's function passes grow faster than linearly: softmax as one function
+#: took 54 s; 64 or 200 statements a function gave no gain over 32)
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -70,15 +76,20 @@ _WIDE = re.compile(r"np\.uint64\(" + _ELEM + r"\)")
 _READ = re.compile(_ELEM)
 
 
-#: calls of jitted functions in the generated lines (intrinsics and the special-function unit excepted): numba
-#: compiles a jitted callee once per literal argument value, so their integer literals become int64 constants
-_JITTED = re.compile(r"\b(?!rt_(?:get|set|peek|poke|f32\b|w32\b))(fail|rt_\w+)\(")
+#: jitted callees and the positions of their arguments that vary from statement to statement (a PTX line, a
+#: block, a register, a parameter's offset): numba compiles a jitted callee once per literal argument value, so
+#: these integer literals become int64 module constants.  The other literal arguments (sizes, widths,
+#: alignments) stay literal: numba then specialises the callee on them, which the run time needs.
+_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_load": (1,),
+                   "rt_branch": (6, 7, 8), "rt_clear": (1,)}
+_SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
 _INT = re.compile(r"\s*(-?\d+)\s*\Z")
 
 
 def _int_constants(line):
-    """The line with each integer literal argument of a jitted call as a module constant (I<n> / IN<n>)."""
-    for m in reversed(list(_JITTED.finditer(line))):
+    """The line with the statement-specific integer literals of jitted calls as module constants (I<n>,
+    IN<n> for -n)."""
+    for m in reversed(list(_SITE_CALL.finditer(line))):
         depth, args, start = 0, [], m.end()
         for i in range(m.end(), len(line)):
             c = line[i]
@@ -92,11 +103,12 @@ def _int_constants(line):
             elif c == "," and depth == 0:
                 args.append((start, i))
                 start = i + 1
-        for a, b in reversed(args):
+        for pos in sorted(_SITE_ARGUMENTS[m[1]], reverse=True):
+            a, b = args[pos]
             lit = _INT.match(line[a:b])
             if lit:
                 v = int(lit[1])
-                line = line[:a] + (" " if a > m.end() else "") + f"I{'N' if v < 0 else ''}{abs(v)}" + line[b:]
+                line = line[:a] + (" " if pos else "") + f"I{'N' if v < 0 else ''}{abs(v)}" + line[b:]
     return line
 
 
