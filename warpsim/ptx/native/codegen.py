@@ -7,9 +7,9 @@ statements run as loops over the 32 lanes (consecutive lane statements share one
 store and a load never share one, so lanes see each other's stores in the interpreter's order).
 
 The source is shaped for numba's compile time (docs/speed.md, "first compile"): register words go
-through intrinsics on the files' addresses, the launch's arrays come from one cached helper, integer
-arguments of jitted calls are int64 constants, and lane loops are grouped into functions of up to
-``CHUNK`` statements.
+through intrinsics on the files' addresses, the launch's arrays come from one cached helper, the
+statement-specific integer arguments of jitted calls are int64 constants, and lane loops are grouped
+into functions of up to ``CHUNK`` statements.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import re
 from .ir import EXIT
 from .lower import FILES, register_file
 from .rt import DIVERGED_BARRIER, MAX_STEPS
-
 
 
 def _guard(ir, st):
@@ -60,7 +59,8 @@ def _groups(stmts):
 _ADDRESS = {"P": "AP", "R16": "A16", "R32": "A32", "R64": "A64"}
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
-            "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T", *_ADDRESS.values())
+            "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
+            *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still (LLVM's function passes grow faster than linearly: softmax as one function
 #: took 54 s; 64 or 200 statements a function gave no gain over 32)
