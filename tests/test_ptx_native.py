@@ -314,7 +314,7 @@ def test_sfu_forms_are_the_hardware_words():
         a, b = ops[0], ops[1] if n == 2 else ops[0]
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
         got = np.zeros(len(a), np.uint32)
-        sfu.f32_lanes(code, ftz, a, b, got, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
+        sfu.f32_range(code, ftz, a, b, got, 0, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
                       *(_table(t) for t in sfu_fit(code)), np.zeros(32), np.zeros(32, np.int64),
                       np.zeros(32, np.uint8), np.zeros(32, np.int64))
         bad = np.nonzero(got != want)[0]

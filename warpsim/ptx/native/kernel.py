@@ -100,7 +100,7 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
-from warpsim.engine.sfu import f32_lanes as sfu_lanes
+from warpsim.engine.sfu import f32_range as sfu_range
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
     div_contracted as rt_div_contracted, divrem as rt_divrem,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,

@@ -580,7 +580,7 @@ def _sfu(o, opcode):
             f"        SB[_n] = {b}",
             "        SHJ[_n] = l",
             "        _n += 1",
-            f"sfu_lanes({code}, {ftz}, SA, SB, SO, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
+            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
             "SP0, SP1, SSL, SLF)",
             "for _i in range(_n):",
             "    t = base + SHJ[_i]",
