@@ -59,6 +59,46 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 #: big function more slowly still
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
+_CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
+_INT = re.compile(r"-?\d+\Z")
+
+
+def _typed_int_arguments(body):
+    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n):
+    numba compiles a jitted callee once per combination of literal argument values (a failure record per
+    PTX line, the special-function kernel per unit), and once for int64 arguments.  -> (body, values)."""
+    out, values, pos = [], set(), 0
+    for m in _CALL.finditer(body):
+        if m.start() < pos:
+            continue
+        i, depth, start, args = m.end(), 1, m.end(), []
+        while depth:
+            ch = body[i]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            if depth == 0 or (depth == 1 and ch == ","):
+                args.append((start, i))
+                start = i + 1
+            i += 1
+        out.append(body[pos:m.end()])
+        last = m.end()
+        for a, b in args:
+            text = body[a:b].strip()
+            out.append(body[last:a])
+            if _INT.match(text):
+                v = int(text)
+                values.add(v)
+                lead = body[a:b][:len(body[a:b]) - len(body[a:b].lstrip())]
+                out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
+            else:
+                out.append(body[a:b])
+            last = b
+        out.append(body[last:i])
+        pos = i
+    out.append(body[pos:])
+    return "".join(out), values
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -246,4 +286,6 @@ def generate(ir, name="native_kernel"):
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
-    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body
+    body, ints = _typed_int_arguments(body)
+    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
+        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + "\n\n" + body
