@@ -60,11 +60,13 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
-_INT = re.compile(r"-?\d+\Z")
+_INT = re.compile(r"-?\d+\Z|True\Z|False\Z")
+_BOOL = {"True": "BTRUE", "False": "BFALSE"}
 
 
 def _typed_int_arguments(body):
-    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n):
+    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n; True
+    and False as numpy bools ``BTRUE`` / ``BFALSE``):
     numba compiles a jitted callee once per combination of literal argument values (a failure record per
     PTX line, the special-function kernel per unit), and once for int64 arguments.  -> (body, values)."""
     out, values, pos = [], set(), 0
@@ -88,10 +90,13 @@ def _typed_int_arguments(body):
             text = body[a:b].strip()
             out.append(body[last:a])
             if _INT.match(text):
-                v = int(text)
-                values.add(v)
                 lead = body[a:b][:len(body[a:b]) - len(body[a:b].lstrip())]
-                out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
+                if text in _BOOL:
+                    out.append(lead + _BOOL[text])
+                else:
+                    v = int(text)
+                    values.add(v)
+                    out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
             else:
                 out.append(body[a:b])
             last = b
@@ -288,4 +293,5 @@ def generate(ir, name="native_kernel"):
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
     body, ints = _typed_int_arguments(body)
     return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
-        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + "\n\n" + body
+        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + \
+        "BTRUE = np.bool_(True)\nBFALSE = np.bool_(False)\n\n\n" + body

@@ -572,7 +572,7 @@ def _sfu(o, opcode):
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
     c0, c12 = sfu_fit(code)
-    return ["_n = 0",
+    return ["_n = np.int64(0)",
             "for l in range(32):",
             "    if act[l]:",
             "        t = base + l",
