@@ -1,0 +1,145 @@
+"""The census of the PTX kernels kept in tests/ and benchmarks/ on the compiled engine (issue 32).
+
+Every entry of every kept .ptx file is in :data:`CENSUS`: it runs compiled with the interpreter's words --
+here, on the inputs its other tests launch it with, every output word also the GPU's where one was captured,
+or in the test named -- or it is an expected fallback with its reason (strict: an entry that starts
+translating fails the census until it is moved to the runs)."""
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpsim.ptx as wp
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = "here"        # compared by test_entry_runs_compiled_with_the_interpreters_words
+
+
+def _fallback(reason):
+    return ("falls back", reason)
+
+
+#: kept .ptx file (relative to the repository) -> HERE, "test_module::test_name" (the test that compares the
+#: compiled engine's words), or ("falls back", a fragment of the translator's reason)
+CENSUS = {
+    "benchmarks/kernels/triton_attention_f16_sm90a.ptx":
+        "test_ptx_native::test_triton_flash_attention_equals_the_interpreter",
+    "benchmarks/kernels/triton_layernorm_f32_sm90a.ptx": "test_ptx_native::test_triton_kernels_equal_the_interpreter",
+    "benchmarks/kernels/triton_softmax_f32_sm90a.ptx": "test_ptx_native::test_triton_kernels_equal_the_interpreter",
+    "tests/cuda/numba_ptx/numba_atomic_histogram.ptx":
+        _fallback("'ld.global.s32 %rd2, [%rd23]', a 'memory' statement): %rd2 is 64-bit, the statement's type is 32"),
+    "tests/cuda/numba_ptx/numba_exp_elementwise_f32.ptx": _fallback("no native form of 'cvt.sat.f32.f32'"),
+    "tests/cuda/numba_ptx/numba_exp_elementwise_f64.ptx": _fallback("no native form of 'fma.rn.f64'"),
+    "tests/cuda/numba_ptx/numba_shared_reduce.ptx": HERE,
+    "tests/cuda/numba_ptx/numba_stencil_2d.ptx": HERE,
+    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _fallback("the module has .func functions"),
+    "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx": _fallback("'mov.b64 %rd26, _ZN7cutlass6Kernel"),
+    "tests/ptx/compiled/simt_calls.ptx": _fallback("the module has .func functions"),
+    "tests/ptx/compiled/simt_calls_G.ptx": _fallback("the module has .func functions"),
+    "tests/ptx/compiled/triton_bf16_f32acc_masked_sm80.ptx":
+        "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_e4m3_f32acc_sm89.ptx": "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_f16_f16acc_sm90.ptx":
+        "test_ptx_native::test_triton_sm90a_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_f16_f32acc_masked_sm90.ptx":
+        "test_ptx_native::test_triton_sm90a_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_s8_s32acc_masked_sm80.ptx":
+        "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_tf32_masked_sm89.ptx": "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/warp_reduce.ptx": _fallback("'shfl.sync.down.b32 %r27|%p3, %r25, %r46, %r45, %r47'"),
+    "tests/ptx/compiled/warp_reduce_G.ptx": _fallback("the module has .func functions"),
+    "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _fallback("no native form of 'wmma.load.a.sync.aligned.row"),
+    "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx": _fallback("no native form of 'wmma.load.a.sync.aligned.row"),
+    "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
+    "tests/ptx/gemm_ldmatrix.ptx": _fallback("no native form of 'bfi.b32'"),
+    "tests/ptx/gemm_wmma.ptx": _fallback("no native form of 'wmma.load.c.sync.aligned.row"),
+    "tests/ptx/wgmma_tile.ptx": HERE,
+}
+
+
+def _numba(name):
+    """A numba-cuda kernel of tests/cuda/numba_ptx on the inputs the GPU ran (tests/golden/cuda_sm90.npz),
+    through warpsim.cuda's argument ABI: (outputs, the captured outputs)."""
+    def launch(engine):
+        import numba
+
+        from test_cuda import CAPTURE, _inputs
+        from numba_kernels import inputs
+        from warpsim.cuda.jit import marshal
+
+        args, grid, block, outs = inputs()[name]
+        args = _inputs(f"numba_{name}", args)
+        abi, _ = marshal(args, [numba.typeof(a) for a in args])
+        mod = wp.load(ROOT / "tests" / "cuda" / "numba_ptx" / f"numba_{name}.ptx")
+        (entry,) = mod.entries
+        mod.launch(entry, grid, block, abi, engine=engine, workers=1)
+        return {k: args[k] for k in outs}, {k: CAPTURE[f"numba_{name}/out/{k}"] for k in outs}
+    return launch
+
+
+def _wgmma_tile(engine):
+    """tests/ptx/wgmma_tile.ptx replaying its numerics-corpus entry, one warpgroup per CTA (test_wgmma's launch)."""
+    from test_wgmma import NUMERICS, TILE_PTX, _tile_args, _tile_entry
+
+    e, _ = _tile_entry()
+    args, grid = _tile_args(e, 1)
+    wp.load(Path(TILE_PTX).read_text()).launch("wgmma_tile", grid=grid, block=128, args=args, engine=engine, workers=1)
+    return {"d": args[3].view(np.uint32).reshape(NUMERICS[f"{e}.d"].shape)}, {"d": NUMERICS[f"{e}.dout"]}
+
+
+#: how the entries compared here are launched: engine -> (outputs, captured outputs or {})
+LAUNCH = {
+    "tests/cuda/numba_ptx/numba_shared_reduce.ptx": _numba("shared_reduce"),
+    "tests/cuda/numba_ptx/numba_stencil_2d.ptx": _numba("stencil_2d"),
+    "tests/ptx/wgmma_tile.ptx": _wgmma_tile,
+}
+
+
+def _kept():
+    return sorted(str(p.relative_to(ROOT)) for d in ("tests", "benchmarks") for p in (ROOT / d).rglob("*.ptx"))
+
+
+def census():
+    """(file, entry, its Translation) of every entry of the kept PTX files."""
+    out = []
+    for f in _kept():
+        mod = wp.load((ROOT / f).read_text())
+        out += [(f, e, mod.translation(e)) for e in mod.entries]
+    return out
+
+
+def test_census_names_every_kept_kernel_and_why_it_falls_back():
+    rows = census()
+    assert sorted({f for f, _, _ in rows}) == sorted(CENSUS), "a kept .ptx file is missing from CENSUS, or gone"
+    for f, e, tr in rows:
+        how = CENSUS[f]
+        if isinstance(how, tuple):
+            assert not tr.native, f"{f}:{e} translates now: compare its words (LAUNCH) and make it {HERE!r}"
+            assert how[1] in tr.reason, tr.reason
+        else:
+            assert tr.native, tr.reason
+            if how == HERE:
+                assert f in LAUNCH
+            else:
+                module, test = how.split("::")
+                assert callable(getattr(importlib.import_module(module), test, None)), how
+    assert sum(tr.native for _, _, tr in rows) == 13 and len(rows) == 26
+
+
+@pytest.mark.parametrize("path", sorted(LAUNCH))
+def test_entry_runs_compiled_with_the_interpreters_words(path):
+    """Both engines on the entry's test inputs: every output word the same, and the GPU's where captured."""
+    from warpsim.ptx.native import kernel
+
+    ref, captured = LAUNCH[path]("interpret")
+    before = kernel.LAUNCHES[0]
+    got, _ = LAUNCH[path]("compiled")       # a fallback warns, an error under the suite's filterwarnings
+    assert kernel.LAUNCHES[0] == before + 1
+    for k in ref:
+        a, b = ref[k].reshape(-1).view(np.uint8), got[k].reshape(-1).view(np.uint8)
+        assert a.shape == b.shape and int((a != b).sum()) == 0, f"{path} output {k}: {int((a != b).sum())} bytes differ"
+        if k in captured:
+            want = captured[k].reshape(-1).view(np.uint8)
+            assert int((b != want).sum()) == 0, f"{path} output {k}: {int((b != want).sum())} bytes differ from the GPU's"
