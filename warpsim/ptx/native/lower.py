@@ -43,6 +43,12 @@ _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 
 
 FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
+#: the prelude line of the rows that call :mod:`.rt_scalar`
+SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
+                  "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
+                  "    is_nan64 as rt_is_nan64, narrow64 as rt_narrow64, sqrt64 as rt_sqrt64,\n"
+                  "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
+                  "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
 
 
 def register_file(bits):
@@ -275,6 +281,15 @@ def _bfe(o, m):
             f"{TYPES[t][0]}, {t[0] == 's'})"]
 
 
+@row(r"bfi\.(?P<t>b(?:32|64))")
+def _bfi(o, m):
+    d, a, b, c, e = o.need(5)
+    t = m["t"]
+    o.prelude.append(SCALAR_IMPORTS)
+    return [f"{o.dst(d, t)} = rt_bfi({o.src(a, t)}, {o.src(b, t)}, {o.src(c, 'u32')}, {o.src(e, 'u32')}, "
+            f"{TYPES[t][0]})"]
+
+
 _INTS = ("u16", "u32", "u64", "s16", "s32", "s64", "b16", "b32", "b64")
 
 
@@ -359,9 +374,9 @@ _CMP_INT = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 
 def _compare(cmp, st, x, y):
     bits = TYPES[st][0]
-    if st == "f32":
+    if st in ("f32", "f64"):
         fx, fy = "_x", "_y"
-        pre = [f"_x = rt_f32({x})", f"_y = rt_f32({y})"]
+        pre = [f"_x = rt_{st}({x})", f"_y = rt_{st}({y})"]
         nan = "(_x != _x or _y != _y)"
         if cmp in ("eq", "lt", "le", "gt", "ge"):
             return pre, f"{fx} {_CMP_INT[cmp]} {fy}"
@@ -381,9 +396,11 @@ def _compare(cmp, st, x, y):
     return [], f"{x} {_CMP_INT[cmp]} {y}"
 
 
-@row(r"setp\.(?P<cmp>\w+?)(?:\.(?P<bop>and|or|xor))?\.(?P<st>[bus](?:16|32|64)|f32)")
+@row(r"setp\.(?P<cmp>\w+?)(?:\.(?P<bop>and|or|xor))?\.(?P<st>[bus](?:16|32|64)|f32|f64)")
 def _setp(o, m):
     ops = o.st.operands
+    if m["st"] == "f64":
+        o.prelude.append(SCALAR_IMPORTS)
     if len(ops) != (4 if m["bop"] else 3) or not isinstance(ops[0], str):
         o.fail("setp operands")
     dst, q = ops[0], None
@@ -441,6 +458,28 @@ _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|c
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
+def _pointer(o, where, address, space, nb, total):
+    """Lines that set ``_p``, the host address of the ``total`` bytes at ``address`` (Operands.address of
+    ``where``) of the global or shared space, failing the kernel when they are misaligned to ``nb`` or
+    outside every mapped array / the CTA's shared memory."""
+    base, kind, off = address
+    if kind == "symbol":
+        if space != "shared" or base not in o.ir.shared_symbols:
+            o.fail(f"address {where!r}")
+        base = f"np.uint64({o.ir.shared_symbols[base]})"
+    lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
+             f"if _a % np.uint64({nb}) != np.uint64(0):",
+             f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
+    if space == "shared":
+        return lines + [f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):",
+                        f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
+                        "_p = SMEMP + np.int64(_a)"]
+    return lines + [f"_k = rt_find(BASES, SIZES, _a, {total})",
+                    "if _k < 0:",
+                    f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
+                    "_p = PTRS[_k] + np.int64(_a - BASES[_k])"]
+
+
 def lower_memory(o, m):
     op, space, t = m["op"], m["space"].split("::")[0], m["t"]
     n = int(m["vec"] or 1)
@@ -462,38 +501,53 @@ def lower_memory(o, m):
         for i, r in enumerate(regs):
             lines.append(f"{o.dst(r, t)} = rt_load(PARAMS, {poff + off + i * nb}, {nb})")
         return lines
-    if kind == "symbol":
-        if space != "shared" or base not in o.ir.shared_symbols:
-            o.fail(f"address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
-    total = n * nb
-    lines.append(f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})")
-    lines.append(f"if _a % np.uint64({nb}) != np.uint64(0):")
-    lines.append(f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)")
-    if space == "shared":
-        lines.append(f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):")
-        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
-        lines.append("_p = SMEMP + np.int64(_a)")
-    else:
-        lines.append(f"_k = rt_find(BASES, SIZES, _a, {total})")
-        lines.append("if _k < 0:")
-        lines.append(f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)")
-        lines.append("_p = PTRS[_k] + np.int64(_a - BASES[_k])")
+    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb)
     for i, r in enumerate(regs):
         rt = t
-        if bits == 8:       # a byte in a wider register: loads zero- (.s8: sign-) extend, stores its low byte
-            have = o.ir.regs.get(r) if r != "_" else 16
-            if have not in (16, 32, 64):
-                o.fail(f"{o.st.opcode} with register {r}")
+        have = o.ir.regs.get(r) if r != "_" else bits
+        if bits == 8 and have not in (16, 32, 64):      # bytes live in 16-bit and wider registers
+            o.fail(f"{o.st.opcode} with register {r}")
+        if have is not None and have > bits and have != 1:
+            # a narrower access of a wider register: loads zero- (.s: sign-) extend, stores take its low bits
             rt = f"{'s' if t[0] == 's' else 'b'}{have}"
         if op == "ld":
             if r == "_":
                 continue
             v = f"rt_peek{nb}(_p + {i * nb})"
-            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, 8)) if rt[0] == 's' and bits == 8 else v}")
+            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
         else:
             lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
     return lines
+
+
+@row(r"(?P<op>atom|red)(?:\.(?:relaxed|gpu|cta|sys))*\.(?P<space>global|shared(?:::cta)?)(?:\.(?:relaxed|gpu|cta|sys))*"
+     r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
+def _atomic(o, m):
+    """atom / red of the integer forms whose final memory word does not depend on the order of the updates
+    (atomics.py): a warp statement, so that the lanes update one at a time in increasing lane order, as the
+    interpreter's; atom returns each lane's old word."""
+    f, t, returns = m["f"], m["t"], m["op"] == "atom"
+    allowed = {"add": "us", "min": "us", "max": "us", "and": "b", "or": "b", "xor": "b"}[f]
+    if t[0] not in allowed:
+        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(allowed)} types")
+    ops = o.need(3 if returns else 2)
+    bits = TYPES[t][0]
+    nb = bits // 8
+    val = o.src(ops[-1], t)
+    old, new = f"rt_peek{nb}(_p)", "_v"
+    if f == "add":
+        new = f"_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
+    elif f in ("min", "max"):
+        x, y = (_sx("_o", bits), _sx("_v", bits)) if t[0] == "s" else ("_o", "_v")
+        new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
+    else:
+        new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
+    body = _pointer(o, ops[1 if returns else 0], o.address(ops[1 if returns else 0]), m["space"].split("::")[0], nb,
+                    nb)
+    body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
+    if returns:
+        body.append(f"{o.dst(ops[0], t)} = _o")
+    return "warp", ["for l in range(32):", "    if act[l]:", "        t = base + l", *("        " + x for x in body)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,29 +556,39 @@ def lower_memory(o, m):
 @row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(o, m):
     d, a, b, c, mask = o.need(5)
-    if not isinstance(d, str) or "|" in d:
-        o.fail("shfl with a predicate destination")
-    if immediate_bits(mask, "b32", 32) != 0xFFFFFFFF:
-        o.fail("shfl with a membermask other than the whole warp")
+    if not isinstance(d, str):
+        o.fail(f"shfl destination {d!r}")
+    d, p = [x.strip() for x in d.split("|")] if "|" in d else (d, None)
+    whole = immediate_bits(mask, "b32", 32) == 0xFFFFFFFF if not str(mask).startswith("%") else False
     mode = m["mode"]
     j = {"up": "_ln - _b", "down": "_ln + _b", "bfly": "_ln ^ _b", "idx": "_mn | (_b & ~_sg)"}[mode]
     ok = "_j >= _mx" if mode == "up" else "_j <= _mx"
     per_lane = [f"_b = np.int64({o.src(b, 'u32')}) & 31", f"_c = np.int64({o.src(c, 'u32')})",
                 "_sg = (_c >> 8) & 31", "_ln = np.int64(l)", "_mn = _ln & _sg", "_mx = _mn | ((_c & 31) & ~_sg)",
-                f"_j = {j}", f"if not ({ok}):", "    _j = _ln", "SHJ[l] = _j"]
+                f"_j = {j}", f"_ok = {ok}", "if not _ok:", "    _j = _ln", "SHJ[l] = _j"]
+    if p is not None:       # whether lane l's source lane lies inside its segment
+        per_lane.append(f"{o.dst(p, 'pred')} = _ok")
+    if whole:
+        members = ["if not rt_all(act):", f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0))"]
+    else:       # each executing lane's membermask is the set of lanes executing it (context.require_members)
+        members = ["_am = np.uint64(0)", "for l in range(32):", "    if act[l]:",
+                   "        _am |= np.uint64(1) << np.uint64(l)", "for l in range(32):", "    t = w * 32 + l",
+                   f"    if act[l] and (np.uint64({o.src(mask, 'b32')}) & np.uint64(0xFFFFFFFF)) != _am:",
+                   f"        return fail(status, {SHFL_MEMBERS}, {o.st.line}, t, np.uint64({o.src(mask, 'b32')}))"]
     src = o.src(a, "b32").replace(", t]", ", w * 32 + _l]")
     dst = o.dst(d, "b32")
     return ("warp", [
-        "if not rt_all(act):",
-        f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0))",
+        *members,
         "for _l in range(32):",
         f"    SHV[_l] = {src}",
         "for l in range(32):",
-        "    t = w * 32 + l",
-        *("    " + x for x in per_lane),
+        "    if act[l]:",
+        "        t = w * 32 + l",
+        *("        " + x for x in per_lane),
         "for l in range(32):",
-        "    t = w * 32 + l",
-        f"    {dst} = SHV[SHJ[l]]"])
+        "    if act[l]:",
+        "        t = w * 32 + l",
+        f"        {dst} = SHV[SHJ[l]]"])
 
 
 def _sfu_forms():
