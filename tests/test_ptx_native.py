@@ -68,6 +68,51 @@ def test_statement_forms_equal_the_interpreter():
     assert sum(st.opcode.startswith("contracted.") for st in forms) == 3
 
 
+#: f64 words: NaN (quiet, signalling, negative), infinities, zeros, subnormals, the largest, 1, the smallest normal
+SPECIALS64 = np.array([0x7FF8000000000000, 0xFFF0000000000001, 0x7FF4000000000123, 0x7FF0000000000000,
+                       0xFFF0000000000000, 0x8000000000000000, 0, 1, 0x800FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF,
+                       0x3FF0000000000000, 0x0010000000000000, 0x3FEFFFFFFFFFFFFF], np.uint64)
+
+
+def _special_words64(rng, n):
+    """f64 words: ordinary values, random words, SPECIALS64, halves (ties of the integer roundings), values past
+    the 32- and 64-bit integer ranges, [0, 1]."""
+    w = rng.standard_normal(n).view(np.uint64)
+    pick = rng.integers(0, 7, n)
+    w = np.where(pick == 1, rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1), w)
+    w = np.where(pick == 2, SPECIALS64[rng.integers(0, len(SPECIALS64), n)], w)
+    w = np.where(pick == 3, (rng.integers(-20, 20, n) + 0.5).view(np.uint64), w)
+    w = np.where(pick == 4, (rng.standard_normal(n) * 2.0 ** rng.integers(20, 70, n)).view(np.uint64), w)
+    w = np.where(pick == 5, rng.random(n).view(np.uint64), w)
+    return w
+
+
+def test_scalar_forms_equal_the_interpreter():
+    """tests/ptx/data/native_forms2.ptx: bfi, f64 arithmetic, float conversions, directed / .ftz / .sat f32
+    arithmetic, narrower loads, shfl.sync with a predicate destination and register membermasks, integer atomics."""
+    mod = wp.load((FORMS.parent / "native_forms2.ptx").read_text())
+    assert mod.translation("forms2").native, mod.translation("forms2").reason
+    rng = np.random.default_rng(33)
+    n = 2 * 64
+    x = np.zeros((n, 4), np.uint64)
+    x[:, :2] = _special_words(rng, 4 * n).view(np.uint64).reshape(n, 2)
+    x[:, 2:] = _special_words64(rng, 2 * n).reshape(n, 2)
+    x[: n // 4, 2:] = SPECIALS64[rng.integers(0, len(SPECIALS64), (n // 4, 2))]     # two specials met (NaN rules)
+    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+
+    def make():
+        out, cnt = np.zeros(n * 92, np.uint32), counters.copy()
+        return [out, x, cnt], [out, cnt]
+
+    w = _both(mod, "forms2", 2, 64, make)
+    for k, name in enumerate(("outputs", "counters")):
+        a, b = w["interpret"][k], w["compiled"][k]
+        bad = np.nonzero(a != b)[0]
+        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 92} of thread {bad[0] // 92}"
+    written = (w["compiled"][0].reshape(n, 92) != 0).any(axis=0)
+    assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
+
+
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
 def test_triton_kernels_equal_the_interpreter(stem):
     fn = stem.split("_")[1]

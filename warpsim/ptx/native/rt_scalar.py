@@ -116,7 +116,7 @@ def widen32(w, ftz):
         w = flush32(w)
     if (w & _U64(0x7FFFFFFF)) > _U64(0x7F800000):
         return ((w >> _U64(31)) << _U64(63)) | _U64(0x7FF0000000000000) | ((w & _U64(0x7FFFFF)) << _U64(29)) | _QUIET64
-    return np.float64(_U64(w).astype(np.uint32).view(np.float32)).view(np.uint64)
+    return np.float64(np.uint32(w).view(np.float32)).view(np.uint64)
 
 
 @njit(cache=True, nogil=True)
