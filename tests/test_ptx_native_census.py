@@ -40,22 +40,24 @@ CENSUS = {
     "tests/ptx/compiled/simt_calls_G.ptx": _fallback("the module has .func functions"),
     "tests/ptx/compiled/triton_bf16_f32acc_masked_sm80.ptx":
         "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
-    "tests/ptx/compiled/triton_e4m3_f32acc_sm89.ptx": "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_e4m3_f32acc_sm89.ptx":
+        "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
     "tests/ptx/compiled/triton_f16_f16acc_sm90.ptx":
         "test_ptx_native::test_triton_sm90a_gemms_compiled_give_the_h100_words",
     "tests/ptx/compiled/triton_f16_f32acc_masked_sm90.ptx":
         "test_ptx_native::test_triton_sm90a_gemms_compiled_give_the_h100_words",
     "tests/ptx/compiled/triton_s8_s32acc_masked_sm80.ptx":
         "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
-    "tests/ptx/compiled/triton_tf32_masked_sm89.ptx": "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
+    "tests/ptx/compiled/triton_tf32_masked_sm89.ptx":
+        "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
     "tests/ptx/compiled/warp_reduce.ptx": HERE,
     "tests/ptx/compiled/warp_reduce_G.ptx": _fallback("the module has .func functions"),
-    "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _fallback("no native form of 'wmma.load.a.sync.aligned.row"),
-    "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx": _fallback("no native form of 'wmma.load.a.sync.aligned.row"),
+    "tests/ptx/compiled/wmma_gemm_epilogue.ptx": HERE,
+    "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx": HERE,
     "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
     "tests/ptx/data/native_forms2.ptx": "test_ptx_native::test_scalar_forms_equal_the_interpreter",
     "tests/ptx/gemm_ldmatrix.ptx": HERE,
-    "tests/ptx/gemm_wmma.ptx": _fallback("no native form of 'wmma.load.c.sync.aligned.row"),
+    "tests/ptx/gemm_wmma.ptx": HERE,
     "tests/ptx/wgmma_tile.ptx": HERE,
 }
 
@@ -90,13 +92,16 @@ def _wgmma_tile(engine):
     return {"d": args[3].view(np.uint32).reshape(NUMERICS[f"{e}.d"].shape)}, {"d": NUMERICS[f"{e}.dout"]}
 
 
-def _gemm_ldmatrix(engine):
-    """tests/ptx/gemm_ldmatrix.ptx on the small case of special values of tests/ptx/data/kernels.json."""
-    from test_ptx_kernels import CASES, KOUT, launch_case
+def _ptx_kernel(key):
+    """A case of tests/ptx/data/kernels.json (tests/ptx/gemm_ldmatrix.ptx, gemm_wmma.ptx) as test_ptx_kernels
+    launches it, with the H100's words."""
+    def launch(engine):
+        from test_ptx_kernels import CASES, KOUT, launch_case
 
-    case = next(c for c in CASES if c["key"] == "ldm_small1")
-    outs, _, _ = launch_case(case, engine=engine, workers=1)
-    return outs, {k: KOUT[case["key"] + k] for k in outs}
+        case = next(c for c in CASES if c["key"] == key)
+        outs, _, _ = launch_case(case, engine=engine, workers=1)
+        return outs, {k: KOUT[case["key"] + k] for k in outs}
+    return launch
 
 
 def _compiled_case(name):
@@ -120,14 +125,18 @@ LAUNCH = {
     "tests/cuda/numba_ptx/numba_shared_reduce.ptx": _numba("shared_reduce"),
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": _numba("stencil_2d"),
     "tests/ptx/compiled/warp_reduce.ptx": _compiled_case("warp_reduce"),
-    "tests/ptx/gemm_ldmatrix.ptx": _gemm_ldmatrix,
+    "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _compiled_case("wmma_gemm_epilogue"),
+    "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx": _compiled_case("wmma_gemm_epilogue_lineinfo"),
+    "tests/ptx/gemm_ldmatrix.ptx": _ptx_kernel("ldm_small1"),
+    "tests/ptx/gemm_wmma.ptx": _ptx_kernel("wmma1"),
     "tests/ptx/wgmma_tile.ptx": _wgmma_tile,
 }
 
 
 #: entries whose first compile is long and whose paths other tests compile (gemm_ldmatrix: a minute on a 2-core host;
-#: its mma.sync / ldmatrix / stmatrix are the Triton GEMMs' of test_ptx_native, its bfi native_forms2's)
-REPEATS = {"tests/ptx/gemm_ldmatrix.ptx"}
+#: its mma.sync / ldmatrix / stmatrix are the Triton GEMMs' of test_ptx_native, its bfi native_forms2's; the
+#: lineinfo build of wmma_gemm_epilogue is its plain build with line comments)
+REPEATS = {"tests/ptx/gemm_ldmatrix.ptx", "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx"}
 
 
 def _kept():
@@ -158,7 +167,7 @@ def test_census_names_every_kept_kernel_and_why_it_falls_back():
             else:
                 module, test = how.split("::")
                 assert callable(getattr(importlib.import_module(module), test, None)), how
-    assert sum(tr.native for _, _, tr in rows) == 19 and len(rows) == 27
+    assert sum(tr.native for _, _, tr in rows) == 22 and len(rows) == 27
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=REPEATS_A_PATH) if p in REPEATS else p for p in sorted(LAUNCH)])
@@ -175,4 +184,5 @@ def test_entry_runs_compiled_with_the_interpreters_words(path):
         assert a.shape == b.shape and int((a != b).sum()) == 0, f"{path} output {k}: {int((a != b).sum())} bytes differ"
         if k in captured:
             want = captured[k].reshape(-1).view(np.uint8)
-            assert int((b != want).sum()) == 0, f"{path} output {k}: {int((b != want).sum())} bytes differ from the GPU's"
+            bad = int((b != want).sum())
+            assert bad == 0, f"{path} output {k}: {bad} bytes differ from the GPU's"

@@ -20,6 +20,7 @@ from ..regfile import Warp
 from . import lower_float  # noqa: F401  (registers the f64, conversion and soft-float rows into lower.ROWS)
 from . import lower_mma  # noqa: F401  (registers the tensor-core and async-copy rows into lower.ROWS)
 from . import lower_wgmma  # noqa: F401  (registers its rows into lower.ROWS)
+from . import lower_wmma  # noqa: F401  (registers its rows into lower.ROWS)
 from .lower import Lowered, Untranslatable, lower, register_file
 
 EXIT = -1

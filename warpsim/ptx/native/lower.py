@@ -46,7 +46,7 @@ FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
 #: the prelude line of the rows that call :mod:`.rt_scalar`
 SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
                   "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
-                  "    is_nan64 as rt_is_nan64, narrow64 as rt_narrow64, sqrt64 as rt_sqrt64,\n"
+                  "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
                   "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
                   "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
 
@@ -310,13 +310,15 @@ def _cvta_global(o, m):
     return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
 
 
-@row(r"cvt\.rn\.f32\.(?P<st>[us](?:32|64))")
-def _cvt_f32_int(o, m):
+@row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
+def _cvt_float_int(o, m):
+    """Integers to f32 / f64 (rounding to nearest: the interpreter's default): the host's conversion, correctly
+    rounded."""
     d, a = o.need(2)
-    st = m["st"]
+    st, dt = m["st"], m["dt"]
     x = o.src(a, st)
     v = _sx(x, TYPES[st][0]) if st[0] == "s" else x
-    return [f"{o.dst(d, 'f32')} = rt_w32(np.float32({v}))"]
+    return [f"{o.dst(d, dt)} = " + (f"rt_w32(np.float32({v}))" if dt == "f32" else f"np.float64({v}).view(np.uint64)")]
 
 
 @row(r"(?P<op>add|sub|mul)(?:\.rn)?\.f32")
@@ -536,7 +538,7 @@ def _atomic(o, m):
     val = o.src(ops[-1], t)
     old, new = f"rt_peek{nb}(_p)", "_v"
     if f == "add":
-        new = f"_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
+        new = "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
     elif f in ("min", "max"):
         x, y = (_sx("_o", bits), _sx("_v", bits)) if t[0] == "s" else ("_o", "_v")
         new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
@@ -553,13 +555,30 @@ def _atomic(o, m):
 # ---------------------------------------------------------------------------------------------
 # warp-level: shfl.sync; the special-function forms (one call of the jitted unit per warp)
 
+def _members(o, mask):
+    """Lines failing the kernel unless each executing lane's membermask is the set of lanes executing the
+    statement together (context.require_members; an immediate whole-warp mask: every lane)."""
+    if not str(mask).startswith("%") and immediate_bits(mask, "b32", 32) == 0xFFFFFFFF:
+        return ["if not rt_all(act):", f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0xFFFFFFFF))"]
+    return ["_am = np.uint64(0)", "for l in range(32):", "    if act[l]:",
+            "        _am |= np.uint64(1) << np.uint64(l)", "for l in range(32):", "    t = w * 32 + l",
+            f"    if act[l] and (np.uint64({o.src(mask, 'b32')}) & np.uint64(0xFFFFFFFF)) != _am:",
+            f"        return fail(status, {SHFL_MEMBERS}, {o.st.line}, t, np.uint64({o.src(mask, 'b32')}))"]
+
+
+@row(r"bar\.warp\.sync")
+def _bar_warp(o, m):
+    """The membermask's check only (instructions._bar_warp_sync): a warp runs its lanes together here."""
+    (mask,) = o.need(1)
+    return "warp", _members(o, mask)
+
+
 @row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(o, m):
     d, a, b, c, mask = o.need(5)
     if not isinstance(d, str):
         o.fail(f"shfl destination {d!r}")
     d, p = [x.strip() for x in d.split("|")] if "|" in d else (d, None)
-    whole = immediate_bits(mask, "b32", 32) == 0xFFFFFFFF if not str(mask).startswith("%") else False
     mode = m["mode"]
     j = {"up": "_ln - _b", "down": "_ln + _b", "bfly": "_ln ^ _b", "idx": "_mn | (_b & ~_sg)"}[mode]
     ok = "_j >= _mx" if mode == "up" else "_j <= _mx"
@@ -568,13 +587,7 @@ def _shfl(o, m):
                 f"_j = {j}", f"_ok = {ok}", "if not _ok:", "    _j = _ln", "SHJ[l] = _j"]
     if p is not None:       # whether lane l's source lane lies inside its segment
         per_lane.append(f"{o.dst(p, 'pred')} = _ok")
-    if whole:
-        members = ["if not rt_all(act):", f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0))"]
-    else:       # each executing lane's membermask is the set of lanes executing it (context.require_members)
-        members = ["_am = np.uint64(0)", "for l in range(32):", "    if act[l]:",
-                   "        _am |= np.uint64(1) << np.uint64(l)", "for l in range(32):", "    t = w * 32 + l",
-                   f"    if act[l] and (np.uint64({o.src(mask, 'b32')}) & np.uint64(0xFFFFFFFF)) != _am:",
-                   f"        return fail(status, {SHFL_MEMBERS}, {o.st.line}, t, np.uint64({o.src(mask, 'b32')}))"]
+    members = _members(o, mask)
     src = o.src(a, "b32").replace(", t]", ", w * 32 + _l]")
     dst = o.dst(d, "b32")
     return ("warp", [

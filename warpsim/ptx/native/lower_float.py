@@ -8,7 +8,7 @@ Each is the interpreter's row restated for one lane (:mod:`warpsim.ptx.float_ops
   IEEE default state, which the kernel checks), NaN results by the H100's rules; ``.rz`` / ``.rm`` / ``.rp`` and
   the f32 ``.ftz`` / ``.sat`` / directed forms through the interpreter's soft-float core;
 * ``cvt`` between f32 and f64 (``.rn`` narrowing), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), from
-  floats to integers (saturating) and from integers to f64;
+  floats to integers (saturating);
 * ``rcp.approx.ftz.f64`` / ``rsqrt.approx[.ftz].f64``: the engine's jitted MUFU.RCP64H / RSQ64H (and the DFMA
   refinement), as :mod:`warpsim.engine.sfu` runs them for the interpreter.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ...numerics import softfloat as sf
 from ..instructions import TYPES
-from .lower import SCALAR_IMPORTS, _sx, row
+from .lower import SCALAR_IMPORTS, row
 
 _RMODE = {"rn": sf.ROUND_NEAREST, "rz": sf.ROUND_ZERO, "rm": sf.ROUND_DOWN, "rp": sf.ROUND_UP}
 _IMODE = {"rni": 0, "rzi": 1, "rmi": 2, "rpi": 3}
@@ -124,7 +124,7 @@ def _cvt_float(o, m):
             o.fail(f".{imode[0]} rounds to an integral value in the same float type")
         y = f"rt_round_integral(rt_{st}({src}), {_IMODE[imode[0]]})"
         lines = [f"_y = {y}"]
-        r = "rt_w32(_y)" if st == "f32" else "(np.uint64(0x7FFFFFFFFFFFFFFF) if _y != _y else np.float64(_y).view(np.uint64))"
+        r = f"rt_w{st[1:]}{'' if st == 'f32' else '_cvt'}(_y)"
     elif dt == st:
         lines = []
         if not mods:
@@ -132,7 +132,7 @@ def _cvt_float(o, m):
         elif st == "f32":
             r = f"rt_w32(rt_f32({src}))"
         else:
-            r = f"(np.uint64(0x7FFFFFFFFFFFFFFF) if rt_is_nan64({a}) else {a})"
+            r = f"rt_w64_cvt(rt_f64({a}))"
     elif dt == "f64":
         lines, r = [], f"rt_widen32({a}, {ftz})"
     else:
@@ -152,16 +152,6 @@ def _cvt_to_int(o, m):
     o.prelude.append(SCALAR_IMPORTS)
     x = f"np.float64(rt_{st}({o.src(a, st)}))"
     return [f"{o.dst(d, dt)} = rt_to_int({x}, {_IMODE[m['imode']]}, {TYPES[dt][0]}, {dt[0] == 's'})"]
-
-
-@row(r"cvt(?:\.rn)?\.f64\.(?P<st>[us](?:16|32|64))")
-def _cvt_f64_int(o, m):
-    """Integers to f64: exact up to 53 bits, 64-bit values rounded to nearest by the host's conversion."""
-    d, a = o.need(2)
-    st = m["st"]
-    x = o.src(a, st)
-    v = _sx(x, TYPES[st][0]) if st[0] == "s" else x
-    return [f"{o.dst(d, 'f64')} = np.float64({v}).view(np.uint64)"]
 
 
 @row(r"(?P<op>rcp\.approx\.ftz|rsqrt\.approx(?P<ftz>\.ftz)?)\.f64")

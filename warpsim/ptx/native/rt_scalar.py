@@ -100,6 +100,12 @@ def w64_first(r, a, b, c):
 
 
 @njit(cache=True, nogil=True)
+def w64_cvt(x):
+    """The word of an f64 ``cvt`` result: NaN is convert.FORMATS' 0x7fffffffffffffff."""
+    return _U64(0x7FFFFFFFFFFFFFFF) if x != x else np.float64(x).view(np.uint64)
+
+
+@njit(cache=True, nogil=True)
 def absneg64(a, neg):
     """abs.f64 / neg.f64: the sign bit cleared / flipped; a NaN quieted with its sign kept."""
     a = _U64(a)
