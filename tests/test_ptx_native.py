@@ -113,6 +113,28 @@ def test_scalar_forms_equal_the_interpreter():
     assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
 
 
+#: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
+#: three mma paths, both layouts, .satfinite (bf16 takes the tensor-core path wmma_gemm_epilogue takes, s8 the
+#: integer one of u8)
+WMMA_CAPTURES = ["row.col.m8n32k16.s32.u8.u8.s32.satfinite", "col.row.m16n16k8.f32.tf32.tf32.f32",
+                 pytest.param("col.col.m32n8k16.f32.bf16.bf16.f32", marks=REPEATS_A_PATH),
+                 pytest.param("row.row.m16n16k16.s32.s8.s8.s32", marks=REPEATS_A_PATH)]
+
+
+@pytest.mark.parametrize("form", WMMA_CAPTURES)
+def test_wmma_compiled_gives_the_h100_words(form, monkeypatch):
+    """test_ptx_captures' replay of a captured wmma.mma form (its kernel, inputs and H100 words) on the compiled
+    engine (WARPSIM_PTX_ENGINE=compiled; a fallback warns, an error here)."""
+    from test_ptx_captures import _recs, test_wmma_mma_capture
+    from warpsim.ptx.native import kernel
+
+    (rec,) = [r.values[0] for r in _recs("wmma_mma") if r.values[0]["op"] == "wmma.mma.sync.aligned." + form]
+    monkeypatch.setenv("WARPSIM_PTX_ENGINE", "compiled")
+    before = kernel.LAUNCHES[0]
+    test_wmma_mma_capture(rec)
+    assert kernel.LAUNCHES[0] == before + 1
+
+
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
 def test_triton_kernels_equal_the_interpreter(stem):
     fn = stem.split("_")[1]

@@ -32,10 +32,10 @@ def _operands(act, addr, ldm):
 
 
 @njit(nogil=True)
-def _element(addr, l, lin, esize, shared, smem, smem_bytes, bases, sizes, ptrs):
-    """The host address of the element ``lin`` elements past addr[0] (-1: outside memory; addr[l] then holds
-    its address)."""
-    ea = addr[0] + np.uint64(lin * esize)
+def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs):
+    """The host address of lane l's element j (-1: outside memory; addr[l] then holds its address)."""
+    r, c = np.int64(tab[l, j, 0]), np.int64(tab[l, j, 1])
+    ea = addr[0] + np.uint64((c * ld + r if col else r * ld + c) * esize)
     if shared:
         if ea + np.uint64(esize) > np.uint64(smem_bytes):
             addr[l] = ea
@@ -61,9 +61,7 @@ def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes
     for l in range(32):
         words[:] = 0
         for j in range(tab.shape[1]):
-            r, c = np.int64(tab[l, j, 0]), np.int64(tab[l, j, 1])
-            p = _element(addr, l, c * ld + r if col else r * ld + c, esize, shared, smem, smem_bytes, bases, sizes,
-                         ptrs)
+            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs)
             if p < 0:
                 return (BAD_ADDRESS << 8) | l
             v = peek1(p) if esize == 1 else peek2(p) if esize == 2 else peek4(p)
@@ -84,9 +82,7 @@ def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_byte
     mask = np.uint64((1 << bits) - 1)
     for l in range(32):
         for j in range(tab.shape[1]):
-            r, c = np.int64(tab[l, j, 0]), np.int64(tab[l, j, 1])
-            p = _element(addr, l, c * ld + r if col else r * ld + c, esize, shared, smem, smem_bytes, bases, sizes,
-                         ptrs)
+            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs)
             if p < 0:
                 return (BAD_ADDRESS << 8) | l
             v = (np.uint64(R[regs[(j * bits) // 32], base + l]) >> np.uint64((j * bits) % 32)) & mask
