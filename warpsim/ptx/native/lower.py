@@ -102,11 +102,13 @@ class Operands:
             return {"tid": f"TID_{axis}[t]", "ntid": f"NTID_{axis}", "ctaid": f"CTAID_{axis}",
                     "nctaid": f"NCTAID_{axis}"}.get(kind) or \
                 {"laneid": "np.uint32(l)", "warpid": "np.uint32(w)", "nwarpid": "np.uint32(W)"}[other]
-        if op.startswith("%"):
+        if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
         if op in self.ir.shared_symbols:
             return f"np.uint64({self.ir.shared_symbols[op]})"
+        if op in self.ir.param_offsets:         # a kernel parameter's address in the .param space (simt._symbols)
+            return f"np.uint64({self.ir.param_offsets[op][0]})"
         try:
             v = immediate_bits(op, typ, bits)
         except ValueError as exc:
@@ -121,7 +123,7 @@ class Operands:
             if len(op) != 1:
                 self.fail(f"vector destination {op}")
             op = op[0]
-        if not isinstance(op, str) or not op.startswith("%") or _SPECIAL.match(op):
+        if not isinstance(op, str) or _SPECIAL.match(op) or not (op.startswith("%") or self.ir.regs.get(op)):
             self.fail(f"destination {op!r}")
         self.writes.append(op)
         return self._reg(op, TYPES[typ][0] if typ != 'pred' else 1)
@@ -494,6 +496,10 @@ def lower_memory(o, m):
         o.fail(f"{o.st.opcode} with {len(regs)} registers")
     base, kind, off = o.address(where)
     lines = []
+    if space == "param" and op == "ld" and kind == "reg":     # a .param-space address (mov of a parameter's name)
+        lines += [f"_a = np.int64({base}) + {off}", f"if _a < 0 or _a + {n * nb} > PARAMS.size:",
+                  f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, np.uint64(_a))"]
+        return lines + [f"{o.dst(r, t)} = rt_load(PARAMS, _a + {i * nb}, {nb})" for i, r in enumerate(regs)]
     if space == "param":
         if op == "st" or kind != "symbol" or base not in o.ir.param_offsets:
             o.fail("a .param access other than ld.param of a kernel parameter")
