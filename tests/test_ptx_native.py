@@ -113,6 +113,25 @@ def test_scalar_forms_equal_the_interpreter():
     assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
 
 
+def test_calls_and_generic_addresses_equal_the_interpreter():
+    """tests/ptx/data/native_calls.ptx: .func calls inlined (b32 / b64 parameters, divergence, an early ret, a
+    nested call, a widened param0), generic ld / st / red on global and shared memory."""
+    mod = wp.load((FORMS.parent / "native_calls.ptx").read_text())
+    assert mod.translation("calls").native, mod.translation("calls").reason
+    x = _special_words(np.random.default_rng(34), 128)
+
+    def make():
+        out = np.zeros(514, np.uint32)
+        return [out, x], [out]
+
+    w = _both(mod, "calls", 2, 64, make)
+    a, b = w["interpret"][0], w["compiled"][0]
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, first at {np.nonzero(a != b)[0][:8]}"
+    steps = a[:512].reshape(128, 4)[:, 0]
+    assert (steps == 777).any() and ((steps != 777) & (steps != 0)).any() and a[512] == (x & 1).sum()
+    assert a[513] == 0          # twice(p) == 2p, and cvta.to.shared undoes cvta.shared
+
+
 #: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
 #: three mma paths, both layouts, .satfinite (bf16 takes the tensor-core path wmma_gemm_epilogue takes, s8 the
 #: integer one of u8)

@@ -21,6 +21,7 @@ from . import lower_float  # noqa: F401  (registers the f64, conversion and soft
 from . import lower_mma  # noqa: F401  (registers the tensor-core and async-copy rows into lower.ROWS)
 from . import lower_wgmma  # noqa: F401  (registers its rows into lower.ROWS)
 from . import lower_wmma  # noqa: F401  (registers its rows into lower.ROWS)
+from .inline import Flat
 from .lower import Lowered, Untranslatable, lower, register_file
 
 EXIT = -1
@@ -60,11 +61,11 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
-        if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
-            raise Untranslatable("the module has .func functions (calls are not translated)", None)
+        if len(prog.functions) > 1:
+            prog = Flat(prog)           # calls inlined
         fn = prog.functions[self.entry]
         if fn.locals or fn.params:
-            raise Untranslatable("the entry has .local or .param variables of its own", None)
+            raise Untranslatable("the entry has .local variables (local memory is not translated)", None)
         self.regs = _Widths(prog.reg_decls)
         self.index = {}                 # register -> its row in the register file of its width
         self.counts = {1: 0, 16: 0, 32: 0, 64: 0}

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
+from ..memory import _WINDOW as WINDOW
+from ..memory import SHARED_WINDOW
 from .rt import BAD_ADDRESS, MISALIGNED, SHFL_MEMBERS
 
 
@@ -312,6 +314,14 @@ def _cvta_global(o, m):
     return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
 
 
+@row(r"cvta(?P<to>\.to)?\.shared(?:::cta)?\.(?P<t>u32|u64)")
+def _cvta_shared(o, m):
+    """Shared-memory offsets and their generic addresses differ by the shared window (memory.cvta)."""
+    d, a = o.need(2)
+    sign = "-" if m["to"] else "+"
+    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({SHARED_WINDOW})"]
+
+
 @row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
 def _cvt_float_int(o, m):
     """Integers to f32 / f64 (rounding to nearest: the interpreter's default): the host's conversion, correctly
@@ -457,7 +467,7 @@ def _mov(o, m):
 # memory: ld / st of the param (kernel parameters), global and shared spaces
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
-                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?)"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
@@ -474,18 +484,26 @@ def _pointer(o, where, address, space, nb, total):
     lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
              f"if _a % np.uint64({nb}) != np.uint64(0):",
              f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
+    shared = [f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):",
+              f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
+              "_p = SMEMP + np.int64(_a)"]
+    glob = [f"_k = rt_find(BASES, SIZES, _a, {total})",
+            "if _k < 0:",
+            f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
+            "_p = PTRS[_k] + np.int64(_a - BASES[_k])"]
     if space == "shared":
-        return lines + [f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):",
-                        f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
-                        "_p = SMEMP + np.int64(_a)"]
-    return lines + [f"_k = rt_find(BASES, SIZES, _a, {total})",
-                    "if _k < 0:",
-                    f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
-                    "_p = PTRS[_k] + np.int64(_a - BASES[_k])"]
+        return lines + shared
+    if space != "generic":
+        return lines + glob
+    # a generic address: shared memory's window, or a global address (memory._split; the parameter and local
+    # windows are not translated: an address there fails as outside every mapped array)
+    return lines + [f"if np.uint64({SHARED_WINDOW}) <= _a < np.uint64({SHARED_WINDOW + WINDOW}):",
+                    f"    _a = _a - np.uint64({SHARED_WINDOW})", *("    " + x for x in shared), "else:",
+                    *("    " + x for x in glob)]
 
 
 def lower_memory(o, m):
-    op, space, t = m["op"], m["space"].split("::")[0], m["t"]
+    op, space, t = m["op"], (m["space"] or "generic").split("::")[0], m["t"]
     n = int(m["vec"] or 1)
     bits = TYPES[t][0]
     nb = bits // 8
@@ -528,7 +546,7 @@ def lower_memory(o, m):
     return lines
 
 
-@row(r"(?P<op>atom|red)(?:\.(?:relaxed|gpu|cta|sys))*\.(?P<space>global|shared(?:::cta)?)(?:\.(?:relaxed|gpu|cta|sys))*"
+@row(r"(?P<op>atom|red)(?:\.(?:relaxed|gpu|cta|sys))*(?:\.(?P<space>global|shared(?:::cta)?))?(?:\.(?:relaxed|gpu|cta|sys))*"
      r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
 def _atomic(o, m):
     """atom / red of the integer forms whose final memory word does not depend on the order of the updates
@@ -550,8 +568,8 @@ def _atomic(o, m):
         new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
     else:
         new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
-    body = _pointer(o, ops[1 if returns else 0], o.address(ops[1 if returns else 0]), m["space"].split("::")[0], nb,
-                    nb)
+    body = _pointer(o, ops[1 if returns else 0], o.address(ops[1 if returns else 0]), (m["space"] or "generic").split("::")[0],
+                    nb, nb)
     body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
     if returns:
         body.append(f"{o.dst(ops[0], t)} = _o")
