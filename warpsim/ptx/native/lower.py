@@ -597,6 +597,43 @@ def _bar_warp(o, m):
     return "warp", _members(o, mask)
 
 
+def _warp_result(o, d, typ, value, fold):
+    """A warp statement folding one value per active lane (``fold``: lines reading ``_v``, lane ``l``) and
+    writing ``value`` to every active lane's ``d``."""
+    dst = o.dst(d, typ)
+    return ["for l in range(32):", "    if act[l]:", "        t = w * 32 + l", *("        " + x for x in fold),
+            "for l in range(32):", "    if act[l]:", "        t = w * 32 + l", f"        {dst} = {value}"]
+
+
+@row(r"vote\.sync\.(?:(?P<mode>all|any|uni)\.pred|ballot\.b32)")
+def _vote(o, m):
+    """instructions._vote / _ballot: the executing lanes' (the members') votes."""
+    d, p, mask = o.need(3)
+    lines = _members(o, mask) + ["_all = True", "_any = False", "_bal = np.uint64(0)"]
+    fold = [f"_v = {o.src(p, 'pred')}", "_all = _all and _v", "_any = _any or _v", "if _v:",
+            "    _bal |= np.uint64(1) << np.uint64(l)"]
+    if m["mode"] is None:
+        return "warp", lines + _warp_result(o, d, "b32", "_bal", fold)
+    value = {"all": "_all", "any": "_any", "uni": "(_all or not _any)"}[m["mode"]]
+    return "warp", lines + _warp_result(o, d, "pred", value, fold)
+
+
+@row(r"redux\.sync\.(?:(?P<arith>add|min|max)\.(?P<t>u32|s32)|(?P<bit>and|or|xor)\.b32)")
+def _redux(o, m):
+    """instructions._redux: add wraps mod 2^32, min / max compare as the type says, over the executing lanes."""
+    d, a, mask = o.need(3)
+    t = m["t"] or "b32"
+    x = o.src(a, t)
+    x = _sx(x, 32) if t == "s32" else f"np.int64({x})"
+    f = m["arith"] or m["bit"]
+    init = {"add": "0", "min": "np.int64(2**62)", "max": "np.int64(-2**62)", "and": "np.int64(0xFFFFFFFF)",
+            "or": "0", "xor": "0"}[f]
+    step = {"add": "_r + _v", "min": "min(_r, _v)", "max": "max(_r, _v)", "and": "_r & _v", "or": "_r | _v",
+            "xor": "_r ^ _v"}[f]
+    lines = _members(o, mask) + [f"_r = np.int64({init})"]
+    return "warp", lines + _warp_result(o, d, t, "np.uint64(_r) & np.uint64(0xFFFFFFFF)", [f"_v = {x}", f"_r = {step}"])
+
+
 @row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(o, m):
     d, a, b, c, mask = o.need(5)
