@@ -18,9 +18,12 @@ spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sy
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
 ``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not); integer
 ``div`` / ``rem``; vector pack / unpack ``mov``; ``bfi``; ``ld`` / ``st`` of a type narrower than the register
-(zero- / sign-extended); ``ld.param`` through a ``mov`` of a parameter's name; ``shfl.sync`` with a predicate
-destination or a register membermask, ``bar.warp.sync``; integer ``atom`` / ``red`` ``add`` / ``min`` / ``max`` /
-``and`` / ``or`` / ``xor`` of the global and shared spaces (the lanes in order, as the interpreter's).
+(zero- / sign-extended); generic addresses (shared memory's window, else global), ``cvta.shared``; ``ld.param``
+through a ``mov`` of a parameter's name; ``shfl.sync`` with a predicate destination or a register membermask,
+``bar.warp.sync``, ``vote.sync``, ``redux.sync``; integer ``atom`` / ``red`` ``add`` / ``min`` / ``max`` / ``and`` /
+``or`` / ``xor`` of the global, shared and generic spaces (the lanes in order, as the interpreter's); calls of
+``.func`` functions, inlined at each call site (:mod:`warpsim.ptx.native.inline`; not recursion, externs, or a
+callee's ``.local`` variables).
 f64 and conversions (:mod:`warpsim.ptx.native.lower_float`): ``add`` / ``sub`` / ``mul`` / ``fma`` (every rounding),
 ``div`` / ``rcp`` / ``sqrt`` ``.rn``, ``neg`` / ``abs``, ``setp``, ``rcp.approx.ftz`` / ``rsqrt.approx`` of f64; f32
 ``add`` / ``sub`` / ``mul`` / ``fma`` with ``.rz`` / ``.rm`` / ``.rp``, ``.ftz``, ``.sat`` (the soft-float core);
@@ -41,9 +44,10 @@ hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run ther
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: other rounding / ``.ftz`` ALU forms, 16-bit float arithmetic,
-other conversions, generic-space and local memory, the order-dependent atomics (``exch`` / ``cas`` / ``inc`` /
+other conversions, local memory and the generic addresses of the parameter and local windows, the order-dependent
+atomics (``exch`` / ``cas`` / ``inc`` /
 ``dec``, float adds), sparse / block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms,
-mbarriers, fences other than ``fence.proxy.async``, ``vote`` / ``redux``, calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.

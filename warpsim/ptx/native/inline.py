@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from ..program import _post_dominators
+from ..regfile import Warp
 from ..syntax import make_statement
 from .lower import Untranslatable
 
@@ -25,6 +26,24 @@ _TOKEN = re.compile(r"%?[A-Za-z_$][\w$]*")
 _PARAM = re.compile(r"(?P<op>ld|st)\.param(?:::func)?\.(?P<t>[bus](?:16|32|64)|f32|f64)\Z")
 _RET = re.compile(r"ret(?:\.uni)?\Z")
 _DECL = {1: ".pred", 16: ".b16", 32: ".b32", 64: ".b64"}
+
+
+class Widths(dict):
+    """Register name -> bits, worked out on first use from the entry's declarations."""
+
+    def __init__(self, decls):
+        super().__init__()
+        self._w = Warp(undefined="zero")
+        for line, text in decls:
+            self._w.declare(line, text)
+
+    def get(self, name, default=None):
+        if name not in self:
+            try:
+                self[name] = self._w._bits(name)
+            except Exception:
+                return default
+        return super().get(name, default)
 
 
 def _declared(decls):
@@ -74,14 +93,12 @@ class Flat:
     translator's KernelIR reads."""
 
     def __init__(self, prog):
-        from .ir import _Widths
-
         self._prog, self.entry = prog, prog.entry
         entry = prog.functions[prog.entry.name]
         self.functions = {entry.name: _Entry(entry)}
         self.reg_decls = list(entry.reg_decls)
         self.code, self._count = [], 0
-        self._widths = {name: (_Widths(fn.reg_decls), _declared(fn.reg_decls)) for name, fn in prog.functions.items()}
+        self._widths = {name: (Widths(fn.reg_decls), _declared(fn.reg_decls)) for name, fn in prog.functions.items()}
         self._expand(entry, {}, "", {p: self._param(p, entry, "") for p in entry.params}, ())
         self.reconverge = _post_dominators(self.code, _Labels(self.code))
 
