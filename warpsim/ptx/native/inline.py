@@ -144,7 +144,7 @@ class Flat:
             if m and self._param_name(st, m) in params:
                 new = self._param_move(new, m, params)
             elif suffix and _RET.match(st.opcode):
-                new = make_statement(st.line, f"{'@' + ('!' if new.guard[0] else '') + new.guard[1] + ' ' if new.guard else ''}bra RET")
+                new = replace(make_statement(st.line, "bra RET"), guard=new.guard)
                 rets.append(new)
             elif hasattr(st, "target"):
                 jumps.append((new, st.target))

@@ -546,7 +546,10 @@ def lower_memory(o, m):
     return lines
 
 
-@row(r"(?P<op>atom|red)(?:\.(?:relaxed|gpu|cta|sys))*(?:\.(?P<space>global|shared(?:::cta)?))?(?:\.(?:relaxed|gpu|cta|sys))*"
+_SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
+
+
+@row(r"(?P<op>atom|red)" + _SCOPE + r"(?:\.(?P<space>global|shared(?:::cta)?))?" + _SCOPE +
      r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
 def _atomic(o, m):
     """atom / red of the integer forms whose final memory word does not depend on the order of the updates
@@ -568,8 +571,8 @@ def _atomic(o, m):
         new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
     else:
         new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
-    body = _pointer(o, ops[1 if returns else 0], o.address(ops[1 if returns else 0]), (m["space"] or "generic").split("::")[0],
-                    nb, nb)
+    where = ops[1 if returns else 0]
+    body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb)
     body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
     if returns:
         body.append(f"{o.dst(ops[0], t)} = _o")
@@ -583,7 +586,8 @@ def _members(o, mask):
     """Lines failing the kernel unless each executing lane's membermask is the set of lanes executing the
     statement together (context.require_members; an immediate whole-warp mask: every lane)."""
     if not str(mask).startswith("%") and immediate_bits(mask, "b32", 32) == 0xFFFFFFFF:
-        return ["if not rt_all(act):", f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0xFFFFFFFF))"]
+        return ["if not rt_all(act):",
+                f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0xFFFFFFFF))"]
     return ["_am = np.uint64(0)", "for l in range(32):", "    if act[l]:",
             "        _am |= np.uint64(1) << np.uint64(l)", "for l in range(32):", "    t = w * 32 + l",
             f"    if act[l] and (np.uint64({o.src(mask, 'b32')}) & np.uint64(0xFFFFFFFF)) != _am:",
