@@ -554,7 +554,9 @@ _SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
 def _atomic(o, m):
     """atom / red of the integer forms whose final memory word does not depend on the order of the updates
     (atomics.py): a warp statement, so that the lanes update one at a time in increasing lane order, as the
-    interpreter's; atom returns each lane's old word."""
+    interpreter's; atom returns each lane's old word.  Between warps the updates go in the compiled engine's
+    order (CTA by CTA, each warp to its next barrier), the interpreter's where each address is updated by one
+    statement between barriers; other old words may differ, the final words do not."""
     f, t, returns = m["f"], m["t"], m["op"] == "atom"
     allowed = {"add": "us", "min": "us", "max": "us", "and": "b", "or": "b", "xor": "b"}[f]
     if t[0] not in allowed:
