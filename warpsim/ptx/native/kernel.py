@@ -144,7 +144,7 @@ _MESSAGES = {
     rt.BAD_ADDRESS: "address 0x{v:x} (thread {w}) lies outside every mapped array / the CTA's shared memory",
     rt.MISALIGNED: "address 0x{v:x} (thread {w}) is not aligned to its access size",
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
-    rt.SHFL_MEMBERS: "shfl.sync with membermask 0xffffffff executed by a partial warp (warp of thread {w})",
+    rt.SHFL_MEMBERS: "shfl.sync / bar.warp.sync whose membermask (0x{v:x}) is not the lanes running it together (thread {w})",
     rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
                      "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",
@@ -152,6 +152,7 @@ _MESSAGES = {
     rt.WGMMA_OPERANDS: "wgmma.mma_async in the warp of thread {w}: a partial warp or warpgroup, lanes that disagree on "
                        "a descriptor or scale-d, or a descriptor with reserved bits or a base offset (value 0x{v:x}); "
                        "the interpreter (engine='interpret') names which",
+    rt.WMMA_OPERANDS: "wmma.load / wmma.store: thread {w} passes another matrix address (0x{v:x}) or stride than its warp's lane 0",
 }
 
 

@@ -27,6 +27,7 @@ OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS
 #: a wgmma.mma_async whose warp's lanes disagree on its descriptors or scale-d, run by a partial warp or warpgroup,
 #: or with a descriptor the model does not take (lower_wgmma; a code apart from the range above, which grows)
 WGMMA_OPERANDS = 16
+WMMA_OPERANDS = 17      # the lanes of a wmma.load / store disagree on its matrix address or stride (rt_wmma)
 
 _U32 = np.uint32
 
