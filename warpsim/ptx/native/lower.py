@@ -265,7 +265,8 @@ def _minmax(o, m):
 def _divrem(o, m):
     d, a, b = o.need(3)
     t = m["t"]
-    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {t[0] == 's'}, {m['op'] == 'rem'})"]
+    signed, rem = t[0] == "s", m["op"] == "rem"
+    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {signed}, {rem})"]
 
 
 @row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
