@@ -23,7 +23,7 @@ PTX = HERE / "cutlass2_gemm_sm80.ptx"
 GOLDEN = Path(__file__).parent / "golden" / "cutlass2_sm80.npz"
 
 
-def _launch(ptx_text, launch, params, A, B, C, M, N):
+def _launch(ptx_text, launch, params, A, B, C, M, N, **kw):
     gm = GlobalMemory()
     for name, arr in (("A", A), ("B", B), ("C", C)):
         gm.map(np.array(arr, copy=True), address=int(launch[name][0]))
@@ -32,7 +32,7 @@ def _launch(ptx_text, launch, params, A, B, C, M, N):
     mod = load(ptx_text)
     (entry,) = mod.entries
     mod.launch(entry, tuple(map(int, launch["grid"])), tuple(map(int, launch["block"])), [params],
-               int(launch["smem"][0]), memory=gm, arch="sm_90")
+               int(launch["smem"][0]), memory=gm, arch="sm_90", **kw)
     return D
 
 

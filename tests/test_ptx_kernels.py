@@ -18,8 +18,9 @@ KIN = open_golden(HERE / "data" / "kernels_in.npz")
 KOUT = open_golden(HERE / "data" / "kernels_out.npz")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c["key"]) for c in CASES])
-def test_kernel_matches_h100(case):
+def launch_case(case, **kw):
+    """Run a case of kernels.json on its captured inputs: (outputs by capture suffix, the inputs, their copies
+    from before the launch)."""
     M, N, K = case["M"], case["N"], case["K"]
     mod = wp.load(HERE / f"{case['kernel']}.ptx")
     A = KIN[case["key"] + "_A"].copy()
@@ -28,13 +29,19 @@ def test_kernel_matches_h100(case):
     if case["kernel"] == "gemm_ldmatrix":
         C32 = np.zeros(M * N, np.uint32)
         C16 = np.zeros(M * N, np.uint16)
-        mod.launch("gemm_ldmatrix", (N // 32, M // 32), 128, [A, B, C32, C16, M, N, K])
+        mod.launch("gemm_ldmatrix", (N // 32, M // 32), 128, [A, B, C32, C16, M, N, K], **kw)
         outs = {"_C32": C32, "_C16": C16}
     else:
         C0 = KIN[case["key"] + "_C0"].copy()
         C = np.zeros(M * N, np.uint32)
-        mod.launch("gemm_wmma", (N // 32, M // 16), 64, [A, B, C0, C, M, N, K])
+        mod.launch("gemm_wmma", (N // 32, M // 16), 64, [A, B, C0, C, M, N, K], **kw)
         outs = {"_C": C}
+    return outs, (A, B), (A0, B0)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["key"]) for c in CASES])
+def test_kernel_matches_h100(case):
+    outs, (A, B), (A0, B0) = launch_case(case)
     for suffix, got in outs.items():
         want = KOUT[case["key"] + suffix]
         assert np.array_equal(got, want), f"{suffix}: {int((got != want).sum())} of {want.size} words differ"

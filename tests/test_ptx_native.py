@@ -69,6 +69,93 @@ def test_statement_forms_equal_the_interpreter():
     assert sum(st.opcode.startswith("contracted.") for st in forms) == 3
 
 
+#: f64 words: NaN (quiet, signalling, negative), infinities, zeros, subnormals, the largest, 1, the smallest normal
+SPECIALS64 = np.array([0x7FF8000000000000, 0xFFF0000000000001, 0x7FF4000000000123, 0x7FF0000000000000,
+                       0xFFF0000000000000, 0x8000000000000000, 0, 1, 0x800FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF,
+                       0x3FF0000000000000, 0x0010000000000000, 0x3FEFFFFFFFFFFFFF], np.uint64)
+
+
+def _special_words64(rng, n):
+    """f64 words: ordinary values, random words, SPECIALS64, halves (ties of the integer roundings), values past
+    the 32- and 64-bit integer ranges, [0, 1]."""
+    w = rng.standard_normal(n).view(np.uint64)
+    pick = rng.integers(0, 7, n)
+    w = np.where(pick == 1, rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1), w)
+    w = np.where(pick == 2, SPECIALS64[rng.integers(0, len(SPECIALS64), n)], w)
+    w = np.where(pick == 3, (rng.integers(-20, 20, n) + 0.5).view(np.uint64), w)
+    w = np.where(pick == 4, (rng.standard_normal(n) * 2.0 ** rng.integers(20, 70, n)).view(np.uint64), w)
+    w = np.where(pick == 5, rng.random(n).view(np.uint64), w)
+    return w
+
+
+def test_scalar_forms_equal_the_interpreter():
+    """tests/ptx/data/native_forms2.ptx: bfi, f64 arithmetic, float conversions, directed / .ftz / .sat f32
+    arithmetic, narrower loads, shfl.sync with a predicate destination and register membermasks, vote / redux,
+    integer atomics."""
+    mod = wp.load((FORMS.parent / "native_forms2.ptx").read_text())
+    assert mod.translation("forms2").native, mod.translation("forms2").reason
+    rng = np.random.default_rng(33)
+    n = 2 * 64
+    x = np.zeros((n, 4), np.uint64)
+    x[:, :2] = _special_words(rng, 4 * n).view(np.uint64).reshape(n, 2)
+    x[:, 2:] = _special_words64(rng, 2 * n).reshape(n, 2)
+    x[: n // 4, 2:] = SPECIALS64[rng.integers(0, len(SPECIALS64), (n // 4, 2))]     # two specials met (NaN rules)
+    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+
+    def make():
+        out, cnt = np.zeros(n * 100, np.uint32), counters.copy()
+        return [out, x, cnt], [out, cnt]
+
+    w = _both(mod, "forms2", 2, 64, make)
+    for k, name in enumerate(("outputs", "counters")):
+        a, b = w["interpret"][k], w["compiled"][k]
+        bad = np.nonzero(a != b)[0]
+        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 100} of thread {bad[0] // 100}"
+    written = (w["compiled"][0].reshape(n, 100) != 0).any(axis=0)
+    assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
+
+
+def test_calls_and_generic_addresses_equal_the_interpreter():
+    """tests/ptx/data/native_calls.ptx: .func calls inlined (b32 / b64 parameters, divergence, an early ret, a
+    nested call, a widened param0), generic ld / st / red on global and shared memory."""
+    mod = wp.load((FORMS.parent / "native_calls.ptx").read_text())
+    assert mod.translation("calls").native, mod.translation("calls").reason
+    x = _special_words(np.random.default_rng(34), 128)
+
+    def make():
+        out = np.zeros(514, np.uint32)
+        return [out, x], [out]
+
+    w = _both(mod, "calls", 2, 64, make)
+    a, b = w["interpret"][0], w["compiled"][0]
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, first at {np.nonzero(a != b)[0][:8]}"
+    steps = a[:512].reshape(128, 4)[:, 0]
+    assert (steps == 777).any() and ((steps != 777) & (steps != 0)).any() and a[512] == (x & 1).sum()
+    assert a[513] == 0          # twice(p) == 2p, and cvta.to.shared undoes cvta.shared
+
+
+#: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
+#: three mma paths, both layouts, .satfinite (bf16 takes the tensor-core path wmma_gemm_epilogue takes, s8 the
+#: integer one of u8)
+WMMA_CAPTURES = ["row.col.m8n32k16.s32.u8.u8.s32.satfinite", "col.row.m16n16k8.f32.tf32.tf32.f32",
+                 pytest.param("col.col.m32n8k16.f32.bf16.bf16.f32", marks=REPEATS_A_PATH),
+                 pytest.param("row.row.m16n16k16.s32.s8.s8.s32", marks=REPEATS_A_PATH)]
+
+
+@pytest.mark.parametrize("form", WMMA_CAPTURES)
+def test_wmma_compiled_gives_the_h100_words(form, monkeypatch):
+    """test_ptx_captures' replay of a captured wmma.mma form (its kernel, inputs and H100 words) on the compiled
+    engine (WARPSIM_PTX_ENGINE=compiled; a fallback warns, an error here)."""
+    from test_ptx_captures import _recs, test_wmma_mma_capture
+    from warpsim.ptx.native import kernel
+
+    (rec,) = [r.values[0] for r in _recs("wmma_mma") if r.values[0]["op"] == "wmma.mma.sync.aligned." + form]
+    monkeypatch.setenv("WARPSIM_PTX_ENGINE", "compiled")
+    before = kernel.LAUNCHES[0]
+    test_wmma_mma_capture(rec)
+    assert kernel.LAUNCHES[0] == before + 1
+
+
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
 def test_triton_kernels_equal_the_interpreter(stem):
     fn = stem.split("_")[1]
@@ -314,7 +401,7 @@ def test_sfu_forms_are_the_hardware_words():
         a, b = ops[0], ops[1] if n == 2 else ops[0]
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
         got = np.zeros(len(a), np.uint32)
-        sfu.f32_lanes(code, ftz, a, b, got, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
+        sfu.f32_range(code, ftz, a, b, got, 0, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
                       *(_table(t) for t in sfu_fit(code)), np.zeros(32), np.zeros(32, np.int64),
                       np.zeros(32, np.uint8), np.zeros(32, np.int64))
         bad = np.nonzero(got != want)[0]

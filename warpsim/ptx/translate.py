@@ -17,7 +17,18 @@ reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every com
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms
 ``ex2`` / ``rcp`` / ``rsqrt`` / ``sqrt`` ``.approx``, ``div.full`` / ``div.approx`` (``.ftz`` or not); integer
-``div`` / ``rem``; vector pack / unpack ``mov``.
+``div`` / ``rem``; vector pack / unpack ``mov``; ``bfi``; ``ld`` / ``st`` of a type narrower than the register
+(zero- / sign-extended); generic addresses (shared memory's window, else global), ``cvta.shared``; ``ld.param``
+through a ``mov`` of a parameter's name; ``shfl.sync`` with a predicate destination or a register membermask,
+``bar.warp.sync``, ``vote.sync``, ``redux.sync``; integer ``atom`` / ``red`` ``add`` / ``min`` / ``max`` / ``and`` /
+``or`` / ``xor`` of the global, shared and generic spaces (the lanes in order, as the interpreter's); calls of
+``.func`` functions, inlined at each call site (:mod:`warpsim.ptx.native.inline`; not recursion, externs, or a
+callee's ``.local`` variables).
+f64 and conversions (:mod:`warpsim.ptx.native.lower_float`): ``add`` / ``sub`` / ``mul`` / ``fma`` (every rounding),
+``div`` / ``rcp`` / ``sqrt`` ``.rn``, ``neg`` / ``abs``, ``setp``, ``rcp.approx.ftz`` / ``rsqrt.approx`` of f64; f32
+``add`` / ``sub`` / ``mul`` / ``fma`` with ``.rz`` / ``.rm`` / ``.rp``, ``.ftz``, ``.sat`` (the soft-float core);
+``cvt`` between f32 and f64 (narrowing ``.rn``), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), floats to
+integers, integers to f64.
 The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
 registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
 launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
@@ -27,13 +38,16 @@ The warpgroup path (:mod:`warpsim.ptx.native.lower_wgmma`): dense ``wgmma.mma_as
 registers or a descriptor), tf32, fp8 and 8-bit integer types (A from a descriptor), with ``wgmma.fence`` /
 ``commit_group`` / ``wait_group`` and ``fence.proxy.async``: each warp computes its 16 rows of D at issue; the
 hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run there.
+``wmma.load`` / ``wmma.store`` (global, shared) and ``wmma.mma`` with 32-bit C and D
+(:mod:`warpsim.ptx.native.lower_wmma`): the captured fragment layouts, the engine's ``mma.sync`` tiles.
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
-names the first statement and its class: ``.ftz`` / ``.sat`` / other rounding ALU forms, f64 and
-16-bit float arithmetic, other conversions, ``cp.async``, generic-space and local memory, atomics,
-sparse / block-scaled / f64 ``mma``, other ``wgmma`` forms, mbarriers, fences other than ``fence.proxy.async``,
-``vote`` / ``redux``, calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+names the first statement and its class: other rounding / ``.ftz`` ALU forms, 16-bit float arithmetic,
+other conversions, local memory and the generic addresses of the parameter and local windows, the order-dependent
+atomics (``exch`` / ``cas`` / ``inc`` /
+``dec``, float adds), sparse / block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms,
+mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.

@@ -8,7 +8,7 @@ store and a load never share one, so lanes see each other's stores in the interp
 
 The source is shaped for numba's compile time (docs/speed.md, "first compile"): register words go
 through intrinsics on the files' addresses, the launch's arrays come from one cached helper, the
-statement-specific integer arguments of jitted calls are int64 constants, and lane loops are grouped
+integer arguments of runtime calls are int64 constants, and lane loops are grouped
 into functions of up to ``CHUNK`` statements.
 """
 
@@ -66,50 +66,58 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 #: took 54 s; 64 or 200 statements a function gave no gain over 32)
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
+_CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
+_INT = re.compile(r"-?\d+\Z|True\Z|False\Z")
+_BOOL = {"True": "BTRUE", "False": "BFALSE"}
+
+
+def _typed_int_arguments(body):
+    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n; True
+    and False as numpy bools ``BTRUE`` / ``BFALSE``):
+    numba compiles a jitted callee once per combination of literal argument values (a failure record per
+    PTX line, the special-function kernel per unit), and once for int64 arguments.  -> (body, values)."""
+    out, values, pos = [], set(), 0
+    for m in _CALL.finditer(body):
+        if m.start() < pos:
+            continue
+        i, depth, start, args = m.end(), 1, m.end(), []
+        while depth:
+            ch = body[i]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            if depth == 0 or (depth == 1 and ch == ","):
+                args.append((start, i))
+                start = i + 1
+            i += 1
+        out.append(body[pos:m.end()])
+        last = m.end()
+        for a, b in args:
+            text = body[a:b].strip()
+            out.append(body[last:a])
+            if _INT.match(text):
+                lead = body[a:b][:len(body[a:b]) - len(body[a:b].lstrip())]
+                if text in _BOOL:
+                    out.append(lead + _BOOL[text])
+                else:
+                    v = int(text)
+                    values.add(v)
+                    out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
+            else:
+                out.append(body[a:b])
+            last = b
+        out.append(body[last:i])
+        pos = i
+    out.append(body[pos:])
+    return "".join(out), values
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
-_ICONST = re.compile(r"\bI(N?\d+)\b")
 _BITS = {"P": 1, "R16": 16, "R32": 32, "R64": 64}
 _ELEM = r"\b(P|R16|R32|R64)\[(\d+), ([^\[\]:]+)\]"
 _STORE = re.compile(r"^(\s*)" + _ELEM + r" = (.*)$")
 _SIGNED = re.compile(r"np\.int64\(np\.int(16|32)\(" + _ELEM + r"\)\)")
 _WIDE = re.compile(r"np\.uint64\(" + _ELEM + r"\)")
 _READ = re.compile(_ELEM)
-
-
-#: jitted callees and the positions of their arguments that vary from statement to statement (a PTX line, a
-#: block, a register, a parameter's offset): numba compiles a jitted callee once per literal argument value, so
-#: these integer literals become int64 module constants.  The other literal arguments (sizes, widths,
-#: alignments) stay literal: numba then specialises the callee on them, which the run time needs.
-_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_load": (1,),
-                   "rt_branch": (6, 7, 8), "rt_clear": (1,)}
-_SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
-_INT = re.compile(r"\s*(-?\d+)\s*\Z")
-
-
-def _int_constants(line):
-    """The line with the statement-specific integer literals of jitted calls as module constants (I<n>,
-    IN<n> for -n)."""
-    for m in reversed(list(_SITE_CALL.finditer(line))):
-        depth, args, start = 0, [], m.end()
-        for i in range(m.end(), len(line)):
-            c = line[i]
-            if c in "([":
-                depth += 1
-            elif c in ")]":
-                if depth == 0:
-                    args.append((start, i))
-                    break
-                depth -= 1
-            elif c == "," and depth == 0:
-                args.append((start, i))
-                start = i + 1
-        for pos in sorted(_SITE_ARGUMENTS[m[1]], reverse=True):
-            a, b = args[pos]
-            lit = _INT.match(line[a:b])
-            if lit:
-                v = int(lit[1])
-                line = line[:a] + (" " if pos else "") + f"I{'N' if v < 0 else ''}{abs(v)}" + line[b:]
-    return line
 
 
 def _call(fn, f, k, th, *more):
@@ -302,7 +310,7 @@ def generate(ir, name="native_kernel"):
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
-    body = "\n".join(_int_constants(x) for x in body.split("\n"))
-    ints = sorted({int(v.replace("N", "-")) for v in _ICONST.findall(body)})
+    body, ints = _typed_int_arguments(body)
     return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
-        "".join(f"I{'N' if v < 0 else ''}{abs(v)} = np.int64({v})\n" for v in ints) + "\n\n" + body
+        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + \
+        "BTRUE = np.bool_(True)\nBFALSE = np.bool_(False)\n\n\n" + body

@@ -5,7 +5,7 @@ blocks of lowered statements, with the facts code generation needs.
   ``ret``/``exit`` and ``bar.sync`` (a barrier ends a block: the warp yields there);
 * **reconvergence**: each conditional branch's immediate post-dominator, as the interpreter computes
   it (``_Program.reconverge``), as a block number;
-* **registers**: each register's width from the ``.reg`` declarations (the interpreter's rule);
+* **registers**: each register's width from the ``.reg`` declarations (the interpreter's rule; ``inline.Widths``);
 * **definite assignment**: the registers some thread may read before writing them (they start at
   zero in every CTA, as the interpreter's ``undefined="zero"`` launch registers do; the rest need no
   clearing);
@@ -16,30 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..regfile import Warp
+from . import lower_float  # noqa: F401  (registers the f64, conversion and soft-float rows into lower.ROWS)
 from . import lower_mma  # noqa: F401  (registers the tensor-core and async-copy rows into lower.ROWS)
 from . import lower_wgmma  # noqa: F401  (registers its rows into lower.ROWS)
+from . import lower_wmma  # noqa: F401  (registers its rows into lower.ROWS)
+from .inline import Flat, Widths
 from .lower import Lowered, Untranslatable, lower, register_file
 
 EXIT = -1
-
-
-class _Widths(dict):
-    """Register name -> bits, worked out on first use from the entry's declarations."""
-
-    def __init__(self, decls):
-        super().__init__()
-        self._w = Warp(undefined="zero")
-        for line, text in decls:
-            self._w.declare(line, text)
-
-    def get(self, name, default=None):
-        if name not in self:
-            try:
-                self[name] = self._w._bits(name)
-            except Exception:
-                return default
-        return super().get(name, default)
 
 
 @dataclass
@@ -58,12 +42,12 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
-        if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
-            raise Untranslatable("the module has .func functions (calls are not translated)", None)
+        if len(prog.functions) > 1:
+            prog = Flat(prog)           # calls inlined
         fn = prog.functions[self.entry]
         if fn.locals or fn.params:
-            raise Untranslatable("the entry has .local or .param variables of its own", None)
-        self.regs = _Widths(prog.reg_decls)
+            raise Untranslatable("the entry has .local variables (local memory is not translated)", None)
+        self.regs = Widths(prog.reg_decls)
         self.index = {}                 # register -> its row in the register file of its width
         self.counts = {1: 0, 16: 0, 32: 0, 64: 0}
         self._layout(prog)

@@ -100,7 +100,7 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
-from warpsim.engine.sfu import f32_lanes as sfu_lanes
+from warpsim.engine.sfu import f32_range as sfu_range
 from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch,
     clear as rt_clear, cta_begin as rt_cta_begin, div_contracted as rt_div_contracted, divrem as rt_divrem,
     f32 as rt_f32, fail, find as rt_find, fminmax32 as rt_fminmax32, get1 as rt_get1, get16 as rt_get16,
@@ -147,7 +147,7 @@ _MESSAGES = {
     rt.BAD_ADDRESS: "address 0x{v:x} (thread {w}) lies outside every mapped array / the CTA's shared memory",
     rt.MISALIGNED: "address 0x{v:x} (thread {w}) is not aligned to its access size",
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
-    rt.SHFL_MEMBERS: "shfl.sync with membermask 0xffffffff executed by a partial warp (warp of thread {w})",
+    rt.SHFL_MEMBERS: "shfl.sync / bar.warp.sync whose membermask (0x{v:x}) is not the lanes running it together (thread {w})",
     rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
                      "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",
@@ -155,6 +155,7 @@ _MESSAGES = {
     rt.WGMMA_OPERANDS: "wgmma.mma_async in the warp of thread {w}: a partial warp or warpgroup, lanes that disagree on "
                        "a descriptor or scale-d, or a descriptor with reserved bits or a base offset (value 0x{v:x}); "
                        "the interpreter (engine='interpret') names which",
+    rt.WMMA_OPERANDS: "wmma.load / wmma.store: thread {w} passes another matrix address (0x{v:x}) or stride than its warp's lane 0",
 }
 
 

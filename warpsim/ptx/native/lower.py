@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
-from .rt import READ, SHFL_MEMBERS, WRITTEN
+from ..memory import _WINDOW as WINDOW
+from ..memory import SHARED_WINDOW
+from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):
@@ -43,6 +45,12 @@ _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 
 
 FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
+#: the prelude line of the rows that call :mod:`.rt_scalar`
+SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
+                  "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
+                  "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
+                  "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
+                  "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
 
 
 def register_file(bits):
@@ -96,11 +104,13 @@ class Operands:
             return {"tid": f"TID_{axis}[t]", "ntid": f"NTID_{axis}", "ctaid": f"CTAID_{axis}",
                     "nctaid": f"NCTAID_{axis}"}.get(kind) or \
                 {"laneid": "np.uint32(l)", "warpid": "np.uint32(w)", "nwarpid": "np.uint32(W)"}[other]
-        if op.startswith("%"):
+        if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
         if op in self.ir.shared_symbols:
             return f"np.uint64({self.ir.shared_symbols[op]})"
+        if op in self.ir.param_offsets:         # a kernel parameter's address in the .param space (simt._symbols)
+            return f"np.uint64({self.ir.param_offsets[op][0]})"
         try:
             v = immediate_bits(op, typ, bits)
         except ValueError as exc:
@@ -115,7 +125,7 @@ class Operands:
             if len(op) != 1:
                 self.fail(f"vector destination {op}")
             op = op[0]
-        if not isinstance(op, str) or not op.startswith("%") or _SPECIAL.match(op):
+        if not isinstance(op, str) or _SPECIAL.match(op) or not (op.startswith("%") or self.ir.regs.get(op)):
             self.fail(f"destination {op!r}")
         self.writes.append(op)
         return self._reg(op, TYPES[typ][0] if typ != 'pred' else 1)
@@ -255,7 +265,8 @@ def _minmax(o, m):
 def _divrem(o, m):
     d, a, b = o.need(3)
     t = m["t"]
-    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {t[0] == 's'}, {m['op'] == 'rem'})"]
+    signed, rem = t[0] == "s", m["op"] == "rem"
+    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {signed}, {rem})"]
 
 
 @row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
@@ -273,6 +284,15 @@ def _bfe(o, m):
     t = m["t"]
     return [f"{o.dst(d, t)} = rt_bfe({o.src(a, t)}, {o.src(b, 'u32')}, {o.src(c, 'u32')}, "
             f"{TYPES[t][0]}, {t[0] == 's'})"]
+
+
+@row(r"bfi\.(?P<t>b(?:32|64))")
+def _bfi(o, m):
+    d, a, b, c, e = o.need(5)
+    t = m["t"]
+    o.prelude.append(SCALAR_IMPORTS)
+    return [f"{o.dst(d, t)} = rt_bfi({o.src(a, t)}, {o.src(b, t)}, {o.src(c, 'u32')}, {o.src(e, 'u32')}, "
+            f"{TYPES[t][0]})"]
 
 
 _INTS = ("u16", "u32", "u64", "s16", "s32", "s64", "b16", "b32", "b64")
@@ -295,13 +315,23 @@ def _cvta_global(o, m):
     return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
 
 
-@row(r"cvt\.rn\.f32\.(?P<st>[us](?:32|64))")
-def _cvt_f32_int(o, m):
+@row(r"cvta(?P<to>\.to)?\.shared(?:::cta)?\.(?P<t>u32|u64)")
+def _cvta_shared(o, m):
+    """Shared-memory offsets and their generic addresses differ by the shared window (memory.cvta)."""
     d, a = o.need(2)
-    st = m["st"]
+    sign = "-" if m["to"] else "+"
+    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({SHARED_WINDOW})"]
+
+
+@row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
+def _cvt_float_int(o, m):
+    """Integers to f32 / f64 (rounding to nearest: the interpreter's default): the host's conversion, correctly
+    rounded."""
+    d, a = o.need(2)
+    st, dt = m["st"], m["dt"]
     x = o.src(a, st)
     v = _sx(x, TYPES[st][0]) if st[0] == "s" else x
-    return [f"{o.dst(d, 'f32')} = rt_w32(np.float32({v}))"]
+    return [f"{o.dst(d, dt)} = " + (f"rt_w32(np.float32({v}))" if dt == "f32" else f"np.float64({v}).view(np.uint64)")]
 
 
 @row(r"(?P<op>add|sub|mul)(?:\.rn)?\.f32")
@@ -359,9 +389,9 @@ _CMP_INT = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 
 def _compare(cmp, st, x, y):
     bits = TYPES[st][0]
-    if st == "f32":
+    if st in ("f32", "f64"):
         fx, fy = "_x", "_y"
-        pre = [f"_x = rt_f32({x})", f"_y = rt_f32({y})"]
+        pre = [f"_x = rt_{st}({x})", f"_y = rt_{st}({y})"]
         nan = "(_x != _x or _y != _y)"
         if cmp in ("eq", "lt", "le", "gt", "ge"):
             return pre, f"{fx} {_CMP_INT[cmp]} {fy}"
@@ -381,9 +411,11 @@ def _compare(cmp, st, x, y):
     return [], f"{x} {_CMP_INT[cmp]} {y}"
 
 
-@row(r"setp\.(?P<cmp>\w+?)(?:\.(?P<bop>and|or|xor))?\.(?P<st>[bus](?:16|32|64)|f32)")
+@row(r"setp\.(?P<cmp>\w+?)(?:\.(?P<bop>and|or|xor))?\.(?P<st>[bus](?:16|32|64)|f32|f64)")
 def _setp(o, m):
     ops = o.st.operands
+    if m["st"] == "f64":
+        o.prelude.append(SCALAR_IMPORTS)
     if len(ops) != (4 if m["bop"] else 3) or not isinstance(ops[0], str):
         o.fail("setp operands")
     dst, q = ops[0], None
@@ -436,13 +468,41 @@ def _mov(o, m):
 # memory: ld / st of the param (kernel parameters), global and shared spaces
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
-                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?)"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
+def _pointer(o, where, address, space, nb, total, how):
+    """Lines that set ``_p``, the host address of the ``total`` bytes at ``address`` (Operands.address of
+    ``where``) of the global or shared space, failing the kernel when they are misaligned to ``nb`` or
+    outside every mapped array / the CTA's shared memory; global bytes are recorded as read and / or
+    written (``how``: rt.READ, rt.WRITTEN) for a tracked launch (rt.track)."""
+    base, kind, off = address
+    if kind == "symbol":
+        if space != "shared" or base not in o.ir.shared_symbols:
+            o.fail(f"address {where!r}")
+        base = f"np.uint64({o.ir.shared_symbols[base]})"
+    lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
+             f"if _a % np.uint64({nb}) != np.uint64(0):",
+             f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
+    shared = [f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",     # 0: it failed
+              "if _p == 0:", "    return 1"]
+    glob = [f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})",
+            "if _p == 0:", "    return 1"]
+    if space == "shared":
+        return lines + shared
+    if space != "generic":
+        return lines + glob
+    # a generic address: shared memory's window, or a global address (memory._split; the parameter and local
+    # windows are not translated: an address there fails as outside every mapped array)
+    return lines + [f"if np.uint64({SHARED_WINDOW}) <= _a < np.uint64({SHARED_WINDOW + WINDOW}):",
+                    f"    _a = _a - np.uint64({SHARED_WINDOW})", *("    " + x for x in shared), "else:",
+                    *("    " + x for x in glob)]
+
+
 def lower_memory(o, m):
-    op, space, t = m["op"], m["space"].split("::")[0], m["t"]
+    op, space, t = m["op"], (m["space"] or "generic").split("::")[0], m["t"]
     n = int(m["vec"] or 1)
     bits = TYPES[t][0]
     nb = bits // 8
@@ -453,6 +513,10 @@ def lower_memory(o, m):
         o.fail(f"{o.st.opcode} with {len(regs)} registers")
     base, kind, off = o.address(where)
     lines = []
+    if space == "param" and op == "ld" and kind == "reg":     # a .param-space address (mov of a parameter's name)
+        lines += [f"_a = np.int64({base}) + {off}", f"if _a < 0 or _a + {n * nb} > PARAMS.size:",
+                  f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, np.uint64(_a))"]
+        return lines + [f"{o.dst(r, t)} = rt_load(PARAMS, _a + {i * nb}, {nb})" for i, r in enumerate(regs)]
     if space == "param":
         if op == "st" or kind != "symbol" or base not in o.ir.param_offsets:
             o.fail("a .param access other than ld.param of a kernel parameter")
@@ -462,65 +526,148 @@ def lower_memory(o, m):
         for i, r in enumerate(regs):
             lines.append(f"{o.dst(r, t)} = rt_load(PARAMS, {poff + off + i * nb}, {nb})")
         return lines
-    if kind == "symbol":
-        if space != "shared" or base not in o.ir.shared_symbols:
-            o.fail(f"address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
-    total = n * nb
-    lines.append(f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})")
-    if space == "shared":
-        lines.append(f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {nb}, {total})")
-    else:
-        lines.append(f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {nb}, {total}, "
-                     f"{READ if op == 'ld' else WRITTEN})")
-    lines.append("if _p == 0:")
-    lines.append("    return 1")
+    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb, READ if op == "ld" else WRITTEN)
     for i, r in enumerate(regs):
         rt = t
-        if bits == 8:       # a byte in a wider register: loads zero- (.s8: sign-) extend, stores its low byte
-            have = o.ir.regs.get(r) if r != "_" else 16
-            if have not in (16, 32, 64):
-                o.fail(f"{o.st.opcode} with register {r}")
+        have = o.ir.regs.get(r) if r != "_" else bits
+        if bits == 8 and have not in (16, 32, 64):      # bytes live in 16-bit and wider registers
+            o.fail(f"{o.st.opcode} with register {r}")
+        if have is not None and have > bits and have != 1:
+            # a narrower access of a wider register: loads zero- (.s: sign-) extend, stores take its low bits
             rt = f"{'s' if t[0] == 's' else 'b'}{have}"
         if op == "ld":
             if r == "_":
                 continue
             v = f"rt_peek{nb}(_p + {i * nb})"
-            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, 8)) if rt[0] == 's' and bits == 8 else v}")
+            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
         else:
             lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
     return lines
 
 
+_SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
+
+
+@row(r"(?P<op>atom|red)" + _SCOPE + r"(?:\.(?P<space>global|shared(?:::cta)?))?" + _SCOPE +
+     r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
+def _atomic(o, m):
+    """atom / red of the integer forms whose final memory word does not depend on the order of the updates
+    (atomics.py): a warp statement, so that the lanes update one at a time in increasing lane order, as the
+    interpreter's; atom returns each lane's old word.  Between warps the updates go in the compiled engine's
+    order (CTA by CTA, each warp to its next barrier), the interpreter's where each address is updated by one
+    statement between barriers; other old words may differ, the final words do not."""
+    f, t, returns = m["f"], m["t"], m["op"] == "atom"
+    allowed = {"add": "us", "min": "us", "max": "us", "and": "b", "or": "b", "xor": "b"}[f]
+    if t[0] not in allowed:
+        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(allowed)} types")
+    ops = o.need(3 if returns else 2)
+    bits = TYPES[t][0]
+    nb = bits // 8
+    val = o.src(ops[-1], t)
+    old, new = f"rt_peek{nb}(_p)", "_v"
+    if f == "add":
+        new = "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
+    elif f in ("min", "max"):
+        x, y = (_sx("_o", bits), _sx("_v", bits)) if t[0] == "s" else ("_o", "_v")
+        new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
+    else:
+        new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
+    where = ops[1 if returns else 0]
+    body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb, READ | WRITTEN)
+    body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
+    if returns:
+        body.append(f"{o.dst(ops[0], t)} = _o")
+    return "warp", ["for l in range(32):", "    if act[l]:", "        t = base + l", *("        " + x for x in body)]
+
+
 # ---------------------------------------------------------------------------------------------
 # warp-level: shfl.sync; the special-function forms (one call of the jitted unit per warp)
+
+def _members(o, mask):
+    """Lines failing the kernel unless each executing lane's membermask is the set of lanes executing the
+    statement together (context.require_members; an immediate whole-warp mask: every lane)."""
+    if not str(mask).startswith("%") and immediate_bits(mask, "b32", 32) == 0xFFFFFFFF:
+        return ["if not rt_all(act):",
+                f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0xFFFFFFFF))"]
+    return ["_am = np.uint64(0)", "for l in range(32):", "    if act[l]:",
+            "        _am |= np.uint64(1) << np.uint64(l)", "for l in range(32):", "    t = w * 32 + l",
+            f"    if act[l] and (np.uint64({o.src(mask, 'b32')}) & np.uint64(0xFFFFFFFF)) != _am:",
+            f"        return fail(status, {SHFL_MEMBERS}, {o.st.line}, t, np.uint64({o.src(mask, 'b32')}))"]
+
+
+@row(r"bar\.warp\.sync")
+def _bar_warp(o, m):
+    """The membermask's check only (instructions._bar_warp_sync): a warp runs its lanes together here."""
+    (mask,) = o.need(1)
+    return "warp", _members(o, mask)
+
+
+def _warp_result(o, d, typ, value, fold):
+    """A warp statement folding one value per active lane (``fold``: lines reading ``_v``, lane ``l``) and
+    writing ``value`` to every active lane's ``d``."""
+    dst = o.dst(d, typ)
+    return ["for l in range(32):", "    if act[l]:", "        t = w * 32 + l", *("        " + x for x in fold),
+            "for l in range(32):", "    if act[l]:", "        t = w * 32 + l", f"        {dst} = {value}"]
+
+
+@row(r"vote\.sync\.(?:(?P<mode>all|any|uni)\.pred|ballot\.b32)")
+def _vote(o, m):
+    """instructions._vote / _ballot: the executing lanes' (the members') votes."""
+    d, p, mask = o.need(3)
+    lines = _members(o, mask) + ["_all = True", "_any = False", "_bal = np.uint64(0)"]
+    fold = [f"_v = {o.src(p, 'pred')}", "_all = _all and _v", "_any = _any or _v", "if _v:",
+            "    _bal |= np.uint64(1) << np.uint64(l)"]
+    if m["mode"] is None:
+        return "warp", lines + _warp_result(o, d, "b32", "_bal", fold)
+    value = {"all": "_all", "any": "_any", "uni": "(_all or not _any)"}[m["mode"]]
+    return "warp", lines + _warp_result(o, d, "pred", value, fold)
+
+
+@row(r"redux\.sync\.(?:(?P<arith>add|min|max)\.(?P<t>u32|s32)|(?P<bit>and|or|xor)\.b32)")
+def _redux(o, m):
+    """instructions._redux: add wraps mod 2^32, min / max compare as the type says, over the executing lanes."""
+    d, a, mask = o.need(3)
+    t = m["t"] or "b32"
+    x = o.src(a, t)
+    x = _sx(x, 32) if t == "s32" else f"np.int64({x})"
+    f = m["arith"] or m["bit"]
+    init = {"add": "0", "min": "np.int64(2**62)", "max": "np.int64(-2**62)", "and": "np.int64(0xFFFFFFFF)",
+            "or": "0", "xor": "0"}[f]
+    step = {"add": "_r + _v", "min": "min(_r, _v)", "max": "max(_r, _v)", "and": "_r & _v", "or": "_r | _v",
+            "xor": "_r ^ _v"}[f]
+    lines = _members(o, mask) + [f"_r = np.int64({init})"]
+    return "warp", lines + _warp_result(o, d, t, "np.uint64(_r) & np.uint64(0xFFFFFFFF)", [f"_v = {x}", f"_r = {step}"])
+
 
 @row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(o, m):
     d, a, b, c, mask = o.need(5)
-    if not isinstance(d, str) or "|" in d:
-        o.fail("shfl with a predicate destination")
-    if immediate_bits(mask, "b32", 32) != 0xFFFFFFFF:
-        o.fail("shfl with a membermask other than the whole warp")
+    if not isinstance(d, str):
+        o.fail(f"shfl destination {d!r}")
+    d, p = [x.strip() for x in d.split("|")] if "|" in d else (d, None)
     mode = m["mode"]
     j = {"up": "_ln - _b", "down": "_ln + _b", "bfly": "_ln ^ _b", "idx": "_mn | (_b & ~_sg)"}[mode]
     ok = "_j >= _mx" if mode == "up" else "_j <= _mx"
     per_lane = [f"_b = np.int64({o.src(b, 'u32')}) & 31", f"_c = np.int64({o.src(c, 'u32')})",
                 "_sg = (_c >> 8) & 31", "_ln = np.int64(l)", "_mn = _ln & _sg", "_mx = _mn | ((_c & 31) & ~_sg)",
-                f"_j = {j}", f"if not ({ok}):", "    _j = _ln", "SHJ[l] = _j"]
+                f"_j = {j}", f"_ok = {ok}", "if not _ok:", "    _j = _ln", "SHJ[l] = _j"]
+    if p is not None:       # whether lane l's source lane lies inside its segment
+        per_lane.append(f"{o.dst(p, 'pred')} = _ok")
+    members = _members(o, mask)
     src = o.src(a, "b32").replace(", t]", ", w * 32 + _l]")
     dst = o.dst(d, "b32")
     return ("warp", [
-        "if not rt_all(act):",
-        f"    return fail(status, {SHFL_MEMBERS}, {o.st.line}, w * 32, np.uint64(0))",
+        *members,
         "for _l in range(32):",
         f"    SHV[_l] = {src}",
         "for l in range(32):",
-        "    t = w * 32 + l",
-        *("    " + x for x in per_lane),
+        "    if act[l]:",
+        "        t = w * 32 + l",
+        *("        " + x for x in per_lane),
         "for l in range(32):",
-        "    t = w * 32 + l",
-        f"    {dst} = SHV[SHJ[l]]"])
+        "    if act[l]:",
+        "        t = w * 32 + l",
+        f"        {dst} = SHV[SHJ[l]]"])
 
 
 def _sfu_forms():
@@ -566,7 +713,7 @@ def _sfu(o, opcode):
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
     c0, c12 = sfu_fit(code)
-    return ["_n = 0",
+    return ["_n = np.int64(0)",
             "for l in range(32):",
             "    if act[l]:",
             "        t = base + l",
@@ -574,7 +721,7 @@ def _sfu(o, opcode):
             f"        SB[_n] = {b}",
             "        SHJ[_n] = l",
             "        _n += 1",
-            f"sfu_lanes({code}, {ftz}, SA, SB, SO, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
+            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
             "SP0, SP1, SSL, SLF)",
             "for _i in range(_n):",
             "    t = base + SHJ[_i]",

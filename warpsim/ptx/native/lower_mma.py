@@ -60,6 +60,19 @@ def _plan(opcode, arch):
     return kernel.plan(as_assembled(parse(opcode, arch=arch), arch).opcode, 0, a)
 
 
+def engine_path(o, op):
+    """The engine path (warp_mma_jit.path: integer, tensor-core, generic) the kernel is generated for: the first
+    arch of _PATH_ARCHS with a recipe for mma opcode ``op``."""
+    from ...engine import warp_mma_jit
+
+    for arch in _PATH_ARCHS:
+        try:
+            return warp_mma_jit.path(_plan(op, arch))
+        except (ValueError, KeyError):
+            continue
+    o.fail(f"{op} has no recipe")
+
+
 def mma_values(opcode, path, arch):
     """The launch argument of an mma statement: its plan's constant arguments for ``arch``."""
     from ...engine import warp_mma_jit
@@ -115,17 +128,7 @@ def _mma(o, m):
         o.fail(str(exc))
     if ins.is_sparse or ins.block_scaled or any(ins.elem(r).bits == 64 for r in "abcd"):
         o.fail(f"{op}: sparse, block-scaled and 64-bit mma forms are not translated")
-    from ...engine import warp_mma_jit
-
-    path = None
-    for arch in _PATH_ARCHS:
-        try:
-            path = warp_mma_jit.path(_plan(op, arch))
-            break
-        except (ValueError, KeyError):
-            continue
-    if path is None:
-        o.fail(f"{op} has no recipe")
+    path = engine_path(o, op)
     regs = {}
     for role, x in zip("dabc", o.need(4)):
         regs[role] = x if isinstance(x, list) else [x]

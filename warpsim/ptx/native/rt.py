@@ -1,6 +1,8 @@
 """The runtime the generated kernels call: byte loads and stores, the global-memory lookup, the
 warp's reconvergence stack, and f32 words as host floats (jitted; never fastmath).
 
+The helpers that take arrays and allocate nothing are compiled without numba's reference counting
+(``_nrt=False``): the kernel holds the arrays, and the counts cost more than a bounds check per call.
 A compiled kernel keeps every warp's SIMT state in arrays: ``spc`` / ``srpc`` (warps, depth) the
 block and reconvergence block of each stack entry, ``smask`` (warps, depth, 32) its active lanes,
 ``depth`` the top entry of each warp.  Blocks are numbered; EXIT (-1) is "after the kernel".
@@ -25,6 +27,7 @@ OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS
 #: a wgmma.mma_async whose warp's lanes disagree on its descriptors or scale-d, run by a partial warp or warpgroup,
 #: or with a descriptor the model does not take (lower_wgmma; a code apart from the range above, which grows)
 WGMMA_OPERANDS = 16
+WMMA_OPERANDS = 17      # the lanes of a wmma.load / store disagree on its matrix address or stride (rt_wmma)
 
 _U32 = np.uint32
 
@@ -63,7 +66,7 @@ def w32(typingctx, x):
     return _nbt.uint32(x), codegen
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def load(buf, off, n):
     """n (1, 2, 4 or 8) little-endian bytes at buf[off] as an unsigned integer."""
     v = np.uint64(0)
@@ -72,7 +75,7 @@ def load(buf, off, n):
     return v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def store(buf, off, n, v):
     v = np.uint64(v)
     for i in range(n):
@@ -230,7 +233,7 @@ get16s, get32s = _get(16, _nbt.int64), _get(32, _nbt.int64)
 set1, set16, set32, set64 = (_set(b) for b in (1, 16, 32, 64))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def find(bases, sizes, addr, n):
     """The mapped array holding [addr, addr + n), or -1."""
     for k in range(bases.size):
@@ -243,7 +246,7 @@ def find(bases, sizes, addr, n):
 READ, WRITTEN = 1, 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def track(trk, toff, k, off, n, how):
     """Record that ``n`` bytes at offset ``off`` of mapped array ``k`` were read or written (how: READ,
     WRITTEN) when the launch is tracked (``trk``: one byte per byte of every mapped array, ``toff``
@@ -256,13 +259,12 @@ def track(trk, toff, k, off, n, how):
             trk[o + i] |= np.uint8(how)
 
 
-@njit(cache=True, nogil=True)
-def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, align, n, how):
-    """The host address of global bytes [addr, addr + n) a thread reads or writes (``how``), tracked
-    (:func:`track`); 0 when the address is not aligned to ``align`` or not mapped (then ``status`` says
-    which, for PTX line ``line`` and thread ``t``)."""
-    if addr % np.uint64(align) != np.uint64(0):
-        return fail(status, MISALIGNED, line, t, addr) - 1
+@njit(cache=True, nogil=True, _nrt=False)
+def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how):
+    """The host address of the (aligned) global bytes [addr, addr + n) a thread reads or writes (``how``),
+    tracked (:func:`track`); 0 when they are not mapped (then ``status`` says so for PTX line ``line`` and
+    thread ``t``).  One call instead of find, track and a failure record: each jitted call costs numba's
+    compile time."""
     k = find(bases, sizes, addr, n)
     if k < 0:
         return fail(status, BAD_ADDRESS, line, t, addr) - 1
@@ -271,17 +273,15 @@ def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, align, n, ho
     return ptrs[k] + off
 
 
-@njit(cache=True, nogil=True)
-def shared_at(status, line, t, smemp, smem_bytes, addr, align, n):
-    """The host address of the CTA's shared bytes [addr, addr + n); 0 as :func:`global_at`."""
-    if addr % np.uint64(align) != np.uint64(0):
-        return fail(status, MISALIGNED, line, t, addr) - 1
+@njit(cache=True, nogil=True, _nrt=False)
+def shared_at(status, line, t, smemp, smem_bytes, addr, n):
+    """The host address of the CTA's (aligned) shared bytes [addr, addr + n); 0 as :func:`global_at`."""
     if addr + np.uint64(n) > np.uint64(smem_bytes):
         return fail(status, BAD_ADDRESS, line, t, addr) - 1
     return smemp + np.int64(addr)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def settle(spc, srpc, smask, depth, w):
     """Pop warp w's finished entries (at their reconvergence block, or with no lane left); False
     when the warp has nothing left to run."""
@@ -340,7 +340,7 @@ def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
     return settle(spc, srpc, smask, depth, w)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def leave(spc, srpc, smask, depth, live, w, lanes):
     """ret / exit of the kernel: the lanes leave every entry of the warp."""
     for d in range(depth[w] + 1):
@@ -398,7 +398,7 @@ def bfe(a, pos, ln, bits, signed):
     return v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def fail(status, code, line, where, value):
     """Record why a kernel stopped (status code, PTX line, thread or CTA, address or count)."""
     status[0] = code
@@ -408,7 +408,7 @@ def fail(status, code, line, where, value):
     return 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def all_lanes(act):
     for l in range(32):
         if not act[l]:

@@ -1,0 +1,200 @@
+"""Calls of ``.func`` functions inlined at each call site, for the native translator (issue 32).
+
+The translator compiles one function; a program with calls is flattened first: each call statement becomes
+the moves of its arguments into the callee's parameters, a copy of the callee's body (its registers renamed
+for that call, its ``ret`` a branch to the end of the copy) and the moves of its results.  ``.param``
+variables (a call block's ``param0`` / ``retval0``, a function's formals and ``func_retval0``) become registers
+of their size, read and written whole by ``ld.param`` / ``st.param`` at offset 0.  The reconvergence points
+are the post-dominators of the flat code, as the interpreter computes them for each function
+(``program._post_dominators``): a copy's paths meet at its end, where the interpreter pops the call's entry.
+
+Not inlined (the entry falls back, with the reason): recursion, calls of functions without a body, guarded
+calls, ``.param`` variables read in parts or as vectors, and ``.local`` variables of a callee.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..program import _post_dominators
+from ..regfile import Warp
+from ..syntax import make_statement
+from .lower import Untranslatable
+
+_TOKEN = re.compile(r"%?[A-Za-z_$][\w$]*")
+_PARAM = re.compile(r"(?P<op>ld|st)\.param(?:::func)?\.(?P<t>[bus](?:16|32|64)|f32|f64)\Z")
+_RET = re.compile(r"ret(?:\.uni)?\Z")
+_DECL = {1: ".pred", 16: ".b16", 32: ".b32", 64: ".b64"}
+
+
+class Widths(dict):
+    """Register name -> bits, worked out on first use from the entry's declarations."""
+
+    def __init__(self, decls):
+        super().__init__()
+        self._w = Warp(undefined="zero")
+        for line, text in decls:
+            self._w.declare(line, text)
+
+    def get(self, name, default=None):
+        if name not in self:
+            try:
+                self[name] = self._w._bits(name)
+            except Exception:
+                return default
+        return super().get(name, default)
+
+
+def _declared(decls):
+    """Whether a name is one of the registers ``decls`` declare (``%r<8>``: %r0 .. %r7)."""
+    names, ranges = set(), {}
+    for _, text in decls:
+        for nm in text.split(None, 2)[-1].split(","):
+            nm = nm.strip()
+            r = re.fullmatch(r"(%?[A-Za-z_$][\w$]*?)<(\d+)>", nm)
+            if r:
+                ranges[r.group(1)] = int(r.group(2))
+            else:
+                names.add(nm)
+
+    def known(tok):
+        prefix = tok.rstrip("0123456789")
+        return tok in names or (prefix != tok and prefix in ranges and int(tok[len(prefix):]) < ranges[prefix])
+    return known
+
+
+def _move(line, dst, dbits, src, sbits):
+    """A copy between registers (a .param variable's and another): the low bits where the widths differ (a
+    scoped redeclaration may widen a call block's param0; its first bytes are the value)."""
+    if dbits == sbits:
+        return make_statement(line, f"mov.b{dbits} {dst}, {src}")
+    return make_statement(line, f"cvt.u{dbits}.u{sbits} {dst}, {src}")
+
+
+class _Entry:
+    """The flat program's one function (what KernelIR reads of ``_Program.functions``)."""
+
+    def __init__(self, fn):
+        self.name, self.locals, self.params = fn.name, fn.locals, {}
+
+
+class _Labels:
+    """The flat code as ``_post_dominators`` reads a function: its pc range and the pcs branches reach."""
+
+    def __init__(self, code):
+        self.start, self.end = 0, len(code)
+        self.labels = {str(i): st.target for i, st in enumerate(code) if hasattr(st, "target")}
+        self.scoped_labels = {}
+
+
+class Flat:
+    """A decoded program (``module._Program``) with every call of its entry inlined: the attributes the
+    translator's KernelIR reads."""
+
+    def __init__(self, prog):
+        self._prog, self.entry = prog, prog.entry
+        entry = prog.functions[prog.entry.name]
+        self.functions = {entry.name: _Entry(entry)}
+        self.reg_decls = list(entry.reg_decls)
+        self.code, self._count = [], 0
+        self._widths = {name: (Widths(fn.reg_decls), _declared(fn.reg_decls)) for name, fn in prog.functions.items()}
+        self._expand(entry, {}, "", {p: self._param(p, entry, "") for p in entry.params}, ())
+        self.reconverge = _post_dominators(self.code, _Labels(self.code))
+
+    def shared_layout(self):
+        return self._prog.shared_layout()
+
+    def _declare(self, name, bits):
+        if bits not in _DECL:
+            raise Untranslatable(f"a {bits}-bit .param variable or register in an inlined call", None)
+        self.reg_decls.append((0, f".reg {_DECL[bits]} {name}"))
+        return name
+
+    def _param(self, name, fn, suffix):
+        return self._declare(f"%{name}$p{suffix or 'e'}", 8 * fn.params[name][1])
+
+    def _expand(self, fn, renamed, suffix, params, stack):
+        """Append fn's statements (registers renamed by ``suffix`` unless it is the entry); -> the branches
+        standing for its ``ret`` statements (their target: the end of this copy)."""
+        widths, declared = self._widths[fn.name]
+
+        def name(tok):
+            if not suffix or not declared(tok):
+                return tok
+            if tok not in renamed:
+                renamed[tok] = self._declare(f"{tok}$i{suffix}", widths.get(tok))
+            return renamed[tok]
+
+        def rename(op):
+            if isinstance(op, list):
+                return [rename(x) for x in op]
+            return _TOKEN.sub(lambda m: name(m.group(0)), op) if isinstance(op, str) else op
+
+        pcs, jumps, rets = {}, [], []
+        for pc in range(fn.start, fn.end):
+            st = self._prog.code[pc]
+            pcs[pc] = len(self.code)
+            if st.opcode.startswith("call"):
+                self._call(st, fn, params, stack)
+                continue
+            new = replace(st, operands=rename(st.operands),
+                          guard=st.guard and (st.guard[0], name(st.guard[1])))
+            m = _PARAM.match(st.opcode)
+            if m and self._param_name(st, m) in params:
+                new = self._param_move(new, m, params)
+            elif suffix and _RET.match(st.opcode):
+                new = replace(make_statement(st.line, "bra RET"), guard=new.guard)
+                rets.append(new)
+            elif hasattr(st, "target"):
+                jumps.append((new, st.target))
+            self.code.append(new)
+        for new, target in jumps:
+            new.target = pcs[target]
+        return rets
+
+    @staticmethod
+    def _param_name(st, m):
+        where = st.operands[1] if m["op"] == "ld" else st.operands[0]
+        return where.strip("[] ").split("+")[0].strip() if isinstance(where, str) else None
+
+    def _param_move(self, st, m, params):
+        """ld.param / st.param of a whole .param variable as a mov from / into its register."""
+        dst, src = st.operands
+        where = src if m["op"] == "ld" else dst
+        var = self._param_name(st, m)
+        bits = int(re.sub(r"\D", "", m["t"]))
+        if isinstance(st.operands[0 if m["op"] == "ld" else 1], list) or \
+                re.fullmatch(r"\[\s*[\w$]+\s*(?:\+\s*0\s*)?\]", where) is None:
+            raise Untranslatable(f"{st.text!r}: a .param variable read or written in parts", st)
+        reg = params[var]
+        if m["op"] == "ld":
+            return replace(_move(st.line, dst, bits, reg, self._bits(reg)), guard=st.guard)
+        return replace(_move(st.line, reg, self._bits(reg), src, bits), guard=st.guard)
+
+    def _bits(self, reg):
+        return next(int(re.sub(r"\D", "", t.split()[1])) for _, t in self.reg_decls if t.split()[-1] == reg)
+
+    def _call(self, st, fn, params, stack):
+        callee, rets, args = st.call
+        if callee is None:
+            raise Untranslatable(f"a call of {rets!r}, a function without a body", st)
+        if callee.name in stack or callee.name == self.entry.name:
+            raise Untranslatable(f"{callee.name} calls itself (recursion is not inlined)", st)
+        if st.guard is not None:
+            raise Untranslatable("a guarded call", st)
+        if callee.locals:
+            raise Untranslatable(f"{callee.name} has .local variables", st)
+        self._count += 1
+        suffix = str(self._count)
+        inner = {p: self._param(p, callee, suffix) for p in callee.params}
+        for a, formal in zip(args, callee.formals):
+            if a not in params:
+                raise Untranslatable(f"call argument {a!r} is not a .param variable", st)
+            self.code.append(_move(st.line, inner[formal], self._bits(inner[formal]), params[a], self._bits(params[a])))
+        returns = self._expand(callee, {}, suffix, inner, stack + (callee.name,))
+        end = len(self.code)
+        for r, formal in zip(rets, callee.rets):
+            self.code.append(_move(st.line, params[r], self._bits(params[r]), inner[formal], self._bits(inner[formal])))
+        for b in returns:
+            b.target = end
