@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import warpsim.ptx as wp
+from warpsim.ptx import workers
 from warpsim.ptx.translate import TranslationFallbackWarning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -402,7 +403,7 @@ def test_sfu_forms_are_the_hardware_words():
         a, b = ops[0], ops[1] if n == 2 else ops[0]
         seg = sfu.table("ex2_seg") if t0 == "ex2_pos" else np.zeros((2, 1))
         got = np.zeros(len(a), np.uint32)
-        sfu.f32_lanes(code, ftz, a, b, got, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
+        sfu.f32_range(code, ftz, a, b, got, 0, len(a), sfu.table(t0), sfu.table(t1 or t0), seg,
                       *(_table(t) for t in sfu_fit(code)), np.zeros(32), np.zeros(32, np.int64),
                       np.zeros(32, np.uint8), np.zeros(32, np.int64))
         bad = np.nonzero(got != want)[0]
@@ -464,7 +465,7 @@ GEMMS = ["triton_bf16_f32acc_masked_sm80", "triton_s8_s32acc_masked_sm80",
 @pytest.mark.parametrize("name", GEMMS)
 def test_mma_sync_gemms_compiled_give_the_h100_words(name):
     """The committed Triton GEMMs of tests/ptx/compiled (mma.sync, ldmatrix, 8-bit loads, prmt) on the compiled
-    engine, as the H100 ran them (arch sm_90): every output word is the GPU's, which the interpreter gives too
+    engine, its CTAs in runs on two threads, as the H100 ran them (arch sm_90): every output word is the GPU's, which the interpreter gives too
     (tests/test_ptx_compiled.py::test_compiled_case_matches_h100)."""
     from warpsim.hw.golden import open_golden
     from warpsim.ptx.native import kernel
@@ -479,8 +480,10 @@ def test_mma_sync_gemms_compiled_give_the_h100_words(name):
     gm = wp.GlobalMemory()
     addr = {k: gm.map(v) for k, v in bufs.items()}
     before = kernel.LAUNCHES[0]
-    mod.launch(case["entry"], grid, block, make_args(addr), shared, memory=gm, arch="sm_90", engine="compiled")
+    mod.launch(case["entry"], grid, block, make_args(addr), shared, memory=gm, arch="sm_90", engine="compiled",
+               workers=2)      # runs of CTAs on two threads, merged
     assert mod.last_engine["engine"] == "compiled" and kernel.LAUNCHES[0] == before + 1
+    assert workers.LAST == "merged"
     cap = open_golden(CAPTURE)
     for o in outs:
         want = cap[f"{name}/{o}"]

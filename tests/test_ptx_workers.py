@@ -1,11 +1,15 @@
-"""CTA batches of a launch in worker processes (warpsim.ptx.workers): the result is the sequential
-launch's, word for word, or the launch runs sequentially."""
+"""CTA batches of a launch in worker processes (warpsim.ptx.workers), or runs of CTAs of a compiled
+kernel in threads (warpsim.ptx.native): the result is the sequential launch's, word for word, or the
+launch runs sequentially."""
 
 import numpy as np
 import pytest
 
 import warpsim.ptx as wp
 from warpsim.ptx import PTXError, workers
+
+#: both engines take workers=: the interpreter's processes, the compiled kernel's threads
+ENGINES = pytest.mark.parametrize("engine", ["interpret", "compiled"])
 
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
@@ -58,33 +62,36 @@ ret;
 """
 
 
-def test_batches_in_workers_equal_the_sequential_launch():
+@ENGINES
+def test_batches_in_workers_equal_the_sequential_launch(engine):
     mod = wp.load(OWN)
     inp = np.arange(8, dtype=np.uint32) * 1000
     seq = np.zeros(8 * 32, np.uint32)
-    mod.launch("k", 8, 32, [seq, inp], ctas_per_batch=2, workers=1)
+    mod.launch("k", 8, 32, [seq, inp], ctas_per_batch=2, workers=1, engine=engine)
     par = np.zeros(8 * 32, np.uint32)
-    mod.launch("k", 8, 32, [par, inp], ctas_per_batch=2, workers=2)
-    assert workers.LAST == "merged"
+    mod.launch("k", 8, 32, [par, inp], ctas_per_batch=2, workers=2, engine=engine)
+    assert workers.LAST == "merged" and mod.last_engine["engine"] == engine
     t = np.arange(8 * 32)
     assert np.array_equal(seq, t * 3 + (t // 32) * 1000) and np.array_equal(par, seq)
 
 
-def test_a_batch_reading_an_earlier_batchs_writes_runs_sequentially():
+@ENGINES
+def test_a_batch_reading_an_earlier_batchs_writes_runs_sequentially(engine):
     mod = wp.load(CHAIN)
     seq, par = np.zeros(6, np.uint32), np.zeros(6, np.uint32)
-    mod.launch("k", 6, 32, [seq], ctas_per_batch=1, workers=1)
-    mod.launch("k", 6, 32, [par], ctas_per_batch=1, workers=3)
-    assert workers.LAST == "sequential"
+    mod.launch("k", 6, 32, [seq], ctas_per_batch=1, workers=1, engine=engine)
+    mod.launch("k", 6, 32, [par], ctas_per_batch=1, workers=3, engine=engine)
+    assert workers.LAST == "sequential" and mod.last_engine["engine"] == engine
     assert np.array_equal(seq, np.arange(1, 7)) and np.array_equal(par, seq)
 
 
-def test_an_error_in_a_later_batch_is_raised_as_sequentially():
+@ENGINES
+def test_an_error_in_a_later_batch_is_raised_as_sequentially(engine):
     src = OWN.replace("ld.global.u32 %r4, [%rd5];", "ld.global.u32 %r4, [%rd5+64];")
     mod = wp.load(src)
     out = np.zeros(20 * 32, np.uint32)
-    with pytest.raises(PTXError, match="outside every kernel-argument array"):
-        mod.launch("k", 20, 32, [out, np.zeros(20, np.uint32)], ctas_per_batch=4, workers=2)
+    with pytest.raises(PTXError, match="outside every (kernel-argument|mapped) array"):
+        mod.launch("k", 20, 32, [out, np.zeros(20, np.uint32)], ctas_per_batch=4, workers=2, engine=engine)
     assert workers.LAST == "sequential"
     # inp[c + 16] lies outside inp from CTA 4 on: batch 0 ran, the launch stopped in batch 1
     assert np.array_equal(out[:128], np.arange(128) * 3) and not out[128:].any()
@@ -126,13 +133,14 @@ def test_default_workers(monkeypatch):
     assert workers.default_workers() == 1
 
 
-def test_arrays_sharing_host_memory_run_sequentially():
+@ENGINES
+def test_arrays_sharing_host_memory_run_sequentially(engine):
     # out and its alias are one host array mapped at two device addresses: CTA c writes through
     # out, and reads (as inp) what earlier CTAs wrote through the alias
     mod = wp.load(OWN)
     seq, par = np.zeros(8 * 32, np.uint32), np.zeros(8 * 32, np.uint32)
-    mod.launch("k", 8, 32, [seq, seq[:8]], ctas_per_batch=2, workers=1)
+    mod.launch("k", 8, 32, [seq, seq[:8]], ctas_per_batch=2, workers=1, engine=engine)
     workers.LAST = None
-    mod.launch("k", 8, 32, [par, par[:8]], ctas_per_batch=2, workers=2)
+    mod.launch("k", 8, 32, [par, par[:8]], ctas_per_batch=2, workers=2, engine=engine)
     assert workers.LAST is None and np.array_equal(par, seq)      # the workers were not asked
     assert seq[64] == 64 * 3 + seq[2]                             # CTA 2 read what CTA 0 wrote

@@ -100,12 +100,14 @@ _QUIET64 = U64(1 << 51)
 _Z64 = U64(0)
 _TWO_M1010 = 2.0 ** -1010
 _TWO_M64 = 2.0 ** -64
+_TWO_M958 = 2.0 ** -958
 #: exponent-field sums of two normal (or zero) operands X, Y.  |XY| < 2^(fX + fY - 2044), below 2^-1075 when
 #: fX + fY <= _NEGL; XY is a multiple of 2^(fX + fY - 2150), at least 2^-1021 when fX + fY >= _COARSE.
 _NEGL = 969
 _COARSE = 1129
 #: field bound of the "tiny" operands, below 2^-958: they times 2^-64 would not be exact normals
 _TINYF = 64
+_TINY64 = U64((_TINYF + 1) << 52)           # |u| below it: exponent field at most _TINYF
 
 # Why the f64 chain avoids subnormal operations, and why that is exact.
 #
@@ -152,6 +154,14 @@ def _up64(u):
     return -v if (u & _SIGN64) != _Z64 else v
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _up64b(u):
+    """:func:`_up64` as a word, by integer operations and one exact subtraction: the word 65 << 52 | m is
+    2^-958 + m 2^-1010, and taking 2^-958 away leaves m 2^-1010 exactly (Sterbenz), a normal for m > 0."""
+    v = _as_f64((U64(65) << U64(52)) | (u & _MANT64)) - _TWO_M958
+    return _f64_bits(v) | (u & _SIGN64)
+
+
 @njit(cache=True, nogil=True)
 def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): the host's fma chain without subnormal operations
@@ -170,6 +180,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     Af, Bf, Cf, C2f, Df = (Au.view(np.float64), Bu.view(np.float64), Cu.view(np.float64), C2.view(np.float64),
                            Du.view(np.float64))
     XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
+    XSu = XS.view(np.uint64)
     VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN or 2 KN
     BVu = np.empty(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
     BV = BVu.view(np.float64)
@@ -215,23 +226,23 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         allneg = max(_field(xa), 1) + max(_field(xb), 1) <= _NEGL
         careful = subc and not allneg
         subst = subc and allneg
-        if rep:
+        if rep:       # integer compares on |u| (no branches, no int -> float conversion): these loops vectorise
             for t in range(M * K):
                 u = Au[t]
-                f = _field(u)
-                sub = _is_sub(u)
-                XS[t] = _up64(u) if sub else Af[t]
-                VI[t] = 2 * KN if sub else (KN if (f >= 1) & (f <= _TINYF) else 0)
+                mag = u & _ABS64
+                sub = (mag != _Z64) & (mag < _MINNORM64)
+                XSu[t] = _up64b(u) if sub else u
+                VI[t] = 2 * KN if sub else (KN if (mag >= _MINNORM64) & (mag < _TINY64) else 0)
             for t in range(KN):
                 u = Bu[t]
-                f = _field(u)
-                sub = _is_sub(u)
+                mag = u & _ABS64
+                sub = (mag != _Z64) & (mag < _MINNORM64)
                 sur = (u & _SIGN64) | _MINNORM64
-                BV[t] = _up64(u) if sub else Bf[t]
+                BVu[t] = _up64b(u) if sub else u
                 SA[t] = _TWO_M64 if sub else 1.0
                 BVu[KN + t] = sur if sub else u
-                small = (f <= _TINYF) & ((u & _ABS64) != _Z64)
-                BVu[2 * KN + t] = (u - _E64) if (f > _TINYF) & (f < 2047) else (sur if small else u)
+                small = (mag < _TINY64) & (mag != _Z64)
+                BVu[2 * KN + t] = (u - _E64) if (mag >= _TINY64) & (mag < _EXP64) else (sur if small else u)
         if subc:
             for t in range(M * N):
                 u = Cu[t]

@@ -422,13 +422,16 @@ def _f32_exact(code, ftz, a, b, d0, d1, seg):
     return _div_form(a, b, ftz, code == DIV_FULL, d0)
 
 
-@njit(cache=True, nogil=True)
-def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, p0, p1, slow, left):
+@njit(cache=True, nogil=True, _nrt=False)
+def f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, p0, p1, slow, left):
     """out[lo:hi] of one form in blocks of p0.size (scratch p0 .. left, of one size): the fit's
     coefficients loaded per element (scalar loads: faster than vector gathers here), the prediction as
     one vectorised loop, then the exact scalar path for the elements it left (their table entries
     prefetched together first).  One compiled body for the bulk kernel and the native translator's
-    lanes: it inlines every unit, which takes numba a minute to compile."""
+    lanes (a warp's active lanes: one call per warp and statement, scratch of 32 entries): it inlines
+    every unit, which takes numba a minute to compile.  Without numba's reference counting
+    (``_nrt=False``: it allocates nothing; its callers hold the arrays): the counts on its sixteen
+    arrays cost ~60 ns a call, a fifth of a warp's lanes."""
     x = b if code == DIV_FULL or code == DIV_APPROX else a       # the MUFU's operand
     blk = p0.size
     for s in range(lo, hi, blk):
@@ -447,15 +450,6 @@ def _f32_range(code, ftz, a, b, out, lo, hi, d0, d1, seg, c0, c12, p0, p1, slow,
         for k in range(nleft):
             i = left[k]
             out[i] = _f32_exact(code, ftz, a[i], b[i], d0, d1, seg)
-
-
-@njit(cache=True, nogil=True)
-def f32_lanes(code, ftz, a, b, out, n, d0, d1, seg, c0, c12, p0, p1, slow, left):
-    """out[:n] of one fitted f32 form on a warp's active lanes (the native translator's call, with its
-    scratch arrays p0 .. left of 32 entries): the fitted prediction where it decides, the exact path
-    for the lanes it leaves -- one cache-resident coefficient pair per lane instead of a table entry
-    that misses the caches for random operands."""
-    _f32_range(code, ftz, a, b, out, 0, n, d0, d1, seg, c0, c12, p0, p1, slow, left)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -499,7 +493,7 @@ def _f32_kernel(code, ftz, a, b, out, d0, d1, seg, c0, c12, q64, q32, ok):
     nch = (n + CHUNK - 1) // CHUNK
     for ch in prange(nch):
         ok[ch] = fp_env_ok(q64, q32)            # the FPU state is per thread
-        _f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12,
+        f32_range(code, ftz, a, b, out, ch * CHUNK, min(n, (ch + 1) * CHUNK), d0, d1, seg, c0, c12,
                    np.empty(_BLOCK, np.float64), np.empty(_BLOCK, np.int64), np.empty(_BLOCK, np.uint8),
                    np.empty(_BLOCK, np.int64))
 

@@ -232,9 +232,9 @@ class Module:
         engine: None (the compiled kernel when the entry translates, else the interpreter), "interpret"
         (the reference) or "compiled" (native code from :mod:`warpsim.ptx.native`; a kernel that does
         not translate runs on the interpreter with a ``TranslationFallbackWarning`` naming why:
-        :mod:`warpsim.ptx.translate`; the compiled kernel runs the whole grid in this process, so
-        ``workers`` and ``client`` apply to the interpreter only).  ``last_engine`` records which engine
-        ran and why.  Returns nothing.
+        :mod:`warpsim.ptx.translate`; there ``workers`` are threads of this process, each running a
+        contiguous run of CTAs, and ``client``'s tasks are such runs, merged by the same rule).
+        ``last_engine`` records which engine ran and why.  Returns nothing.
         """
         from .translate import check_engine
 
@@ -303,8 +303,11 @@ class Module:
         if chosen == "compiled":
             from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
 
+            from .workers import default_workers
+
             why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
-                                  _Kernel.bind, arch)
+                                  _Kernel.bind, arch, default_workers() if workers is None else int(workers), client,
+                                  progress)
             if why is None:
                 return
             self._fall_back(entry, engine, f"{entry}: {why}")

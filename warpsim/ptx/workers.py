@@ -151,17 +151,28 @@ def run(fn, jobs, buffers) -> bool:
         if results is None:  # also on an interrupt: no answer may stay behind in a pipe
             _close_all()
         _LOCK.release()
-    if results is None or any(r is None for r in results):
+    return results is not None and merge(results, buffers)
+
+
+def merge(results, buffers) -> bool:
+    """Apply the results of contiguous runs of a launch's CTAs (in CTA order) to ``buffers``: per
+    mapped array (packed read mask, packed write mask, the written bytes), as the interpreter's
+    workers and the compiled engine's tracked runs (``native.kernel.run_tracked``) return them.
+    Returns False, buffers untouched, when a run has no result (it stopped) or read bytes an
+    earlier run wrote: the merged result could differ from the sequential launch's."""
+    global LAST
+    LAST = "sequential"
+    if any(r is None for r in results):
         return False
-    merge = _Merge(buffers)
+    m = _Merge(buffers)
     masks = []
     for res in results:
-        mine = merge.check(res)
+        mine = m.check(res)
         if mine is None:
             return False
         masks.append(mine)
     for res, mine in zip(results, masks):
-        merge.apply(res, mine)
+        m.apply(res, mine)
     LAST = "merged"
     return True
 
@@ -223,7 +234,7 @@ def run_dask(client, fn, heads, state, buffers, progress=False, in_flight=None) 
         in_flight = max(2, 2 * sum(client.ncores().values()))
     shared = client.scatter([state], broadcast=True)[0]
     backup = [b.copy() for b in buffers]
-    merge = _Merge(buffers)
+    m = _Merge(buffers)
     pending = {}                     # run index -> future
     nxt = done = 0
     ok = True
@@ -236,11 +247,11 @@ def run_dask(client, fn, heads, state, buffers, progress=False, in_flight=None) 
             _wait([fut])
             res = fut.result() if fut.status == "finished" else None
             del pending[done]
-            mine = None if res is None else merge.check(res)
+            mine = None if res is None else m.check(res)
             if mine is None:
                 ok = False
                 break
-            merge.apply(res, mine)
+            m.apply(res, mine)
             done += 1
             if progress:
                 print(f"\rdask: CTA batch runs {done}/{len(heads)} merged", end="", file=sys.stderr, flush=True)

@@ -53,12 +53,57 @@ def _groups(stmts):
 
 
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "SEG", "NOSEG", "SHV",
-            "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
+            "SEG", "NOSEG", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
+_CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
+_INT = re.compile(r"-?\d+\Z|True\Z|False\Z")
+_BOOL = {"True": "BTRUE", "False": "BFALSE"}
+
+
+def _typed_int_arguments(body):
+    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n; True
+    and False as numpy bools ``BTRUE`` / ``BFALSE``):
+    numba compiles a jitted callee once per combination of literal argument values (a failure record per
+    PTX line, the special-function kernel per unit), and once for int64 arguments.  -> (body, values)."""
+    out, values, pos = [], set(), 0
+    for m in _CALL.finditer(body):
+        if m.start() < pos:
+            continue
+        i, depth, start, args = m.end(), 1, m.end(), []
+        while depth:
+            ch = body[i]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            if depth == 0 or (depth == 1 and ch == ","):
+                args.append((start, i))
+                start = i + 1
+            i += 1
+        out.append(body[pos:m.end()])
+        last = m.end()
+        for a, b in args:
+            text = body[a:b].strip()
+            out.append(body[last:a])
+            if _INT.match(text):
+                lead = body[a:b][:len(body[a:b]) - len(body[a:b].lstrip())]
+                if text in _BOOL:
+                    out.append(lead + _BOOL[text])
+                else:
+                    v = int(text)
+                    values.add(v)
+                    out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
+            else:
+                out.append(body[a:b])
+            last = b
+        out.append(body[last:i])
+        pos = i
+    out.append(body[pos:])
+    return "".join(out), values
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -162,7 +207,7 @@ def generate(ir, name="native_kernel"):
     tabs = ir.sfu_tables
     L = []
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "PARAMS", "BASES", "SIZES", "dyn_smem",
-            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS"] + [f"TAB_{t}" for t in tabs] + \
+            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF"] + [f"TAB_{t}" for t in tabs] + \
         sorted(ir.launch_args)
     L.append("@njit(cache=True, nogil=True)")
     L.append(f"def {name}({', '.join(args)}):")
@@ -196,7 +241,7 @@ def generate(ir, name="native_kernel"):
     L.append("    SA = np.zeros(32, np.uint32)")
     L.append("    SB = np.zeros(32, np.uint32)")
     L.append("    SO = np.zeros(32, np.uint32)")
-    L.append("    SP0 = np.zeros(32, np.float64)")      # the special-function unit's scratch (sfu.f32_lanes)
+    L.append("    SP0 = np.zeros(32, np.float64)")      # the special-function unit's scratch (sfu.f32_range)
     L.append("    SP1 = np.zeros(32, np.int64)")
     L.append("    SSL = np.zeros(32, np.uint8)")
     L.append("    SLF = np.zeros(32, np.int64)")
@@ -246,4 +291,7 @@ def generate(ir, name="native_kernel"):
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
-    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + "\n\n" + body
+    body, ints = _typed_int_arguments(body)
+    return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
+        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + \
+        "BTRUE = np.bool_(True)\nBFALSE = np.bool_(False)\n\n\n" + body

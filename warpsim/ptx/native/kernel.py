@@ -100,12 +100,12 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
-from warpsim.engine.sfu import f32_lanes as sfu_lanes
+from warpsim.engine.sfu import f32_range as sfu_range
 from warpsim.ptx.native.rt import (all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch, f32 as rt_f32, fail,
     div_contracted as rt_div_contracted, divrem as rt_divrem,
     find as rt_find, fminmax32 as rt_fminmax32, leave as rt_leave, load as rt_load, peek1 as rt_peek1,
     peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1, poke2 as rt_poke2,
-    poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, w32 as rt_w32)
+    poke4 as rt_poke4, poke8 as rt_poke8, settle as rt_settle, track as rt_track, w32 as rt_w32)
 
 
 '''
@@ -156,23 +156,27 @@ _MESSAGES = {
 }
 
 
-def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=()):
-    """Run CTAs first .. first + count - 1; False when the host FPU is not in its IEEE default state
-    (nothing has run: the caller uses the interpreter).  launch_values: ``ir.launch_values(arch)``."""
-    fn, key = compiled(ir)
+def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, count, max_steps, launch_values, trk,
+               toff):
+    """The kernel's arguments for CTAs first .. first + count - 1 of a launch on ``buffers`` (mapped at
+    ``bases``), and its status array."""
     from ...engine import sfu
+    from ...engine.hostfpu import PROBE32, PROBE64
 
-    g = memory
-    bases = np.array(g.bases, np.uint64)
-    sizes = np.array([b.size for b in g.buffers], np.uint64)
-    ptrs = np.array([b.ctypes.data for b in g.buffers], np.int64)      # the arrays stay alive: g holds them
+    sizes = np.array([b.size for b in buffers], np.uint64)
+    ptrs = np.array([b.ctypes.data for b in buffers], np.int64)      # the caller keeps the arrays alive
     tabs = [_table(t) for t in ir.sfu_tables]
     seg = sfu.table("ex2_seg") if "ex2_pos" in ir.sfu_tables else _NOSEG
     status = np.zeros(4, np.int64)
-    from ...engine.hostfpu import PROBE32, PROBE64
+    args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params,
+            np.array(bases, np.uint64), sizes, int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64,
+            PROBE32, ptrs, trk, toff, *tabs, *launch_values)
+    return args, status
 
-    args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params, bases, sizes,
-            int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64, PROBE32, ptrs, *tabs, *launch_values)
+
+def _ready(ir, args):
+    """The jitted kernel, compiled for these argument types (numba's disk cache or a first compile)."""
+    fn, key = compiled(ir)
     if not fn.signatures:
         from numba.core import config
 
@@ -184,11 +188,26 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, 
             COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
         finally:
             config.OPT = old
-    fn(*args)
-    LAUNCHES[0] += 1
     if key not in _BUILT:
         _BUILT.add(key)
         open(_marker(key), "w").close()
+    return fn
+
+
+def prepare(ir, grid, block, shared_bytes, params, memory, max_steps, launch_values=()):
+    """Compile the kernel for this launch now (before threads run it: compiling is not theirs to do)."""
+    _ready(ir, _arguments(ir, grid, block, shared_bytes, params, memory.bases, memory.buffers, 0, 0, max_steps,
+                          launch_values, _NOTRACK, _NOTOFF)[0])
+
+
+def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=()):
+    """Run CTAs first .. first + count - 1 on ``memory``; False when the host FPU is not in its IEEE
+    default state (nothing has run: the caller uses the interpreter); an error raises PTXError naming
+    the line.  launch_values: ``ir.launch_values(arch)``."""
+    args, status = _arguments(ir, grid, block, shared_bytes, params, memory.bases, memory.buffers, first, count,
+                              max_steps, launch_values, _NOTRACK, _NOTOFF)
+    _ready(ir, args)(*args)
+    LAUNCHES[0] += 1
     code = int(status[0])
     if code == rt.FPENV:
         return False
@@ -200,7 +219,33 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, 
     return True
 
 
+def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=()):
+    """Run CTAs first .. first + count - 1 on ``datas`` (copies of the launch's mapped arrays, as uint8,
+    which this run writes), recording each byte read and written (``rt.track``).  Returns, per array,
+    (packed read mask, packed write mask, the written bytes) -- what :func:`warpsim.ptx.workers.merge`
+    takes -- or None when the run stopped (an error, max_steps, the host FPU): the caller then runs the
+    launch sequentially, which reports it.  Threads may run several of these at once (the kernel
+    releases the GIL)."""
+    toff = np.zeros(len(datas), np.int64)
+    if datas:
+        toff[1:] = np.cumsum([d.size for d in datas])[:-1]
+    trk = np.zeros(max(1, sum(d.size for d in datas)), np.uint8)
+    args, status = _arguments(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps,
+                              launch_values, trk, toff)
+    _ready(ir, args)(*args)
+    if status[0]:
+        return None
+    out = []
+    for d, o in zip(datas, toff):
+        t = trk[o:o + d.size]
+        w = (t & rt.WRITTEN) != 0
+        out.append((np.packbits((t & rt.READ) != 0), np.packbits(w), d[w]))
+    return out
+
+
 _NOSEG = np.zeros((2, 1), np.float64)
+_NOTRACK = np.zeros(0, np.uint8)        # an untracked launch (rt.track)
+_NOTOFF = np.zeros(1, np.int64)
 
 
 def _table(name):

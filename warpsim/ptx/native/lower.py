@@ -21,7 +21,7 @@ from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
 from ..memory import SHARED_WINDOW
-from .rt import BAD_ADDRESS, MISALIGNED, SHFL_MEMBERS
+from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):
@@ -265,7 +265,8 @@ def _minmax(o, m):
 def _divrem(o, m):
     d, a, b = o.need(3)
     t = m["t"]
-    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {t[0] == 's'}, {m['op'] == 'rem'})"]
+    signed, rem = t[0] == "s", m["op"] == "rem"
+    return [f"{o.dst(d, t)} = rt_divrem({o.src(a, t)}, {o.src(b, t)}, {TYPES[t][0]}, {signed}, {rem})"]
 
 
 @row(r"(?P<op>neg|abs)\.(?P<t>s(?:16|32|64))")
@@ -472,10 +473,11 @@ _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|c
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
-def _pointer(o, where, address, space, nb, total):
+def _pointer(o, where, address, space, nb, total, how):
     """Lines that set ``_p``, the host address of the ``total`` bytes at ``address`` (Operands.address of
     ``where``) of the global or shared space, failing the kernel when they are misaligned to ``nb`` or
-    outside every mapped array / the CTA's shared memory."""
+    outside every mapped array / the CTA's shared memory; global bytes are recorded as read and / or
+    written (``how``: rt.READ, rt.WRITTEN) for a tracked launch (rt.track)."""
     base, kind, off = address
     if kind == "symbol":
         if space != "shared" or base not in o.ir.shared_symbols:
@@ -490,7 +492,9 @@ def _pointer(o, where, address, space, nb, total):
     glob = [f"_k = rt_find(BASES, SIZES, _a, {total})",
             "if _k < 0:",
             f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
-            "_p = PTRS[_k] + np.int64(_a - BASES[_k])"]
+            "_o = np.int64(_a - BASES[_k])",
+            "_p = PTRS[_k] + _o",
+            f"rt_track(TRK, TOFF, _k, _o, {total}, {how})"]
     if space == "shared":
         return lines + shared
     if space != "generic":
@@ -527,7 +531,7 @@ def lower_memory(o, m):
         for i, r in enumerate(regs):
             lines.append(f"{o.dst(r, t)} = rt_load(PARAMS, {poff + off + i * nb}, {nb})")
         return lines
-    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb)
+    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb, READ if op == "ld" else WRITTEN)
     for i, r in enumerate(regs):
         rt = t
         have = o.ir.regs.get(r) if r != "_" else bits
@@ -574,7 +578,7 @@ def _atomic(o, m):
     else:
         new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
     where = ops[1 if returns else 0]
-    body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb)
+    body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb, READ | WRITTEN)
     body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
     if returns:
         body.append(f"{o.dst(ops[0], t)} = _o")
@@ -714,7 +718,7 @@ def _sfu(o, opcode):
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
     c0, c12 = sfu_fit(code)
-    return ["_n = 0",
+    return ["_n = np.int64(0)",
             "for l in range(32):",
             "    if act[l]:",
             "        t = base + l",
@@ -722,7 +726,7 @@ def _sfu(o, opcode):
             f"        SB[_n] = {b}",
             "        SHJ[_n] = l",
             "        _n += 1",
-            f"sfu_lanes({code}, {ftz}, SA, SB, SO, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
+            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
             "SP0, SP1, SSL, SLF)",
             "for _i in range(_n):",
             "    t = base + SHJ[_i]",

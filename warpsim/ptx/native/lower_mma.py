@@ -198,7 +198,7 @@ def _cp_async(o, m):
     return "warp", _lanes([f"SHV[l] = np.uint64({dst}) + np.uint64({doff & 0xFFFFFFFFFFFFFFFF})",
                            f"SHJ[l] = np.int64(np.uint64({src}) + np.uint64({soff & 0xFFFFFFFFFFFFFFFF}))",
                            f"SO[l] = {size}"]) + \
-        _checked(f"rt_cp_async(act, SHV, SHJ, SO, {n}, SMEMP, SMEM_BYTES, BASES, SIZES, PTRS)", o.st.line)
+        _checked(f"rt_cp_async(act, SHV, SHJ, SO, {n}, SMEMP, SMEM_BYTES, BASES, SIZES, PTRS, TRK, TOFF)", o.st.line)
 
 
 @row(r"cp\.async\.(?:commit_group|wait_group|wait_all)")

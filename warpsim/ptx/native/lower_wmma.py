@@ -75,7 +75,7 @@ def _wmma_memory(o, m):
     ldm = f"np.int64({o.src(ops[2], 'u32')})" if len(ops) == 3 else str(_dims(frag, shape)[0 if col else 1])
     name = _argument(o, f"{frag} {shape} {typ}", _Tables(tab))
     call = (f"rt_wmma_{op}(R32, base, act, {rows}, {name}, {BITS[typ]}, SHV, SHJ, {col}, {shared}, SMEMP, SMEM_BYTES, "
-            "BASES, SIZES, PTRS)")
+            "BASES, SIZES, PTRS, TRK, TOFF)")
     return "warp", ["for l in range(32):", "    t = base + l",
                     f"    SHV[l] = np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})", f"    SHJ[l] = {ldm}",
                     *_checked(call, o.st.line)]

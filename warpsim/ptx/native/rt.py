@@ -1,6 +1,8 @@
 """The runtime the generated kernels call: byte loads and stores, the global-memory lookup, the
 warp's reconvergence stack, and f32 words as host floats (jitted; never fastmath).
 
+The helpers that take arrays and allocate nothing are compiled without numba's reference counting
+(``_nrt=False``): the kernel holds the arrays, and the counts cost more than a bounds check per call.
 A compiled kernel keeps every warp's SIMT state in arrays: ``spc`` / ``srpc`` (warps, depth) the
 block and reconvergence block of each stack entry, ``smask`` (warps, depth, 32) its active lanes,
 ``depth`` the top entry of each warp.  Blocks are numbered; EXIT (-1) is "after the kernel".
@@ -44,7 +46,7 @@ def w32(x):
     return np.float32(x).view(np.uint32)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def load(buf, off, n):
     """n (1, 2, 4 or 8) little-endian bytes at buf[off] as an unsigned integer."""
     v = np.uint64(0)
@@ -53,7 +55,7 @@ def load(buf, off, n):
     return v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def store(buf, off, n, v):
     v = np.uint64(v)
     for i in range(n):
@@ -98,7 +100,7 @@ peek1, peek2, peek4, peek8 = (_peek(b) for b in (8, 16, 32, 64))
 poke1, poke2, poke4, poke8 = (_poke(b) for b in (8, 16, 32, 64))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def find(bases, sizes, addr, n):
     """The mapped array holding [addr, addr + n), or -1."""
     for k in range(bases.size):
@@ -107,7 +109,24 @@ def find(bases, sizes, addr, n):
     return -1
 
 
-@njit(cache=True, nogil=True)
+#: what a tracked launch records of each global-memory byte it touches (``track``)
+READ, WRITTEN = 1, 2
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def track(trk, toff, k, off, n, how):
+    """Record that ``n`` bytes at offset ``off`` of mapped array ``k`` were read or written (how: READ,
+    WRITTEN) when the launch is tracked (``trk``: one byte per byte of every mapped array, ``toff``
+    where each array's bytes start; an empty ``trk`` tracks nothing).  A tracked run of some of a
+    launch's CTAs is merged with the runs of the others only when no run read what another wrote
+    (:mod:`warpsim.ptx.workers`)."""
+    if trk.size:
+        o = toff[k] + off
+        for i in range(n):
+            trk[o + i] |= np.uint8(how)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def settle(spc, srpc, smask, depth, w):
     """Pop warp w's finished entries (at their reconvergence block, or with no lane left); False
     when the warp has nothing left to run."""
@@ -166,7 +185,7 @@ def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
     return settle(spc, srpc, smask, depth, w)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def leave(spc, srpc, smask, depth, live, w, lanes):
     """ret / exit of the kernel: the lanes leave every entry of the warp."""
     for d in range(depth[w] + 1):
@@ -224,7 +243,7 @@ def bfe(a, pos, ln, bits, signed):
     return v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def fail(status, code, line, where, value):
     """Record why a kernel stopped (status code, PTX line, thread or CTA, address or count)."""
     status[0] = code
@@ -234,7 +253,7 @@ def fail(status, code, line, where, value):
     return 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def all_lanes(act):
     for l in range(32):
         if not act[l]:

@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit
 
 from ...engine import warp_mma_jit as _j
-from .rt import BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, find, peek1, peek2, peek4, poke1, poke2, poke4
+from .rt import (BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, READ, find, peek1, peek2, peek4, poke1, poke2, poke4,
+                 track)
 
 
 @njit(nogil=True)
@@ -110,10 +111,10 @@ def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
 
 
 @njit(nogil=True)
-def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs):
+def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """cp.async of ``n`` bytes for each active lane l: src-size size[l] bytes from global address src[l]
-    (int64 bits), zeros after them, to the shared-memory offset dst[l].  Returns 0 or a status word (code
-    << 8 | lane; dst[lane] then holds the value to report)."""
+    (int64 bits), zeros after them, to the shared-memory offset dst[l] (global reads recorded: rt.track).
+    Returns 0 or a status word (code << 8 | lane; dst[lane] then holds the value to report)."""
     for l in range(32):
         if not act[l]:
             continue
@@ -134,6 +135,7 @@ def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs):
                 dst[l] = s
                 return ((MISALIGNED if s % np.uint64(n) != np.uint64(0) else BAD_ADDRESS) << 8) | l
             q = ptrs[k] + np.int64(s - bases[k])
+            track(trk, toff, k, np.int64(s - bases[k]), n, READ)
             for j in range(n // 4):
                 poke4(p + 4 * j, peek4(q + 4 * j))
         else:
@@ -145,6 +147,7 @@ def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs):
                         dst[l] = s + np.uint64(j)
                         return (BAD_ADDRESS << 8) | l
                     b = peek1(ptrs[k] + np.int64(s + np.uint64(j) - bases[k]))
+                    track(trk, toff, k, np.int64(s + np.uint64(j) - bases[k]), 1, READ)
                 poke1(p + j, b)
     return 0
 

@@ -14,7 +14,8 @@ import numpy as np
 from numba import njit
 
 from ...engine import warp_mma_jit as _j
-from .rt import BAD_ADDRESS, MISALIGNED, WMMA_OPERANDS, find, peek1, peek2, peek4, poke1, poke2, poke4
+from .rt import (BAD_ADDRESS, MISALIGNED, READ, WMMA_OPERANDS, WRITTEN, find, peek1, peek2, peek4, poke1, poke2, poke4,
+                 track)
 from .rt_tc import warp_status
 
 
@@ -32,8 +33,9 @@ def _operands(act, addr, ldm):
 
 
 @njit(nogil=True)
-def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs):
-    """The host address of lane l's element j (-1: outside memory; addr[l] then holds its address)."""
+def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff, how):
+    """The host address of lane l's element j (-1: outside memory; addr[l] then holds its address); a global
+    element is recorded as ``how`` (rt.track)."""
     r, c = np.int64(tab[l, j, 0]), np.int64(tab[l, j, 1])
     ea = addr[0] + np.uint64((c * ld + r if col else r * ld + c) * esize)
     if shared:
@@ -45,11 +47,12 @@ def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, s
     if k < 0:
         addr[l] = ea
         return -1
+    track(trk, toff, k, np.int64(ea - bases[k]), esize, how)
     return ptrs[k] + np.int64(ea - bases[k])
 
 
 @njit(nogil=True)
-def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs):
+def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """wmma.load: lane l's element j, at (row, col) tab[l, j] of the matrix at addr (every lane's the same)
     with leading dimension ldm (elements), row- or column-major (``col``), into its registers."""
     st = _operands(act, addr, ldm)
@@ -61,7 +64,8 @@ def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes
     for l in range(32):
         words[:] = 0
         for j in range(tab.shape[1]):
-            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs)
+            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff,
+                         READ)
             if p < 0:
                 return (BAD_ADDRESS << 8) | l
             v = peek1(p) if esize == 1 else peek2(p) if esize == 2 else peek4(p)
@@ -72,7 +76,7 @@ def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes
 
 
 @njit(nogil=True)
-def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs):
+def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """wmma.store.d: the inverse of :func:`load` (lanes in order, elements in order)."""
     st = _operands(act, addr, ldm)
     if st != 0:
@@ -82,7 +86,8 @@ def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_byte
     mask = np.uint64((1 << bits) - 1)
     for l in range(32):
         for j in range(tab.shape[1]):
-            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs)
+            p = _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff,
+                         WRITTEN)
             if p < 0:
                 return (BAD_ADDRESS << 8) | l
             v = (np.uint64(R[regs[(j * bits) // 32], base + l]) >> np.uint64((j * bits) % 32)) & mask
