@@ -148,13 +148,17 @@ LAUNCH = {
 }
 
 
-#: entries whose first compile is long and whose paths other tests compile (gemm_ldmatrix: a minute on a 2-core host;
-#: its mma.sync / ldmatrix / stmatrix are the Triton GEMMs' of test_ptx_native, its bfi native_forms2's; the
-#: lineinfo build of wmma_gemm_epilogue is its plain build with line comments; warp_reduce_G the -G build of
-#: warp_reduce, its calls inlined -- native_calls.ptx has calls; cutlass2: minutes of compiling, its rows are the
-#: Triton GEMMs', native_forms2's and native_calls')
-REPEATS = {"tests/ptx/gemm_ldmatrix.ptx", "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx",
-           "tests/ptx/compiled/warp_reduce_G.ptx", "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx"}
+#: entries whose paths other tests compile (each first compile costs seconds to minutes on a 2-core host, and the CI
+#: suite must stay under 15 minutes): gemm_ldmatrix (a minute) -- its mma.sync / ldmatrix / stmatrix are the Triton
+#: GEMMs' of test_ptx_native, its bfi native_forms2's; gemm_wmma -- its wmma forms are wmma_gemm_epilogue's and the
+#: captured forms'; the lineinfo build of wmma_gemm_epilogue is its plain build with line comments; warp_reduce_G
+#: the -G build of warp_reduce, its calls inlined (native_calls.ptx has calls); cutlass2 (17 minutes of compiling)
+#: the Triton GEMMs', native_forms2's and native_calls' rows; wgmma_tile the wgmma forms' and the sm_90a GEMMs';
+#: numba_shared_reduce and numba_stencil_2d native_forms'
+REPEATS = {"tests/ptx/gemm_ldmatrix.ptx", "tests/ptx/gemm_wmma.ptx",
+           "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx", "tests/ptx/compiled/warp_reduce_G.ptx", "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx",
+           "tests/ptx/wgmma_tile.ptx", "tests/cuda/numba_ptx/numba_shared_reduce.ptx",
+           "tests/cuda/numba_ptx/numba_stencil_2d.ptx"}
 
 
 def _kept():
