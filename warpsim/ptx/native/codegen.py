@@ -5,6 +5,11 @@ the barrier releases (every warp still running has arrived) or the CTA is done. 
 blocks run on its reconvergence stack (:mod:`.rt`): the top entry's lanes are ``act``; lane
 statements run as loops over the 32 lanes (consecutive lane statements share one loop, except that a
 store and a load never share one, so lanes see each other's stores in the interpreter's order).
+
+The source is shaped for numba's compile time (docs/speed.md, "first compile"): register words go
+through intrinsics on the files' addresses, the launch's arrays come from one cached helper, the
+integer arguments of runtime calls are int64 constants, and lane loops are grouped
+into functions of up to ``CHUNK`` statements.
 """
 
 from __future__ import annotations
@@ -12,10 +17,8 @@ from __future__ import annotations
 import re
 
 from .ir import EXIT
-from .lower import FILES
+from .lower import FILES, register_file
 from .rt import DIVERGED_BARRIER, MAX_STEPS
-
-_DT = {1: "np.bool_", 8: "np.uint8", 16: "np.uint16", 32: "np.uint32", 64: "np.uint64"}
 
 
 def _guard(ir, st):
@@ -52,11 +55,15 @@ def _groups(stmts):
     return out
 
 
+#: the register files' arrays (lower.FILES) and the names of their data addresses in the generated code
+_ADDRESS = {"P": "AP", "R16": "A16", "R32": "A32", "R64": "A64"}
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
-            "SEG", "NOSEG", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF")
+            "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
+            *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
-#: big function more slowly still
+#: big function more slowly still (LLVM's function passes grow faster than linearly: softmax as one function
+#: took 54 s; 64 or 200 statements a function gave no gain over 32)
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 _CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
@@ -105,6 +112,44 @@ def _typed_int_arguments(body):
     out.append(body[pos:])
     return "".join(out), values
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_BITS = {"P": 1, "R16": 16, "R32": 32, "R64": 64}
+_ELEM = r"\b(P|R16|R32|R64)\[(\d+), ([^\[\]:]+)\]"
+_STORE = re.compile(r"^(\s*)" + _ELEM + r" = (.*)$")
+_SIGNED = re.compile(r"np\.int64\(np\.int(16|32)\(" + _ELEM + r"\)\)")
+_WIDE = re.compile(r"np\.uint64\(" + _ELEM + r"\)")
+_READ = re.compile(_ELEM)
+
+
+def _call(fn, f, k, th, *more):
+    return f"rt_{fn}({_ADDRESS[f]}, T, {', '.join((k, th) + more)})"
+
+
+def _words(line):
+    """A line with its register-file elements as word loads and stores (rt.get*, rt.set*): the rows write
+    ``R32[k, t]``; numba types and lowers an intrinsic on an address far faster than an array element."""
+    def signed(m):
+        bits, f, k, th = m.groups()
+        return _call(f"get{bits}s", f, k, th) if str(_BITS[f]) == bits else m.group(0)
+
+    def wide(m):
+        f, k, th = m.groups()
+        return _call(f"get{_BITS[f]}{'u' if _BITS[f] in (16, 32) else ''}", f, k, th)
+
+    def read(text):
+        text = _SIGNED.sub(signed, text)
+        text = _WIDE.sub(wide, text)
+        return _READ.sub(lambda m: _call(f"get{_BITS[m[1]]}", *m.groups()), text)
+
+    m = _STORE.match(line)
+    if m:
+        ind, f, k, th, value = m.groups()
+        return ind + _call(f"set{_BITS[f]}", f, k, th, read(value))
+    return read(line)
+
+
+#: a group function is only called by its kernel, whose compiled code (and disk cache entry) holds it: numba
+#: need not build its Python and C entry points nor cache it on its own
+_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)"
 
 
 class _Functions:
@@ -118,9 +163,10 @@ class _Functions:
     def add(self, body, regs):
         """A function of the group's lines; -> the call that runs it (1: it failed, see status)."""
         name = f"g{len(self.defs)}"
+        body = [_words(x) for x in body]
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used)
-        self.defs.append(["@njit(cache=True, nogil=True)", f"def {name}({', '.join(args)}):"] +
+        self.defs.append([_GROUP_JIT, f"def {name}({', '.join(args)}):"] +
                          ["    " + x for x in body] + ["    return 0", ""])
         return f"{name}({', '.join(args)})"
 
@@ -132,8 +178,8 @@ def _group_lines(ir, items):
         body = []
         g = _guard(ir, st)
         if g:              # a guarded warp statement runs on the lanes whose guard holds
-            body += ["GACT = np.zeros(32, np.bool_)", "for l in range(32):", "    t = base + l",
-                     f"    GACT[l] = act[l] and {g}", "_act0 = act", "act = GACT"]
+            body += ["for l in range(32):", "    t = base + l", f"    GWARP[l] = act[l] and {g}", "_act0 = act",
+                     "act = GWARP"]
             regs.add(st.guard[1])
         body += low.lines + (["act = _act0"] if g else [])
         regs.update(low.reads + low.writes)
@@ -218,34 +264,13 @@ def generate(ir, name="native_kernel"):
     L.append("    W = T // 32")
     L.append("    NTID_x, NTID_y, NTID_z = np.uint32(BX), np.uint32(BY), np.uint32(BZ)")
     L.append("    NCTAID_x, NCTAID_y, NCTAID_z = np.uint32(GX), np.uint32(GY), np.uint32(GZ)")
-    L.append("    TID_x = np.empty(T, np.uint32)")
-    L.append("    TID_y = np.empty(T, np.uint32)")
-    L.append("    TID_z = np.empty(T, np.uint32)")
-    L.append("    for t in range(T):")
-    L.append("        TID_x[t] = t % BX")
-    L.append("        TID_y[t] = (t // BX) % BY")
-    L.append("        TID_z[t] = t // (BX * BY)")
-    for bits, f in FILES.items():
-        L.append(f"    {f} = np.zeros(({max(1, ir.counts[bits])}, T), {_DT[bits]})")
     nbranch = sum(1 for b in ir.blocks if b.end == "branch")
-    L.append(f"    D = {2 * nbranch + 2}")
-    L.append("    spc = np.zeros((W, D), np.int64)")
-    L.append("    srpc = np.zeros((W, D), np.int64)")
-    L.append("    smask = np.zeros((W, D, 32), np.bool_)")
-    L.append("    depth = np.zeros(W, np.int64)")
-    L.append("    live = np.zeros((W, 32), np.bool_)")
-    L.append("    state = np.zeros(W, np.int64)")
-    L.append("    GACT = np.zeros(32, np.bool_)")
-    L.append("    SHV = np.zeros(32, np.uint64)")
-    L.append("    SHJ = np.zeros(32, np.int64)")
-    L.append("    SA = np.zeros(32, np.uint32)")
-    L.append("    SB = np.zeros(32, np.uint32)")
-    L.append("    SO = np.zeros(32, np.uint32)")
-    L.append("    SP0 = np.zeros(32, np.float64)")      # the special-function unit's scratch (sfu.f32_range)
-    L.append("    SP1 = np.zeros(32, np.int64)")
-    L.append("    SSL = np.zeros(32, np.uint8)")
-    L.append("    SLF = np.zeros(32, np.int64)")
-    L.append(f"    SMEM = np.zeros({ir.shared_static} + dyn_smem, np.uint8)")
+    L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM = rt_launch_state(BX, BY, BZ, "
+             f"{', '.join(str(ir.counts[b]) for b in FILES)}, {2 * nbranch + 2}, {ir.shared_static} + dyn_smem)")
+    L.append(f"    {', '.join(FILES.values())} = _files")
+    L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
+    L.append("    spc, srpc, smask, depth, live, state = _stacks")
+    L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_lanes' scratch
     L.append("    SMEM_BYTES = SMEM.size")
     L.append("    SMEMP = SMEM.ctypes.data")
     L.append("    for c in range(first, first + count):")
@@ -253,15 +278,8 @@ def generate(ir, name="native_kernel"):
     L.append("        CTAID_y = np.uint32((c // GX) % GY)")
     L.append("        CTAID_z = np.uint32(c // (GX * GY))")
     for r in zeroed:
-        L.append(f"        {ir.ref(r, ':')} = 0")
-    L.append("        SMEM[:] = 0")
-    L.append("        for w in range(W):")
-    L.append("            depth[w] = 0")
-    L.append("            spc[w, 0] = 0")
-    L.append(f"            srpc[w, 0] = {EXIT}")
-    L.append("            smask[w, 0, :] = True")
-    L.append("            live[w, :] = True")
-    L.append("            state[w] = 0")
+        L.append(f"        rt_clear({register_file(ir.regs.get(r))}, {ir.index[r]})")
+    L.append("        rt_cta_begin(SMEM, spc, srpc, smask, depth, live, state)")
     L.append("        steps = 0")
     L.append("        while True:")
     L.append("            for w in range(W):")
@@ -287,8 +305,9 @@ def generate(ir, name="native_kernel"):
     L.append("                    state[w] = 0")
     L.append("                    if not rt_settle(spc, srpc, smask, depth, w):")
     L.append("                        state[w] = 2")
+    L.append(f"    rt_alive({', '.join(FILES.values())})")
     L.append("    return")
-    body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(L) + "\n"
+    body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)})
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
     body, ints = _typed_int_arguments(body)

@@ -486,15 +486,10 @@ def _pointer(o, where, address, space, nb, total, how):
     lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
              f"if _a % np.uint64({nb}) != np.uint64(0):",
              f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
-    shared = [f"if _a + np.uint64({total}) > np.uint64(SMEM_BYTES):",
-              f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
-              "_p = SMEMP + np.int64(_a)"]
-    glob = [f"_k = rt_find(BASES, SIZES, _a, {total})",
-            "if _k < 0:",
-            f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, _a)",
-            "_o = np.int64(_a - BASES[_k])",
-            "_p = PTRS[_k] + _o",
-            f"rt_track(TRK, TOFF, _k, _o, {total}, {how})"]
+    shared = [f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",     # 0: it failed
+              "if _p == 0:", "    return 1"]
+    glob = [f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})",
+            "if _p == 0:", "    return 1"]
     if space == "shared":
         return lines + shared
     if space != "generic":

@@ -32,18 +32,38 @@ WMMA_OPERANDS = 17      # the lanes of a wmma.load / store disagree on its matri
 _U32 = np.uint32
 
 
-@njit(cache=True, nogil=True)
-def f32(w):
-    """An f32 word as a host float32 (bit cast)."""
-    return _U32(w).view(np.float32)
+# f32 words and host floats: intrinsics (a jitted call costs numba a call frame to type, lower and optimise;
+# a kernel makes hundreds)
+
+@_intrinsic
+def f32(typingctx, w):
+    """An f32 word (the low 32 bits of an integer) as a host float32 (bit cast)."""
+    if not isinstance(w, _nbt.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        v = builder.trunc(v, _ll.IntType(32)) if w.bitwidth > 32 else builder.zext(v, _ll.IntType(32)) \
+            if w.bitwidth < 32 else v
+        return builder.bitcast(v, _ll.FloatType())
+
+    return _nbt.float32(w), codegen
 
 
-@njit(cache=True, nogil=True)
-def w32(x):
-    """A float32 result as its word, NaN as the canonical 0x7fffffff (what the GPU writes)."""
-    if x != x:
-        return _U32(0x7FFFFFFF)
-    return np.float32(x).view(np.uint32)
+@_intrinsic
+def w32(typingctx, x):
+    """A float result rounded to float32, as its word; NaN as the canonical 0x7fffffff (what the GPU writes)."""
+    if not isinstance(x, _nbt.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v = args[0]
+        nan = builder.fcmp_unordered("uno", v, v)
+        if x.bitwidth > 32:
+            v = builder.fptrunc(v, _ll.FloatType())
+        return builder.select(nan, _ll.Constant(_ll.IntType(32), 0x7FFFFFFF), builder.bitcast(v, _ll.IntType(32)))
+
+    return _nbt.uint32(x), codegen
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -100,6 +120,119 @@ peek1, peek2, peek4, peek8 = (_peek(b) for b in (8, 16, 32, 64))
 poke1, poke2, poke4, poke8 = (_poke(b) for b in (8, 16, 32, 64))
 
 
+# The register files: a kernel keeps them in arrays (registers, threads) and its statements reach their words
+# through these intrinsics on the array's address (``addr``: its data pointer, ``T``: threads per register).
+# An array element costs numba a struct alloca per access, which LLVM's SROA takes quadratic time to remove;
+# a word at an address costs a load or a store.
+
+_FILE_TYPE = {1: _nbt.boolean, 16: _nbt.uint16, 32: _nbt.uint32, 64: _nbt.uint64}
+
+
+def _word_pointer(context, builder, sig, args, bits):
+    addr, T, k, t = (context.cast(builder, v, ty, _nbt.intp) for v, ty in zip(args[:4], sig.args[:4]))
+    ptr = builder.inttoptr(addr, _ll.IntType(8 if bits == 1 else bits).as_pointer())
+    return builder.gep(ptr, [builder.add(builder.mul(k, T), t)])
+
+
+def _get(bits, as_type):
+    """Register k of thread t: the word (as_type None: the file's type), zero- (uint64) or sign-extended
+    (int64) to 64 bits."""
+    @_intrinsic
+    def get(typingctx, addr, T, k, t):
+        if not all(isinstance(x, _nbt.Integer) for x in (addr, T, k, t)):
+            return None
+        out = as_type or _FILE_TYPE[bits]
+
+        def codegen(context, builder, sig, args):
+            v = builder.load(_word_pointer(context, builder, sig, args, bits))
+            if bits == 1:
+                return builder.icmp_unsigned("!=", v, v.type(0))
+            if out.bitwidth == bits:
+                return v
+            return builder.sext(v, _ll.IntType(64)) if out.signed else builder.zext(v, _ll.IntType(64))
+
+        return out(addr, T, k, t), codegen
+    return get
+
+
+def _set(bits):
+    """Register k of thread t = value (an integer truncated to the register's width; a predicate: its truth)."""
+    @_intrinsic
+    def set_(typingctx, addr, T, k, t, value):
+        if not all(isinstance(x, _nbt.Integer) for x in (addr, T, k, t)) or \
+                not isinstance(value, (_nbt.Integer, _nbt.Boolean)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _word_pointer(context, builder, sig, args, bits)
+            if bits == 1:
+                v = builder.zext(context.cast(builder, args[4], sig.args[4], _nbt.boolean), _ll.IntType(8))
+            else:
+                v = context.cast(builder, args[4], sig.args[4], _nbt.uint64)
+                v = builder.trunc(v, _ll.IntType(bits)) if bits < 64 else v
+            builder.store(v, ptr)
+            return context.get_dummy_value()
+
+        return _nbt.void(addr, T, k, t, value), codegen
+    return set_
+
+
+@njit(cache=True, nogil=True)
+def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes):
+    """The arrays a kernel keeps for a run of CTAs: the threads' indices, the register files (n<bits>
+    registers of T threads), the warps' reconvergence stacks (``depth`` entries), the lane scratch of
+    warp statements and shared memory.  (One cached helper: numba compiles ``np.zeros`` afresh in
+    every process for every dtype and shape it is called with.)"""
+    T = BX * BY * BZ
+    W = T // 32
+    tid = np.empty((3, T), np.uint32)
+    for t in range(T):
+        tid[0, t] = t % BX
+        tid[1, t] = (t // BX) % BY
+        tid[2, t] = t // (BX * BY)
+    files = (np.zeros((max(1, n1), T), np.bool_), np.zeros((max(1, n16), T), np.uint16),
+             np.zeros((max(1, n32), T), np.uint32), np.zeros((max(1, n64), T), np.uint64))
+    stacks = (np.zeros((W, depth), np.int64), np.zeros((W, depth), np.int64), np.zeros((W, depth, 32), np.bool_),
+              np.zeros(W, np.int64), np.zeros((W, 32), np.bool_), np.zeros(W, np.int64))
+    lanes = (np.zeros(32, np.bool_), np.zeros(32, np.bool_), np.zeros(32, np.uint64), np.zeros(32, np.int64),
+             np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.float64),
+             np.zeros(32, np.int64), np.zeros(32, np.uint8), np.zeros(32, np.int64))
+    return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes, np.uint8)
+
+
+@njit(cache=True, nogil=True)
+def cta_begin(smem, spc, srpc, smask, depth, live, state):
+    """A CTA starts: shared memory zero, every warp at block 0 with all its lanes."""
+    smem[:] = 0
+    for w in range(depth.size):
+        depth[w] = 0
+        spc[w, 0] = 0
+        srpc[w, 0] = EXIT
+        smask[w, 0, :] = True
+        live[w, :] = True
+        state[w] = 0
+
+
+@njit(cache=True, nogil=True)
+def clear(file, k):
+    """Register k of every thread = 0 (registers some thread may read before writing, at a CTA's start)."""
+    file[k, :] = 0
+
+
+@njit(cache=True, nogil=True)
+def alive(p, r16, r32, r64):
+    """A use of the register files' arrays after the kernel's last word access through their addresses (numba
+    frees an array after its last use as an array)."""
+    return p.size + r16.size + r32.size + r64.size
+
+
+#: get<bits>(addr, T, k, t): the word; get<bits>u / get32s: zero- / sign-extended to 64 bits; set<bits>: a store
+get1, get16, get32, get64 = (_get(b, None) for b in (1, 16, 32, 64))
+get16u, get32u = _get(16, _nbt.uint64), _get(32, _nbt.uint64)
+get16s, get32s = _get(16, _nbt.int64), _get(32, _nbt.int64)
+set1, set16, set32, set64 = (_set(b) for b in (1, 16, 32, 64))
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def find(bases, sizes, addr, n):
     """The mapped array holding [addr, addr + n), or -1."""
@@ -124,6 +257,28 @@ def track(trk, toff, k, off, n, how):
         o = toff[k] + off
         for i in range(n):
             trk[o + i] |= np.uint8(how)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how):
+    """The host address of the (aligned) global bytes [addr, addr + n) a thread reads or writes (``how``),
+    tracked (:func:`track`); 0 when they are not mapped (then ``status`` says so for PTX line ``line`` and
+    thread ``t``).  One call instead of find, track and a failure record: each jitted call costs numba's
+    compile time."""
+    k = find(bases, sizes, addr, n)
+    if k < 0:
+        return fail(status, BAD_ADDRESS, line, t, addr) - 1
+    off = np.int64(addr - bases[k])
+    track(trk, toff, k, off, n, how)
+    return ptrs[k] + off
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def shared_at(status, line, t, smemp, smem_bytes, addr, n):
+    """The host address of the CTA's (aligned) shared bytes [addr, addr + n); 0 as :func:`global_at`."""
+    if addr + np.uint64(n) > np.uint64(smem_bytes):
+        return fail(status, BAD_ADDRESS, line, t, addr) - 1
+    return smemp + np.int64(addr)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
