@@ -66,18 +66,22 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 #: took 54 s; 64 or 200 statements a function gave no gain over 32)
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
-_CALL = re.compile(r"\b(?:fail|rt_\w+|sfu_\w+)\(")     # calls of the runtime (jitted functions and intrinsics)
-_INT = re.compile(r"-?\d+\Z|True\Z|False\Z")
-_BOOL = {"True": "BTRUE", "False": "BFALSE"}
+#: jitted callees and the positions of their arguments that vary from statement to statement (a PTX line, a
+#: status code, a block, a register, a parameter's offset): numba compiles a jitted callee once per literal
+#: argument value, so these integer literals become int64 module constants.  The other literal arguments
+#: (sizes, widths, alignments, units) stay literal: numba specialises the callee on them, which the run time
+#: needs (with sizes as int64 the softmax ran 3x slower, the wgmma kernels 2x).
+_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_load": (1,),
+                   "rt_branch": (6, 7, 8), "rt_clear": (1,)}
+_SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
+_INT = re.compile(r"-?\d+\Z")
 
 
 def _typed_int_arguments(body):
-    """Integer literals passed to the runtime as module-level int64 constants (``I<n>``, ``IM<n>`` for -n; True
-    and False as numpy bools ``BTRUE`` / ``BFALSE``):
-    numba compiles a jitted callee once per combination of literal argument values (a failure record per
-    PTX line, the special-function kernel per unit), and once for int64 arguments.  -> (body, values)."""
+    """The statement-specific integer literals of jitted calls (``_SITE_ARGUMENTS``) as module-level int64
+    constants (``I<n>``, ``IM<n>`` for -n).  -> (body, the values)."""
     out, values, pos = [], set(), 0
-    for m in _CALL.finditer(body):
+    for m in _SITE_CALL.finditer(body):
         if m.start() < pos:
             continue
         i, depth, start, args = m.end(), 1, m.end(), []
@@ -93,17 +97,14 @@ def _typed_int_arguments(body):
             i += 1
         out.append(body[pos:m.end()])
         last = m.end()
-        for a, b in args:
+        for k, (a, b) in enumerate(args):
             text = body[a:b].strip()
             out.append(body[last:a])
-            if _INT.match(text):
+            if k in _SITE_ARGUMENTS[m[1]] and _INT.match(text):
+                v = int(text)
+                values.add(v)
                 lead = body[a:b][:len(body[a:b]) - len(body[a:b].lstrip())]
-                if text in _BOOL:
-                    out.append(lead + _BOOL[text])
-                else:
-                    v = int(text)
-                    values.add(v)
-                    out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
+                out.append(lead + (f"IM{-v}" if v < 0 else f"I{v}"))
             else:
                 out.append(body[a:b])
             last = b
@@ -111,6 +112,8 @@ def _typed_int_arguments(body):
         pos = i
     out.append(body[pos:])
     return "".join(out), values
+
+
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _BITS = {"P": 1, "R16": 16, "R32": 32, "R64": 64}
 _ELEM = r"\b(P|R16|R32|R64)\[(\d+), ([^\[\]:]+)\]"
@@ -313,4 +316,4 @@ def generate(ir, name="native_kernel"):
     body, ints = _typed_int_arguments(body)
     return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
         "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + \
-        "BTRUE = np.bool_(True)\nBFALSE = np.bool_(False)\n\n\n" + body
+        "\n\n" + body
