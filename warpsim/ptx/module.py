@@ -307,7 +307,7 @@ class Module:
 
             why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
                                   _Kernel.bind, arch, default_workers() if workers is None else int(workers), client,
-                                  progress)
+                                  progress, _compiled_batch)
             if why is None:
                 return
             self._fall_back(entry, engine, f"{entry}: {why}")
@@ -355,6 +355,28 @@ class Module:
 _WORKER_MODULES: dict = {}
 
 
+def _worker_module(text, ident):
+    """The module of a launch in a worker process, rebuilt from its text once per process (ident: its name and
+    fmad)."""
+    key = (ident, text)
+    mod = _WORKER_MODULES.get(key)
+    if mod is None:
+        _WORKER_MODULES.clear()
+        mod = _WORKER_MODULES[key] = Module(text, ident[0], fmad=ident[1])
+    return mod
+
+
+def _compiled_batch(text, ident, entry, geom, ctas, params, bases, datas):
+    """On a dask worker: CTAs ctas[0] .. ctas[0] + ctas[1] - 1 of a launch on the entry's compiled kernel (from
+    the disk cache), on copies of ``datas``; -> ``native.kernel.run_tracked``'s result."""
+    from .native import kernel
+
+    ir = _worker_module(text, ident).translation(entry).ir
+    grid, block, shared_bytes, max_steps, arch = geom
+    return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, [np.array(d) for d in datas], ctas[0],
+                              ctas[1], max_steps, ir.launch_values(arch))
+
+
 def _batch_worker(text, ident, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):
     """In a worker process: batches ``firsts`` of a launch, in order, on a copy of its global
     memory; -> per mapped array (packed read mask, packed write mask, the written bytes), or None
@@ -363,11 +385,7 @@ def _batch_worker(text, ident, entry, geom, firsts, params, offsets, max_steps, 
 
     from .memory import Track
 
-    key = (ident, text)                 # ident: (module name, fmad)
-    mod = _WORKER_MODULES.get(key)
-    if mod is None:
-        _WORKER_MODULES.clear()
-        mod = _WORKER_MODULES[key] = Module(text, ident[0], fmad=ident[1])
+    mod = _worker_module(text, ident)
     gm = GlobalMemory()
     for base, data in zip(bases, datas):
         gm.map(data, address=base)

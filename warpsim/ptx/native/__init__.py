@@ -31,7 +31,7 @@ class _Mapper:
 
 
 def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_bytes, memory, max_steps, bind, arch,
-                    workers=1, client=None, progress=False):
+                    workers=1, client=None, progress=False, remote=None):
     """Run a launch on the entry's compiled kernel (``bind``: the interpreter's argument binding, so
     both engines lay out parameters and map arrays alike).  Returns None, or why it must go to the
     interpreter instead (nothing has run then): clusters of several CTAs, a host FPU not in its IEEE
@@ -41,7 +41,8 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     of this process (the kernel releases the GIL) or tasks on the cluster -- each on its own copy of
     global memory, recording what it read and wrote; their writes are merged in CTA order when no
     run read what another wrote (:func:`warpsim.ptx.workers.merge`), which is the sequential
-    launch's result; otherwise, or when a run stopped, the launch runs sequentially."""
+    launch's result; otherwise, or when a run stopped, the launch runs sequentially.  remote: the function a
+    dask task runs (``module._compiled_batch``: it rebuilds the module from its text on the worker)."""
     from . import kernel
     from .lower import Untranslatable
 
@@ -63,14 +64,14 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
         from ..workers import aliased
 
         if not aliased(memory.buffers) and _side_by_side(module, entry, ir, geom, params, memory, values, n, workers,
-                                                         client, progress):
+                                                         client, progress, remote):
             return None
     if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps, values):
         return None
     return "the host FPU is not in round-to-nearest with subnormals kept"
 
 
-def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, client, progress):
+def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, client, progress, remote):
     """The grid's CTAs in contiguous runs on threads (``workers``) or dask tasks (``client``), merged
     into ``memory`` as the sequential launch would leave it; False (memory untouched) when it cannot be."""
     from concurrent.futures import ThreadPoolExecutor
@@ -83,7 +84,7 @@ def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, c
     if client is not None:
         runs = _w.split(range(n), 4 * sum(client.ncores().values()))
         heads = [(module.text, (module.name, module.fmad), entry, geom, (r[0], len(r))) for r in runs]
-        return _w.run_dask(client, _compiled_run, heads, (params, bases, [np.array(b) for b in memory.buffers]),
+        return _w.run_dask(client, remote, heads, (params, bases, [np.array(b) for b in memory.buffers]),
                            memory.buffers, progress)
     kernel.prepare(ir, grid, block, shared_bytes, params, memory, max_steps, values)   # compiled once, here
     runs = _w.split(range(n), workers)
@@ -96,24 +97,3 @@ def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, c
         results = list(pool.map(one, runs))
     kernel.LAUNCHES[0] += 1
     return _w.merge(results, memory.buffers)
-
-
-_RUN_MODULES: dict = {}
-
-
-def _compiled_run(text, ident, entry, geom, ctas, params, bases, datas):
-    """On a dask worker: CTAs ctas[0] .. ctas[0] + ctas[1] - 1 of a launch on the compiled kernel, on
-    copies of ``datas``; -> ``kernel.run_tracked``'s result (the module rebuilt from its text once per
-    process, the kernel from the disk cache)."""
-    from ..module import Module
-    from . import kernel
-
-    key = (ident, text)                 # ident: (module name, fmad)
-    mod = _RUN_MODULES.get(key)
-    if mod is None:
-        _RUN_MODULES.clear()
-        mod = _RUN_MODULES[key] = Module(text, ident[0], fmad=ident[1])
-    ir = mod.translation(entry).ir
-    grid, block, shared_bytes, max_steps, arch = geom
-    return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, [np.array(d) for d in datas], ctas[0],
-                              ctas[1], max_steps, ir.launch_values(arch))
