@@ -17,6 +17,9 @@ many (1 turns it off); by default, as many as there are idle CPUs (``default_wor
 ``launch(..., client=c)`` runs the batches on a ``dask.distributed`` cluster instead
 (:func:`run_dask`): more, shorter runs of batches, merged in order as they finish, with a bounded
 number in flight, the same check and the same sequential fallback.
+
+A compiled kernel (:mod:`warpsim.ptx.native`) runs its runs of CTAs on threads of this process, or
+as the same dask tasks, and its tracked runs are merged by the same rule (:func:`merge`).
 """
 
 from __future__ import annotations

@@ -273,7 +273,7 @@ def generate(ir, name="native_kernel"):
     L.append(f"    {', '.join(FILES.values())} = _files")
     L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
     L.append("    spc, srpc, smask, depth, live, state = _stacks")
-    L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_lanes' scratch
+    L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
     L.append("    SMEM_BYTES = SMEM.size")
     L.append("    SMEMP = SMEM.ctypes.data")
     L.append("    for c in range(first, first + count):")
