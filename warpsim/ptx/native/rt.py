@@ -75,13 +75,6 @@ def load(buf, off, n):
     return v
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def store(buf, off, n, v):
-    v = np.uint64(v)
-    for i in range(n):
-        buf[off + i] = np.uint8((v >> np.uint64(8 * i)) & np.uint64(0xFF))
-
-
 def _peek(bits):
     @_intrinsic
     def peek(typingctx, addr):
