@@ -8,7 +8,8 @@ an argument of each launch (the values depend on the launch's arch, the path doe
 translator takes; see :func:`path`).  The compiled kernel has checked the host FPU's state before it started.
 The wrappers are inlined into their callers (numba re-optimises a linked callee in every caller).
 
-a, b, c, d: C-contiguous uint32 arrays (1, 32, words) of one warp's register words, as the runners take.
+a, b, c, d: C-contiguous uint32 arrays (1, 32, words) of one warp's register words, as the runners take; S: the
+path's working arrays (``scratch_<path>``), made once by the caller for all its calls.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from numba import njit
 
 from . import kernel as _k
 from .hostfpu import PROBE32, PROBE64
-from .tensorcore import tc_kernels
+from .jitcache import named_copy
+from .tc import mma as _tcm
 
-_TC_SERIAL = tc_kernels()[0]
+#: the float tensor-core kernel's warps and working arrays, built (and cached on disk) for these calls
+_TC_WARPS = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tcm.tc_warps.py_func, "tc_warps_one"))
+_TC_SCRATCH = njit(cache=True, nogil=True)(named_copy(_tcm.tc_scratch.py_func, "tc_scratch_one"))
 
 #: the jitted paths, by name (what the translator's generated code calls)
 PATHS = ("int", "tc", "generic")
@@ -66,8 +70,8 @@ def call_args(pl) -> tuple:
 
 
 @njit(nogil=True, inline="always")
-def mma_generic(G, a, b, c, d):
-    """The exact generic kernel (``kernel._serial``) on one warp."""
+def mma_generic(G, S, a, b, c, d):
+    """The exact generic kernel (``kernel._serial``) on one warp (S: scratch_generic)."""
     (kind, params, e, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
      tf32meta, chunk, SFA, SFB, scaled) = G
     _k._serial(kind, params, a, b, c, e, d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
@@ -75,21 +79,50 @@ def mma_generic(G, a, b, c, d):
 
 
 @njit(nogil=True, inline="always")
-def mma_int(I, a, b, c, d):
-    """The integer kernel (``kernel._int_serial``) on one warp."""
+def mma_int(I, S, a, b, c, d):
+    """The integer kernel (``kernel._int_serial``) on one warp (S: scratch_int)."""
     params, e, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
     _k._int_serial(params, a, b, c, e, d, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk)
 
 
 @njit(nogil=True, inline="always")
-def mma_tc(T, a, b, c, d):
-    """The float tensor-core kernel (its serial build, ``tensorcore.tc_kernels``) on one warp.  It leaves a
-    warp to the exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host
-    FPU off its default state: never for the dense, unscaled forms taken here on a checked FPU."""
+def scratch_int(I, a, b, c, d):
+    """mma_int's working arrays (none: the integer kernel keeps its own)."""
+    return ()
+
+
+@njit(nogil=True, inline="always")
+def scratch_generic(G, a, b, c, d):
+    """mma_generic's working arrays (none)."""
+    return ()
+
+
+@njit(nogil=True, inline="always")
+def scratch_tc(T, a, b, c, d):
+    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call)."""
     (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB,
      scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
-    need = np.zeros(1, np.int8)
-    if _TC_SERIAL(a.view(va.dtype), b.view(vb.dtype), c.view(vc.dtype), d.view(vd.dtype), e, need, p, M, K, Ka, pa,
-                  pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB, scaled,
-                  sta, srb, zexp, ea, eb, ec, ed):
+    return (np.zeros(1, np.int8),) + _TC_SCRATCH(M, K, Ka, _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd))
+
+
+@njit(nogil=True, inline="always")
+def _words(x, v):
+    """(1, 32, words) register words as one warp's row of runs of v's type."""
+    y = x.view(v.dtype)
+    return y.reshape(1, y.shape[1] * y.shape[2])
+
+
+@njit(nogil=True, inline="always")
+def mma_tc(T, S, a, b, c, d):
+    """The float tensor-core kernel (``tc.mma.tc_warps``) on one warp, on the working arrays S (scratch_tc).
+    It leaves a warp to the exact kernel only for tf32 sparse metadata that splices B halves, block-scaled
+    warps or a host FPU off its default state: never for the dense, unscaled forms taken here on a checked FPU
+    (the compiled kernel checks the FPU before it starts)."""
+    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB,
+     scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
+    need = S[0]
+    _TC_WARPS(p, _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd), e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0,
+              spt, sparse, tf32meta, q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec,
+              ed, S[1:])
+    if need[0] == 2:
         raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")

@@ -36,15 +36,37 @@ def _scaled(V, E, x, sf):
     return False
 
 
+@njit(nogil=True)
+def tc_scratch(M, K, Ka, a, b, c, d):
+    """The working arrays of :func:`tc_warps` (a .. d: the register words as runs, (W, runs) views): made once
+    for many warps -- a chunk of a batch, or every call of a compiled PTX kernel's run (ten allocations cost
+    more than one warp's arithmetic).  The warps leave them as they found them (what a chunk relies on)."""
+    N = 8
+    F = np.zeros(M * Ka + K * N + 2 * M * N + 3 * N + (M + 1) * N, np.float64)
+    G = np.empty(M * Ka + K * N + M * N + N + (M + 1) * N, np.float32)
+    G[M * Ka + K * N + M * N + N:] = _ZEXP         # RSE: _rows_sep's accumulator exponents
+    U = np.empty(N + M * N, np.uint64)
+    RI = np.empty(M * Ka, np.int64)
+    return F, G, U, np.empty_like(d[0]), RI, np.empty_like(a[0]), np.empty_like(b[0]), np.empty_like(c[0])
+
+
 # not cached by itself: its code lives in the _tc_kernel builds, whose cache names carry the stamp
 # of the intrinsics it inlines (jitcache.named_copy)
 @njit(nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
               q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
-    """Warps w0..w1-1.  need[w]: 0 computed here, ordinary elements; 1 computed here, some element
-    (or block scale) NaN or inf (their outputs decided per element, see _decode); 2 not computed
-    (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C holds
-    a nonzero value below the zero-term exponent, for the exact kernel.
+    """Warps w0..w1-1 (tc_warps) on scratch of their own."""
+    tc_warps(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb,
+             rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed, tc_scratch(M, K, Ka, a, b, c, d))
+
+
+@njit(nogil=True)
+def tc_warps(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
+             q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed, S):
+    """Warps w0..w1-1 on the working arrays S (tc_scratch).  need[w]: 0 computed here, ordinary elements; 1
+    computed here, some element (or block scale) NaN or inf (their outputs decided per element, see _decode);
+    2 not computed (d left unset): tf32 sparse metadata that splices B halves, or a block-scaled warp whose C
+    holds a nonzero value below the zero-term exponent, for the exact kernel.
 
     Block scales (scaled; ue8m0 only, see _power_of_two_scales): every decoded A / B element is
     multiplied by 2^(its scale's exponent) and its alignment exponent raised by it -- exact, as the
@@ -59,8 +81,8 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
     emino = np.float32(2 - (1 << (ebo - 1)))
     igd = np.uint64(p[P_D + 3])
     fracf = np.float64(frac)
-    # scratch: one allocation per element type, cut into the working arrays (slices are views)
-    F = np.zeros(M * Ka + K * N + 2 * M * N + 3 * N + (M + 1) * N, np.float64)
+    F, G, U, DBw, RI, RAw, RBw, RCw = S
+    # the working arrays cut from one allocation per element type (slices are views)
     f1 = M * Ka
     f2 = f1 + K * N
     f3 = f2 + M * N
@@ -68,21 +90,13 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
     AV, BV, CV, VM = F[:f1], F[f1:f2], F[f2:f3], F[f3:f4]
     RV, VV, OV = F[f4:f4 + N], F[f4 + N:f4 + 2 * N], F[f4 + 2 * N:f4 + 3 * N]
     RS = F[f4 + 3 * N:]             # _rows_sep's accumulators; the first 8: +0
-    G = np.empty(M * Ka + K * N + M * N + N + (M + 1) * N, np.float32)
     AE, BE, CE, RE = G[:f1], G[f1:f2], G[f2:f3], G[f3:f3 + N]
     RSE = G[f3 + N:]
-    RSE[:] = _ZEXP
-    U = np.empty(N + M * N, np.uint64)
     OB = U[:N]
     DB = U[N:]
-    DBw = np.empty_like(d[0])            # D's words in matrix order, as runs (d: register words as runs)
-    DBe = DBw.view(ed.dtype)
-    RI = np.empty(M * Ka, np.int64)
+    DBe = DBw.view(ed.dtype)         # D's words in matrix order, as runs (d: register words as runs)
     # raw elements in matrix order (every element is in a register once), gathered in runs of
     # elements (a, b, c: the register words viewed as runs; pa, pb, pc: the runs' places)
-    RAw = np.empty_like(a[0])
-    RBw = np.empty_like(b[0])
-    RCw = np.empty_like(c[0])
     RA = RAw.view(ea.dtype)
     RB = RBw.view(eb.dtype)
     RC = RCw.view(ec.dtype)
@@ -166,7 +180,8 @@ def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spar
                                 rv[ro + j] = OV[j]
                             _accexp8(OV, emino, re[ro:ro + N])
                         else:
-                            rv[:] = OV
+                            for j in range(N):
+                                rv[j] = OV[j]
                             _accexp8(OV, emino, re)
                 if not fused:
                     # D = RNE(acc + C), an IEEE addition of two values of D's format (the float64

@@ -23,16 +23,16 @@ def _scratch(M, N, K):
 
 
 @njit(nogil=True, inline="always")
-def _gather_ab(A, B, g, RA, RB):
-    """Group g's A by row into RA and B^T as N/8 row-major (K, 8) panels into RB."""
-    M, K = A.shape[1], A.shape[2]
+def _gather_ab(A, B, RA, RB):
+    """A group's A (M, K) by row into RA and B^T (N, K) as N/8 row-major (K, 8) panels into RB."""
+    M, K = A.shape
     for i in range(M):
         for t in range(K):
-            RA[i * K + t] = np.uint32(A[g, i, t])
-    for j in range(B.shape[1]):
+            RA[i * K + t] = np.uint32(A[i, t])
+    for j in range(B.shape[0]):
         o = (j >> 3) * K * 8 + (j & 7)
         for t in range(K):
-            RB[o + t * 8] = np.uint32(B[g, j, t])
+            RB[o + t * 8] = np.uint32(B[j, t])
 
 
 @njit(nogil=True, inline="always")
@@ -48,33 +48,59 @@ def _wg_kernel(A, B, C, out, p, q, scale, emin, rp, need, q64, q32):
     """Every group of a dense single-pass fused wgmma: out[g, i, j] = D bits of row i, column j.
 
     A (G, M, K), B^T (G, N, K), C (G, M, N): raw element bits (uint64) as the validated call decodes
-    them; N a multiple of 8.  Each group is decoded once (A by row, B as N/8 row-major (K, 8) panels,
-    C as N/8 (M, 8) panels) and every panel is one _rows_fused call, as an m16n8 warp is.  NaN / inf
-    elements are decided per element (_decode).  need[g] = 1: the group was left to the exact kernel
-    (a host FPU not in its default state); 0: computed here."""
+    them; N a multiple of 8.  need[g] = 1: the group was left to the exact kernel (a host FPU not in its
+    default state); 0: computed here (wg_group)."""
     G, M, K = A.shape
     N = B.shape[1]
-    NC = N // 8
-    fracf = np.float64(p[P_FRAC])
-    igd = np.uint64(p[P_D + 3])
     for g in prange(G):
         if not _fp_env_ok(q64, q32):
             need[g] = 1
             continue
         need[g] = 0
-        RA, RB, RC, AV, AE, BV, BE, CV, CE = _scratch(M, N, K)
-        VM = np.empty(M * 8, np.float64)
-        DB = np.empty(M * 8, np.uint64)
-        _gather_ab(A, B, g, RA, RB)
-        for i in range(M):
-            for j in range(N):
-                RC[(j >> 3) * M * 8 + i * 8 + (j & 7)] = np.uint32(C[g, i, j])
-        special = _decode_abc(RA, RB, RC, q, scale, emin, AV, AE, BV, BE, CV, CE)
-        for jc in range(NC):
-            _panel(M, K, jc, AV, AE, BV, BE, CV, CE, fracf, rp, VM, DB, not special)
-            for i in range(M):
-                for j in range(8):
-                    out[g, i, jc * 8 + j] = DB[i * 8 + j] << igd
+        wg_group(A[g], B[g], C[g], out[g], p, q, scale, emin, rp, wg_scratch(M, N, K))
+
+
+@njit(nogil=True)
+def wg_scratch(M, N, K):
+    """wg_group's working arrays for groups of M x N x K (made once for many groups): _scratch's, and every
+    panel's sums and D bits (VM, DB, in panel order)."""
+    return _scratch(M, N, K) + (np.empty(M * N, np.float64), np.empty(M * N, np.uint64))
+
+
+@njit(nogil=True)
+def wg_panels(A, B, p, q, scale, emin, rp, S):
+    """D's bits (not yet shifted into place: << p[P_D + 3]) of one group into DB = S[10], in panel order
+    ((col // 8) * M * 8 + row * 8 + col % 8), from A (M, K) and B^T (N, K) raw element bits and C's bits, which
+    the caller has put in RC = S[2] in panel order.  The group is decoded once (A by row, B as N/8 row-major
+    (K, 8) panels) and every 8-column panel is one _rows_fused call, as an m16n8 warp is.  NaN / inf elements are
+    decided per element (_decode).  The caller has checked the host FPU's state."""
+    M, K = A.shape
+    N = B.shape[0]
+    fracf = np.float64(p[P_FRAC])
+    RA, RB, RC, AV, AE, BV, BE, CV, CE, VM, DB = S
+    _gather_ab(A, B, RA, RB)
+    special = _decode_abc(RA, RB, RC, q, scale, emin, AV, AE, BV, BE, CV, CE)
+    M8 = M * 8
+    for jc in range(N // 8):
+        o = jc * M8
+        _panel(M, K, jc, AV, AE, BV, BE, CV, CE, fracf, rp, VM[o:o + M8], DB[o:o + M8], not special)
+
+
+@njit(nogil=True)
+def wg_group(A, B, C, out, p, q, scale, emin, rp, S):
+    """One group of a dense single-pass fused wgmma on the working arrays S (wg_scratch): out[i, j] = D bits of
+    row i, column j from A (M, K), B^T (N, K), C (M, N) raw element bits (wg_panels)."""
+    M = A.shape[0]
+    N = B.shape[0]
+    igd = np.uint64(p[P_D + 3])
+    RC, DB = S[2], S[10]
+    for i in range(M):
+        for j in range(N):
+            RC[(j >> 3) * M * 8 + i * 8 + (j & 7)] = np.uint32(C[i, j])
+    wg_panels(A, B, p, q, scale, emin, rp, S)
+    for i in range(M):
+        for j in range(N):
+            out[i, j] = DB[(j >> 3) * M * 8 + i * 8 + (j & 7)] << igd
 
 
 def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, emin, rp, need, q64, q32, nchunks):
@@ -105,7 +131,7 @@ def _wg_words_kernel(A, B, CW, sd, flat, cword, cshift, bits, OW, p, q, scale, e
                 need[g] = 1
                 continue
             need[g] = 0
-            _gather_ab(A, B, g, RA, RB)
+            _gather_ab(A[g], B[g], RA, RB)
             if sd[g] == 0:
                 RC[:] = 0
             elif bits == 32:

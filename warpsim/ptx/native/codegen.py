@@ -161,7 +161,7 @@ class _Functions:
 
     def __init__(self, ir):
         self.ir, self.defs = ir, []
-        self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args)
+        self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args) | set(ir.scratch)
 
     def add(self, body, regs):
         """A function of the group's lines; -> the call that runs it (1: it failed, see status)."""
@@ -276,6 +276,7 @@ def generate(ir, name="native_kernel"):
     L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
     L.append("    SMEM_BYTES = SMEM.size")
     L.append("    SMEMP = SMEM.ctypes.data")
+    L.extend(f"    {name} = {ir.scratch[name]}" for name in sorted(ir.scratch))
     L.append("    for c in range(first, first + count):")
     L.append("        CTAID_x = np.uint32(c % GX)")
     L.append("        CTAID_y = np.uint32((c // GX) % GY)")

@@ -92,6 +92,8 @@ class KernelIR:
         #: module-level lines the statements need, in order; kernel arguments chosen per launch (name -> values)
         self.prelude = list(dict.fromkeys(x for low in lowered for x in low.prelude))
         self.launch_args = dict(a for low in lowered for a in low.launch_args)
+        #: working arrays made once in each run of the kernel (name -> expression), shared by the statements
+        self.scratch = dict(a for low in lowered for a in low.scratch)
         self.zeroed = self._maybe_undefined()
 
     def ref(self, name, thread="t"):

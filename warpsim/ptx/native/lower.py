@@ -38,6 +38,7 @@ class Lowered:
     writes: tuple = ()            # registers written (whole destination)
     prelude: tuple = ()           # module-level lines of the generated source it needs (imports, digests)
     launch_args: tuple = ()       # (name, values(arch)): kernel arguments chosen per launch (an mma's plan)
+    scratch: tuple = ()           # (name, expression): working arrays the kernel makes once a run (an mma's)
 
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)\.([xyz])\Z|%(laneid|warpid|nwarpid)\Z")
@@ -65,7 +66,7 @@ class Operands:
         self.ir, self.st = ir, st
         self.reads, self.writes = [], []
         self.sfu = None              # the special-function tables the statement reads
-        self.prelude, self.launch_args = [], []      # see Lowered
+        self.prelude, self.launch_args, self.scratch = [], [], []      # see Lowered
 
     def fail(self, why):
         raise Untranslatable(why)
@@ -759,5 +760,5 @@ def lower(ir, st):
             out = fn(o, mm)
             kind, lines = out if isinstance(out, tuple) else ("lane", out)
             return Lowered(kind, lines, sfu=o.sfu, reads=tuple(o.reads), writes=tuple(o.writes),
-                           prelude=tuple(o.prelude), launch_args=tuple(o.launch_args))
+                           prelude=tuple(o.prelude), launch_args=tuple(o.launch_args), scratch=tuple(o.scratch))
     o.fail(f"no native form of {op!r}")

@@ -27,7 +27,9 @@ from .lower import Untranslatable, row
 from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
-            "mma_generic as rt_mma_generic,\n    mma_int as rt_mma_int, mma_tc as rt_mma_tc, stmatrix as rt_stmatrix)")
+            "mma_generic as rt_mma_generic,\n    mma_int as rt_mma_int, mma_tc as rt_mma_tc, scratch_generic as "
+            "rt_scratch_generic,\n    scratch_int as rt_scratch_int, scratch_tc as rt_scratch_tc, stmatrix as "
+            "rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)
 _PATH_ARCHS = ("sm_90", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
@@ -138,8 +140,9 @@ def _mma(o, m):
     name = f"MMA_{hashlib.sha256(op.encode()).hexdigest()[:10]}"
     o.prelude += [_IMPORTS, _engine_digest()]
     o.launch_args.append((name, _Values(op, path)))
-    return "warp", _checked(f"rt_mma_{path}({name}, R32, base, act, {rows['a']}, {rows['b']}, {rows['c']}, "
-                            f"{rows['d']})", o.st.line)
+    o.scratch.append((f"{name}_S", f"rt_scratch_{path}({name}, " + ", ".join(str(len(regs[r])) for r in "abcd") + ")"))
+    return "warp", _checked(f"rt_mma_{path}({name}, {name}_S, R32, base, act, {rows['a']}, {rows['b']}, "
+                            f"{rows['c']}, {rows['d']})", o.st.line)
 
 
 def _row_addresses(o, where, n):

@@ -16,6 +16,8 @@ fence); ``launch(..., wgmma_strict=True)`` keeps such kernels on the interpreter
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..syntax import parse_int
@@ -24,7 +26,7 @@ from .rt import BAD_ADDRESS, WGMMA_OPERANDS
 from .rt_wgmma import A_COL, A_ROW, D_COL, D_ROW, OUTSIDE
 
 #: the generated source's import of the runtime call (a prelude line, as lower_mma's rows have theirs)
-_IMPORT = "from warpsim.ptx.native.rt_wgmma import warp_mma as rt_wgmma"
+_IMPORT = "from warpsim.ptx.native.rt_wgmma import scratch as rt_wgmma_scratch, warp_mma as rt_wgmma"
 
 
 def _no_guard(o):
@@ -144,10 +146,13 @@ def _mma_async(o, m):
     kind, params, fused, tables = _engine_arguments(ins)
     line = o.st.line
     o.prelude.append(_IMPORT)
+    made = f"rt_wgmma_scratch({ins.mnk[1]}, {ins.elem('a').bits}, {params}, {tables})"
+    scratch = f"WGS_{hashlib.sha256(made.encode()).hexdigest()[:10]}"
+    o.scratch.append((scratch, made))
     return "warp", [
         f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
         f"{ins.elem('d').bits}, {drows}, {arows}, {adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {kind}, "
-        f"{params}, {fused}, {tables})",
+        f"{fused}, {scratch})",
         f"if _e == {OUTSIDE}:",
         f"    return fail(status, {BAD_ADDRESS}, {line}, base, _v)",
         "if _e != 0:",

@@ -29,16 +29,14 @@ def warp_status(act):
 
 def _on_registers(fn):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
-    gathered, D's scattered back.  Returns a status word (see :func:`ldmatrix`)."""
+    gathered, D's scattered back, on the working arrays S of :func:`_scratch`.  Returns a status word (see
+    :func:`ldmatrix`)."""
     @njit(nogil=True, inline="always")
-    def call(plan, R, base, act, ra, rb, rc, rd):
+    def call(plan, S, R, base, act, ra, rb, rc, rd):
         st = warp_status(act)
         if st != 0:
             return max(st, 0)
-        a = np.empty((1, 32, len(ra)), np.uint32)
-        b = np.empty((1, 32, len(rb)), np.uint32)
-        c = np.empty((1, 32, len(rc)), np.uint32)
-        d = np.empty((1, 32, len(rd)), np.uint32)
+        a, b, c, d, inner = S
         for l in range(32):
             for i in range(len(ra)):
                 a[0, l, i] = R[ra[i], base + l]
@@ -46,7 +44,7 @@ def _on_registers(fn):
                 b[0, l, i] = R[rb[i], base + l]
             for i in range(len(rc)):
                 c[0, l, i] = R[rc[i], base + l]
-        fn(plan, a, b, c, d)
+        fn(plan, inner, a, b, c, d)
         for l in range(32):
             for i in range(len(rd)):
                 R[rd[i], base + l] = d[0, l, i]
@@ -54,8 +52,25 @@ def _on_registers(fn):
     return call
 
 
-#: mma_<path>(plan, R, base, A rows, B rows, C rows, D rows) for each path of the engine
+def _scratch(fn):
+    """The working arrays of an mma statement's calls (``fn``: the path's ``scratch_<path>``), made once in the
+    compiled kernel's prologue: the operands' words and what the path needs (allocations cost more than a
+    warp's arithmetic)."""
+    @njit(nogil=True, inline="always")
+    def make(plan, na, nb, nc, nd):
+        a = np.empty((1, 32, na), np.uint32)
+        b = np.empty((1, 32, nb), np.uint32)
+        c = np.empty((1, 32, nc), np.uint32)
+        d = np.empty((1, 32, nd), np.uint32)
+        return a, b, c, d, fn(plan, a, b, c, d)
+    return make
+
+
+#: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
+#: scratch_<path>(plan, A, B, C, D registers) its working arrays S
 mma_int, mma_tc, mma_generic = (_on_registers(f) for f in (_j.mma_int, _j.mma_tc, _j.mma_generic))
+scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_tc,
+                                                                   _j.scratch_generic))
 
 
 @njit(nogil=True)

@@ -5,7 +5,8 @@ A warpgroup's wgmma is computed at issue, as the interpreter does (:mod:`warpsim
 each of its 4 warps for the 16 rows of D it owns: A's rows from its own registers or through the A
 descriptor, all of B through the B descriptor, from the CTA's shared memory, then the engine's exact dot
 (:func:`warpsim.engine.wgmma.dot_rows`), or, for the recipes the interpreter computes with the float
-tensor-core kernel, that kernel (:data:`warpsim.engine.wgmma.fused_rows`).  The descriptor arithmetic is
+tensor-core kernel, that kernel (:data:`warpsim.engine.wgmma.fused_rows`), on working arrays made once a run
+(:func:`scratch`).  The descriptor arithmetic is
 :func:`warpsim.isa.smem.element_address` compiled; the fragment tables are :func:`warpsim.isa.layouts.layout`'s.
 """
 
@@ -14,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...engine.hostfpu import PROBE32, PROBE64
-from ...engine.wgmma import dot_rows, fused_rows
+from ...engine.wgmma import dot_rows, fused_rows, fused_scratch
+from ...numerics.fused import P_D
 from ...isa.layouts import layout
 from ...isa.smem import element_address
 from .rt import peek1, peek2, peek4
@@ -36,13 +37,24 @@ def _fragments():
 
 
 D_ROW, D_COL, A_ROW, A_COL = _fragments()
+#: each D element's place in the fused kernel's panel order of a warp's 16 rows (engine.tc.wgmma.wg_panels)
+D_PANEL = (D_COL >> 3) * 16 * 8 + D_ROW * 8 + (D_COL & 7)
 _address = njit(cache=True, nogil=True, inline="always")(element_address)
 _SWIZZLE_BYTES = (0, 128, 64, 32)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _peek(p, nb):
+    return peek2(p) if nb == 2 else peek1(p) if nb == 1 else peek4(p)
+
+
 @njit(cache=True, nogil=True)
 def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out):
-    """out[i, k] = the ``ebits``-bit element (row0 + i, k) a descriptor reads (-> 0 or OUTSIDE.., address)."""
+    """out[i, k] = the ``ebits``-bit element (row0 + i, k) a descriptor reads (-> 0 or OUTSIDE.., address).
+    A 16-byte aligned chunk of elements (8 rows of a 16-bit MN-major operand, 16 bytes of a K-major row) is
+    contiguous in shared memory, swizzled or not (every start, LBO, SBO and swizzle width is a multiple of 16
+    bytes; the swizzle permutes whole chunks): one address a chunk (element by element where a chunk leaves
+    shared memory, to report the first element that does)."""
     d = np.uint64(desc)
     if d & np.uint64(0x3FFFC000C000C000):      # reserved bits, or a base offset (not modelled)
         return BAD_DESCRIPTOR, d
@@ -51,12 +63,24 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out):
     sbo = np.int64(((d >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4))
     w = _SWIZZLE_BYTES[np.int64(d >> np.uint64(62))]
     nb = ebits // 8
-    for i in range(rows):
-        for k in range(K_BITS // ebits):
-            a = _address(start, lbo, sbo, w, row0 + i, k, ebits, mn_major)
-            if a < 0 or a + nb > smem_bytes:
-                return OUTSIDE, np.uint64(a)
-            out[i, k] = peek2(smem + a) if nb == 2 else peek1(smem + a) if nb == 1 else peek4(smem + a)
+    K = K_BITS // ebits
+    per = 16 // nb                                       # elements in a chunk
+    for i0 in range(0, rows, per if mn_major else 1):
+        for k0 in range(0, K, 1 if mn_major else per):
+            a = _address(start, lbo, sbo, w, row0 + i0, k0, ebits, mn_major)
+            if a >= 0 and a + 16 <= smem_bytes:
+                for j in range(per):
+                    if mn_major:
+                        out[i0 + j, k0] = _peek(smem + a + j * nb, nb)
+                    else:
+                        out[i0, k0 + j] = _peek(smem + a + j * nb, nb)
+                continue
+            for j in range(per):
+                i, k = (i0 + j, k0) if mn_major else (i0, k0 + j)
+                a = _address(start, lbo, sbo, w, row0 + i, k, ebits, mn_major)
+                if a < 0 or a + nb > smem_bytes:
+                    return OUTSIDE, np.uint64(a)
+                out[i, k] = _peek(smem + a, nb)
     return 0, np.uint64(0)
 
 
@@ -77,14 +101,25 @@ def _array(values, dtype):
 
 
 @njit(cache=True, nogil=True)
+def scratch(n, ebits, params, tables):
+    """A wgmma statement's working arrays for :func:`warp_mma` (made once in each run of the compiled kernel:
+    allocations cost more than a warp's rows): A (16, K), B^T (n, K), C and D (16, n) element bits, the recipe
+    and the fused kernel's tables as arrays, the fused kernel's own working arrays."""
+    K = K_BITS // ebits
+    q, scale, emin, rp = tables
+    return (np.empty((16, K), np.uint64), np.empty((n, K), np.uint64), np.empty((16, n), np.uint64),
+            np.empty((16, n), np.uint64), _array(params, np.int64), _array(q, np.int64).reshape(3, len(q) // 3),
+            _array(scale, np.float64), _array(emin, np.float32), _array(rp, np.int64), fused_scratch(16, n, K))
+
+
+@njit(cache=True, nogil=True)
 def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, drows, arows, adrow, bdrow, sdrow, sd,
-             sa, sb, ta, tb, kind, params, use_fused, fused):
+             sa, sb, ta, tb, kind, use_fused, S):
     """Warp ``w``'s rows of a dense m64nNkK wgmma of ``ebits``-bit A and B: D's words in R32 rows ``drows`` (read
     unless scale-d is 0: predicate row ``sdrow`` >= 0, else immediate ``sd``), A in R32 rows ``arows`` (16-bit
-    types; adrow < 0) or through the descriptor in R64 row ``adrow``, B through R64 row ``bdrow``; ``kind`` and
-    ``params`` the engine's dot kind and the recipe (or integer parameters), ``fused``
-    the float tensor-core kernel's (q, scale, emin, rp) (engine.tensorcore._wg_params), used when ``use_fused``;
-    -> (0 or a code above, value)."""
+    types; adrow < 0) or through the descriptor in R64 row ``adrow``, B through R64 row ``bdrow``; ``kind`` the
+    engine's dot kind; the float tensor-core kernel (engine.tensorcore._wg_params' tables) when ``use_fused``;
+    S: :func:`scratch`.  -> (0 or a code above, value)."""
     if W % 4:
         return UNEVEN, np.uint64(W)
     for l in range(32):
@@ -97,8 +132,7 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
             if P[sdrow, base + l] != P[sdrow, base]:
                 return UNEVEN, np.uint64(0)
         sd = 1 if P[sdrow, base] else 0
-    K = K_BITS // ebits
-    A = np.empty((16, K), np.uint64)
+    A, B, C, out, p, q, scale, emin, rp, GS = S
     if adrow < 0:
         for l in range(32):
             for j in range(8):
@@ -108,7 +142,6 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
         e, v = _gather(smem, smem_bytes, R64[adrow, base], 16 * (w % 4), 16, ebits, ta, A)
         if e:
             return e, v
-    B = np.empty((n, K), np.uint64)
     e, v = _gather(smem, smem_bytes, R64[bdrow, base], 0, n, ebits, tb, B)
     if e:
         return e, v
@@ -119,27 +152,31 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
         B ^= sign
     per = 32 // dbits
     mask = np.uint64((1 << dbits) - 1)
-    C = np.zeros((16, n), np.uint64)
+    # C's and D's elements: in the fused kernel's panel order (D_PANEL), else as the (16, n) matrix
+    RC, DB = GS[2], GS[10]
+    if not use_fused:
+        C[:] = 0
+    elif not sd:
+        RC[:] = 0
     if sd:
         for l in range(32):
             for j in range(n // 2):
-                x = np.uint64(R32[drows[j // per], base + l])
-                C[D_ROW[l, j], D_COL[l, j]] = (x >> np.uint64((j % per) * dbits)) & mask
-    p = _array(params, np.int64)
-    out = np.empty((1, 16, n), np.uint64)
-    need = np.ones(1, np.int8)
-    if use_fused:
-        q, scale, emin, rp = fused
-        fused_rows(A.reshape(1, 16, K), B.reshape(1, n, K), C.reshape(1, 16, n), out, p,
-                   _array(q, np.int64).reshape(3, len(q) // 3), _array(scale, np.float64), _array(emin, np.float32),
-                   _array(rp, np.int64), need, PROBE64, PROBE32)
-    if need[0]:         # the exact kernel: not a fused recipe, or a host FPU not in its default state
-        dot_rows(kind, A, B, C, p, out[0])
+                x = (np.uint64(R32[drows[j // per], base + l]) >> np.uint64((j % per) * dbits)) & mask
+                if use_fused:
+                    RC[D_PANEL[l, j]] = np.uint32(x)
+                else:
+                    C[D_ROW[l, j], D_COL[l, j]] = x
+    if use_fused:        # (the compiled kernel checked the host FPU's state before it started)
+        fused_rows(A, B, p, q, scale, emin, rp, GS)
+    else:               # the exact kernel: not a fused recipe
+        dot_rows(kind, A, B, C, p, out)
+    igd = np.uint64(p[P_D + 3]) if use_fused else np.uint64(0)
     for l in range(32):
         for k in range(len(drows)):
             x = np.uint64(0)
-            for q in range(per):
-                j = k * per + q
-                x |= (out[0, D_ROW[l, j], D_COL[l, j]] & mask) << np.uint64(q * dbits)
+            for h in range(per):
+                j = k * per + h
+                e = DB[D_PANEL[l, j]] << igd if use_fused else out[D_ROW[l, j], D_COL[l, j]]
+                x |= (e & mask) << np.uint64(h * dbits)
             R32[drows[k], base + l] = np.uint32(x)
     return 0, np.uint64(0)

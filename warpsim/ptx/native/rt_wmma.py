@@ -124,8 +124,9 @@ def _words(mat, r0, c0, lay, bits):
     return out
 
 
-def _mma(fn):
-    """``wmma.mma`` through ``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on one m16n8 tile at a time:
+def _mma(fn, scratch):
+    """``wmma.mma`` through ``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`, ``scratch`` its working
+    arrays, made once a statement) on one m16n8 tile at a time:
     tables = (plan, A, B, C fragment tables, the mma's A, B, C layouts); M x N x K the wmma shape, kk the
     mma's k, abits / cbits the element widths (D's table is C's: 32-bit C and D)."""
     @njit(nogil=True)
@@ -140,12 +141,14 @@ def _mma(fn):
         c = _unpack(R, base, rc, tc, cbits, mp, N)
         d = np.zeros((mp, N), np.uint64)
         cmask = np.uint64((1 << cbits) - 1)
+        S = scratch(plan, _words(a, 0, 0, la, abits), _words(b, 0, 0, lb, abits), _words(c, 0, 0, lc, cbits),
+                    _words(c, 0, 0, lc, cbits))
         for mi in range(mp // 16):
             for ni in range(N // 8):
                 acc = _words(c, mi * 16, ni * 8, lc, cbits)
                 for k0 in range(0, K, kk):
                     out = np.empty_like(acc)
-                    fn(plan, _words(a, mi * 16, k0, la, abits), _words(b, k0, ni * 8, lb, abits), acc, out)
+                    fn(plan, S, _words(a, mi * 16, k0, la, abits), _words(b, k0, ni * 8, lb, abits), acc, out)
                     acc = out
                 for l in range(32):
                     for j in range(lc.shape[1]):
@@ -162,4 +165,5 @@ def _mma(fn):
 
 
 #: mma_<path>(tables, R, base, act, A rows, B rows, C rows, D rows, M, N, K, kk, abits, cbits) for each engine path
-mma_int, mma_tc, mma_generic = (_mma(f) for f in (_j.mma_int, _j.mma_tc, _j.mma_generic))
+mma_int, mma_tc, mma_generic = (_mma(f, s) for f, s in ((_j.mma_int, _j.scratch_int), (_j.mma_tc, _j.scratch_tc),
+                                                        (_j.mma_generic, _j.scratch_generic)))
