@@ -9,7 +9,8 @@ blocks of lowered statements, with the facts code generation needs.
 * **definite assignment**: the registers some thread may read before writing them (they start at
   zero in every CTA, as the interpreter's ``undefined="zero"`` launch registers do; the rest need no
   clearing);
-* **layout**: kernel-parameter offsets (the interpreter's binding rule) and shared-memory symbols.
+* **layout**: kernel-parameter offsets (the interpreter's binding rule), shared-memory symbols and the
+  threads' local memory (the interpreter's layout of every function's ``.local`` variables).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class KernelIR:
         if len(prog.functions) > 1:
             prog = Flat(prog)           # calls inlined
         fn = prog.functions[self.entry]
-        if fn.locals or fn.params:
-            raise Untranslatable("the entry has .local variables (local memory is not translated)", None)
+        if fn.params:
+            raise Untranslatable("the entry has .param variables of its own", None)
         self.regs = Widths(prog.reg_decls)
         self.index = {}                 # register -> its row in the register file of its width
         self.counts = {1: 0, 16: 0, 32: 0, 64: 0}
@@ -123,7 +124,8 @@ class KernelIR:
         return tuple(self.launch_args[name](arch) for name in sorted(self.launch_args))
 
     def _layout(self, prog):
-        """Kernel-parameter offsets as Module.launch binds them; shared symbols as _Kernel lays them out."""
+        """Kernel-parameter offsets as Module.launch binds them; shared and local symbols as the interpreter lays
+        them out."""
         self.param_offsets = {}
         off = 0
         for p in prog.entry.params:
@@ -134,6 +136,9 @@ class KernelIR:
             self.param_offsets[p.name] = (off, size)
             off += size
         self.shared_symbols, self.shared_static = prog.shared_layout()
+        self.local_symbols, _, self.local_bytes = prog.local_layout()
+        #: bytes of each thread's local area: the interpreter's layout, then the inlined calls' saved bytes
+        self.local_stride = self.local_bytes + (prog.local_saved if isinstance(prog, Flat) else 0)
 
     def _maybe_undefined(self):
         """Registers some thread may read before any unguarded write on its path (forward must-analysis)."""

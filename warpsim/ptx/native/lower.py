@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
-from ..memory import SHARED_WINDOW
+from ..memory import LOCAL_WINDOW, SHARED_WINDOW
 from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
@@ -107,6 +107,8 @@ class Operands:
         if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
+        if op in self.ir.local_symbols:         # (the interpreter's symbol table: a local name shadows a shared one)
+            return f"np.uint64({self.ir.local_symbols[op]})"
         if op in self.ir.shared_symbols:
             return f"np.uint64({self.ir.shared_symbols[op]})"
         if op in self.ir.param_offsets:         # a kernel parameter's address in the .param space (simt._symbols)
@@ -315,12 +317,16 @@ def _cvta_global(o, m):
     return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
 
 
-@row(r"cvta(?P<to>\.to)?\.shared(?:::cta)?\.(?P<t>u32|u64)")
-def _cvta_shared(o, m):
-    """Shared-memory offsets and their generic addresses differ by the shared window (memory.cvta)."""
+#: the state spaces whose addresses sit in a window of the generic addresses (memory._WINDOWS)
+WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
+
+
+@row(r"cvta(?P<to>\.to)?\.(?P<space>shared(?:::cta)?|local)\.(?P<t>u32|u64)")
+def _cvta_window(o, m):
+    """Shared and local offsets and their generic addresses differ by the space's window (memory.cvta)."""
     d, a = o.need(2)
     sign = "-" if m["to"] else "+"
-    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({SHARED_WINDOW})"]
+    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({WINDOWS[m['space'].split('::')[0]]})"]
 
 
 @row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
@@ -465,40 +471,42 @@ def _mov(o, m):
 
 
 # ---------------------------------------------------------------------------------------------
-# memory: ld / st of the param (kernel parameters), global and shared spaces
+# memory: ld / st of the param (kernel parameters), global, shared and local spaces
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
-                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?))?"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|local|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
 def _pointer(o, where, address, space, nb, total, how):
     """Lines that set ``_p``, the host address of the ``total`` bytes at ``address`` (Operands.address of
-    ``where``) of the global or shared space, failing the kernel when they are misaligned to ``nb`` or
-    outside every mapped array / the CTA's shared memory; global bytes are recorded as read and / or
-    written (``how``: rt.READ, rt.WRITTEN) for a tracked launch (rt.track)."""
+    ``where``) of the global, shared or local space or a generic address, failing the kernel when they are
+    misaligned to ``nb`` or outside every mapped array / the CTA's shared memory / the thread's local memory;
+    global bytes are recorded as read and / or written (``how``: rt.READ, rt.WRITTEN) for a tracked launch
+    (rt.track)."""
     base, kind, off = address
     if kind == "symbol":
-        if space != "shared" or base not in o.ir.shared_symbols:
+        symbols = {"shared": o.ir.shared_symbols, "local": o.ir.local_symbols}.get(space, {})
+        if base not in symbols:
             o.fail(f"address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
+        base = f"np.uint64({symbols[base]})"
     lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
              f"if _a % np.uint64({nb}) != np.uint64(0):",
              f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
-    shared = [f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",     # 0: it failed
-              "if _p == 0:", "    return 1"]
-    glob = [f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})",
-            "if _p == 0:", "    return 1"]
-    if space == "shared":
-        return lines + shared
+    at = {"shared": f"rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",
+          "local": f"rt_local_at(status, {o.st.line}, t, LMEMP, LMEM_STRIDE, LMEM_BYTES, _a, {total})",
+          "global": f"rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})"}
+    found = ["if _p == 0:", "    return 1"]        # 0: it failed (status says why)
     if space != "generic":
-        return lines + glob
-    # a generic address: shared memory's window, or a global address (memory._split; the parameter and local
-    # windows are not translated: an address there fails as outside every mapped array)
-    return lines + [f"if np.uint64({SHARED_WINDOW}) <= _a < np.uint64({SHARED_WINDOW + WINDOW}):",
-                    f"    _a = _a - np.uint64({SHARED_WINDOW})", *("    " + x for x in shared), "else:",
-                    *("    " + x for x in glob)]
+        return lines + [f"_p = {at[space]}"] + found
+    # a generic address: a window's space, or a global address (memory._split; the parameter window is not
+    # translated, nor the local window of a kernel without local memory: an address there fails as outside
+    # every mapped array)
+    for k, (sp, w) in enumerate((sp, w) for sp, w in WINDOWS.items() if sp != "local" or o.ir.local_bytes):
+        lines += [f"{'el' if k else ''}if np.uint64({w}) <= _a < np.uint64({w + WINDOW}):",
+                  f"    _a = _a - np.uint64({w})", f"    _p = {at[sp]}"]
+    return lines + ["else:", f"    _p = {at['global']}"] + found
 
 
 def lower_memory(o, m):
@@ -543,6 +551,15 @@ def lower_memory(o, m):
         else:
             lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
     return lines
+
+
+@row(r"inline\.local\.(?P<op>save|restore)")
+def _inline_local(o, m):
+    """An inlined call's copy of its callee's .local bytes (inline.Flat): saved into the callee's slot at the
+    call, restored from it at the return, as the interpreter's call keeps the caller's view of them."""
+    lo, n, slot = (int(x) for x in o.need(3))
+    src, dst = (lo, slot) if m["op"] == "save" else (slot, lo)
+    return [f"rt_local_copy(LMEMP + t * LMEM_STRIDE, {src}, {dst}, {n})"]
 
 
 _SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
