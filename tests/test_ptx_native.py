@@ -134,6 +134,38 @@ def test_calls_and_generic_addresses_equal_the_interpreter():
     assert a[513] == 0          # twice(p) == 2p, and cvta.to.shared undoes cvta.shared
 
 
+def test_local_memory_equals_the_interpreter():
+    """tests/ptx/data/native_local.ptx: an entry's .local depot (%SPL / %SP, ld / st.local of bytes, words and
+    vectors, generic ld / st in the local window, cvta.local and back), a callee's .local word saved and restored
+    around its calls; then an access past the thread's local memory and a misaligned one: the interpreter's
+    error, line and words."""
+    mod = wp.load((FORMS.parent / "native_local.ptx").read_text())
+    assert mod.translation("local_forms").native, mod.translation("local_forms").reason
+
+    def make(bad=0xFFFFFFFF, badoff=0):
+        def args():
+            out = np.zeros(2 * 64 * 16, np.uint32)
+            return [out, bad, badoff], [out]
+        return args
+
+    w = _both(mod, "local_forms", 2, 64, make())
+    a, b = w["interpret"][0], w["compiled"][0]
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, first at {np.nonzero(a != b)[0][:8]}"
+    t = a.reshape(128, 16)
+    assert (t[:, 10] == 32).all() and (t[:, 11] == 32).all()       # the callee's word: 0 before each call
+    assert (t[:, 8] == 0).all() and (t[:, 9] == 0x8100).all()       # %SP: the local window's first address
+    for badoff, words in ((40, r"local address 0x28 \(lane 5, 4 bytes\) is outside the thread's 40 bytes"),
+                          (2, r"address 0x810000000002 of lane 5 is not aligned to 4 bytes")):
+        errors = {}
+        for engine in ("interpret", "compiled"):
+            with pytest.raises(wp.PTXError, match=words) as err:
+                args, _ = make(69, badoff)()
+                mod.launch("local_forms", 2, 64, args, engine=engine, workers=1)
+            errors[engine] = err.value
+        assert errors["compiled"].reason == "local_forms (compiled engine): " + errors["interpret"].reason
+        assert errors["compiled"].line == errors["interpret"].line == 106
+
+
 #: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
 #: three mma paths, both layouts, .satfinite (bf16 takes the tensor-core path wmma_gemm_epilogue takes, s8 the
 #: integer one of u8)
@@ -337,9 +369,6 @@ def test_engine_none_uses_a_built_kernel():
 
 
 def test_untranslatable_kernels_fall_back_with_the_reason():
-    mod = wp.load(COMPILED / "simt_calls.ptx")
-    tr = mod.translation("simt_calls")
-    assert not tr.native and "the entry has .local variables (local memory is not translated)" in tr.reason
     tr = wp.load(COMPILED / "simt_calls_G.ptx").translation("simt_calls")
     assert not tr.native and "_Z7gcd_recii calls itself (recursion is not inlined)" in tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")

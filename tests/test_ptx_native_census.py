@@ -34,9 +34,9 @@ CENSUS = {
     "tests/cuda/numba_ptx/numba_exp_elementwise_f64.ptx": HERE,
     "tests/cuda/numba_ptx/numba_shared_reduce.ptx": HERE,
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": HERE,
-    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _fallback("the entry has .local variables"),
+    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _fallback("the entry has .param variables of its own"),
     "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx": HERE,
-    "tests/ptx/compiled/simt_calls.ptx": _fallback("the entry has .local variables"),
+    "tests/ptx/compiled/simt_calls.ptx": HERE,
     "tests/ptx/compiled/simt_calls_G.ptx": _fallback("_Z7gcd_recii calls itself (recursion is not inlined)"),
     "tests/ptx/compiled/triton_bf16_f32acc_masked_sm80.ptx":
         "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
@@ -57,6 +57,7 @@ CENSUS = {
     "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
     "tests/ptx/data/native_forms2.ptx": "test_ptx_native::test_scalar_forms_equal_the_interpreter",
     "tests/ptx/data/native_calls.ptx": "test_ptx_native::test_calls_and_generic_addresses_equal_the_interpreter",
+    "tests/ptx/data/native_local.ptx": "test_ptx_native::test_local_memory_equals_the_interpreter",
     "tests/ptx/gemm_ldmatrix.ptx": HERE,
     "tests/ptx/gemm_wmma.ptx": HERE,
     "tests/ptx/wgmma_tile.ptx": HERE,
@@ -138,6 +139,7 @@ LAUNCH = {
     "tests/cuda/numba_ptx/numba_exp_elementwise_f64.ptx": _numba("exp_elementwise_f64"),
     "tests/cuda/numba_ptx/numba_shared_reduce.ptx": _numba("shared_reduce"),
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": _numba("stencil_2d"),
+    "tests/ptx/compiled/simt_calls.ptx": _compiled_case("simt_calls"),
     "tests/ptx/compiled/warp_reduce.ptx": _compiled_case("warp_reduce"),
     "tests/ptx/compiled/warp_reduce_G.ptx": _compiled_case("warp_reduce_G"),
     "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _compiled_case("wmma_gemm_epilogue"),
@@ -189,7 +191,7 @@ def test_census_names_every_kept_kernel_and_why_it_falls_back():
             else:
                 module, test = how.split("::")
                 assert callable(getattr(importlib.import_module(module), test, None)), how
-    assert sum(tr.native for _, _, tr in rows) == 25 and len(rows) == 28
+    assert sum(tr.native for _, _, tr in rows) == 27 and len(rows) == 29
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=REPEATS_A_PATH) if p in REPEATS else p for p in sorted(LAUNCH)])

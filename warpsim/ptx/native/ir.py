@@ -61,6 +61,7 @@ class KernelIR:
             if pc in prog.reconverge and prog.reconverge[pc] >= 0:
                 leaders.add(prog.reconverge[pc])
         lowered = []
+        self.uniform_operands = []      # (register, statement): registers rows need equal in every thread
         for pc, st in enumerate(code):
             try:
                 low = lower(self, st)
@@ -94,6 +95,7 @@ class KernelIR:
         self.prelude = list(dict.fromkeys(x for low in lowered for x in low.prelude))
         self.launch_args = dict(a for low in lowered for a in low.launch_args)
         self.zeroed = self._maybe_undefined()
+        self._check_uniform(code, lowered)
 
     def ref(self, name, thread="t"):
         """The generated code's element of register ``name`` for ``thread``."""
@@ -139,6 +141,20 @@ class KernelIR:
         self.local_symbols, _, self.local_bytes = prog.local_layout()
         #: bytes of each thread's local area: the interpreter's layout, then the inlined calls' saved bytes
         self.local_stride = self.local_bytes + (prog.local_saved if isinstance(prog, Flat) else 0)
+
+    def _check_uniform(self, code, lowered):
+        """Each register in uniform_operands (an atomic whose lanes' updates do not commute reads it: lower._atomic)
+        holds one constant in every thread: every write of it an unguarded mov of one immediate or symbol, and no
+        thread reads it before that."""
+        undefined = set(self.zeroed[0])
+        for reg, where in self.uniform_operands:
+            values = {st.operands[1] if st.opcode.startswith("mov.") and st.guard is None and
+                      isinstance(st.operands[1], str) and not st.operands[1].startswith("%") and
+                      self.regs.get(st.operands[1]) is None else None
+                      for st, low in zip(code, lowered) if reg in low.writes}
+            if reg in undefined or len(values) != 1 or None in values:
+                raise Untranslatable(f"{where.opcode} reads {reg}, which is not one constant in every thread (the "
+                                     "final word would depend on the order of the lanes' updates)", where)
 
     def _maybe_undefined(self):
         """Registers some thread may read before any unguarded write on its path (forward must-analysis)."""

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import time
 
 import numpy as np
 from numba import typeof
 
+from ..instructions import TYPES
 from ..syntax import PTXError
 from . import rt
 from .codegen import generate
@@ -218,10 +220,27 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, 
         return False
     if code:
         line = int(status[1]) or None
-        w, o = int(status[2]), int(status[3])
-        raise PTXError(f"{ir.entry} (compiled engine): " + _MESSAGES[code].format(
-            w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes), line=line)
+        raise PTXError(f"{ir.entry} (compiled engine): " + _message(ir, code, line, status), line=line)
     return True
+
+
+_VECTOR = re.compile(r"\.v(\d)\.")
+
+
+def _message(ir, code, line, status):
+    """What stopped the kernel, in the interpreter's words where they are known: an out-of-bounds local
+    access, a misaligned ld / st / atom / red (its type and bytes from the statement at ``line``)."""
+    w, o = int(status[2]), int(status[3])
+    if code == rt.MISALIGNED:
+        st = next((st for b in ir.blocks for st, _ in b.stmts if st.line == line
+                   and st.opcode.split(".")[0] in ("ld", "st", "atom", "red")), None)
+        t = st.opcode.split(".")[-1] if st is not None else None
+        if t in TYPES:
+            nb = TYPES[t][0] // 8
+            vec = _VECTOR.search(st.opcode)
+            return (f"address 0x{o & (2**64 - 1):x} of lane {w % 32} is not aligned to {nb} bytes (a .{t} access of "
+                    f"{nb * int(vec[1] if vec else 1)} bytes)")
+    return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes)
 
 
 def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=()):

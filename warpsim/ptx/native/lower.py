@@ -204,6 +204,18 @@ def _wide(o, m):
     return [f"{o.dst(d, dt)} = {prod}"]
 
 
+@row(r"mul\.hi\.(?P<t>[us](?:16|32))")
+def _mul_hi(o, m):
+    """The upper half of the double-width product (the 16- and 32-bit types: the product fits 64 bits)."""
+    t = m["t"]
+    bits = TYPES[t][0]
+    d, a, b = o.need(3)
+    x, y = o.src(a, t), o.src(b, t)
+    if t[0] == "s":
+        return [f"{o.dst(d, t)} = np.uint64(({_sx(x, bits)} * {_sx(y, bits)}) >> np.int64({bits}))"]
+    return [f"{o.dst(d, t)} = (np.uint64({x}) * np.uint64({y})) >> np.uint64({bits})"]
+
+
 @row(r"(?P<op>and|or|xor)\.(?P<t>pred)")
 def _logic_pred(o, m):
     d, a, b = o.need(3)
@@ -565,33 +577,54 @@ def _inline_local(o, m):
 _SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
 
 
+def _pick(cmp, bits, signed):
+    x, y = (_sx("_o", bits), _sx("_v", bits)) if signed else ("_o", "_v")
+    return f"(_o if {x} {cmp} {y} else _v)"
+
+
+#: atom / red operations (atomics._combine): their types, whether any two lanes' updates commute, and the new word
+#: from the old one ``_o``, the operand ``_v`` (cas: the compared word) and cas's new word ``_c``
+_ATOMIC = {
+    "add": (("u32", "s32", "u64", "s64"), True,
+            lambda bits, signed: "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"),
+    "min": (("u32", "s32", "u64", "s64"), True, lambda bits, signed: _pick("<=", bits, signed)),
+    "max": (("u32", "s32", "u64", "s64"), True, lambda bits, signed: _pick(">=", bits, signed)),
+    "and": (("b32", "b64"), True, lambda *_: "_o & _v"),
+    "or": (("b32", "b64"), True, lambda *_: "_o | _v"),
+    "xor": (("b32", "b64"), True, lambda *_: "_o ^ _v"),
+    "exch": (("b32", "b64"), False, lambda *_: "_v"),
+    "cas": (("b32", "b64"), False, lambda *_: "(_c if _o == _v else _o)"),
+    "inc": (("u32",), False, lambda *_: "(np.uint64(0) if _o >= _v else _o + np.uint64(1))"),
+    "dec": (("u32",), False, lambda *_: "(_v if _o == np.uint64(0) or _o > _v else _o - np.uint64(1))"),
+}
+
+
 @row(r"(?P<op>atom|red)" + _SCOPE + r"(?:\.(?P<space>global|shared(?:::cta)?))?" + _SCOPE +
-     r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
+     r"\.(?P<f>" + "|".join(_ATOMIC) + r")\.(?P<t>[bus](?:32|64))")
 def _atomic(o, m):
     """atom / red of the integer forms whose final memory word does not depend on the order of the updates
-    (atomics.py): a warp statement, so that the lanes update one at a time in increasing lane order, as the
-    interpreter's; atom returns each lane's old word.  Between warps the updates go in the compiled engine's
-    order (CTA by CTA, each warp to its next barrier), the interpreter's where each address is updated by one
-    statement between barriers; other old words may differ, the final words do not."""
+    (atomics.py): forms whose updates commute, and the others (exch, cas, inc, dec) when every lane applies the
+    same update (operands that are immediates or constant registers, KernelIR.check_uniform).  A warp statement,
+    so that the lanes update one at a time in increasing lane order, as the interpreter's; atom returns each
+    lane's old word.  Between warps the updates go in the compiled engine's order (CTA by CTA, each warp to its
+    next barrier), the interpreter's where each address is updated by one statement between barriers; other old
+    words may differ, the final words do not."""
     f, t, returns = m["f"], m["t"], m["op"] == "atom"
-    allowed = {"add": "us", "min": "us", "max": "us", "and": "b", "or": "b", "xor": "b"}[f]
-    if t[0] not in allowed:
-        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(allowed)} types")
-    ops = o.need(3 if returns else 2)
+    types, commute, update = _ATOMIC[f]
+    if t not in types:
+        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(types)}")
+    ops = o.need((3 if returns else 2) + (f == "cas"))
+    srcs = ops[2:] if returns else ops[1:]
+    if not commute:
+        o.ir.uniform_operands += [(x, o.st) for x in srcs if isinstance(x, str) and x.startswith("%")]
     bits = TYPES[t][0]
     nb = bits // 8
-    val = o.src(ops[-1], t)
-    old, new = f"rt_peek{nb}(_p)", "_v"
-    if f == "add":
-        new = "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
-    elif f in ("min", "max"):
-        x, y = (_sx("_o", bits), _sx("_v", bits)) if t[0] == "s" else ("_o", "_v")
-        new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
-    else:
-        new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
     where = ops[1 if returns else 0]
     body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb, READ | WRITTEN)
-    body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
+    body += [f"_v = np.uint64({o.src(srcs[0], t)})", f"_o = rt_peek{nb}(_p)"]
+    if f == "cas":
+        body.append(f"_c = np.uint64({o.src(srcs[1], t)})")
+    body.append(f"rt_poke{nb}(_p, {update(bits, t[0] == 's')})")
     if returns:
         body.append(f"{o.dst(ops[0], t)} = _o")
     return "warp", ["for l in range(32):", "    if act[l]:", "        t = base + l", *("        " + x for x in body)]
