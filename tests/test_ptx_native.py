@@ -91,7 +91,7 @@ def _special_words64(rng, n):
 def test_scalar_forms_equal_the_interpreter():
     """tests/ptx/data/native_forms2.ptx: bfi, f64 arithmetic, float conversions, directed / .ftz / .sat f32
     arithmetic, narrower loads, shfl.sync with a predicate destination and register membermasks, vote / redux,
-    integer atomics."""
+    integer atomics (exch / cas / inc / dec with one update for every lane), mul.hi."""
     mod = wp.load((FORMS.parent / "native_forms2.ptx").read_text())
     assert mod.translation("forms2").native, mod.translation("forms2").reason
     rng = np.random.default_rng(33)
@@ -100,7 +100,7 @@ def test_scalar_forms_equal_the_interpreter():
     x[:, :2] = _special_words(rng, 4 * n).view(np.uint64).reshape(n, 2)
     x[:, 2:] = _special_words64(rng, 2 * n).reshape(n, 2)
     x[: n // 4, 2:] = SPECIALS64[rng.integers(0, len(SPECIALS64), (n // 4, 2))]     # two specials met (NaN rules)
-    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 7, 90, 3, 0, 0], np.uint32)
 
     def make():
         out, cnt = np.zeros(n * 100, np.uint32), counters.copy()
@@ -111,6 +111,7 @@ def test_scalar_forms_equal_the_interpreter():
         a, b = w["interpret"][k], w["compiled"][k]
         bad = np.nonzero(a != b)[0]
         assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 100} of thread {bad[0] // 100}"
+    assert w["compiled"][1][10:14].tolist() == [5, 9, (90 + n) % 101, (3 - n) % 31]
     written = (w["compiled"][0].reshape(n, 100) != 0).any(axis=0)
     assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
 
@@ -371,6 +372,9 @@ def test_engine_none_uses_a_built_kernel():
 def test_untranslatable_kernels_fall_back_with_the_reason():
     tr = wp.load(COMPILED / "simt_calls_G.ptx").translation("simt_calls")
     assert not tr.native and "_Z7gcd_recii calls itself (recursion is not inlined)" in tr.reason
+    lanes = (FORMS.parent / "native_forms2.ptx").read_text().replace("[%rd3+44], %r53, 9", "[%rd3+44], %r10, 9")
+    tr = wp.load(lanes).translation("forms2")       # a cas whose compared word differs from lane to lane
+    assert not tr.native and "reads %r10, which is not one constant in every thread" in tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)
