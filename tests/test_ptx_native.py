@@ -91,7 +91,8 @@ def _special_words64(rng, n):
 def test_scalar_forms_equal_the_interpreter():
     """tests/ptx/data/native_forms2.ptx: bfi, f64 arithmetic, float conversions, directed / .ftz / .sat f32
     arithmetic, narrower loads, shfl.sync with a predicate destination and register membermasks, vote / redux,
-    integer atomics (exch / cas / inc / dec with one update for every lane), mul.hi."""
+    integer atomics (exch / cas / inc / dec with one update for every lane), mul.hi, f16 / bf16 add / sub / mul /
+    fma.rn and their widening to f32 / f64."""
     mod = wp.load((FORMS.parent / "native_forms2.ptx").read_text())
     assert mod.translation("forms2").native, mod.translation("forms2").reason
     rng = np.random.default_rng(33)
@@ -103,16 +104,19 @@ def test_scalar_forms_equal_the_interpreter():
     counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 7, 90, 3, 0, 0], np.uint32)
 
     def make():
-        out, cnt = np.zeros(n * 100, np.uint32), counters.copy()
+        out, cnt = np.zeros(n * 108, np.uint32), counters.copy()
         return [out, x, cnt], [out, cnt]
 
     w = _both(mod, "forms2", 2, 64, make)
     for k, name in enumerate(("outputs", "counters")):
         a, b = w["interpret"][k], w["compiled"][k]
         bad = np.nonzero(a != b)[0]
-        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 100} of thread {bad[0] // 100}"
+        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 108} of thread {bad[0] // 108}"
     assert w["compiled"][1][10:14].tolist() == [5, 9, (90 + n) % 101, (3 - n) % 31]
-    written = (w["compiled"][0].reshape(n, 100) != 0).any(axis=0)
+    words = w["compiled"][0].reshape(n, 108)
+    halves = words[:, 100:102].view(np.uint16)
+    assert (halves == 0x7FFF).any() and (words[:, 102] == 0x7FFFFFFF).any()     # f16 NaN results and widenings
+    written = (words != 0).any(axis=0)
     assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
 
 

@@ -43,8 +43,8 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
-        if len(prog.functions) > 1:
-            prog = Flat(prog)           # calls inlined
+        if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
+            prog = Flat(prog)           # calls inlined (a call of a function without a body: the reason)
         fn = prog.functions[self.entry]
         if fn.params:
             raise Untranslatable("the entry has .param variables of its own", None)
