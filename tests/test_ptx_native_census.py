@@ -5,6 +5,7 @@ here, on the inputs its other tests launch it with, every output word also the G
 or in the test named -- or it is an expected fallback with its reason (strict: an entry that starts
 translating fails the census until it is moved to the runs)."""
 
+import functools
 import importlib
 from pathlib import Path
 
@@ -64,6 +65,7 @@ CENSUS = {
 }
 
 
+@functools.cache
 def _numba_shims(name):
     """The PTX of the C++ shims numba-cuda links into a numba-cuda kernel of tests/cuda/numba_ptx (its fp16
     functions: the GPU ran the kernel linked with them), compiled by warpsim.cuda (NVRTC)."""
