@@ -101,7 +101,8 @@ def test_scalar_forms_equal_the_interpreter():
     x[:, :2] = _special_words(rng, 4 * n).view(np.uint64).reshape(n, 2)
     x[:, 2:] = _special_words64(rng, 2 * n).reshape(n, 2)
     x[: n // 4, 2:] = SPECIALS64[rng.integers(0, len(SPECIALS64), (n // 4, 2))]     # two specials met (NaN rules)
-    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 7, 90, 3, 0, 0], np.uint32)
+    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 7, 90, 3, 0, 0],
+                        np.uint32)
 
     def make():
         out, cnt = np.zeros(n * 108, np.uint32), counters.copy()

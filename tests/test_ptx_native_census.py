@@ -1,6 +1,7 @@
 """The census of the PTX kernels kept in tests/ and benchmarks/ on the compiled engine (issue 32).
 
-Every entry of every kept .ptx file (linked with what the GPU ran it with: :data:`LINKED`) is in :data:`CENSUS`: it runs compiled with the interpreter's words --
+Every entry of every kept .ptx file (linked with what the GPU ran it with: :data:`LINKED`) is in :data:`CENSUS`: it
+runs compiled with the interpreter's words --
 here, on the inputs its other tests launch it with, every output word also the GPU's where one was captured,
 or in the test named -- or it is an expected fallback with its reason (strict: an entry that starts
 translating fails the census until it is moved to the runs)."""

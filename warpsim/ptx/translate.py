@@ -31,7 +31,7 @@ f64 and conversions (:mod:`warpsim.ptx.native.lower_float`): ``add`` / ``sub`` /
 ``div`` / ``rcp`` / ``sqrt`` ``.rn``, ``neg`` / ``abs``, ``setp``, ``rcp.approx.ftz`` / ``rsqrt.approx`` of f64; f32
 ``add`` / ``sub`` / ``mul`` / ``fma`` with ``.rz`` / ``.rm`` / ``.rp``, ``.ftz``, ``.sat`` (the soft-float core);
 ``cvt`` between f32 and f64 (narrowing ``.rn``), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), floats to
-integers, integers to f64.
+integers, integers to f64, f16 / bf16 to f32 / f64; scalar f16 / bf16 ``add`` / ``sub`` / ``mul`` / ``fma`` ``.rn``.
 The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
 registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
 launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
@@ -46,10 +46,10 @@ hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run ther
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
-names the first statement and its class: other rounding / ``.ftz`` ALU forms, 16-bit float arithmetic,
-other conversions, the generic addresses of the parameter window, the order-dependent atomics (``exch`` / ``cas`` /
-``inc`` / ``dec`` with lane-varying operands, float adds), sparse / block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms,
-mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+names the first statement and its class: other rounding / ``.ftz`` ALU forms, packed and ``.ftz`` / ``.sat`` /
+``.relu`` 16-bit float arithmetic, other conversions, the generic addresses of the parameter window, the
+order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
+block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.

@@ -58,7 +58,8 @@ def _groups(stmts):
 #: the register files' arrays (lower.FILES) and the names of their data addresses in the generated code
 _ADDRESS = {"P": "AP", "R16": "A16", "R32": "A32", "R64": "A64"}
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE",
+            "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
             *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one

@@ -47,7 +47,8 @@ _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
 #: the prelude line of the rows that call :mod:`.rt_scalar`
 SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
-                  "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed, half_value as rt_half_value,\n"
+                  "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
+                  "    half_value as rt_half_value,\n"
                   "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
                   "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
                   "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
@@ -338,7 +339,8 @@ def _cvta_window(o, m):
     """Shared and local offsets and their generic addresses differ by the space's window (memory.cvta)."""
     d, a = o.need(2)
     sign = "-" if m["to"] else "+"
-    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({WINDOWS[m['space'].split('::')[0]]})"]
+    window = WINDOWS[m["space"].split("::")[0]]
+    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({window})"]
 
 
 @row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
@@ -486,7 +488,8 @@ def _mov(o, m):
 # memory: ld / st of the param (kernel parameters), global, shared and local spaces
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
-                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|local|param(?:::entry)?))?"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
+                   r"(?:\.(?P<space>global|shared(?:::cta)?|local|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 

@@ -6,9 +6,10 @@ Each is the interpreter's row restated for one lane (:mod:`warpsim.ptx.float_ops
 
 * f64 ``add`` / ``sub`` / ``mul`` / ``fma`` / ``div`` / ``rcp`` / ``sqrt`` ``.rn`` on the host's float64 (exact in its
   IEEE default state, which the kernel checks), NaN results by the H100's rules; ``.rz`` / ``.rm`` / ``.rp`` and
-  the f32 ``.ftz`` / ``.sat`` / directed forms through the interpreter's soft-float core;
+  the f32 ``.ftz`` / ``.sat`` / directed forms through the interpreter's soft-float core, as the scalar f16 / bf16
+  ``add`` / ``sub`` / ``mul`` / ``fma`` ``.rn`` (:mod:`warpsim.ptx.packed_ops`);
 * ``cvt`` between f32 and f64 (``.rn`` narrowing), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), from
-  floats to integers (saturating);
+  floats to integers (saturating), from f16 / bf16 to f32 / f64;
 * ``rcp.approx.ftz.f64`` / ``rsqrt.approx[.ftz].f64``: the engine's jitted MUFU.RCP64H / RSQ64H (and the DFMA
   refinement), as :mod:`warpsim.engine.sfu` runs them for the interpreter.
 """

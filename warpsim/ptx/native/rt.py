@@ -175,8 +175,9 @@ def _set(bits):
 def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes, local_stride):
     """The arrays a kernel keeps for a run of CTAs: the threads' indices, the register files (n<bits>
     registers of T threads), the warps' reconvergence stacks (``depth`` entries), the lane scratch of
-    warp statements, shared memory and the threads' local memory (``local_stride`` bytes each).  (One cached helper: numba compiles ``np.zeros`` afresh in
-    every process for every dtype and shape it is called with.)"""
+    warp statements, shared memory and the threads' local memory (``local_stride`` bytes each).  (One
+    cached helper: numba compiles ``np.zeros`` afresh in every process for every dtype and shape it is
+    called with.)"""
     T = BX * BY * BZ
     W = T // 32
     tid = np.empty((3, T), np.uint32)
