@@ -105,16 +105,16 @@ def test_scalar_forms_equal_the_interpreter():
                         np.uint32)
 
     def make():
-        out, cnt = np.zeros(n * 108, np.uint32), counters.copy()
+        out, cnt = np.zeros(n * 112, np.uint32), counters.copy()
         return [out, x, cnt], [out, cnt]
 
     w = _both(mod, "forms2", 2, 64, make)
     for k, name in enumerate(("outputs", "counters")):
         a, b = w["interpret"][k], w["compiled"][k]
         bad = np.nonzero(a != b)[0]
-        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 108} of thread {bad[0] // 108}"
+        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 112} of thread {bad[0] // 112}"
     assert w["compiled"][1][10:14].tolist() == [5, 9, (90 + n) % 101, (3 - n) % 31]
-    words = w["compiled"][0].reshape(n, 108)
+    words = w["compiled"][0].reshape(n, 112)
     halves = words[:, 100:102].view(np.uint16)
     assert (halves == 0x7FFF).any() and (words[:, 102] == 0x7FFFFFFF).any()     # f16 NaN results and widenings
     written = (words != 0).any(axis=0)

@@ -160,7 +160,8 @@ _MESSAGES = {
                        "the interpreter (engine='interpret') names which",
     rt.WMMA_OPERANDS: "wmma.load / wmma.store: thread {w} passes another matrix address (0x{v:x}) or stride than its warp's lane 0",
     # the interpreter's words (memory.Memory._locate): the offset as a signed integer, the lane in its warp
-    rt.BAD_LOCAL: "local address 0x{o:x} (lane {lane}, {n} bytes) is outside the thread's {size} bytes of local memory",
+    rt.BAD_LOCAL: "local address 0x{o:x} (lane {lane}, {n} bytes) is outside the thread's {size} bytes of local "
+                  "memory",
 }
 
 
