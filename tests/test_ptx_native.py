@@ -91,7 +91,8 @@ def _special_words64(rng, n):
 def test_scalar_forms_equal_the_interpreter():
     """tests/ptx/data/native_forms2.ptx: bfi, f64 arithmetic, float conversions, directed / .ftz / .sat f32
     arithmetic, narrower loads, shfl.sync with a predicate destination and register membermasks, vote / redux,
-    integer atomics."""
+    integer atomics (exch / cas / inc / dec with one update for every lane), mul.hi, f16 / bf16 add / sub / mul /
+    fma.rn and their widening to f32 / f64."""
     mod = wp.load((FORMS.parent / "native_forms2.ptx").read_text())
     assert mod.translation("forms2").native, mod.translation("forms2").reason
     rng = np.random.default_rng(33)
@@ -100,18 +101,23 @@ def test_scalar_forms_equal_the_interpreter():
     x[:, :2] = _special_words(rng, 4 * n).view(np.uint64).reshape(n, 2)
     x[:, 2:] = _special_words64(rng, 2 * n).reshape(n, 2)
     x[: n // 4, 2:] = SPECIALS64[rng.integers(0, len(SPECIALS64), (n // 4, 2))]     # two specials met (NaN rules)
-    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+    counters = np.array([0, 0x80000000, 0xFFFFFFFF, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0, 7, 90, 3, 0, 0],
+                        np.uint32)
 
     def make():
-        out, cnt = np.zeros(n * 100, np.uint32), counters.copy()
+        out, cnt = np.zeros(n * 112, np.uint32), counters.copy()
         return [out, x, cnt], [out, cnt]
 
     w = _both(mod, "forms2", 2, 64, make)
     for k, name in enumerate(("outputs", "counters")):
         a, b = w["interpret"][k], w["compiled"][k]
         bad = np.nonzero(a != b)[0]
-        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 100} of thread {bad[0] // 100}"
-    written = (w["compiled"][0].reshape(n, 100) != 0).any(axis=0)
+        assert len(bad) == 0, f"{name}: {len(bad)} words differ, first at word {bad[0] % 112} of thread {bad[0] // 112}"
+    assert w["compiled"][1][10:14].tolist() == [5, 9, (90 + n) % 101, (3 - n) % 31]
+    words = w["compiled"][0].reshape(n, 112)
+    halves = words[:, 100:102].view(np.uint16)
+    assert (halves == 0x7FFF).any() and (words[:, 102] == 0x7FFFFFFF).any()     # f16 NaN results and widenings
+    written = (words != 0).any(axis=0)
     assert np.nonzero(~written)[0].tolist() == [31, 74]     # the zero-extending load's top, MUFU.RCP64H's low word
 
 
@@ -132,6 +138,38 @@ def test_calls_and_generic_addresses_equal_the_interpreter():
     steps = a[:512].reshape(128, 4)[:, 0]
     assert (steps == 777).any() and ((steps != 777) & (steps != 0)).any() and a[512] == (x & 1).sum()
     assert a[513] == 0          # twice(p) == 2p, and cvta.to.shared undoes cvta.shared
+
+
+def test_local_memory_equals_the_interpreter():
+    """tests/ptx/data/native_local.ptx: an entry's .local depot (%SPL / %SP, ld / st.local of bytes, words and
+    vectors, generic ld / st in the local window, cvta.local and back), a callee's .local word saved and restored
+    around its calls; then an access past the thread's local memory and a misaligned one: the interpreter's
+    error, line and words."""
+    mod = wp.load((FORMS.parent / "native_local.ptx").read_text())
+    assert mod.translation("local_forms").native, mod.translation("local_forms").reason
+
+    def make(bad=0xFFFFFFFF, badoff=0):
+        def args():
+            out = np.zeros(2 * 64 * 16, np.uint32)
+            return [out, bad, badoff], [out]
+        return args
+
+    w = _both(mod, "local_forms", 2, 64, make())
+    a, b = w["interpret"][0], w["compiled"][0]
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, first at {np.nonzero(a != b)[0][:8]}"
+    t = a.reshape(128, 16)
+    assert (t[:, 10] == 32).all() and (t[:, 11] == 32).all()       # the callee's word: 0 before each call
+    assert (t[:, 8] == 0).all() and (t[:, 9] == 0x8100).all()       # %SP: the local window's first address
+    for badoff, words in ((40, r"local address 0x28 \(lane 5, 4 bytes\) is outside the thread's 40 bytes"),
+                          (2, r"address 0x810000000002 of lane 5 is not aligned to 4 bytes")):
+        errors = {}
+        for engine in ("interpret", "compiled"):
+            with pytest.raises(wp.PTXError, match=words) as err:
+                args, _ = make(69, badoff)()
+                mod.launch("local_forms", 2, 64, args, engine=engine, workers=1)
+            errors[engine] = err.value
+        assert errors["compiled"].reason == "local_forms (compiled engine): " + errors["interpret"].reason
+        assert errors["compiled"].line == errors["interpret"].line == 106
 
 
 #: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
@@ -337,11 +375,11 @@ def test_engine_none_uses_a_built_kernel():
 
 
 def test_untranslatable_kernels_fall_back_with_the_reason():
-    mod = wp.load(COMPILED / "simt_calls.ptx")
-    tr = mod.translation("simt_calls")
-    assert not tr.native and "the entry has .local variables (local memory is not translated)" in tr.reason
     tr = wp.load(COMPILED / "simt_calls_G.ptx").translation("simt_calls")
     assert not tr.native and "_Z7gcd_recii calls itself (recursion is not inlined)" in tr.reason
+    lanes = (FORMS.parent / "native_forms2.ptx").read_text().replace("[%rd3+44], %r53, 9", "[%rd3+44], %r10, 9")
+    tr = wp.load(lanes).translation("forms2")       # a cas whose compared word differs from lane to lane
+    assert not tr.native and "reads %r10, which is not one constant in every thread" in tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)

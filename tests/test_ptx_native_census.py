@@ -1,10 +1,12 @@
 """The census of the PTX kernels kept in tests/ and benchmarks/ on the compiled engine (issue 32).
 
-Every entry of every kept .ptx file is in :data:`CENSUS`: it runs compiled with the interpreter's words --
+Every entry of every kept .ptx file (linked with what the GPU ran it with: :data:`LINKED`) is in :data:`CENSUS`: it
+runs compiled with the interpreter's words --
 here, on the inputs its other tests launch it with, every output word also the GPU's where one was captured,
 or in the test named -- or it is an expected fallback with its reason (strict: an entry that starts
 translating fails the census until it is moved to the runs)."""
 
+import functools
 import importlib
 from pathlib import Path
 
@@ -34,9 +36,9 @@ CENSUS = {
     "tests/cuda/numba_ptx/numba_exp_elementwise_f64.ptx": HERE,
     "tests/cuda/numba_ptx/numba_shared_reduce.ptx": HERE,
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": HERE,
-    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _fallback("the entry has .local variables"),
+    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": HERE,
     "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx": HERE,
-    "tests/ptx/compiled/simt_calls.ptx": _fallback("the entry has .local variables"),
+    "tests/ptx/compiled/simt_calls.ptx": HERE,
     "tests/ptx/compiled/simt_calls_G.ptx": _fallback("_Z7gcd_recii calls itself (recursion is not inlined)"),
     "tests/ptx/compiled/triton_bf16_f32acc_masked_sm80.ptx":
         "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
@@ -57,10 +59,33 @@ CENSUS = {
     "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
     "tests/ptx/data/native_forms2.ptx": "test_ptx_native::test_scalar_forms_equal_the_interpreter",
     "tests/ptx/data/native_calls.ptx": "test_ptx_native::test_calls_and_generic_addresses_equal_the_interpreter",
+    "tests/ptx/data/native_local.ptx": "test_ptx_native::test_local_memory_equals_the_interpreter",
     "tests/ptx/gemm_ldmatrix.ptx": HERE,
     "tests/ptx/gemm_wmma.ptx": HERE,
     "tests/ptx/wgmma_tile.ptx": HERE,
 }
+
+
+@functools.cache
+def _numba_shims(name):
+    """The PTX of the C++ shims numba-cuda links into a numba-cuda kernel of tests/cuda/numba_ptx (its fp16
+    functions: the GPU ran the kernel linked with them), compiled by warpsim.cuda (NVRTC)."""
+    import test_cuda  # noqa: F401  (puts tests/cuda on sys.path)
+    from numba_kernels import KERNELS
+    from warpsim.cuda.jit import Dispatcher
+
+    fn, sig = KERNELS[name]
+    return Dispatcher(fn, [sig]).compile(sig).shims
+
+
+#: kept .ptx files that call functions of other modules -> the PTX texts to link (Module.link), as the GPU ran them
+LINKED = {"tests/cuda/numba_ptx/numba_warp_fp16.ptx": lambda: _numba_shims("warp_fp16")}
+
+
+def _load(path):
+    """A kept .ptx file (relative to the repository), linked as LINKED says."""
+    mod = wp.load((ROOT / path).read_text())
+    return mod.link(*LINKED[path]()) if path in LINKED else mod
 
 
 def _numba(name):
@@ -76,7 +101,7 @@ def _numba(name):
         args, grid, block, outs = inputs()[name]
         args = _inputs(f"numba_{name}", args)
         abi, _ = marshal(args, [numba.typeof(a) for a in args])
-        mod = wp.load(ROOT / "tests" / "cuda" / "numba_ptx" / f"numba_{name}.ptx")
+        mod = _load(f"tests/cuda/numba_ptx/numba_{name}.ptx")
         (entry,) = mod.entries
         mod.launch(entry, grid, block, abi, engine=engine, workers=1)
         return {k: args[k] for k in outs}, {k: CAPTURE[f"numba_{name}/out/{k}"] for k in outs}
@@ -138,6 +163,8 @@ LAUNCH = {
     "tests/cuda/numba_ptx/numba_exp_elementwise_f64.ptx": _numba("exp_elementwise_f64"),
     "tests/cuda/numba_ptx/numba_shared_reduce.ptx": _numba("shared_reduce"),
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": _numba("stencil_2d"),
+    "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _numba("warp_fp16"),
+    "tests/ptx/compiled/simt_calls.ptx": _compiled_case("simt_calls"),
     "tests/ptx/compiled/warp_reduce.ptx": _compiled_case("warp_reduce"),
     "tests/ptx/compiled/warp_reduce_G.ptx": _compiled_case("warp_reduce_G"),
     "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _compiled_case("wmma_gemm_epilogue"),
@@ -169,7 +196,7 @@ def census():
     """(file, entry, its Translation) of every entry of the kept PTX files."""
     out = []
     for f in _kept():
-        mod = wp.load((ROOT / f).read_text())
+        mod = _load(f)
         out += [(f, e, mod.translation(e)) for e in mod.entries]
     return out
 
@@ -189,7 +216,7 @@ def test_census_names_every_kept_kernel_and_why_it_falls_back():
             else:
                 module, test = how.split("::")
                 assert callable(getattr(importlib.import_module(module), test, None)), how
-    assert sum(tr.native for _, _, tr in rows) == 25 and len(rows) == 28
+    assert sum(tr.native for _, _, tr in rows) == 28 and len(rows) == 29
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=REPEATS_A_PATH) if p in REPEATS else p for p in sorted(LAUNCH)])

@@ -220,6 +220,20 @@ class _Program:
             offsets[name] = off
         return offsets, off
 
+    def local_layout(self):
+        """(name -> byte offset, function -> its [lo, hi) bytes, total bytes): every function's .local
+        variables, entry first, each at its alignment, in one static area per thread (a later function's
+        variable of the same name wins, as in the interpreter's symbol table)."""
+        offsets, ranges, off = {}, {}, 0
+        for fn in self.functions.values():
+            lo = off
+            for name, align, size, _ in fn.locals:
+                off = (off + align - 1) // align * align
+                offsets[name] = off
+                off += size
+            ranges[fn.name] = (lo, off)
+        return offsets, ranges, off
+
     def _shared_decl(self, text, line):
         m = _SHARED_DECL.match(text)
         if not m:

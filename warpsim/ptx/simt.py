@@ -57,15 +57,8 @@ class _Kernel(Warp):
         self.dynamic_smem = shared_bytes
         total = off + shared_bytes
         # local memory: every function's .local variables, one static area per thread
-        loc = 0
-        self.local_range = {}
-        for fn in prog.functions.values():
-            lo = loc
-            for name, align, size, line in fn.locals:
-                loc = (loc + align - 1) // align * align
-                self._symbols[name] = loc
-                loc += size
-            self.local_range[fn.name] = (lo, loc)
+        local_offsets, self.local_range, loc = prog.local_layout()
+        self._symbols.update(local_offsets)
         # module variables in global memory (mapped once per GlobalMemory)
         for v in module._mod.variables:
             key = (id(module), v.name)

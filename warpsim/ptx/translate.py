@@ -21,14 +21,17 @@ spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sy
 (zero- / sign-extended); generic addresses (shared memory's window, else global), ``cvta.shared``; ``ld.param``
 through a ``mov`` of a parameter's name; ``shfl.sync`` with a predicate destination or a register membermask,
 ``bar.warp.sync``, ``vote.sync``, ``redux.sync``; integer ``atom`` / ``red`` ``add`` / ``min`` / ``max`` / ``and`` /
-``or`` / ``xor`` of the global, shared and generic spaces (the lanes in order, as the interpreter's); calls of
-``.func`` functions, inlined at each call site (:mod:`warpsim.ptx.native.inline`; not recursion, externs, or a
-callee's ``.local`` variables).
+``or`` / ``xor`` of the global, shared and generic spaces (the lanes in order, as the interpreter's), and ``exch`` /
+``cas`` / ``inc`` / ``dec`` whose operands are immediates or constant registers (every lane the same update); calls of
+``.func`` functions, inlined at each call site (:mod:`warpsim.ptx.native.inline`; not recursion or externs); local
+memory: ``ld`` / ``st`` ``.local``, ``cvta.local`` / ``cvta.to.local`` and the local window of generic addresses (the
+interpreter's layout of every function's ``.local`` variables, a callee's saved and restored around its calls);
+``mul.hi`` of 16- and 32-bit integers.
 f64 and conversions (:mod:`warpsim.ptx.native.lower_float`): ``add`` / ``sub`` / ``mul`` / ``fma`` (every rounding),
 ``div`` / ``rcp`` / ``sqrt`` ``.rn``, ``neg`` / ``abs``, ``setp``, ``rcp.approx.ftz`` / ``rsqrt.approx`` of f64; f32
 ``add`` / ``sub`` / ``mul`` / ``fma`` with ``.rz`` / ``.rm`` / ``.rp``, ``.ftz``, ``.sat`` (the soft-float core);
 ``cvt`` between f32 and f64 (narrowing ``.rn``), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), floats to
-integers, integers to f64.
+integers, integers to f64, f16 / bf16 to f32 / f64; scalar f16 / bf16 ``add`` / ``sub`` / ``mul`` / ``fma`` ``.rn``.
 The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
 registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
 launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
@@ -43,11 +46,10 @@ hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run ther
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
-names the first statement and its class: other rounding / ``.ftz`` ALU forms, 16-bit float arithmetic,
-other conversions, local memory and the generic addresses of the parameter and local windows, the order-dependent
-atomics (``exch`` / ``cas`` / ``inc`` /
-``dec``, float adds), sparse / block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms,
-mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+names the first statement and its class: other rounding / ``.ftz`` ALU forms, packed and ``.ftz`` / ``.sat`` /
+``.relu`` 16-bit float arithmetic, other conversions, the generic addresses of the parameter window, the
+order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
+block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.

@@ -58,7 +58,8 @@ def _groups(stmts):
 #: the register files' arrays (lower.FILES) and the names of their data addresses in the generated code
 _ADDRESS = {"P": "AP", "R16": "A16", "R32": "A32", "R64": "A64"}
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "BASES", "SIZES", "PTRS", "TRK", "TOFF",
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE",
+            "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
             *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
@@ -71,7 +72,8 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 #: argument value, so these integer literals become int64 module constants.  The other literal arguments
 #: (sizes, widths, alignments, units) stay literal: numba specialises the callee on them, which the run time
 #: needs (with sizes as int64 the softmax ran 3x slower, the wgmma kernels 2x).
-_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_load": (1,),
+_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
+                   "rt_local_copy": (1, 2, 3), "rt_load": (1,),
                    "rt_branch": (6, 7, 8), "rt_clear": (1,)}
 _SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
 _INT = re.compile(r"-?\d+\Z")
@@ -268,14 +270,16 @@ def generate(ir, name="native_kernel"):
     L.append("    NTID_x, NTID_y, NTID_z = np.uint32(BX), np.uint32(BY), np.uint32(BZ)")
     L.append("    NCTAID_x, NCTAID_y, NCTAID_z = np.uint32(GX), np.uint32(GY), np.uint32(GZ)")
     nbranch = sum(1 for b in ir.blocks if b.end == "branch")
-    L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM = rt_launch_state(BX, BY, BZ, "
-             f"{', '.join(str(ir.counts[b]) for b in FILES)}, {2 * nbranch + 2}, {ir.shared_static} + dyn_smem)")
+    L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM, LMEM = rt_launch_state(BX, BY, BZ, "
+             f"{', '.join(str(ir.counts[b]) for b in FILES)}, {2 * nbranch + 2}, {ir.shared_static} + dyn_smem, "
+             f"{ir.local_stride})")
     L.append(f"    {', '.join(FILES.values())} = _files")
     L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
     L.append("    spc, srpc, smask, depth, live, state = _stacks")
     L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
     L.append("    SMEM_BYTES = SMEM.size")
     L.append("    SMEMP = SMEM.ctypes.data")
+    L.append(f"    LMEMP, LMEM_BYTES, LMEM_STRIDE = LMEM.ctypes.data, {ir.local_bytes}, {ir.local_stride}")
     L.extend(f"    {name} = {ir.scratch[name]}" for name in sorted(ir.scratch))
     L.append("    for c in range(first, first + count):")
     L.append("        CTAID_x = np.uint32(c % GX)")
@@ -283,7 +287,7 @@ def generate(ir, name="native_kernel"):
     L.append("        CTAID_z = np.uint32(c // (GX * GY))")
     for r in zeroed:
         L.append(f"        rt_clear({register_file(ir.regs.get(r))}, {ir.index[r]})")
-    L.append("        rt_cta_begin(SMEM, spc, srpc, smask, depth, live, state)")
+    L.append("        rt_cta_begin(SMEM, LMEM, spc, srpc, smask, depth, live, state)")
     L.append("        steps = 0")
     L.append("        while True:")
     L.append("            for w in range(W):")

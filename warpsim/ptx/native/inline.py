@@ -8,8 +8,13 @@ of their size, read and written whole by ``ld.param`` / ``st.param`` at offset 0
 are the post-dominators of the flat code, as the interpreter computes them for each function
 (``program._post_dominators``): a copy's paths meet at its end, where the interpreter pops the call's entry.
 
+A callee's ``.local`` variables keep the interpreter's layout (``_Program.local_layout``); as the interpreter
+saves them at a call and restores them at its return, a copy starts with ``inline.local.save`` of the callee's
+bytes into a slot of its own past the interpreter's layout and ends with ``inline.local.restore`` (one slot per
+function: without recursion a function is called at most once at a time).
+
 Not inlined (the entry falls back, with the reason): recursion, calls of functions without a body, guarded
-calls, ``.param`` variables read in parts or as vectors, and ``.local`` variables of a callee.
+calls and ``.param`` variables read in parts or as vectors.
 """
 
 from __future__ import annotations
@@ -99,11 +104,25 @@ class Flat:
         self.reg_decls = list(entry.reg_decls)
         self.code, self._count = [], 0
         self._widths = {name: (Widths(fn.reg_decls), _declared(fn.reg_decls)) for name, fn in prog.functions.items()}
+        _, self._local_range, self._local_bytes = prog.local_layout()
+        self._saves = {}                # callee with .local variables -> its slot for the caller's view of them
+        self.local_saved = 0            # bytes of those slots, past the interpreter's local layout
         self._expand(entry, {}, "", {p: self._param(p, entry, "") for p in entry.params}, ())
         self.reconverge = _post_dominators(self.code, _Labels(self.code))
 
     def shared_layout(self):
         return self._prog.shared_layout()
+
+    def local_layout(self):
+        return self._prog.local_layout()
+
+    def _save_slot(self, callee):
+        """(offset, bytes, slot) of a callee's .local bytes and where a call keeps the caller's view of them."""
+        lo, hi = self._local_range[callee.name]
+        if callee.name not in self._saves:
+            self._saves[callee.name] = self._local_bytes + self.local_saved
+            self.local_saved += hi - lo
+        return lo, hi - lo, self._saves[callee.name]
 
     def _declare(self, name, bits):
         if bits not in _DECL:
@@ -183,8 +202,6 @@ class Flat:
             raise Untranslatable(f"{callee.name} calls itself (recursion is not inlined)", st)
         if st.guard is not None:
             raise Untranslatable("a guarded call", st)
-        if callee.locals:
-            raise Untranslatable(f"{callee.name} has .local variables", st)
         self._count += 1
         suffix = str(self._count)
         inner = {p: self._param(p, callee, suffix) for p in callee.params}
@@ -192,8 +209,13 @@ class Flat:
             if a not in params:
                 raise Untranslatable(f"call argument {a!r} is not a .param variable", st)
             self.code.append(_move(st.line, inner[formal], self._bits(inner[formal]), params[a], self._bits(params[a])))
+        saved = self._save_slot(callee) if callee.locals else None
+        if saved:
+            self.code.append(make_statement(st.line, "inline.local.save {}, {}, {}".format(*saved)))
         returns = self._expand(callee, {}, suffix, inner, stack + (callee.name,))
         end = len(self.code)
+        if saved:
+            self.code.append(make_statement(st.line, "inline.local.restore {}, {}, {}".format(*saved)))
         for r, formal in zip(rets, callee.rets):
             self.code.append(_move(st.line, params[r], self._bits(params[r]), inner[formal], self._bits(inner[formal])))
         for b in returns:

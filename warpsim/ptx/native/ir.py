@@ -9,7 +9,8 @@ blocks of lowered statements, with the facts code generation needs.
 * **definite assignment**: the registers some thread may read before writing them (they start at
   zero in every CTA, as the interpreter's ``undefined="zero"`` launch registers do; the rest need no
   clearing);
-* **layout**: kernel-parameter offsets (the interpreter's binding rule) and shared-memory symbols.
+* **layout**: kernel-parameter offsets (the interpreter's binding rule), shared-memory symbols and the
+  threads' local memory (the interpreter's layout of every function's ``.local`` variables).
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
-        if len(prog.functions) > 1:
-            prog = Flat(prog)           # calls inlined
+        if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
+            prog = Flat(prog)           # calls inlined (a call of a function without a body: the reason)
         fn = prog.functions[self.entry]
-        if fn.locals or fn.params:
-            raise Untranslatable("the entry has .local variables (local memory is not translated)", None)
+        if fn.params:
+            raise Untranslatable("the entry has .param variables of its own", None)
         self.regs = Widths(prog.reg_decls)
         self.index = {}                 # register -> its row in the register file of its width
         self.counts = {1: 0, 16: 0, 32: 0, 64: 0}
@@ -60,6 +61,7 @@ class KernelIR:
             if pc in prog.reconverge and prog.reconverge[pc] >= 0:
                 leaders.add(prog.reconverge[pc])
         lowered = []
+        self.uniform_operands = []      # (register, statement): registers rows need equal in every thread
         for pc, st in enumerate(code):
             try:
                 low = lower(self, st)
@@ -95,6 +97,7 @@ class KernelIR:
         #: working arrays made once in each run of the kernel (name -> expression), shared by the statements
         self.scratch = dict(a for low in lowered for a in low.scratch)
         self.zeroed = self._maybe_undefined()
+        self._check_uniform(code, lowered)
 
     def ref(self, name, thread="t"):
         """The generated code's element of register ``name`` for ``thread``."""
@@ -125,7 +128,8 @@ class KernelIR:
         return tuple(self.launch_args[name](arch) for name in sorted(self.launch_args))
 
     def _layout(self, prog):
-        """Kernel-parameter offsets as Module.launch binds them; shared symbols as _Kernel lays them out."""
+        """Kernel-parameter offsets as Module.launch binds them; shared and local symbols as the interpreter lays
+        them out."""
         self.param_offsets = {}
         off = 0
         for p in prog.entry.params:
@@ -136,6 +140,23 @@ class KernelIR:
             self.param_offsets[p.name] = (off, size)
             off += size
         self.shared_symbols, self.shared_static = prog.shared_layout()
+        self.local_symbols, _, self.local_bytes = prog.local_layout()
+        #: bytes of each thread's local area: the interpreter's layout, then the inlined calls' saved bytes
+        self.local_stride = self.local_bytes + (prog.local_saved if isinstance(prog, Flat) else 0)
+
+    def _check_uniform(self, code, lowered):
+        """Each register in uniform_operands (an atomic whose lanes' updates do not commute reads it: lower._atomic)
+        holds one constant in every thread: every write of it an unguarded mov of one immediate or symbol, and no
+        thread reads it before that."""
+        undefined = set(self.zeroed[0])
+        for reg, where in self.uniform_operands:
+            values = {st.operands[1] if st.opcode.startswith("mov.") and st.guard is None and
+                      isinstance(st.operands[1], str) and not st.operands[1].startswith("%") and
+                      self.regs.get(st.operands[1]) is None else None
+                      for st, low in zip(code, lowered) if reg in low.writes}
+            if reg in undefined or len(values) != 1 or None in values:
+                raise Untranslatable(f"{where.opcode} reads {reg}, which is not one constant in every thread (the "
+                                     "final word would depend on the order of the lanes' updates)", where)
 
     def _maybe_undefined(self):
         """Registers some thread may read before any unguarded write on its path (forward must-analysis)."""

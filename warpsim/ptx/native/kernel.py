@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import time
 
 import numpy as np
 from numba import typeof
 
+from ..instructions import TYPES
 from ..syntax import PTXError
 from . import rt
 from .codegen import generate
@@ -106,7 +108,8 @@ from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe a
     f32 as rt_f32, fail, find as rt_find, fminmax32 as rt_fminmax32, get1 as rt_get1, get16 as rt_get16,
     get16s as rt_get16s, get16u as rt_get16u, get32 as rt_get32, get32s as rt_get32s, get32u as rt_get32u,
     get64 as rt_get64, global_at as rt_global_at, launch_state as rt_launch_state, leave as rt_leave,
-    load as rt_load, peek1 as rt_peek1, peek2 as rt_peek2, peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1,
+    load as rt_load, local_at as rt_local_at, local_copy as rt_local_copy, peek1 as rt_peek1, peek2 as rt_peek2,
+    peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1,
     poke2 as rt_poke2, poke4 as rt_poke4, poke8 as rt_poke8, set1 as rt_set1, set16 as rt_set16, set32 as rt_set32,
     set64 as rt_set64, settle as rt_settle, shared_at as rt_shared_at, track as rt_track, w32 as rt_w32)
 
@@ -156,6 +159,9 @@ _MESSAGES = {
                        "a descriptor or scale-d, or a descriptor with reserved bits or a base offset (value 0x{v:x}); "
                        "the interpreter (engine='interpret') names which",
     rt.WMMA_OPERANDS: "wmma.load / wmma.store: thread {w} passes another matrix address (0x{v:x}) or stride than its warp's lane 0",
+    # the interpreter's words (memory.Memory._locate): the offset as a signed integer, the lane in its warp
+    rt.BAD_LOCAL: "local address 0x{o:x} (lane {lane}, {n} bytes) is outside the thread's {size} bytes of local "
+                  "memory",
 }
 
 
@@ -170,7 +176,7 @@ def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, cou
     ptrs = np.array([b.ctypes.data for b in buffers], np.int64)      # the caller keeps the arrays alive
     tabs = [_table(t) for t in ir.sfu_tables]
     seg = sfu.table("ex2_seg") if "ex2_pos" in ir.sfu_tables else _NOSEG
-    status = np.zeros(4, np.int64)
+    status = np.zeros(5, np.int64)
     args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params,
             np.array(bases, np.uint64), sizes, int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64,
             PROBE32, ptrs, trk, toff, *tabs, *launch_values)
@@ -216,10 +222,27 @@ def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, 
         return False
     if code:
         line = int(status[1]) or None
-        raise PTXError(f"{ir.entry} (compiled engine): " + _MESSAGES[code].format(w=int(status[2]),
-                                                                                    v=int(status[3]) & (2**64 - 1)),
-                       line=line)
+        raise PTXError(f"{ir.entry} (compiled engine): " + _message(ir, code, line, status), line=line)
     return True
+
+
+_VECTOR = re.compile(r"\.v(\d)\.")
+
+
+def _message(ir, code, line, status):
+    """What stopped the kernel, in the interpreter's words where they are known: an out-of-bounds local
+    access, a misaligned ld / st / atom / red (its type and bytes from the statement at ``line``)."""
+    w, o = int(status[2]), int(status[3])
+    if code == rt.MISALIGNED:
+        st = next((st for b in ir.blocks for st, _ in b.stmts if st.line == line
+                   and st.opcode.split(".")[0] in ("ld", "st", "atom", "red")), None)
+        t = st.opcode.split(".")[-1] if st is not None else None
+        if t in TYPES:
+            nb = TYPES[t][0] // 8
+            vec = _VECTOR.search(st.opcode)
+            return (f"address 0x{o & (2**64 - 1):x} of lane {w % 32} is not aligned to {nb} bytes (a .{t} access of "
+                    f"{nb * int(vec[1] if vec else 1)} bytes)")
+    return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes)
 
 
 def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=()):

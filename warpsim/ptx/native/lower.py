@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
-from ..memory import SHARED_WINDOW
+from ..memory import LOCAL_WINDOW, SHARED_WINDOW
 from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
@@ -49,6 +49,7 @@ FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
 #: the prelude line of the rows that call :mod:`.rt_scalar`
 SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
                   "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
+                  "    half_value as rt_half_value,\n"
                   "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
                   "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
                   "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
@@ -108,6 +109,8 @@ class Operands:
         if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
+        if op in self.ir.local_symbols:         # (the interpreter's symbol table: a local name shadows a shared one)
+            return f"np.uint64({self.ir.local_symbols[op]})"
         if op in self.ir.shared_symbols:
             return f"np.uint64({self.ir.shared_symbols[op]})"
         if op in self.ir.param_offsets:         # a kernel parameter's address in the .param space (simt._symbols)
@@ -201,6 +204,18 @@ def _wide(o, m):
     if op == "mad":
         prod = f"{prod} + {o.src(s[2], dt)}"
     return [f"{o.dst(d, dt)} = {prod}"]
+
+
+@row(r"mul\.hi\.(?P<t>[us](?:16|32))")
+def _mul_hi(o, m):
+    """The upper half of the double-width product (the 16- and 32-bit types: the product fits 64 bits)."""
+    t = m["t"]
+    bits = TYPES[t][0]
+    d, a, b = o.need(3)
+    x, y = o.src(a, t), o.src(b, t)
+    if t[0] == "s":
+        return [f"{o.dst(d, t)} = np.uint64(({_sx(x, bits)} * {_sx(y, bits)}) >> np.int64({bits}))"]
+    return [f"{o.dst(d, t)} = (np.uint64({x}) * np.uint64({y})) >> np.uint64({bits})"]
 
 
 @row(r"(?P<op>and|or|xor)\.(?P<t>pred)")
@@ -316,12 +331,17 @@ def _cvta_global(o, m):
     return [f"{o.dst(d, m['t'])} = {o.src(a, m['t'])}"]
 
 
-@row(r"cvta(?P<to>\.to)?\.shared(?:::cta)?\.(?P<t>u32|u64)")
-def _cvta_shared(o, m):
-    """Shared-memory offsets and their generic addresses differ by the shared window (memory.cvta)."""
+#: the state spaces whose addresses sit in a window of the generic addresses (memory._WINDOWS)
+WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
+
+
+@row(r"cvta(?P<to>\.to)?\.(?P<space>shared(?:::cta)?|local)\.(?P<t>u32|u64)")
+def _cvta_window(o, m):
+    """Shared and local offsets and their generic addresses differ by the space's window (memory.cvta)."""
     d, a = o.need(2)
     sign = "-" if m["to"] else "+"
-    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({SHARED_WINDOW})"]
+    window = WINDOWS[m["space"].split("::")[0]]
+    return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({window})"]
 
 
 @row(r"cvt(?:\.rn)?\.(?P<dt>f32|f64)\.(?P<st>[us](?:16|32|64))")
@@ -466,40 +486,43 @@ def _mov(o, m):
 
 
 # ---------------------------------------------------------------------------------------------
-# memory: ld / st of the param (kernel parameters), global and shared spaces
+# memory: ld / st of the param (kernel parameters), global, shared and local spaces
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
-                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*(?:\.(?P<space>global|shared(?:::cta)?|param(?:::entry)?))?"
+                   r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
+                   r"(?:\.(?P<space>global|shared(?:::cta)?|local|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
 
 def _pointer(o, where, address, space, nb, total, how):
     """Lines that set ``_p``, the host address of the ``total`` bytes at ``address`` (Operands.address of
-    ``where``) of the global or shared space, failing the kernel when they are misaligned to ``nb`` or
-    outside every mapped array / the CTA's shared memory; global bytes are recorded as read and / or
-    written (``how``: rt.READ, rt.WRITTEN) for a tracked launch (rt.track)."""
+    ``where``) of the global, shared or local space or a generic address, failing the kernel when they are
+    misaligned to ``nb`` or outside every mapped array / the CTA's shared memory / the thread's local memory;
+    global bytes are recorded as read and / or written (``how``: rt.READ, rt.WRITTEN) for a tracked launch
+    (rt.track)."""
     base, kind, off = address
     if kind == "symbol":
-        if space != "shared" or base not in o.ir.shared_symbols:
+        symbols = {"shared": o.ir.shared_symbols, "local": o.ir.local_symbols}.get(space, {})
+        if base not in symbols:
             o.fail(f"address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
+        base = f"np.uint64({symbols[base]})"
     lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
              f"if _a % np.uint64({nb}) != np.uint64(0):",
              f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
-    shared = [f"_p = rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",     # 0: it failed
-              "if _p == 0:", "    return 1"]
-    glob = [f"_p = rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})",
-            "if _p == 0:", "    return 1"]
-    if space == "shared":
-        return lines + shared
+    at = {"shared": f"rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",
+          "local": f"rt_local_at(status, {o.st.line}, t, LMEMP, LMEM_STRIDE, LMEM_BYTES, _a, {total})",
+          "global": f"rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})"}
+    found = ["if _p == 0:", "    return 1"]        # 0: it failed (status says why)
     if space != "generic":
-        return lines + glob
-    # a generic address: shared memory's window, or a global address (memory._split; the parameter and local
-    # windows are not translated: an address there fails as outside every mapped array)
-    return lines + [f"if np.uint64({SHARED_WINDOW}) <= _a < np.uint64({SHARED_WINDOW + WINDOW}):",
-                    f"    _a = _a - np.uint64({SHARED_WINDOW})", *("    " + x for x in shared), "else:",
-                    *("    " + x for x in glob)]
+        return lines + [f"_p = {at[space]}"] + found
+    # a generic address: a window's space, or a global address (memory._split; the parameter window is not
+    # translated, nor the local window of a kernel without local memory: an address there fails as outside
+    # every mapped array)
+    for k, (sp, w) in enumerate((sp, w) for sp, w in WINDOWS.items() if sp != "local" or o.ir.local_bytes):
+        lines += [f"{'el' if k else ''}if np.uint64({w}) <= _a < np.uint64({w + WINDOW}):",
+                  f"    _a = _a - np.uint64({w})", f"    _p = {at[sp]}"]
+    return lines + ["else:", f"    _p = {at['global']}"] + found
 
 
 def lower_memory(o, m):
@@ -546,36 +569,66 @@ def lower_memory(o, m):
     return lines
 
 
+@row(r"inline\.local\.(?P<op>save|restore)")
+def _inline_local(o, m):
+    """An inlined call's copy of its callee's .local bytes (inline.Flat): saved into the callee's slot at the
+    call, restored from it at the return, as the interpreter's call keeps the caller's view of them."""
+    lo, n, slot = (int(x) for x in o.need(3))
+    src, dst = (lo, slot) if m["op"] == "save" else (slot, lo)
+    return [f"rt_local_copy(LMEMP + t * LMEM_STRIDE, {src}, {dst}, {n})"]
+
+
 _SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"
 
 
+def _pick(cmp, bits, signed):
+    x, y = (_sx("_o", bits), _sx("_v", bits)) if signed else ("_o", "_v")
+    return f"(_o if {x} {cmp} {y} else _v)"
+
+
+#: atom / red operations (atomics._combine): their types, whether any two lanes' updates commute, and the new word
+#: from the old one ``_o``, the operand ``_v`` (cas: the compared word) and cas's new word ``_c``
+_ATOMIC = {
+    "add": (("u32", "s32", "u64", "s64"), True,
+            lambda bits, signed: "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"),
+    "min": (("u32", "s32", "u64", "s64"), True, lambda bits, signed: _pick("<=", bits, signed)),
+    "max": (("u32", "s32", "u64", "s64"), True, lambda bits, signed: _pick(">=", bits, signed)),
+    "and": (("b32", "b64"), True, lambda *_: "_o & _v"),
+    "or": (("b32", "b64"), True, lambda *_: "_o | _v"),
+    "xor": (("b32", "b64"), True, lambda *_: "_o ^ _v"),
+    "exch": (("b32", "b64"), False, lambda *_: "_v"),
+    "cas": (("b32", "b64"), False, lambda *_: "(_c if _o == _v else _o)"),
+    "inc": (("u32",), False, lambda *_: "(np.uint64(0) if _o >= _v else _o + np.uint64(1))"),
+    "dec": (("u32",), False, lambda *_: "(_v if _o == np.uint64(0) or _o > _v else _o - np.uint64(1))"),
+}
+
+
 @row(r"(?P<op>atom|red)" + _SCOPE + r"(?:\.(?P<space>global|shared(?:::cta)?))?" + _SCOPE +
-     r"\.(?P<f>add|min|max|and|or|xor)\.(?P<t>[bus](?:32|64))")
+     r"\.(?P<f>" + "|".join(_ATOMIC) + r")\.(?P<t>[bus](?:32|64))")
 def _atomic(o, m):
     """atom / red of the integer forms whose final memory word does not depend on the order of the updates
-    (atomics.py): a warp statement, so that the lanes update one at a time in increasing lane order, as the
-    interpreter's; atom returns each lane's old word.  Between warps the updates go in the compiled engine's
-    order (CTA by CTA, each warp to its next barrier), the interpreter's where each address is updated by one
-    statement between barriers; other old words may differ, the final words do not."""
+    (atomics.py): forms whose updates commute, and the others (exch, cas, inc, dec) when every lane applies the
+    same update (operands that are immediates or constant registers, KernelIR.check_uniform).  A warp statement,
+    so that the lanes update one at a time in increasing lane order, as the interpreter's; atom returns each
+    lane's old word.  Between warps the updates go in the compiled engine's order (CTA by CTA, each warp to its
+    next barrier), the interpreter's where each address is updated by one statement between barriers; other old
+    words may differ, the final words do not."""
     f, t, returns = m["f"], m["t"], m["op"] == "atom"
-    allowed = {"add": "us", "min": "us", "max": "us", "and": "b", "or": "b", "xor": "b"}[f]
-    if t[0] not in allowed:
-        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(allowed)} types")
-    ops = o.need(3 if returns else 2)
+    types, commute, update = _ATOMIC[f]
+    if t not in types:
+        o.fail(f"{o.st.opcode}: .{f} takes .{'/.'.join(types)}")
+    ops = o.need((3 if returns else 2) + (f == "cas"))
+    srcs = ops[2:] if returns else ops[1:]
+    if not commute:
+        o.ir.uniform_operands += [(x, o.st) for x in srcs if isinstance(x, str) and x.startswith("%")]
     bits = TYPES[t][0]
     nb = bits // 8
-    val = o.src(ops[-1], t)
-    old, new = f"rt_peek{nb}(_p)", "_v"
-    if f == "add":
-        new = "_o + _v" if bits == 64 else f"(_o + _v) & np.uint64({(1 << bits) - 1})"
-    elif f in ("min", "max"):
-        x, y = (_sx("_o", bits), _sx("_v", bits)) if t[0] == "s" else ("_o", "_v")
-        new = f"(_o if {x} {'<=' if f == 'min' else '>='} {y} else _v)"
-    else:
-        new = f"_o {({'and': '&', 'or': '|', 'xor': '^'})[f]} _v"
     where = ops[1 if returns else 0]
     body = _pointer(o, where, o.address(where), (m["space"] or "generic").split("::")[0], nb, nb, READ | WRITTEN)
-    body += [f"_v = np.uint64({val})", f"_o = {old}", f"rt_poke{nb}(_p, {new})"]
+    body += [f"_v = np.uint64({o.src(srcs[0], t)})", f"_o = rt_peek{nb}(_p)"]
+    if f == "cas":
+        body.append(f"_c = np.uint64({o.src(srcs[1], t)})")
+    body.append(f"rt_poke{nb}(_p, {update(bits, t[0] == 's')})")
     if returns:
         body.append(f"{o.dst(ops[0], t)} = _o")
     return "warp", ["for l in range(32):", "    if act[l]:", "        t = base + l", *("        " + x for x in body)]

@@ -6,9 +6,10 @@ Each is the interpreter's row restated for one lane (:mod:`warpsim.ptx.float_ops
 
 * f64 ``add`` / ``sub`` / ``mul`` / ``fma`` / ``div`` / ``rcp`` / ``sqrt`` ``.rn`` on the host's float64 (exact in its
   IEEE default state, which the kernel checks), NaN results by the H100's rules; ``.rz`` / ``.rm`` / ``.rp`` and
-  the f32 ``.ftz`` / ``.sat`` / directed forms through the interpreter's soft-float core;
+  the f32 ``.ftz`` / ``.sat`` / directed forms through the interpreter's soft-float core, as the scalar f16 / bf16
+  ``add`` / ``sub`` / ``mul`` / ``fma`` ``.rn`` (:mod:`warpsim.ptx.packed_ops`);
 * ``cvt`` between f32 and f64 (``.rn`` narrowing), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), from
-  floats to integers (saturating);
+  floats to integers (saturating), from f16 / bf16 to f32 / f64;
 * ``rcp.approx.ftz.f64`` / ``rsqrt.approx[.ftz].f64``: the engine's jitted MUFU.RCP64H / RSQ64H (and the DFMA
   refinement), as :mod:`warpsim.engine.sfu` runs them for the interpreter.
 """
@@ -22,7 +23,8 @@ from .lower import SCALAR_IMPORTS, row
 _RMODE = {"rn": sf.ROUND_NEAREST, "rz": sf.ROUND_ZERO, "rm": sf.ROUND_DOWN, "rp": sf.ROUND_UP}
 _IMODE = {"rni": 0, "rzi": 1, "rmi": 2, "rpi": 3}
 #: per float type: (exponent bits, mantissa bits, the NaN of an invalid arithmetic result, 1.0, the sign bit)
-_F = {"f32": (8, 23, 0x7FFFFFFF, 0x3F800000, 1 << 31), "f64": (11, 52, 0xFFF8000000000000, 0x3FF0000000000000, 1 << 63)}
+_F = {"f32": (8, 23, 0x7FFFFFFF, 0x3F800000, 1 << 31), "f64": (11, 52, 0xFFF8000000000000, 0x3FF0000000000000, 1 << 63),
+      "f16": (5, 10, 0x7FFF, 0x3C00, 1 << 15), "bf16": (8, 7, 0x7FFF, 0x3F80, 1 << 15)}
 _SFU64 = "from warpsim.engine.sfu import RCP64 as SFU_RCP64, RSQRT64 as SFU_RSQRT64, _f64_form as sfu_f64_form"
 
 
@@ -100,6 +102,31 @@ def _f32_soft(o, m):
     if m["sat"]:
         r = f"rt_saturate({r}, 8, 23)"
     return [f"{d} = {r}"]
+
+
+@row(r"(?P<op>add|sub|mul|fma)(?P<rn>\.rn)?\.(?P<t>f16|bf16)")
+def _half_soft(o, m):
+    """packed_ops' scalar f16 / bf16 add / sub / mul / fma rounded to nearest (not .ftz / .sat / .relu): the
+    soft-float core, NaN results the canonical 0x7fff."""
+    op, t = m["op"], m["t"]
+    if op == "fma" and not m["rn"]:
+        o.fail(f"{o.st.opcode} needs .rn")
+    d, x = _words(o, t, 3 if op == "fma" else 2)
+    return [f"{d} = {_soft(t, op, x, 'rn', sf.NAN_CANONICAL)}"]
+
+
+@row(r"cvt\.(?P<dt>f32|f64)\.(?P<st>f16|bf16)")
+def _cvt_widen_half(o, m):
+    """f16 / bf16 to f32 / f64, exact (convert.float_to_float): a NaN becomes the canonical NaN, but bf16 -> f32
+    keeps its payload unquieted (convert._QUIET): that conversion is the word shifted up."""
+    dt, st = m["dt"], m["st"]
+    dd, sa = o.need(2)
+    o.prelude.append(SCALAR_IMPORTS)
+    d, a = o.dst(dd, dt), o.src(sa, st)
+    if (st, dt) == ("bf16", "f32"):
+        return [f"{d} = np.uint64({a}) << np.uint64(16)"]
+    value = f"rt_half_value({a}, {_F[st][0]}, {_F[st][1]})"
+    return [f"{d} = " + (f"rt_w32({value})" if dt == "f32" else f"rt_w64_cvt({value})")]
 
 
 _CVT_MODS = r"(?P<mods>(?:\.(?:rn|rz|rm|rp|rni|rzi|rmi|rpi|ftz|sat))*)"

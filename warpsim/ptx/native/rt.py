@@ -28,6 +28,7 @@ OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS
 #: or with a descriptor the model does not take (lower_wgmma; a code apart from the range above, which grows)
 WGMMA_OPERANDS = 16
 WMMA_OPERANDS = 17      # the lanes of a wmma.load / store disagree on its matrix address or stride (rt_wmma)
+BAD_LOCAL = 18          # a local address outside the thread's local memory (status[4]: the access's bytes)
 
 _U32 = np.uint32
 
@@ -171,11 +172,12 @@ def _set(bits):
 
 
 @njit(cache=True, nogil=True)
-def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes):
+def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes, local_stride):
     """The arrays a kernel keeps for a run of CTAs: the threads' indices, the register files (n<bits>
     registers of T threads), the warps' reconvergence stacks (``depth`` entries), the lane scratch of
-    warp statements and shared memory.  (One cached helper: numba compiles ``np.zeros`` afresh in
-    every process for every dtype and shape it is called with.)"""
+    warp statements, shared memory and the threads' local memory (``local_stride`` bytes each).  (One
+    cached helper: numba compiles ``np.zeros`` afresh in every process for every dtype and shape it is
+    called with.)"""
     T = BX * BY * BZ
     W = T // 32
     tid = np.empty((3, T), np.uint32)
@@ -190,13 +192,16 @@ def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes):
     lanes = (np.zeros(32, np.bool_), np.zeros(32, np.bool_), np.zeros(32, np.uint64), np.zeros(32, np.int64),
              np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.float64),
              np.zeros(32, np.int64), np.zeros(32, np.uint8), np.zeros(32, np.int64))
-    return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes, np.uint8)
+    return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes, np.uint8), np.zeros(T * local_stride,
+                                                                                                   np.uint8)
 
 
 @njit(cache=True, nogil=True)
-def cta_begin(smem, spc, srpc, smask, depth, live, state):
-    """A CTA starts: shared memory zero, every warp at block 0 with all its lanes."""
+def cta_begin(smem, lmem, spc, srpc, smask, depth, live, state):
+    """A CTA starts: shared and local memory zero (as the interpreter's launch makes them), every warp at
+    block 0 with all its lanes."""
     smem[:] = 0
+    lmem[:] = 0
     for w in range(depth.size):
         depth[w] = 0
         spc[w, 0] = 0
@@ -272,6 +277,23 @@ def shared_at(status, line, t, smemp, smem_bytes, addr, n):
     if addr + np.uint64(n) > np.uint64(smem_bytes):
         return fail(status, BAD_ADDRESS, line, t, addr) - 1
     return smemp + np.int64(addr)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def local_at(status, line, t, lmemp, stride, size, addr, n):
+    """The host address of thread t's local bytes [addr, addr + n) (``size`` bytes each, ``stride`` apart);
+    0 as :func:`global_at` (status[4]: n, which the interpreter's message names)."""
+    if n > size or addr > np.uint64(size - n):
+        status[4] = n
+        return fail(status, BAD_LOCAL, line, t, addr) - 1
+    return lmemp + t * stride + np.int64(addr)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def local_copy(base, src, dst, n):
+    """Bytes [src, src + n) of the local area at host address ``base`` to [dst, dst + n)."""
+    for i in range(n):
+        poke1(base + dst + i, peek1(base + src + i))
 
 
 @njit(cache=True, nogil=True, _nrt=False)

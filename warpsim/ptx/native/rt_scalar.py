@@ -10,6 +10,8 @@ kernel checks before it starts.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -123,6 +125,22 @@ def widen32(w, ftz):
     if (w & _U64(0x7FFFFFFF)) > _U64(0x7F800000):
         return ((w >> _U64(31)) << _U64(63)) | _U64(0x7FF0000000000000) | ((w & _U64(0x7FFFFF)) << _U64(29)) | _QUIET64
     return np.float64(np.uint32(w).view(np.float32)).view(np.uint64)
+
+
+@njit(cache=True, nogil=True)
+def half_value(w, eb, mb):
+    """The value of a 16-bit float word (f16: eb 5, mb 10; bf16: 8, 7) as a float64, exactly (NaN: a NaN)."""
+    w = _U64(w)
+    top = (1 << eb) - 1
+    e = np.int64((w >> _U64(mb)) & _U64(top))
+    m = np.float64(w & _U64((1 << mb) - 1))
+    sign = -1.0 if (w >> _U64(eb + mb)) & _U64(1) else 1.0
+    if e == top:
+        return sign * np.inf if m == 0 else np.nan
+    bias = (1 << (eb - 1)) - 1
+    if e == 0:
+        return sign * math.ldexp(m, 1 - bias - mb)
+    return sign * math.ldexp(m + (1 << mb), e - bias - mb)
 
 
 @njit(cache=True, nogil=True)
