@@ -239,6 +239,24 @@ def _time_pair(fn, ref, repeat, clock=time.perf_counter):
     return ts, rs, statistics.median(ratios)
 
 
+def _scaling(call, threads_all, repeat):
+    """One thread's time over all cores' for ``call``: the median of interleaved pairs (the two timings of a
+    pair see the same machine state; separate medians taken seconds apart swung +-25% on a quiet host)."""
+    import numba
+
+    ratios = []
+    for _ in range(max(repeat, 5)):
+        numba.set_num_threads(1)
+        t0 = time.perf_counter()
+        call()
+        one = time.perf_counter() - t0
+        numba.set_num_threads(threads_all)
+        t0 = time.perf_counter()
+        call()
+        ratios.append(one / (time.perf_counter() - t0))
+    return statistics.median(ratios)
+
+
 def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES, clock="wall"):
     import numba
 
@@ -282,7 +300,8 @@ def bench_family(name, opcode, warps, repeat, threads_all, classes=CLASSES, cloc
             med = statistics.median(ts)
             results[label] = {"threads": nt, "seconds": med, "mma_per_s": warps / med, "runs": ts,
                               "ratio_to_numpy": ratio}
-        results["scaling"] = results["one_thread"]["seconds"] / results["all_cores"]["seconds"]
+        results["scaling_unpaired"] = results["one_thread"]["seconds"] / results["all_cores"]["seconds"]
+        results["scaling"] = _scaling(lambda: mma(opcode, *ops, selector=sel), threads_all, repeat)
         per_class[cls] = results
     numba.set_num_threads(threads_all)
     np_med = statistics.median(np_times)
