@@ -99,10 +99,10 @@ def scratch_generic(G, a, b, c, d):
 
 @njit(nogil=True, inline="always")
 def scratch_tc(T, a, b, c, d):
-    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call)."""
-    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB,
-     scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
-    return (np.zeros(1, np.int8),) + _TC_SCRATCH(M, K, Ka, _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd))
+    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): T's M, K, Ka
+    (items 2-4) and run types va .. vd (items 27-30), as call_args lays them out."""
+    return (np.zeros(1, np.int8),) + _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]),
+                                                  _words(c, T[29]), _words(d, T[30]))
 
 
 @njit(nogil=True, inline="always")
