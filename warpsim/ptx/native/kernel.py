@@ -9,6 +9,8 @@ process loads the kernel instead of compiling it.  The directory is ``WARPSIM_NA
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import importlib.util
 import os
@@ -117,6 +119,19 @@ from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe a
 '''
 
 
+@contextlib.contextmanager
+def _no_gc():
+    """Python's cycle collector paused while numba compiles: compiling makes millions of objects, and every
+    full collection walks all of them (a fifth of a first compile's time); it runs once, after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def compiled(ir):
     """The jitted kernel of a KernelIR (compiled on first use; from numba's disk cache if there)."""
     src = _source(ir)
@@ -139,7 +154,8 @@ def compiled(ir):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod             # numba's cache finds the kernel's callees by module name
-    spec.loader.exec_module(mod)
+    with _no_gc():
+        spec.loader.exec_module(mod)
     fn = mod.kernel
     _COMPILED[key] = fn
     COMPILE_SECONDS.setdefault(key, time.perf_counter() - t0)
@@ -193,7 +209,8 @@ def _ready(ir, args):
         config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
         try:
             t0 = time.perf_counter()
-            fn.compile(tuple(typeof(a) for a in args))
+            with _no_gc():
+                fn.compile(tuple(typeof(a) for a in args))
             COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
         finally:
             config.OPT = old
