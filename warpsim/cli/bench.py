@@ -103,10 +103,12 @@ PATHS = (
      "sm_120a"),
     ("ptx triton bf16 sm_80 gemm", "ptx", "triton_bf16_f32acc_masked_sm80", "sm_80"),
     ("ptx triton f16 sm_90a gemm", "ptx", "triton_f16_f32acc_masked_sm90", "sm_90a"),
+    ("ptx cutlass2 f16 sm_80 gemm", "ptx", "cutlass2_gemm_sm80", "sm_80"),
 )
 TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
 TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
 TARGET_PTX_COMPILED_RATIO = 3.0  # the compiled engine (warpsim.ptx.native) against warpsim.gemm (issue 32)
+TARGET_CUTLASS_COMPILED_RATIO = 5.0     # a compiled CUTLASS GEMM against warpsim.gemm (issue 32)
 
 #: input classes: what the register words hold (see class_inputs)
 CLASSES = ("ordinary", "random", "special", "subnormal", "overflow")
@@ -408,9 +410,49 @@ def _path_call(kind, opcode, arch, macs, quick):
     raise ValueError(f"unknown path kind {kind!r}")
 
 
+def _cutlass2_gemm(quick):
+    """(run the committed CUTLASS 2.x GEMM (tests/ptx/compiled/cutlass2) once, run warpsim.gemm on the same
+    product with its mma (f16 in, f32 accumulate), MACs): the launch of its dry parameters, whose buffer
+    addresses are baked in -- 256 x 256 x 128 (--quick: the ragged 200 x 136 x 72 case)."""
+    import warpsim
+    from ..hw.gemm_cases import CUTLASS2_CASES, cutlass3_inputs
+    from ..ptx import GlobalMemory, load
+
+    here = Path(__file__).resolve().parents[2] / "tests" / "ptx" / "compiled" / "cutlass2"
+    k = 1 if quick else 0
+    c = CUTLASS2_CASES[k]
+    M, N, K = c["M"], c["N"], c["K"]
+    ins = cutlass3_inputs(**{x: c[x] for x in ("dtype", "M", "N", "K", "seed")})
+    launch = {}
+    for line in (here / f"dry_launch{k}.txt").read_text().splitlines():
+        key, *v = line.split()
+        launch[key] = v
+    params = (here / f"dry_params{k}.bin").read_bytes()
+    mod = load((here / "cutlass2_gemm_sm80.ptx").read_text())
+    (entry,) = mod.entries
+
+    def ptx(engine="interpret"):
+        gm = GlobalMemory()
+        for name in ("A", "B", "C"):
+            gm.map(np.array(ins[name], copy=True), address=int(launch[name][0]))
+        gm.map(np.zeros((M, N), np.uint32), address=int(launch["D"][0]))
+        mod.launch(entry, tuple(map(int, launch["grid"])), tuple(map(int, launch["block"])), [params],
+                   int(launch["smem"][0]), memory=gm, arch="sm_90", engine=engine)
+        return mod.last_engine["engine"]
+
+    ptx.translation = lambda: mod.translation(entry)
+    ptx.shape = (M, N, K)
+    a, b = ins["A"].view(np.float16), ins["B"].view(np.float16).T
+    c0 = ins["C"].view(np.float32)
+    op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch="sm_90")), M * N * K
+
+
 def _ptx_gemm(name, size):
     """(run the committed Triton kernel once on size^3, run warpsim.gemm on the same with the
     matching warp-level mma (the kernel's input type, f32 accumulator), MACs)."""
+    if name.startswith("cutlass2"):
+        return _cutlass2_gemm(size < 256)
     import ml_dtypes
     import warpsim
     from ..ptx import GlobalMemory, load
@@ -444,6 +486,14 @@ def _ptx_gemm(name, size):
     op = f"mma.sync.aligned.m16n8k16.row.col.f32.{kern['a']}.{kern['a']}.f32"
     c0 = np.zeros((size, size), np.float32)
     return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch=arch)), size ** 3
+
+
+def _gemm_size(r) -> str:
+    """A PTX row's GEMM size: ``(n^3)``, or ``(M x N x K)`` where they differ."""
+    if "size" not in r:
+        return ""
+    shape = r.get("shape") or [r["size"]] * 3
+    return f" ({shape[0]}^3)" if len(set(shape)) == 1 else f" ({' x '.join(map(str, shape))})"
 
 
 def _engines(r) -> str:
@@ -483,7 +533,7 @@ def bench_paths(repeat, quick, names=None):
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
                 ts, rs, ratio = _time_pair(fn, ref_fn, reps)
-                row.update(size=size, reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO,
+                row.update(size=size, shape=list(getattr(fn, "shape", (size,) * 3)), reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO,
                            interpret_seconds=statistics.median(ts), interpret_ratio=ratio)
                 tr = fn.translation()
                 if tr.native and (not quick or tr.ready()):       # --quick never waits for a compile
@@ -493,7 +543,8 @@ def bench_paths(repeat, quick, names=None):
                         # a compiled 256^3 launch takes tens of ms: enough pairs for a steady median
                         ts, rs, ratio = _time_pair(lambda: fn("compiled"), ref_fn, 3 if quick else max(3 * repeat, 9))
                         row.update(engine="compiled", compiled_seconds=statistics.median(ts), compiled_ratio=ratio,
-                                   ratio=ratio, target_ratio=TARGET_PTX_COMPILED_RATIO)
+                                   ratio=ratio, target_ratio=TARGET_CUTLASS_COMPILED_RATIO if "cutlass" in name
+                                   else TARGET_PTX_COMPILED_RATIO)
                 if "compiled_ratio" not in row:
                     row.update(engine="interpret", not_compiled=tr.reason or "--quick: the compiled kernel is not "
                                "built yet")
@@ -766,7 +817,7 @@ def format_table(report: dict) -> str:
                  report["paths"], "path",
                  lambda r: f"{r['path']:<28} {_fmt_rate(r['macs_per_s']):>8} {r['ratio']:>7.2f} "
                            f"{'<=' + format(r['target_ratio'], 'g'):>6} {'ok' if r['meets_ratio'] else 'MISS'}  "
-                           f"{r['reference']}" + (f" ({r['size']}^3)" if "size" in r else "") + _engines(r),
+                           f"{r['reference']}" + _gemm_size(r) + _engines(r),
                  "(ratio = time per multiply-add / the reference's, interleaved in the same run)")
     if report.get("gemms"):
         _section(lines, f"{'whole GEMM (all cores)':<28} {'warpsim':>9} {'numpy f64':>10} {'ratio':>7} {'target':>7}  MAC/s",

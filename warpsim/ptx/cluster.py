@@ -40,6 +40,13 @@ _OFF_MASK = (1 << RANK_SHIFT) - 1
 _WINDOW = 1 << 32
 
 
+def initial_registers(nthreads, maxnreg=None):
+    """Registers per thread a CTA's warpgroups start with (what setmaxnreg's budget counts from): the entry's
+    ``.maxnreg``, else as many as an SM's register file gives each of the CTA's threads (multiples of 8, at
+    most 255)."""
+    return maxnreg or min(255, REGISTERS_PER_SM // max(nthreads, 1) // 8 * 8)
+
+
 class ClusterState:
     """Clusters, mbarriers and register budgets of one launch (see the module docstring)."""
 
@@ -67,7 +74,7 @@ class ClusterState:
         self.blocked: list = []          # (warp, key, phase, blocking) set by wait rows for the scheduler
         self.version = 0                 # bumped by every mbarrier change: the scheduler re-checks waiters
         self.tensormaps: dict = {}       # descriptor bytes -> TensorMap
-        regs = maxnreg or min(255, 65536 // max(nthreads, 1) // 8 * 8)
+        regs = initial_registers(nthreads, maxnreg)
         self.nreg = {}                   # (cta, warpgroup) -> registers per thread now
         self.nreg_initial = regs
         self.nthreads = nthreads

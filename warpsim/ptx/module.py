@@ -367,14 +367,15 @@ def _worker_module(text, ident):
 
 
 def _compiled_batch(text, ident, entry, geom, ctas, params, bases, datas):
-    """On a dask worker: CTAs ctas[0] .. ctas[0] + ctas[1] - 1 of a launch on the entry's compiled kernel (from
-    the disk cache), on copies of ``datas``; -> ``native.kernel.run_tracked``'s result."""
+    """On a dask worker: clusters (CTAs, without clusters) ctas[0] .. ctas[0] + ctas[1] - 1 of a launch on the
+    entry's compiled kernel (from the disk cache), on copies of ``datas``; -> ``native.kernel.run_tracked``'s
+    result."""
     from .native import kernel
 
     ir = _worker_module(text, ident).translation(entry).ir
-    grid, block, shared_bytes, max_steps, arch = geom
+    grid, block, shared_bytes, max_steps, arch, cluster, gsym = geom
     return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, [np.array(d) for d in datas], ctas[0],
-                              ctas[1], max_steps, ir.launch_values(arch))
+                              ctas[1], max_steps, ir.launch_values(arch), cluster, gsym)
 
 
 def _batch_worker(text, ident, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):

@@ -74,6 +74,7 @@ class _Program:
 
     def __init__(self, entry, mod, fmad=True):
         self.entry = entry
+        self.module_variables = [v.name for v in mod.variables]     # .global / .const variables (global memory)
         self.code = []            # Statement list
         self.shared = []          # (name, align, size, extern, line)
         self.functions = {}

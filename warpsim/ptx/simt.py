@@ -22,6 +22,19 @@ class _Frame:
         self.callee, self.caller, self.rets, self.mask, self.saved = callee, caller, rets, mask, saved
 
 
+def map_module_variables(module, glob):
+    """The module's variables in global memory (mapped once per GlobalMemory, with their initial bytes):
+    name -> address.  Both engines map them before a launch's arguments."""
+    out = {}
+    for v in module._mod.variables:
+        key = (id(module), v.name)
+        if key not in glob.module_symbols:
+            arr = np.frombuffer(v.data, dtype=np.uint8).copy() if v.data else np.zeros(1, np.uint8)
+            glob.module_symbols[key] = (glob.map(arr), arr)
+        out[v.name] = glob.module_symbols[key][0]
+    return out
+
+
 class _Kernel(Warp):
     """The register files of every warp of a launch, its memory and its SIMT scheduler.
 
@@ -59,13 +72,7 @@ class _Kernel(Warp):
         # local memory: every function's .local variables, one static area per thread
         local_offsets, self.local_range, loc = prog.local_layout()
         self._symbols.update(local_offsets)
-        # module variables in global memory (mapped once per GlobalMemory)
-        for v in module._mod.variables:
-            key = (id(module), v.name)
-            if key not in glob.module_symbols:
-                arr = np.frombuffer(v.data, dtype=np.uint8).copy() if v.data else np.zeros(1, np.uint8)
-                glob.module_symbols[key] = (glob.map(arr), arr)
-            self._symbols[v.name] = glob.module_symbols[key][0]
+        self._symbols.update(map_module_variables(module, glob))
         self.memory = Memory(nctas, total, np.repeat(np.arange(nctas), self.wpc), glob=glob, local_bytes=loc)
         maxnreg = prog.entry.directives.get("maxnreg")
         self.cluster = ClusterState(grid, cluster, self.wpc, explicit, block[0] * block[1] * block[2],

@@ -34,10 +34,10 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
                     workers=1, client=None, progress=False, remote=None):
     """Run a launch on the entry's compiled kernel (``bind``: the interpreter's argument binding, so
     both engines lay out parameters and map arrays alike).  Returns None, or why it must go to the
-    interpreter instead (nothing has run then): clusters of several CTAs, a host FPU not in its IEEE
-    default state, an ``arch`` whose per-launch arguments the kernel cannot take (``ir.launch_values``).
+    interpreter instead (nothing has run then): a host FPU not in its IEEE default state, an ``arch`` whose per-launch arguments the kernel cannot take (``ir.launch_values``).
 
-    workers > 1 or a dask ``client``: contiguous runs of the grid's CTAs run side by side -- threads
+    The kernel runs a cluster's CTAs together (``cluster``; one CTA a run without clusters).  workers > 1
+    or a dask ``client``: contiguous runs of the grid's clusters run side by side -- threads
     of this process (the kernel releases the GIL) or tasks on the cluster -- each on its own copy of
     global memory, recording what it read and wrote; their writes are merged in CTA order when no
     run read what another wrote (:func:`warpsim.ptx.workers.merge`), which is the sequential
@@ -46,9 +46,11 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     from . import kernel
     from .lower import Untranslatable
 
+    from ..simt import map_module_variables
+
     ir = module.translation(entry).ir
-    if cluster != (1, 1, 1):
-        return "clusters of several CTAs are not translated"
+    where = map_module_variables(module, memory)        # as the interpreter does, before the arguments
+    gsym = [where[name] for name in ir.module_variables]
     binder = _Binder(prog, memory)
     bind(binder, args)
     if {k: v[0] for k, v in ir.param_offsets.items()} != binder.param_offsets:
@@ -58,15 +60,15 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
         values = ir.launch_values(arch)
     except Untranslatable as exc:
         return str(exc)
-    n = grid[0] * grid[1] * grid[2]
-    geom = (grid, block, shared_bytes, max_steps, arch)
+    n = grid[0] * grid[1] * grid[2] // (cluster[0] * cluster[1] * cluster[2])       # clusters (CTAs without)
+    geom = (grid, block, shared_bytes, max_steps, arch, cluster, gsym)
     if n > 1 and not prog.cross_cta and (workers > 1 or client is not None):
         from ..workers import aliased
 
         if not aliased(memory.buffers) and _side_by_side(module, entry, ir, geom, params, memory, values, n, workers,
                                                          client, progress, remote):
             return None
-    if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps, values):
+    if kernel.run(ir, grid, block, shared_bytes, params, memory, 0, n, max_steps, values, cluster, gsym):
         return None
     return "the host FPU is not in round-to-nearest with subnormals kept"
 
@@ -79,19 +81,20 @@ def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, c
     from .. import workers as _w
     from . import kernel
 
-    grid, block, shared_bytes, max_steps, arch = geom
+    grid, block, shared_bytes, max_steps, arch, cluster, gsym = geom
     bases = list(memory.bases)
     if client is not None:
         runs = _w.split(range(n), 4 * sum(client.ncores().values()))
         heads = [(module.text, (module.name, module.fmad), entry, geom, (r[0], len(r))) for r in runs]
         return _w.run_dask(client, remote, heads, (params, bases, [np.array(b) for b in memory.buffers]),
                            memory.buffers, progress)
-    kernel.prepare(ir, grid, block, shared_bytes, params, memory, max_steps, values)   # compiled once, here
+    kernel.prepare(ir, grid, block, shared_bytes, params, memory, max_steps, values, cluster, gsym)   # compiled here
     runs = _w.split(range(n), workers)
 
     def one(r):
         datas = [b.copy() for b in memory.buffers]
-        return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, datas, r[0], len(r), max_steps, values)
+        return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, datas, r[0], len(r), max_steps, values,
+                                  cluster, gsym)
 
     with ThreadPoolExecutor(len(runs)) as pool:
         results = list(pool.map(one, runs))

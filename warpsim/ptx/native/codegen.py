@@ -18,7 +18,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES, register_file
-from .rt import DIVERGED_BARRIER, MAX_STEPS
+from .rt import DEADLOCK, DIVERGED_BARRIER, MAX_STEPS
 
 
 def _guard(ir, st):
@@ -45,7 +45,7 @@ def _groups(stmts):
             cur.append((st, low))
             if m:
                 seen.add(m)
-        elif low.kind == "warp":
+        elif low.kind in ("warp", "wait"):
             if cur:
                 out.append(("lane", cur))
                 cur, seen = [], set()
@@ -61,6 +61,8 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
             "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE",
             "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
+            "live", "CRANK", "CS", "CX", "CY", "CZ", "CCTA_x", "CCTA_y", "CCTA_z", "CLID_x", "CLID_y", "CLID_z",
+            "NCL_x", "NCL_y", "NCL_z", "GSYM", "SMEM0", "PARK", "PSLOT", "PPH", "MBO", "MBS", "CLA", "CLS", "NREG", "NRV", "NREG0",
             *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still (LLVM's function passes grow faster than linearly: softmax as one function
@@ -178,7 +180,7 @@ class _Functions:
 
 def _group_lines(ir, items):
     regs = set()
-    if items[0][1].kind == "warp":
+    if items[0][1].kind in ("warp", "wait"):
         st, low = items[0]
         body = []
         g = _guard(ir, st)
@@ -244,8 +246,18 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}for l in range(32):")
         lines.append(f"{pad}    if act[l] != live[w, l]:")
         lines.append(f"{pad}        return fail(status, {DIVERGED_BARRIER}, {last_st.line}, base + l, np.uint64(0))")
+        lines.extend(pad + x for x in last.lines)
         lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
-        lines.append(f"{pad}state[w] = 1")
+        lines.append(f"{pad}if rt_sync.bar_arrive(status, {last_st.line}, state, WBAR, BARC, BARN, spc, srpc, smask, "
+                     "depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
+        lines.append(f"{pad}    return")
+    elif b.end == "wait":          # the statement parked the warp: it stays at this block
+        lines.append(f"{pad}if PARK[w]:")
+        lines.append(f"{pad}    state[w] = 3")
+        lines.append(f"{pad}else:")
+        lines.append(f"{pad}    spc[w, depth[w]] = {nxt}")
+        lines.append(f"{pad}    if not rt_settle(spc, srpc, smask, depth, w):")
+        lines.append(f"{pad}        state[w] = 2")
     else:
         lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
         lines.append(settle)
@@ -253,45 +265,60 @@ def _block_body(ir, b, ind, funcs):
 
 
 def generate(ir, name="native_kernel"):
-    """The Python source of the kernel function ``name`` (to be compiled with numba's njit)."""
+    """The Python source of the kernel function ``name`` (to be compiled with numba's njit): it runs
+    clusters first .. first + count - 1 of the launch (a cluster of one CTA without clusters), the CTAs of
+    a cluster together (warp w is warp w % W of CTA rank w // W; rt_sync)."""
     zeroed, _ = ir.zeroed
     tabs = ir.sfu_tables
     L = []
-    args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "PARAMS", "BASES", "SIZES", "dyn_smem",
-            "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF"] + [f"TAB_{t}" for t in tabs] + \
-        sorted(ir.launch_args)
+    args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "CX", "CY", "CZ", "PARAMS", "BASES", "SIZES",
+            "dyn_smem", "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF", "NREG0", "GSYM"] + \
+        [f"TAB_{t}" for t in tabs] + sorted(ir.launch_args)
     L.append("@njit(cache=True, nogil=True)")
     L.append(f"def {name}({', '.join(args)}):")
     L.append("    if not fp_env_ok(q64, q32):")
     L.append(f"        status[0] = {7}")
     L.append("        return")
-    L.append("    T = BX * BY * BZ")
-    L.append("    W = T // 32")
+    L.append("    CS = CX * CY * CZ")
+    L.append("    W = BX * BY * BZ // 32")
+    L.append("    T = W * 32 * CS")                   # the register files' threads: a cluster's
     L.append("    NTID_x, NTID_y, NTID_z = np.uint32(BX), np.uint32(BY), np.uint32(BZ)")
     L.append("    NCTAID_x, NCTAID_y, NCTAID_z = np.uint32(GX), np.uint32(GY), np.uint32(GZ)")
+    L.append("    NCL_x, NCL_y, NCL_z = np.uint32(GX // CX), np.uint32(GY // CY), np.uint32(GZ // CZ)")
     nbranch = sum(1 for b in ir.blocks if b.end == "branch")
-    L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM, LMEM = rt_launch_state(BX, BY, BZ, "
+    L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM, LMEM = rt_launch_state(BX, BY, BZ, CS, "
              f"{', '.join(str(ir.counts[b]) for b in FILES)}, {2 * nbranch + 2}, {ir.shared_static} + dyn_smem, "
              f"{ir.local_stride})")
     L.append(f"    {', '.join(FILES.values())} = _files")
     L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
     L.append("    spc, srpc, smask, depth, live, state = _stacks")
     L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
-    L.append("    SMEM_BYTES = SMEM.size")
-    L.append("    SMEMP = SMEM.ctypes.data")
+    L.append("    WBAR, BARC, BARN, PARK, PSLOT, PPH, MBO, MBS, CLA, CLS, NREG, NRV = rt_sync.sync_state(CS, W)")
+    L.append(f"    SMEM_BYTES = {ir.shared_static} + dyn_smem")           # one CTA's
+    L.append("    SMEM0 = SMEM.ctypes.data")
     L.append(f"    LMEMP, LMEM_BYTES, LMEM_STRIDE = LMEM.ctypes.data, {ir.local_bytes}, {ir.local_stride}")
     L.extend(f"    {name} = {ir.scratch[name]}" for name in sorted(ir.scratch))
     L.append("    for c in range(first, first + count):")
-    L.append("        CTAID_x = np.uint32(c % GX)")
-    L.append("        CTAID_y = np.uint32((c // GX) % GY)")
-    L.append("        CTAID_z = np.uint32(c // (GX * GY))")
+    L.append("        CLID_x = np.uint32(c % (GX // CX))")
+    L.append("        CLID_y = np.uint32((c // (GX // CX)) % (GY // CY))")
+    L.append("        CLID_z = np.uint32(c // ((GX // CX) * (GY // CY)))")
     for r in zeroed:
         L.append(f"        rt_clear({register_file(ir.regs.get(r))}, {ir.index[r]})")
     L.append("        rt_cta_begin(SMEM, LMEM, spc, srpc, smask, depth, live, state)")
+    L.append("        rt_sync.sync_begin(WBAR, BARC, BARN, PARK, MBO, MBS, CLA, CLS, NREG, NRV)")
     L.append("        steps = 0")
     L.append("        while True:")
-    L.append("            for w in range(W):")
+    L.append("            for w in range(W * CS):")
+    L.append("                if state[w] != 0:")
+    L.append("                    continue")
     L.append("                base = w * 32")
+    L.append("                r = w // W")                  # the warp's CTA in the cluster (rank r)
+    L.append("                CRANK = np.uint32(r)")
+    L.append("                CCTA_x, CCTA_y, CCTA_z = np.uint32(r % CX), np.uint32((r // CX) % CY), "
+             "np.uint32(r // (CX * CY))")
+    L.append("                CTAID_x, CTAID_y, CTAID_z = CLID_x * np.uint32(CX) + CCTA_x, "
+             "CLID_y * np.uint32(CY) + CCTA_y, CLID_z * np.uint32(CZ) + CCTA_z")
+    L.append("                SMEMP = SMEM0 + r * SMEM_BYTES")
     L.append("                while state[w] == 0:")
     L.append("                    blk = spc[w, depth[w]]")
     L.append("                    act = smask[w, depth[w]]")
@@ -302,17 +329,12 @@ def generate(ir, name="native_kernel"):
         L.extend(_block_body(ir, b, 24, funcs))
     L.append("                    if steps > max_steps:")
     L.append(f"                        return fail(status, {MAX_STEPS}, 0, c, np.uint64(steps))")
-    L.append("            waiting = 0")
-    L.append("            for w in range(W):")
-    L.append("                if state[w] == 1:")
-    L.append("                    waiting += 1")
-    L.append("            if waiting == 0:")
+    L.append("            _go = rt_sync.round_end(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc, "
+             "srpc, smask, depth, W)")
+    L.append("            if _go == 0:")
     L.append("                break")
-    L.append("            for w in range(W):")
-    L.append("                if state[w] == 1:")
-    L.append("                    state[w] = 0")
-    L.append("                    if not rt_settle(spc, srpc, smask, depth, w):")
-    L.append("                        state[w] = 2")
+    L.append("            if _go == 2:")
+    L.append(f"                return fail(status, {DEADLOCK}, 0, c, np.uint64(0))")
     L.append(f"    rt_alive({', '.join(FILES.values())})")
     L.append("    return")
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"

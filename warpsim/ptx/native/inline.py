@@ -13,8 +13,9 @@ saves them at a call and restores them at its return, a copy starts with ``inlin
 bytes into a slot of its own past the interpreter's layout and ends with ``inline.local.restore`` (one slot per
 function: without recursion a function is called at most once at a time).
 
-Not inlined (the entry falls back, with the reason): recursion, calls of functions without a body, guarded
-calls and ``.param`` variables read in parts or as vectors.
+Not inlined (the entry falls back, with the reason): recursion, calls of functions without a body (but
+CUDA's ``__assertfail``, which becomes ``inline.assertfail``: the kernel stops there), guarded calls and
+``.param`` variables read in parts or as vectors.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class Flat:
 
     def __init__(self, prog):
         self._prog, self.entry = prog, prog.entry
+        self.module_variables = prog.module_variables
         entry = prog.functions[prog.entry.name]
         self.functions = {entry.name: _Entry(entry)}
         self.reg_decls = list(entry.reg_decls)
@@ -196,6 +198,9 @@ class Flat:
 
     def _call(self, st, fn, params, stack):
         callee, rets, args = st.call
+        if callee is None and rets == "__assertfail":       # CUDA's device assert: the kernel stops there
+            self.code.append(replace(make_statement(st.line, "inline.assertfail"), guard=st.guard))
+            return
         if callee is None:
             raise Untranslatable(f"a call of {rets!r}, a function without a body", st)
         if callee.name in stack or callee.name == self.entry.name:

@@ -2,7 +2,8 @@
 blocks of lowered statements, with the facts code generation needs.
 
 * **blocks**: leaders at the entry, branch targets, reconvergence points and after every branch,
-  ``ret``/``exit`` and ``bar.sync`` (a barrier ends a block: the warp yields there);
+  ``ret``/``exit`` and ``bar.sync`` (a barrier ends a block: the warp yields there); a statement a warp
+  may park at (``mbarrier.try_wait``: lower_sync) is a block of its own;
 * **reconvergence**: each conditional branch's immediate post-dominator, as the interpreter computes
   it (``_Program.reconverge``), as a block number;
 * **registers**: each register's width from the ``.reg`` declarations (the interpreter's rule; ``inline.Widths``);
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from . import lower_float  # noqa: F401  (registers the f64, conversion and soft-float rows into lower.ROWS)
 from . import lower_mma  # noqa: F401  (registers the tensor-core and async-copy rows into lower.ROWS)
+from . import lower_sync  # noqa: F401  (registers the mbarrier, cluster and barrier rows into lower.ROWS)
 from . import lower_wgmma  # noqa: F401  (registers its rows into lower.ROWS)
 from . import lower_wmma  # noqa: F401  (registers its rows into lower.ROWS)
 from .inline import Flat, Widths
@@ -32,7 +34,7 @@ class Block:
     id: int
     start: int
     stmts: list = field(default_factory=list)     # (Statement, Lowered)
-    end: str = "fall"                              # fall | branch | ret | bar
+    end: str = "fall"                              # fall | branch | ret | bar | wait
     succ: tuple = ()
     next: int = EXIT                               # the block after this one in the text
 
@@ -43,6 +45,8 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
+        nreg = prog.entry.directives.get("maxnreg")
+        self.maxnreg = int(nreg[0]) if nreg else None        # setmaxnreg's starting budget (cluster.initial_registers)
         if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):
             prog = Flat(prog)           # calls inlined (a call of a function without a body: the reason)
         fn = prog.functions[self.entry]
@@ -67,8 +71,10 @@ class KernelIR:
                 low = lower(self, st)
             except Untranslatable as exc:
                 raise Untranslatable(str(exc), st) from None
-            if low.kind in ("branch", "ret", "bar"):
+            if low.kind in ("branch", "ret", "bar", "wait"):
                 leaders.add(pc + 1)
+            if low.kind == "wait":         # a statement a warp may park at and run again: a block of its own
+                leaders.add(pc)
             lowered.append(low)
         starts = sorted(p for p in leaders if p < len(code))
         self.block_at = {s: i for i, s in enumerate(starts)}
@@ -78,7 +84,7 @@ class KernelIR:
             b = Block(i, s, [(code[pc], lowered[pc]) for pc in range(s, e)])
             b.next = i + 1 if i + 1 < len(starts) else EXIT
             last_st, last = b.stmts[-1]
-            if last.kind in ("branch", "ret", "bar"):
+            if last.kind in ("branch", "ret", "bar", "wait"):
                 b.end = last.kind
             if last.kind == "branch":
                 tgt = self.block_at.get(last_st.target)
@@ -140,6 +146,8 @@ class KernelIR:
             self.param_offsets[p.name] = (off, size)
             off += size
         self.shared_symbols, self.shared_static = prog.shared_layout()
+        #: the module's global variables, in the order of the kernel's GSYM argument (their addresses)
+        self.module_variables = list(prog.module_variables)
         self.local_symbols, _, self.local_bytes = prog.local_layout()
         #: bytes of each thread's local area: the interpreter's layout, then the inlined calls' saved bytes
         self.local_stride = self.local_bytes + (prog.local_saved if isinstance(prog, Flat) else 0)

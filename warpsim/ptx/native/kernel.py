@@ -23,8 +23,9 @@ from numba import typeof
 
 from ..instructions import TYPES
 from ..syntax import PTXError
-from . import rt
+from . import rt, rt_sync
 from .codegen import generate
+from .lower_sync import ASSERT_FAILED, BRKPT
 
 _COMPILED: dict = {}
 #: compiled launches run in this process (a counter for tests and reports)
@@ -114,6 +115,7 @@ from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe a
     peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1,
     poke2 as rt_poke2, poke4 as rt_poke4, poke8 as rt_poke8, set1 as rt_set1, set16 as rt_set16, set32 as rt_set32,
     set64 as rt_set64, settle as rt_settle, shared_at as rt_shared_at, track as rt_track, w32 as rt_w32)
+from warpsim.ptx.native import rt_sync
 
 
 '''
@@ -167,7 +169,14 @@ _MESSAGES = {
     rt.MISALIGNED: "address 0x{v:x} (thread {w}) is not aligned to its access size",
     rt.DIVERGED_BARRIER: "bar.sync reached by a divergent warp (thread {w} is elsewhere or has left)",
     rt.SHFL_MEMBERS: "shfl.sync / bar.warp.sync whose membermask (0x{v:x}) is not the lanes running it together (thread {w})",
-    rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA {w} (an endless loop?)",
+    rt.MAX_STEPS: "the kernel did not finish within max_steps statements in CTA (cluster) {w} (an endless loop?)",
+    rt.DEADLOCK: "deadlock in CTA (cluster) {w}: every warp still running waits (bar.sync, an mbarrier, "
+                 "barrier.cluster, setmaxnreg) for something no warp can do; the interpreter (engine='interpret') "
+                 "names the barriers and the waiting warps",
+    rt_sync.SYNC_ERROR: "{sync} (thread {w}); the interpreter (engine='interpret') says more",
+    BRKPT: "brkpt reached by thread {w}: the kernel stops at the breakpoint trap",
+    ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
+                   "reads its message and source line",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
                      "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",
     rt.CP_SIZE: "cp.async: src-size {v} (thread {w}) is larger than the cp-size",
@@ -182,9 +191,11 @@ _MESSAGES = {
 
 
 def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, count, max_steps, launch_values, trk,
-               toff):
-    """The kernel's arguments for CTAs first .. first + count - 1 of a launch on ``buffers`` (mapped at
-    ``bases``), and its status array."""
+               toff, cluster, gsym):
+    """The kernel's arguments for clusters first .. first + count - 1 of a launch (CTAs, without clusters) on
+    ``buffers`` (mapped at ``bases``), and its status array."""
+    from ..cluster import initial_registers
+
     from ...engine import sfu
     from ...engine.hostfpu import PROBE32, PROBE64
 
@@ -193,9 +204,10 @@ def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, cou
     tabs = [_table(t) for t in ir.sfu_tables]
     seg = sfu.table("ex2_seg") if "ex2_pos" in ir.sfu_tables else _NOSEG
     status = np.zeros(5, np.int64)
-    args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], params,
+    nreg0 = initial_registers(block[0] * block[1] * block[2], ir.maxnreg)
+    args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], *cluster, params,
             np.array(bases, np.uint64), sizes, int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64,
-            PROBE32, ptrs, trk, toff, *tabs, *launch_values)
+            PROBE32, ptrs, trk, toff, nreg0, gsym, *tabs, *launch_values)
     return args, status
 
 
@@ -220,18 +232,20 @@ def _ready(ir, args):
     return fn
 
 
-def prepare(ir, grid, block, shared_bytes, params, memory, max_steps, launch_values=()):
+def prepare(ir, grid, block, shared_bytes, params, memory, max_steps, launch_values=(), cluster=(1, 1, 1),
+            gsym=None):
     """Compile the kernel for this launch now (before threads run it: compiling is not theirs to do)."""
     _ready(ir, _arguments(ir, grid, block, shared_bytes, params, memory.bases, memory.buffers, 0, 0, max_steps,
-                          launch_values, _NOTRACK, _NOTOFF)[0])
+                          launch_values, _NOTRACK, _NOTOFF, cluster, _gsym(gsym))[0])
 
 
-def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=()):
-    """Run CTAs first .. first + count - 1 on ``memory``; False when the host FPU is not in its IEEE
-    default state (nothing has run: the caller uses the interpreter); an error raises PTXError naming
-    the line.  launch_values: ``ir.launch_values(arch)``."""
+def run(ir, grid, block, shared_bytes, params, memory, first, count, max_steps, launch_values=(), cluster=(1, 1, 1),
+        gsym=None):
+    """Run clusters (CTAs, without clusters) first .. first + count - 1 on ``memory``; False when the host
+    FPU is not in its IEEE default state (nothing has run: the caller uses the interpreter); an error
+    raises PTXError naming the line.  launch_values: ``ir.launch_values(arch)``."""
     args, status = _arguments(ir, grid, block, shared_bytes, params, memory.bases, memory.buffers, first, count,
-                              max_steps, launch_values, _NOTRACK, _NOTOFF)
+                              max_steps, launch_values, _NOTRACK, _NOTOFF, cluster, _gsym(gsym))
     _ready(ir, args)(*args)
     LAUNCHES[0] += 1
     code = int(status[0])
@@ -259,10 +273,13 @@ def _message(ir, code, line, status):
             vec = _VECTOR.search(st.opcode)
             return (f"address 0x{o & (2**64 - 1):x} of lane {w % 32} is not aligned to {nb} bytes (a .{t} access of "
                     f"{nb * int(vec[1] if vec else 1)} bytes)")
-    return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes)
+    sync = rt_sync.SYNC_ERRORS.get(int(status[4]), "").format(v=o & (2**64 - 1))
+    return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes,
+                                  sync=sync)
 
 
-def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=()):
+def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=(),
+                cluster=(1, 1, 1), gsym=None):
     """Run CTAs first .. first + count - 1 on ``datas`` (copies of the launch's mapped arrays, as uint8,
     which this run writes), recording each byte read and written (``rt.track``).  Returns, per array,
     (packed read mask, packed write mask, the written bytes) -- what :func:`warpsim.ptx.workers.merge`
@@ -274,7 +291,7 @@ def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, coun
         toff[1:] = np.cumsum([d.size for d in datas])[:-1]
     trk = np.zeros(max(1, sum(d.size for d in datas)), np.uint8)
     args, status = _arguments(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps,
-                              launch_values, trk, toff)
+                              launch_values, trk, toff, cluster, _gsym(gsym))
     _ready(ir, args)(*args)
     if status[0]:
         return None
@@ -284,6 +301,11 @@ def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, coun
         w = (t & rt.WRITTEN) != 0
         out.append((np.packbits((t & rt.READ) != 0), np.packbits(w), d[w]))
     return out
+
+
+def _gsym(addresses):
+    """The kernel's GSYM argument: the global addresses of the module's variables (ir.module_variables)."""
+    return np.array(addresses if addresses else [0], np.uint64)
 
 
 _NOSEG = np.zeros((2, 1), np.float64)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
-from ..memory import LOCAL_WINDOW, SHARED_WINDOW
+from ..memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
@@ -41,7 +41,14 @@ class Lowered:
     scratch: tuple = ()           # (name, expression): working arrays the kernel makes once a run (an mma's)
 
 
-_SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid)\.([xyz])\Z|%(laneid|warpid|nwarpid)\Z")
+_SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|cluster_ctaid|cluster_nctaid|clusterid|nclusterid)\.([xyz])\Z|"
+                      r"%(laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank)\Z")
+#: special registers -> the generated code's values (per thread, CTA, warp or launch; the kernel sets them)
+_SPECIAL_AXES = {"tid": "TID_{}[t]", "ntid": "NTID_{}", "ctaid": "CTAID_{}", "nctaid": "NCTAID_{}",
+                 "cluster_ctaid": "CCTA_{}", "cluster_nctaid": "np.uint32(C{})", "clusterid": "CLID_{}",
+                 "nclusterid": "NCL_{}"}
+_SPECIAL_WORDS = {"laneid": "np.uint32(l)", "warpid": "np.uint32(w % W)", "nwarpid": "np.uint32(W)",
+                  "cluster_ctarank": "CRANK", "cluster_nctarank": "np.uint32(CS)"}
 _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 
 
@@ -49,7 +56,7 @@ FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
 #: the prelude line of the rows that call :mod:`.rt_scalar`
 SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
                   "    div64 as rt_div64, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
-                  "    half_value as rt_half_value,\n"
+                  "    half_value as rt_half_value, mul_hi64 as rt_mul_hi64,\n"
                   "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
                   "    round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"
                   "    w64_ba as rt_w64_ba, w64_first as rt_w64_first, widen32 as rt_widen32)")
@@ -103,9 +110,8 @@ class Operands:
             if bits != 32:
                 self.fail(f"special register {op} read as {bits}-bit")
             kind, axis, other = m.groups()
-            return {"tid": f"TID_{axis}[t]", "ntid": f"NTID_{axis}", "ctaid": f"CTAID_{axis}",
-                    "nctaid": f"NCTAID_{axis}"}.get(kind) or \
-                {"laneid": "np.uint32(l)", "warpid": "np.uint32(w)", "nwarpid": "np.uint32(W)"}[other]
+            return _SPECIAL_AXES[kind].format(axis.upper() if kind == "cluster_nctaid" else axis) if kind \
+                else _SPECIAL_WORDS[other]
         if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
@@ -115,6 +121,8 @@ class Operands:
             return f"np.uint64({self.ir.shared_symbols[op]})"
         if op in self.ir.param_offsets:         # a kernel parameter's address in the .param space (simt._symbols)
             return f"np.uint64({self.ir.param_offsets[op][0]})"
+        if op in self.ir.module_variables:      # a module variable's global address (mapped at the launch)
+            return f"GSYM[{self.ir.module_variables.index(op)}]"
         try:
             v = immediate_bits(op, typ, bits)
         except ValueError as exc:
@@ -149,7 +157,7 @@ class Operands:
         if o is None:
             self.fail(f"address offset {off!r}")
         o = -o if sign == "-" else o
-        if base.startswith("%"):
+        if base.startswith("%") or self.ir.regs.get(base) is not None:     # (inline asm's registers: x$b56)
             bits = self.ir.regs.get(base)
             if bits not in (32, 64):
                 self.fail(f"address register {base}")
@@ -206,13 +214,17 @@ def _wide(o, m):
     return [f"{o.dst(d, dt)} = {prod}"]
 
 
-@row(r"mul\.hi\.(?P<t>[us](?:16|32))")
+@row(r"mul\.hi\.(?P<t>[us](?:16|32|64))")
 def _mul_hi(o, m):
-    """The upper half of the double-width product (the 16- and 32-bit types: the product fits 64 bits)."""
+    """The upper half of the double-width product (16- and 32-bit types: the product fits 64 bits; 64-bit:
+    rt_scalar.mul_hi64)."""
     t = m["t"]
     bits = TYPES[t][0]
     d, a, b = o.need(3)
     x, y = o.src(a, t), o.src(b, t)
+    if bits == 64:
+        o.prelude.append(SCALAR_IMPORTS)
+        return [f"{o.dst(d, t)} = rt_mul_hi64(np.uint64({x}), np.uint64({y}), {t[0] == 's'})"]
     if t[0] == "s":
         return [f"{o.dst(d, t)} = np.uint64(({_sx(x, bits)} * {_sx(y, bits)}) >> np.int64({bits}))"]
     return [f"{o.dst(d, t)} = (np.uint64({x}) * np.uint64({y})) >> np.uint64({bits})"]
@@ -335,12 +347,13 @@ def _cvta_global(o, m):
 WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
 
 
-@row(r"cvta(?P<to>\.to)?\.(?P<space>shared(?:::cta)?|local)\.(?P<t>u32|u64)")
+@row(r"cvta(?P<to>\.to)?\.(?P<space>shared(?:::cta)?|local|param)\.(?P<t>u32|u64)")
 def _cvta_window(o, m):
-    """Shared and local offsets and their generic addresses differ by the space's window (memory.cvta)."""
+    """Shared, local and parameter offsets and their generic addresses differ by the space's window
+    (memory.cvta; a generic load from the parameter window is not translated: it fails as unmapped)."""
     d, a = o.need(2)
     sign = "-" if m["to"] else "+"
-    window = WINDOWS[m["space"].split("::")[0]]
+    window = {**WINDOWS, "param": PARAM_WINDOW}[m["space"].split("::")[0]]
     return [f"{o.dst(d, m['t'])} = np.uint64({o.src(a, m['t'])}) {sign} np.uint64({window})"]
 
 
@@ -490,7 +503,7 @@ def _mov(o, m):
 
 _LDST = re.compile(r"(?P<op>ld|st)(?:\.(?:weak|relaxed\.cta|relaxed\.gpu|ca|cg|cs|lu|cv|wb|wt|nc|L1::no_allocate|"
                    r"L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
-                   r"(?:\.(?P<space>global|shared(?:::cta)?|local|param(?:::entry)?))?"
+                   r"(?:\.(?P<space>global|shared(?:::cta|::cluster)?|local|param(?:::entry)?))?"
                    r"(?:\.(?:ca|cg|cs|lu|cv|nc|L1::no_allocate|L1::evict_\w+|L2::evict_\w+|L2::\d+B))*"
                    r"(?:\.v(?P<vec>2|4))?\.(?P<t>[bus](?:8|16|32|64)|f32|f64)\Z")
 
@@ -503,7 +516,8 @@ def _pointer(o, where, address, space, nb, total, how):
     (rt.track)."""
     base, kind, off = address
     if kind == "symbol":
-        symbols = {"shared": o.ir.shared_symbols, "local": o.ir.local_symbols}.get(space, {})
+        symbols = {"shared": o.ir.shared_symbols, "cluster": o.ir.shared_symbols,
+                   "local": o.ir.local_symbols}.get(space, {})
         if base not in symbols:
             o.fail(f"address {where!r}")
         base = f"np.uint64({symbols[base]})"
@@ -511,6 +525,7 @@ def _pointer(o, where, address, space, nb, total, how):
              f"if _a % np.uint64({nb}) != np.uint64(0):",
              f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
     at = {"shared": f"rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",
+          "cluster": f"rt_sync.cluster_at(status, {o.st.line}, t, SMEM0, SMEM_BYTES, CRANK, CS, _a, {total})",
           "local": f"rt_local_at(status, {o.st.line}, t, LMEMP, LMEM_STRIDE, LMEM_BYTES, _a, {total})",
           "global": f"rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})"}
     found = ["if _p == 0:", "    return 1"]        # 0: it failed (status says why)
@@ -521,12 +536,27 @@ def _pointer(o, where, address, space, nb, total, how):
     # every mapped array)
     for k, (sp, w) in enumerate((sp, w) for sp, w in WINDOWS.items() if sp != "local" or o.ir.local_bytes):
         lines += [f"{'el' if k else ''}if np.uint64({w}) <= _a < np.uint64({w + WINDOW}):",
-                  f"    _a = _a - np.uint64({w})", f"    _p = {at[sp]}"]
+                  f"    _a = _a - np.uint64({w})", f"    _p = {at['cluster' if sp == 'shared' else sp]}"]
     return lines + ["else:", f"    _p = {at['global']}"] + found
 
 
+def _widened(o, r, t, bits):
+    """The type a load of ``t`` writes register r as: a wider register takes the word zero- (``.s``:
+    sign-) extended, as the interpreter's narrower access of a wider register."""
+    have = o.ir.regs.get(r)
+    if have is not None and have > bits and have != 1:
+        return f"{'s' if t[0] == 's' else 'b'}{have}"
+    return t
+
+
+def _param_word(o, r, t, bits, at):
+    v = f"rt_load(PARAMS, {at}, {bits // 8})"
+    return _u(_sx(v, bits)) if _widened(o, r, t, bits) != t and t[0] == "s" else v
+
+
 def lower_memory(o, m):
-    op, space, t = m["op"], (m["space"] or "generic").split("::")[0], m["t"]
+    op, space, t = m["op"], m["space"] or "generic", m["t"]
+    space = "cluster" if space == "shared::cluster" else space.split("::")[0]
     n = int(m["vec"] or 1)
     bits = TYPES[t][0]
     nb = bits // 8
@@ -540,7 +570,8 @@ def lower_memory(o, m):
     if space == "param" and op == "ld" and kind == "reg":     # a .param-space address (mov of a parameter's name)
         lines += [f"_a = np.int64({base}) + {off}", f"if _a < 0 or _a + {n * nb} > PARAMS.size:",
                   f"    return fail(status, {BAD_ADDRESS}, {o.st.line}, t, np.uint64(_a))"]
-        return lines + [f"{o.dst(r, t)} = rt_load(PARAMS, _a + {i * nb}, {nb})" for i, r in enumerate(regs)]
+        return lines + [f"{o.dst(r, _widened(o, r, t, bits))} = {_param_word(o, r, t, bits, f'_a + {i * nb}')}"
+                        for i, r in enumerate(regs)]
     if space == "param":
         if op == "st" or kind != "symbol" or base not in o.ir.param_offsets:
             o.fail("a .param access other than ld.param of a kernel parameter")
@@ -548,7 +579,7 @@ def lower_memory(o, m):
         if not 0 <= off <= psize - n * nb:
             o.fail("ld.param past its parameter")
         for i, r in enumerate(regs):
-            lines.append(f"{o.dst(r, t)} = rt_load(PARAMS, {poff + off + i * nb}, {nb})")
+            lines.append(f"{o.dst(r, _widened(o, r, t, bits))} = {_param_word(o, r, t, bits, poff + off + i * nb)}")
         return lines
     lines += _pointer(o, where, (base, kind, off), space, nb, n * nb, READ if op == "ld" else WRITTEN)
     for i, r in enumerate(regs):
@@ -782,7 +813,7 @@ def _sfu(o, opcode):
             f"    {dst} = SO[_i]"], (t0, t1 or t0, c0, c12)
 
 
-_BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.sync(?:\.aligned)?\Z")
+_BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?P<op>sync|arrive)(?:\.aligned)?\Z|bar\.cta\.(?P<op2>sync|arrive)\Z")
 
 
 def lower(ir, st):
@@ -795,12 +826,18 @@ def lower(ir, st):
         if st.operands:
             o.fail(f"{op} with operands")
         return Lowered("ret")
-    if _BAR.match(op):
+    bm = _BAR.match(op)
+    if bm:
         if st.guard is not None:
             o.fail(f"a guarded {op}")
-        if len(st.operands) != 1 or parse_int(str(st.operands[0])) is None or not 0 <= parse_int(st.operands[0]) <= 15:
-            o.fail(f"{op} with operands other than an immediate barrier number")
-        return Lowered("bar")
+        arrive = (bm["op"] or bm["op2"]) == "arrive"
+        if not 1 + arrive <= len(st.operands) <= 2:
+            o.fail(f"{op} with {len(st.operands)} operands")
+        # the barrier number and thread count: warp lane 0's (the interpreter reads them per warp)
+        lines = [f"_bid = np.int64({o.src(st.operands[0], 'u32')})".replace(", t]", ", base]"),
+                 f"_bcnt = np.int64({o.src(st.operands[1], 'u32') if len(st.operands) == 2 else 0})"
+                 .replace(", t]", ", base]"), f"_bgiven = {len(st.operands) == 2}", f"_bsync = {not arrive}"]
+        return Lowered("bar", lines, reads=tuple(o.reads))
     if op in sfu_forms():
         lines, tabs = _sfu(o, op)
         return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))

@@ -86,6 +86,16 @@ def _f64_absneg(o, m):
     return [f"{d} = rt_absneg64({a}, {m['op'] == 'neg'})"]
 
 
+@row(r"copysign\.(?P<t>f32|f64)")
+def _copysign(o, m):
+    """The sign of a on the magnitude of b, as words (float_ops._copysign: NaNs too)."""
+    d, a, b = o.need(3)
+    t = m["t"]
+    sign = 1 << (TYPES[t][0] - 1)
+    return [f"{o.dst(d, t)} = (np.uint64({o.src(b, t)}) & np.uint64({~sign & (2 * sign - 1)})) | "
+            f"(np.uint64({o.src(a, t)}) & np.uint64({sign}))"]
+
+
 @row(r"(?P<op>add|sub|mul|fma|mad)(?:\.(?P<rnd>rn|rz|rm|rp))?(?P<ftz>\.ftz)?(?P<sat>\.sat)?\.f32")
 def _f32_soft(o, m):
     """The f32 forms the host's unit does not round alike (its own rows take .rn without .ftz / .sat):

@@ -131,7 +131,7 @@ def _mma_async(o, m):
     sa, sb = (_immediate(o, t, (1, -1), "imm-scale") for t in imms[:2]) if ins.imm_scale else (1, 1)
     trans = [_immediate(o, t, (0, 1), "imm-trans") for t in imms[2 if ins.imm_scale else 0:]]
     ta, tb = ([0] + trans if reg_a else trans) if ins.imm_trans else (0, 0)
-    if isinstance(sd_tok, str) and sd_tok.startswith("%"):
+    if isinstance(sd_tok, str) and (sd_tok.startswith("%") or o.ir.regs.get(sd_tok) is not None):   # (p$b46: asm's)
         sdrow, sd = _row_of(o, sd_tok, "pred"), 1
     else:
         sdrow, sd = -1, _immediate(o, sd_tok, (0, 1), "scale-d")

@@ -172,19 +172,21 @@ def _set(bits):
 
 
 @njit(cache=True, nogil=True)
-def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes, local_stride):
-    """The arrays a kernel keeps for a run of CTAs: the threads' indices, the register files (n<bits>
-    registers of T threads), the warps' reconvergence stacks (``depth`` entries), the lane scratch of
-    warp statements, shared memory and the threads' local memory (``local_stride`` bytes each).  (One
-    cached helper: numba compiles ``np.zeros`` afresh in every process for every dtype and shape it is
-    called with.)"""
-    T = BX * BY * BZ
+def launch_state(BX, BY, BZ, CS, n1, n16, n32, n64, depth, smem_bytes, local_stride):
+    """The arrays a kernel keeps for a run of clusters of CS CTAs (one without clusters): the threads'
+    indices, the register files (n<bits> registers of the cluster's threads), the warps' reconvergence
+    stacks (``depth`` entries), the lane scratch of warp statements, shared memory (smem_bytes per CTA)
+    and the threads' local memory (``local_stride`` bytes each).  (One cached helper: numba compiles
+    ``np.zeros`` afresh in every process for every dtype and shape it is called with.)"""
+    T1 = BX * BY * BZ
+    T = T1 * CS
     W = T // 32
     tid = np.empty((3, T), np.uint32)
     for t in range(T):
-        tid[0, t] = t % BX
-        tid[1, t] = (t // BX) % BY
-        tid[2, t] = t // (BX * BY)
+        u = t % T1
+        tid[0, t] = u % BX
+        tid[1, t] = (u // BX) % BY
+        tid[2, t] = u // (BX * BY)
     files = (np.zeros((max(1, n1), T), np.bool_), np.zeros((max(1, n16), T), np.uint16),
              np.zeros((max(1, n32), T), np.uint32), np.zeros((max(1, n64), T), np.uint64))
     stacks = (np.zeros((W, depth), np.int64), np.zeros((W, depth), np.int64), np.zeros((W, depth, 32), np.bool_),
@@ -192,8 +194,8 @@ def launch_state(BX, BY, BZ, n1, n16, n32, n64, depth, smem_bytes, local_stride)
     lanes = (np.zeros(32, np.bool_), np.zeros(32, np.bool_), np.zeros(32, np.uint64), np.zeros(32, np.int64),
              np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros(32, np.float64),
              np.zeros(32, np.int64), np.zeros(32, np.uint8), np.zeros(32, np.int64))
-    return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes, np.uint8), np.zeros(T * local_stride,
-                                                                                                   np.uint8)
+    return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes * CS, np.uint8), \
+        np.zeros(T * local_stride, np.uint8)
 
 
 @njit(cache=True, nogil=True)

@@ -189,3 +189,22 @@ def round_integral(x, mode):
 def fma_directed(a, b, c, eb, mb, nan_mode, dnan, rmode):
     """a * b + c on words, rounded by rmode (softfloat's codes): the interpreter's own soft-float core."""
     return _U64(fma_bits_mode(_U64(a), _U64(b), _U64(c), eb, mb, nan_mode, _U64(dnan), rmode))
+
+
+@njit(cache=True, nogil=True)
+def mul_hi64(a, b, signed):
+    """The upper 64 bits of the 128-bit product of two 64-bit words (unsigned, or two's complement when
+    ``signed``), from four 32 x 32-bit partial products."""
+    m = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    a0, a1, b0, b1 = a & m, a >> s32, b & m, b >> s32
+    p0, p1, p2, p3 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p0 >> s32) + (p1 & m) + (p2 & m)
+    hi = p3 + (p1 >> s32) + (p2 >> s32) + (mid >> s32)
+    if signed:
+        if a >> np.uint64(63):
+            hi -= b
+        if b >> np.uint64(63):
+            hi -= a
+    return hi
+

@@ -1,0 +1,203 @@
+"""Rows of the native translator for Hopper's synchronisation and cluster statements: mbarriers,
+``barrier.cluster``, ``elect.sync``, ``mapa``, ``setmaxnreg``, the fences and no-op hints, traps.
+
+Their semantics are :mod:`.rt_sync`'s (the interpreter's rules of ``cluster.py`` and ``mbarrier.py``
+restated); these rows only read operands and call it.  A statement that may have to wait
+(``mbarrier.try_wait``, ``barrier.cluster.wait``, ``setmaxnreg``) is a block of its own (kind ``wait``):
+when it cannot complete, its warp parks (``PARK[w]``) and runs it again once woken.
+"""
+
+from __future__ import annotations
+
+from ..syntax import immediate_bits
+from .lower import Lowered, _members, row  # noqa: F401  (Lowered: the kinds these rows return)
+from .rt import DIVERGED_BARRIER, PARTIAL_WARP
+from .rt_sync import SPACE_CLUSTER, SPACE_CTA, SPACE_GENERIC
+
+#: status codes of a trap (brkpt) and of CUDA's device assert (a call of __assertfail)
+BRKPT, ASSERT_FAILED = 24, 25
+
+_SPACE = r"(?:\.(?P<space>shared(?:::cta|::cluster)?))?"
+_SEM = r"(?:\.(?:release|acquire|relaxed))?(?:\.(?:cta|cluster))?"
+
+
+def _space(m):
+    s = m["space"]
+    return SPACE_GENERIC if s is None else (SPACE_CLUSTER if s == "shared::cluster" else SPACE_CTA)
+
+
+def _target(o, where, space):
+    """Lines setting ``_rk`` (rank << 32 | shared offset) of one lane's mbarrier operand ``[...]``."""
+    base, kind, off = o.address(where)
+    if kind == "symbol":
+        if base not in o.ir.shared_symbols:
+            o.fail(f"mbarrier address {where!r}")
+        base = f"np.uint64({o.ir.shared_symbols[base]})"
+        space = SPACE_CTA if space == SPACE_GENERIC else space
+    return [f"_rk = rt_sync.target(status, {o.st.line}, t, {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF}), {space}, "
+            "CRANK, CS)", "if _rk < 0:", "    return 1"]
+
+
+def _int(o, op, typ="u32"):
+    return f"np.int64({o.src(op, typ)})"
+
+
+@row(r"mbarrier\.init" + _SPACE + r"\.b64")
+def _mb_init(o, m):
+    a, count = o.need(2)
+    return _target(o, a, _space(m)) + [
+        f"if rt_sync.mb_init(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk, {_int(o, count)}):", "    return 1"]
+
+
+@row(r"mbarrier\.inval" + _SPACE + r"\.b64")
+def _mb_inval(o, m):
+    (a,) = o.need(1)
+    return _target(o, a, _space(m)) + [
+        f"if rt_sync.mb_inval(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk):", "    return 1"]
+
+
+@row(r"mbarrier\.(?P<op>arrive|arrive_drop)(?P<nc>\.noComplete)?(?P<tx>\.expect_tx)?" + _SEM + _SPACE + r"\.b64")
+def _mb_arrive(o, m):
+    ops = o.st.operands
+    tx = bool(m["tx"])
+    nmin, nmax = (3, 4) if tx else ((3, 3) if m["nc"] else (2, 3))
+    if not nmin <= len(ops) <= nmax:
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    if _space(m) == SPACE_CLUSTER and ops[0] != "_":
+        o.fail("mbarrier.arrive on a .shared::cluster address with a state destination")
+    count = ops[3] if tx and len(ops) == 4 else (ops[2] if not tx and len(ops) == 3 else None)
+    lines = _target(o, ops[1], _space(m)) + [
+        f"_tok = rt_sync.mb_arrive(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk, "
+        f"{_int(o, count) if count is not None else 1}, {_int(o, ops[2]) if tx else -1}, "
+        f"{m['op'] == 'arrive_drop'}, {bool(m['nc'])})", "if _tok < 0:", "    return 1"]
+    if ops[0] != "_":
+        lines.append(f"{o.dst(ops[0], 'b64')} = np.uint64(_tok)")
+    return lines
+
+
+@row(r"mbarrier\.(?P<op>expect_tx|complete_tx)" + _SEM + _SPACE + r"\.b64")
+def _mb_tx(o, m):
+    a, n = o.need(2)
+    sign = 1 if m["op"] == "expect_tx" else -1
+    return _target(o, a, _space(m)) + [
+        f"if rt_sync.mb_tx(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk, {_int(o, n)}, {sign}):", "    return 1"]
+
+
+@row(r"mbarrier\.try_wait(?P<parity>\.parity)?" + _SEM + _SPACE + r"\.b64")
+def _mb_try_wait(o, m):
+    """A warp whose lanes' phases are not all complete parks on the first lane's barrier that is not, and
+    runs the statement again once that barrier's phase moves on (the interpreter's blocking try_wait)."""
+    ops = o.st.operands
+    if not 3 <= len(ops) <= 4:
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    if _space(m) == SPACE_CLUSTER:
+        o.fail(f"{o.st.opcode} on a .shared::cluster barrier")
+    value = o.src(ops[2], "u32" if m["parity"] else "b64")
+    lines = ["PARK[w] = 0", "for l in range(32):", "    if act[l]:", "        t = w * 32 + l"]
+    body = _target(o, ops[1], _space(m)) + [
+        f"_ok = rt_sync.mb_test(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk, np.int64({value}), "
+        f"{bool(m['parity'])}, PARK, PSLOT, PPH, w)", "if _ok < 0:", "    return 1",
+        f"{o.dst(ops[0], 'pred')} = _ok == 1"]
+    if len(ops) == 4:
+        o.src(ops[3], "u32")            # suspendTimeHint: read (a register must be declared), no effect
+    return "wait", lines + ["        " + x for x in body]
+
+
+def _whole_warp(o, aligned):
+    """Lines failing like the interpreter's barrier.cluster when the executing lanes are not the warp's live
+    lanes (.aligned; or some lanes only), and skipping a warp none of whose lanes executes it."""
+    return ["_n = 0", "_bad = False", "for l in range(32):", "    _n += act[l]", "    _bad = _bad or act[l] != live[w, l]",
+            f"if _bad and ({aligned} or _n > 0):",
+            f"    return fail(status, {DIVERGED_BARRIER}, {o.st.line}, w * 32, np.uint64(0))"]
+
+
+@row(r"barrier\.cluster\.(?P<op>arrive|wait)(?:\.(?:relaxed|release|acquire))?(?P<aligned>\.aligned)?")
+def _cluster_barrier(o, m):
+    o.need(0)
+    wait = m["op"] == "wait"
+    lines = (["PARK[w] = 0"] if wait else []) + _whole_warp(o, bool(m["aligned"])) + [
+        "if not _bad:", f"    if rt_sync.cluster_barrier(status, {o.st.line}, CLA, CLS, PARK, w, {int(wait)}):",
+        "        return 1"]
+    return ("wait" if wait else "warp"), lines
+
+
+@row(r"elect\.sync")
+def _elect(o, m):
+    """The lowest executing lane of the membermask leads (cluster._elect)."""
+    d, mask = o.need(2)
+    if not isinstance(d, str) or "|" not in d:
+        o.fail(f"elect.sync destination {d!r}")
+    d, p = (x.strip() for x in d.split("|"))
+    lines = ["_lead = -1", "for l in range(32):", "    t = w * 32 + l",
+             f"    if act[l] and _lead < 0 and (np.uint64({o.src(mask, 'b32')}) >> np.uint64(l)) & np.uint64(1):",
+             "        _lead = l"]
+    out = []
+    if d != "_":
+        out.append(f"{o.dst(d, 'b32')} = np.uint64(max(_lead, 0))")
+    out.append(f"{o.dst(p, 'pred')} = l == _lead")
+    return "warp", lines + ["for l in range(32):", "    if act[l]:", "        t = w * 32 + l"] + \
+        ["        " + x for x in out]
+
+
+@row(r"mapa(?:\.(?P<space>shared::cluster))?\.(?P<t>u32|u64)")
+def _mapa(o, m):
+    """(rank + 1) << 24 | offset (cluster._mapa's encoding); a generic address keeps its window."""
+    d, a, b = o.need(3)
+    t = m["t"]
+    lines = [f"_r = np.int64({o.src(b, 'u32')})", "if _r >= CS:",
+             f"    status[4] = 19", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, np.uint64(_r))",
+             f"_a = np.uint64({o.src(a, t)})"]
+    if m["space"] is None:
+        lines += ["if _a < np.uint64(rt_sync.SHARED_WINDOW) or _a >= np.uint64(rt_sync.SHARED_WINDOW + 2**32):",
+                  "    status[4] = 10", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, _a)",
+                  "_a = _a - np.uint64(rt_sync.SHARED_WINDOW)"]
+    value = "(_a & np.uint64(0xFFFFFF)) | (np.uint64(_r + 1) << np.uint64(24))"
+    if m["space"] is None:
+        value = f"({value}) + np.uint64(rt_sync.SHARED_WINDOW)"
+    return lines + [f"{o.dst(d, t)} = {value}"]
+
+
+@row(r"setmaxnreg\.(?P<dir>inc|dec)\.sync\.aligned\.u32")
+def _setmaxnreg(o, m):
+    (n,) = o.need(1)
+    v = immediate_bits(n, "u32", 32) if isinstance(n, str) and not n.startswith("%") else None
+    if v is None or not 24 <= v <= 256 or v % 8:
+        o.fail(f"setmaxnreg with {n!r} (an immediate register count in 24 .. 256, a multiple of 8)")
+    return "wait", ["PARK[w] = 0", "if not rt_all(act):",
+                    f"    return fail(status, {PARTIAL_WARP}, {o.st.line}, w * 32, np.uint64(0))",
+                    f"if rt_sync.setmaxnreg(status, {o.st.line}, NREG, NRV, PARK, PPH, w, W, {v}, "
+                    f"{m['dir'] == 'inc'}, NREG0):", "    return 1"]
+
+
+#: statements with no effect on the words a kernel computes here: fences (the compiled engine runs a
+#: cluster's warps one at a time, each memory access complete when it returns), bulk-copy groups (copies
+#: complete when issued, as the interpreter's), prefetches and cache hints
+_NO_EFFECT = (r"fence\.(?:proxy\.async(?:\.shared::(?:cta|cluster)|\.global)?|mbarrier_init\.release\.cluster|"
+              r"(?:acq_rel|sc)\.(?:cta|cluster|gpu|sys))|membar\.(?:cta|gl|sys)|"
+              r"cp\.async\.bulk\.commit_group|cp\.async\.bulk\.wait_group(?:\.read)?|"
+              r"prefetch\.tensormap|prefetch(?:\.global|\.local)?\.L[12](?:::evict_\w+)?|griddepcontrol\.\w+")
+
+
+@row(_NO_EFFECT)
+def _no_effect(o, m):
+    for op in o.st.operands:          # read what a register operand names (it must be declared)
+        if isinstance(op, str) and op.startswith("%"):
+            o.src(op, "u32" if o.ir.regs.get(op) == 32 else "u64")
+    return []
+
+
+@row(r"brkpt")
+def _brkpt(o, m):
+    o.need(0)
+    return [f"return fail(status, {BRKPT}, {o.st.line}, t, np.uint64(0))"]
+
+
+@row(r"inline\.assertfail")
+def _assertfail(o, m):
+    """A call of CUDA's __assertfail (inline.Flat turns it into this): the kernel stops, as the device's
+    assert does; the interpreter reads the assertion's message and file."""
+    return [f"return fail(status, {ASSERT_FAILED}, {o.st.line}, t, np.uint64(0))"]
+
+
+#: the module-level line of the generated source these rows need
+PRELUDE = "from warpsim.ptx.native import rt_sync"
