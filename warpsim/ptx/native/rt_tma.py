@@ -23,15 +23,17 @@ from .rt import (BAD_ADDRESS, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA
                  global_at, peek1, peek8, poke1, poke8)
 
 #: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
-#: the rank) of each per-dimension entry.  ``fill_word``: the out-of-bounds element (tma.NAN_FILL for a
-#: float tensormap with the NaN fill, else 0); ``swizzle_mask``: the 16-byte chunk bits the swizzle flips
-#: (isa.smem.swizzle); ``tx_bytes``: tma.box_bytes, the count a load completes; ``row_pitch``,
-#: ``footprint``: tma.smem_row_pitch / smem_footprint; ``stride``: byte stride (dimension 0: the element);
-#: ``step``: the element stride a box walks (dimension 0: 1); ``shape``: tma.box_shape.
-FIELDS = ("address", "rank", "elem_bytes", "is_float", "fill_word", "swizzle_span", "swizzle_mask", "tx_bytes",
+#: the rank) of each per-dimension entry.  ``address``: the global address (as int64 bits);
+#: ``fill_pattern``: the out-of-bounds element repeated over 8 bytes (tma.NAN_FILL for a float tensormap
+#: with the NaN fill, else 0); ``swizzle_span``: bytes (0: none); ``swizzle_mask``: the 16-byte chunk
+#: bits the swizzle flips (isa.smem.swizzle); ``tx_bytes``: tma.box_bytes, the count a load completes;
+#: ``row_bytes``: a box row's bytes; ``row_pitch``, ``footprint``: tma.smem_row_pitch / smem_footprint;
+#: ``stride``: byte stride (dimension 0: the element); ``step``: the element stride a box walks
+#: (dimension 0: 1); ``shape``: tma.box_shape, the elements walked.
+FIELDS = ("address", "rank", "elem_bytes", "is_float", "fill_pattern", "swizzle_span", "swizzle_mask", "tx_bytes",
           "row_bytes", "row_pitch", "footprint")
 PER_DIM = ("dim", "stride", "box", "step", "shape")
-(ADDRESS, RANK, ELEM_BYTES, IS_FLOAT, FILL_WORD, SWIZZLE_SPAN, SWIZZLE_MASK, TX_BYTES, ROW_BYTES, ROW_PITCH,
+(ADDRESS, RANK, ELEM_BYTES, IS_FLOAT, FILL_PATTERN, SWIZZLE_SPAN, SWIZZLE_MASK, TX_BYTES, ROW_BYTES, ROW_PITCH,
  FOOTPRINT) = range(len(FIELDS))
 DIM, STRIDE, BOX, STEP, SHAPE = (len(FIELDS) + 5 * i for i in range(len(PER_DIM)))
 NFIELDS = len(FIELDS) + 5 * len(PER_DIM)
@@ -47,11 +49,11 @@ def descriptor_fields(tm: TensorMap) -> np.ndarray:
     eb = tm.elem_bits // 8
     span = SWIZZLE_BYTES[tm.swizzle]
     nan = tm.is_float and tm.oob_fill != "none"
+    fill = int.from_bytes(tma.NAN_FILL[tm.elem_bits].to_bytes(eb, "little") * (8 // eb), "little") if nan else 0
     row = np.zeros(NFIELDS, np.int64)
-    a = tm.global_address
-    row[:len(FIELDS)] = (a - (1 << 64) if a >> 63 else a, tm.rank, eb, tm.is_float,
-                         tma.NAN_FILL[tm.elem_bits] if nan else 0, span, span // 16 - 1 if span else 0,
-                         tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm), tma.smem_footprint(tm))
+    row[:len(FIELDS)] = (np.uint64(tm.global_address).astype(np.int64), tm.rank, eb, tm.is_float, fill, span,
+                         span // 16 - 1 if span else 0, tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm),
+                         tma.smem_footprint(tm))
     per_dim = {"dim": tm.global_dim, "stride": (eb,) + tuple(tm.global_strides), "box": tm.box_dim,
                "step": (1,) + tuple(tm.element_strides[1:]), "shape": shape}
     for base, name in zip((DIM, STRIDE, BOX, STEP, SHAPE), PER_DIM):
@@ -144,31 +146,37 @@ def _row_offset(f, coords, r):
     return inside, off
 
 
+#: what :func:`_row_bytes` does with a box row's bytes
+LOAD, STORE, FILL = range(3)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def _copy_run(smemp, rs, mask, h, k0, k1, to_shared):
-    """Bytes k0 .. k1 - 1 of the box row starting at shared offset ``rs`` (swizzled) to (``to_shared``) or
-    from the global bytes at host address ``h`` (byte k0's)."""
+def _row_bytes(smemp, rs, mask, k0, k1, how, h, pattern):
+    """Bytes k0 .. k1 - 1 of the box row at shared offset ``rs`` (swizzled 16-byte chunks): ``how`` LOAD from
+    the global bytes at host address ``h`` (byte k0's), STORE to them, or FILL with ``pattern`` (the
+    out-of-bounds element repeated over 8 bytes: row byte k takes its byte k % 8)."""
     k = k0
     while k < k1:
         q = k - k % 16
         s = smemp + _swizzled(rs + q, mask) + (k - q)
-        g = h + (k - k0)
         n = min(q + 16, k1) - k
-        a, b = (g, s) if to_shared else (s, g)
-        if n == 16:
-            poke8(b, peek8(a))
-            poke8(b + 8, peek8(a + 8))
+        if how == FILL:
+            if n == 16:
+                poke8(s, pattern)
+                poke8(s + 8, pattern)
+            else:
+                for i in range(n):
+                    poke1(s + i, pattern >> (8 * ((k + i) % 8)))
         else:
-            for i in range(n):
-                poke1(b + i, peek1(a + i))
+            g = h + (k - k0)
+            a, b = (g, s) if how == LOAD else (s, g)
+            if n == 16:
+                poke8(b, peek8(a))
+                poke8(b + 8, peek8(a + 8))
+            else:
+                for i in range(n):
+                    poke1(b + i, peek1(a + i))
         k += n
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _fill(smemp, rs, mask, word, eb, k0, k1):
-    """Bytes k0 .. k1 - 1 of the box row at shared offset ``rs`` = the out-of-bounds element ``word``."""
-    for k in range(k0, k1):
-        poke1(smemp + _swizzled(rs + k, mask), (word >> (8 * (k % eb))) & 0xFF)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -183,6 +191,7 @@ def tile_load(status, line, t, f, coords, smemp, smem_bytes, dst, bases, sizes, 
     """``cp.async.bulk.tensor`` global -> shared, tile mode, as tma.tile_load: the box at ``coords`` (int64[5],
     innermost first, ``f[RANK]`` used) to shared offset ``dst`` of the CTA's shared memory (host address
     ``smemp``, ``smem_bytes`` long).  Returns the transaction bytes, or -1 after recording why in status."""
+    dst, smemp, smem_bytes = np.int64(dst), np.int64(smemp), np.int64(smem_bytes)   # unsigned registers too
     if dst < 0 or dst % tma.SMEM_ALIGN:
         return _refuse(status, TMA_SMEM_ALIGN, line, t, dst, 0)
     if dst + f[FOOTPRINT] > smem_bytes:          # measured: the H100 faults (tma.check_smem_fits)
@@ -191,7 +200,7 @@ def tile_load(status, line, t, f, coords, smemp, smem_bytes, dst, bases, sizes, 
     c0 = coords[0]
     if (c0 * eb) % 16:                            # measured: illegal instruction (tma.tile_load)
         return _refuse(status, TMA_INNER, line, t, c0, c0 * eb)
-    row, pitch, mask, word = f[ROW_BYTES], f[ROW_PITCH], f[SWIZZLE_MASK], f[FILL_WORD]
+    row, pitch, mask, fill = f[ROW_BYTES], f[ROW_PITCH], f[SWIZZLE_MASK], f[FILL_PATTERN]
     lo = max(0, -c0)
     hi = min(f[SHAPE], f[DIM] - c0)               # the row's elements inside dimension 0: lo .. hi - 1
     for r in range(f[TX_BYTES] // row):
@@ -204,9 +213,9 @@ def tile_load(status, line, t, f, coords, smemp, smem_bytes, dst, bases, sizes, 
                           np.uint64(f[ADDRESS]) + np.uint64(off + (c0 + lo) * eb), k1 - k0, READ)
             if h == 0:
                 return np.int64(-1)
-            _copy_run(smemp, rs, mask, h, k0, k1, True)
-        _fill(smemp, rs, mask, word, eb, 0, k0)
-        _fill(smemp, rs, mask, word, eb, k1, row)
+            _row_bytes(smemp, rs, mask, k0, k1, LOAD, h, 0)
+        _row_bytes(smemp, rs, mask, 0, k0, FILL, 0, fill)
+        _row_bytes(smemp, rs, mask, k1, row, FILL, 0, fill)
     return f[TX_BYTES]
 
 
@@ -215,6 +224,7 @@ def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes,
     """``cp.async.bulk.tensor`` shared -> global, tile mode, as tma.tile_store: the box at shared offset ``src``
     to ``coords``; the innermost bound is rounded up to tma.STORE_GRANULE bytes.  Every run is checked mapped
     before a byte is written.  Returns the global bytes written, or -1 after recording why in status."""
+    src, smemp, smem_bytes = np.int64(src), np.int64(smemp), np.int64(smem_bytes)
     for d in range(f[RANK]):
         if coords[d] < 0:                         # captured: illegal instruction on Hopper
             return _refuse(status, TMA_NEGATIVE, line, t, coords[d], d)
@@ -244,6 +254,6 @@ def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes,
         inside, off = _row_offset(f, coords, r)
         if inside:
             h = global_at(status, line, t, bases, sizes, ptrs, trk, toff, base + np.uint64(off), n, WRITTEN)
-            _copy_run(smemp, src + r * pitch, mask, h, 0, n, False)
+            _row_bytes(smemp, src + r * pitch, mask, 0, n, STORE, h, 0)
             written += n
     return written
