@@ -15,7 +15,7 @@ from warpsim.hw.golden import open_golden
 from warpsim.hw.offline import tma_replay
 from warpsim.hw.offline.tma_store_replay import Capture, initial
 from warpsim.hw.tma_store_cases import WINDOW, data_bytes
-from warpsim.isa.tensormap import decode_tensormap, encode_tiled, make_tensormap
+from warpsim.isa.tensormap import decode_tensormap, encode_tiled, make_tensormap, replace_field
 from warpsim.ptx.native import rt, rt_tma
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -170,6 +170,27 @@ def test_scan_finds_the_cutlass3_descriptors():
     none, rows = rt_tma.scan_descriptors([noise])
     assert none.shape == (0, 128) and rows.shape == (0, rt_tma.NFIELDS)
     assert rt_tma.find_descriptor(raw, noise.ctypes.data) == -1
+
+
+def test_scan_reads_64_byte_aligned_offsets_and_stale_derived_fields():
+    """In a mapped array a descriptor counts at a 64-byte-aligned address only; one edited by tensormap.replace
+    (box bytes left stale, as the GPU leaves them: captured) is taken as the interpreter takes it."""
+    raw = encode_tiled("float32", 2, BASE, (64, 8), (256,), (32, 4), (1, 1), swizzle="128B")
+    edited = replace_field(raw, "box_dim", 8, ordinal=1)
+    with pytest.raises(ValueError, match="encoded_box_bytes"):
+        decode_tensormap(edited)
+    buf = np.zeros(1024, np.uint8)
+    buf[96:224] = raw                                  # 32 bytes off the 64-byte grid
+    found, _ = rt_tma.scan_descriptors([buf])
+    assert len(found) == 0
+    buf[320:448] = edited
+    found, fields = rt_tma.scan_descriptors([buf])
+    assert len(found) == 1 and (found[0] == edited).all()
+    assert fields[0, rt_tma.BOX + 1] == 8 and fields[0, rt_tma.TX_BYTES] == 32 * 8 * 4
+    assert rt_tma.find_descriptor(found, buf.ctypes.data + 320) == 0
+    assert rt_tma.find_descriptor(found, buf.ctypes.data + 96) == -1
+    moved, _ = rt_tma.scan_descriptors([buf], addresses=[BASE + 32])     # 96 is 64-byte aligned there
+    assert len(moved) == 1 and (moved[0] == raw).all()
 
 
 def test_descriptor_fields_take_a_decoded_tensormap():

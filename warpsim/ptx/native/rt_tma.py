@@ -73,19 +73,24 @@ def _layout_words() -> np.ndarray:
 _USED = _layout_words()
 
 
-def scan_descriptors(blobs):
-    """The tile tensormaps the copies model found at every 64-byte-aligned offset of ``blobs`` (byte strings
-    or uint8 arrays, each starting 64-byte aligned in the kernel's address space): ``(raw uint8[n, 128],
-    fields int64[n, NFIELDS])``, each distinct descriptor once.
+def scan_descriptors(blobs, addresses=None):
+    """The tile tensormaps the copies model found at every 64-byte-aligned address of ``blobs`` (byte strings
+    or uint8 arrays; ``addresses``: where each starts in the kernel's address space, None: 64-byte aligned):
+    ``(raw uint8[n, 128], fields int64[n, NFIELDS])``, each distinct descriptor once.
 
     A numpy prefilter keeps the 128-byte windows with no bit outside LAYOUT's fields and a non-zero
     global address (so zeroed or random memory costs no decode); :func:`decode_tensormap` judges the rest,
     as the interpreter does (``derived="ignore"``).  Im2col descriptors (bit 64) and layouts the copies do
     not model (interleave) are left out."""
     raws, rows, seen = [], [], set()
-    for blob in blobs:
+    blobs = list(blobs)
+    addresses = [0] * len(blobs) if addresses is None else [int(a) for a in addresses]
+    if len(addresses) != len(blobs):
+        raise ValueError(f"scan_descriptors: {len(blobs)} blobs but {len(addresses)} addresses")
+    for blob, address in zip(blobs, addresses):
         b = np.frombuffer(blob, np.uint8) if isinstance(blob, (bytes, bytearray, memoryview)) else \
             np.ascontiguousarray(blob).reshape(-1).view(np.uint8)
+        b = b[-address % 64:]
         n = b.size // 64
         if n < 2:
             continue
