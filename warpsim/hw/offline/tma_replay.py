@@ -14,17 +14,24 @@ def _data(seed: int, n: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=n, dtype=np.uint8)
 
 
-def model_window(z, i) -> np.ndarray:
-    """The shared window warpsim predicts for captured case ``i`` (0xA5 where nothing landed)."""
-    r = int(z["rank"][i])
+def captured_inputs(z, i):
+    """What case ``i`` ran on and left: (the tensor's bytes, regenerated and checked against the captured
+    SHA-256; the shared offset the captured window starts at; the box's shared destination; the window the
+    GPU left, 0xA5 where nothing landed)."""
     data = _data(int(z["seed"][i]), int(z["gbytes"][i]))
     if hashlib.sha256(data.tobytes()).hexdigest() != str(z["sha256"][i]):
         raise ValueError(f"case {i}: regenerated tensor bytes do not match the captured SHA-256")
+    lo, hi = z["window_offsets"][i], z["window_offsets"][i + 1]
+    return data, int(z["status"][i][1]), int(z["status"][i][2]), z["windows"][lo:hi]
+
+
+def model_window(z, i) -> np.ndarray:
+    """The shared window warpsim predicts for captured case ``i`` (0xA5 where nothing landed)."""
+    r = int(z["rank"][i])
+    data, base, dst, captured = captured_inputs(z, i)
     gaddr = int(z["gaddr"][i])
     tm = model_tensormap(z, i)
-    base, dst = int(z["status"][i][1]), int(z["status"][i][2])
-    lo, hi = z["window_offsets"][i], z["window_offsets"][i + 1]
-    win = np.full(hi - lo, 0xA5, np.uint8)
+    win = np.full(captured.size, 0xA5, np.uint8)
     addr, got = tma.tile_load(tm, tma.array_reader(data, gaddr), [int(v) for v in z["coords"][i][:r]], dst)
     at = addr - base
     inside = at < win.size        # the capture copied out only its window; bytes beyond it are unseen
@@ -58,5 +65,4 @@ def replay_case(z, i) -> bool:
     """True when the captured window equals warpsim's (the box must have landed on the GPU)."""
     if not landed(z, i):
         raise ValueError(f"case {i} did not land on the GPU (result {int(z['result'][i])}, status {z['status'][i]})")
-    lo, hi = z["window_offsets"][i], z["window_offsets"][i + 1]
-    return bool((model_window(z, i) == z["windows"][lo:hi]).all())
+    return bool((model_window(z, i) == captured_inputs(z, i)[3]).all())

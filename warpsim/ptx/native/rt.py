@@ -29,6 +29,11 @@ OK, BAD_ADDRESS, MISALIGNED, DIVERGED_BARRIER, SHFL_MEMBERS, DEADLOCK, MAX_STEPS
 WGMMA_OPERANDS = 16
 WMMA_OPERANDS = 17      # the lanes of a wmma.load / store disagree on its matrix address or stride (rt_wmma)
 BAD_LOCAL = 18          # a local address outside the thread's local memory (status[4]: the access's bytes)
+#: refused TMA tile copies (rt_tma; status[2] the thread, status[3] and [4] as each says)
+TMA_SMEM_ALIGN = 19     # the box's shared offset (status[3]) is negative or not 128-byte aligned
+TMA_SMEM_RANGE = 20     # the box at shared offset status[3] ends at byte status[4], past the CTA's shared bytes
+TMA_INNER = 21          # a load's innermost coordinate (status[3]) is status[4] bytes, not a multiple of 16
+TMA_NEGATIVE = 22       # a store's start coordinate status[3] (of dimension status[4]) is negative
 
 _U32 = np.uint32
 

@@ -1,0 +1,200 @@
+"""The compiled engine's TMA tile copies (warpsim.ptx.native.rt_tma) against Hopper captures.
+
+Loads: the 640 boxes an H100 landed (tests/golden/tma_boxes_sm90.npz, read through
+warpsim.hw.offline.tma_replay), each with the driver's own descriptor bytes.  Stores: the tensor
+stores an H200 made (tests/golden/tma_stores_sm90.npz, read through tma_store_replay / tma_store_cases).
+The refusals follow the faults measured there; the descriptor scan reads a CUTLASS 3 parameter blob.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from warpsim.hw.golden import open_golden
+from warpsim.hw.offline import tma_replay
+from warpsim.hw.offline.tma_store_replay import Capture, initial
+from warpsim.hw.tma_store_cases import WINDOW, data_bytes
+from warpsim.isa.tensormap import decode_tensormap, encode_tiled, make_tensormap, replace_field
+from warpsim.ptx.native import rt, rt_tma
+
+GOLDEN = Path(__file__).parent / "golden"
+TMAP_OFFSETS = {"A": 128, "B": 384, "C": 896, "D": 1152}     # as test_hopper_kernels: CUTLASS's Params
+BASE = 0x7F00_0000_0000
+
+
+class Mapped:
+    """Global memory as the compiled kernel sees it: uint8 arrays at device addresses, reads and writes tracked."""
+
+    def __init__(self, *arrays_at):
+        self.arrays = [a for a, _ in arrays_at]
+        self.bases = np.array([addr for _, addr in arrays_at], np.uint64)
+        self.sizes = np.array([a.size for a in self.arrays], np.uint64)
+        self.ptrs = np.array([a.ctypes.data for a in self.arrays], np.int64)
+        self.toff = np.zeros(max(1, len(self.arrays)), np.int64)
+        self.toff[1:len(self.arrays)] = np.cumsum(self.sizes)[:-1]
+        self.trk = np.zeros(int(self.sizes.sum()), np.uint8)
+
+    def copy(self, fn, f, coords, smem, offset):
+        """``fn`` (rt_tma.tile_load / tile_store) on row ``f``; returns (result, status)."""
+        status = np.zeros(5, np.int64)
+        co = np.zeros(5, np.int64)
+        co[:len(coords)] = coords
+        got = fn(status, 7, 3, f, co, smem.ctypes.data, smem.size, offset, self.bases, self.sizes, self.ptrs,
+                 self.trk, self.toff)
+        return got, status
+
+
+def test_loads_land_the_captured_h100_boxes():
+    """Every box of the capture equals the window the H100 left, byte for byte (fill words, padded rows,
+    swizzles, element strides, boxes over every edge), and completes the byte count the H100 did."""
+    z = open_golden(GOLDEN / "tma_boxes_sm90.npz")
+    ran = [i for i in range(len(z["rank"])) if tma_replay.landed(z, i)]
+    assert len(ran) >= 138
+    bad = []
+    for i in ran:
+        data, base, dst, window = tma_replay.captured_inputs(z, i)
+        f = rt_tma.descriptor_fields(decode_tensormap(z["tensormap"][i]))      # the driver's bytes
+        smem = np.full(max(base + window.size, dst + int(f[rt_tma.FOOTPRINT])), 0xA5, np.uint8)
+        mem = Mapped((data, int(z["gaddr"][i])))
+        tx, status = mem.copy(rt_tma.tile_load, f, z["coords"][i][:int(z["rank"][i])], smem, dst)
+        if tx != tma_replay.hardware_tx_bytes(z, i) or not np.array_equal(smem[base:base + window.size], window):
+            bad.append((i, int(tx), status.tolist()))
+    assert not bad, f"{len(bad)} of {len(ran)} boxes differ: {bad[:3]}"
+
+
+def _store_capture():
+    cap = Capture(open_golden(GOLDEN / "tma_stores_sm90.npz"))
+    return cap, [(i, c) for i, c in enumerate(cap.cases) if c["group"] == "tensor" and c["op"] == "store"]
+
+
+def test_stores_write_the_captured_h200_bytes():
+    """Every tensor store of the capture leaves global memory as the H200 did (16-byte granule at the far
+    innermost edge, clipped boxes, swizzled sources)."""
+    cap, stores = _store_capture()
+    ran, bad = 0, []
+    for i, c in stores:
+        if cap.result[i] != 0 or not cap.has_output[i]:
+            continue
+        ran += 1
+        data = initial(c)
+        smem = np.zeros(WINDOW, np.uint8)              # the entry copies its source to `win`, shared offset 0
+        smem[:c["nbytes"]] = data_bytes(c["seed"] + 1, c["nbytes"])
+        mem = Mapped((data, int(cap.gaddr[i])))
+        n, status = mem.copy(rt_tma.tile_store, rt_tma.descriptor_fields(decode_tensormap(cap.tensormap[i])),
+                             c["coords"], smem, 0)
+        if n < 0 or not np.array_equal(data, cap.gpu_bytes(i)):
+            bad.append((i, int(n), status.tolist()))
+    assert ran >= 20 and not bad, (ran, bad[:3])
+
+
+def test_store_at_a_negative_coordinate_is_refused():
+    """The capture's store probe at a negative start coordinate faulted on the H200: refused, nothing written."""
+    cap, stores = _store_capture()
+    probes = [(i, c) for i, c in stores if c.get("probe")]
+    assert probes and all(cap.result[i] == -1 for i, _ in probes)
+    for i, c in probes:
+        data = np.zeros(c["gbytes"], np.uint8)
+        tm = decode_tensormap(encode_tiled(c["dtype"], c["rank"], BASE, c["dims"], c["strides"], c["box"],
+                                           [1] * c["rank"]))
+        n, status = Mapped((data, BASE)).copy(rt_tma.tile_store, rt_tma.descriptor_fields(tm), c["coords"],
+                                              np.ones(WINDOW, np.uint8), 0)
+        d = next(k for k, v in enumerate(c["coords"]) if v < 0)
+        assert n == -1 and status.tolist() == [rt.TMA_NEGATIVE, 7, 3, c["coords"][d], d]
+        assert not data.any()
+
+
+def _row(*args, **kw):
+    return rt_tma.descriptor_fields(make_tensormap(*args, **kw))
+
+
+def test_load_refusals_and_tracked_reads():
+    """A worked 1D box: 32 bytes at coordinate 48 read bytes 48..79 (tracked as read) to shared 128..159;
+    coordinate 47 (not a multiple of 16 bytes), a box past the shared allocation, a destination off 128
+    bytes and an unmapped tensor are refused with their codes."""
+    G = np.arange(96, dtype=np.uint8)
+    f = _row("uint8", 1, BASE, (96,), (), (32,), (1,))
+    mem = Mapped((G, BASE))
+    smem = np.zeros(256, np.uint8)
+    tx, status = mem.copy(rt_tma.tile_load, f, [48], smem, 128)
+    assert tx == 32 and not status.any()
+    assert (smem[128:160] == G[48:80]).all() and not smem[:128].any() and not smem[160:].any()
+    assert (np.flatnonzero(mem.trk) == np.arange(48, 80)).all() and (mem.trk[48:80] == rt.READ).all()
+    for coords, dst, smem_bytes, want in (([47], 0, 256, [rt.TMA_INNER, 7, 3, 47, 47]),
+                                          ([48], 128, 159, [rt.TMA_SMEM_RANGE, 7, 3, 128, 160]),
+                                          ([48], 64, 256, [rt.TMA_SMEM_ALIGN, 7, 3, 64, 0])):
+        tx, status = mem.copy(rt_tma.tile_load, f, coords, np.zeros(smem_bytes, np.uint8), dst)
+        assert tx == -1 and status.tolist() == want
+    f_away = _row("uint8", 1, BASE + 4096, (96,), (), (32,), (1,))
+    tx, status = mem.copy(rt_tma.tile_load, f_away, [16], smem, 0)
+    assert tx == -1 and status.tolist()[:4] == [rt.BAD_ADDRESS, 7, 3, BASE + 4096 + 16]
+
+
+def test_store_refusals_and_tracked_writes():
+    """A worked 2D store of 16 x 2 uint16 at (40, 1) over a 45 x 3 tensor (row pitch 96 bytes): the first
+    16-byte granule past the edge (elements 40..47) is written, the rest of the box row not; a store that
+    runs into unmapped memory writes nothing; a source past shared memory is refused."""
+    G = np.zeros(3 * 96, np.uint8)
+    f = _row("uint16", 2, BASE, (45, 3), (96,), (16, 2), (1, 1))
+    mem = Mapped((G, BASE))
+    smem = np.arange(64, dtype=np.uint8)
+    n, status = mem.copy(rt_tma.tile_store, f, [40, 1], smem, 0)
+    assert n == 32 and not status.any()
+    assert (G[96 + 80:96 + 96] == smem[0:16]).all() and (G[192 + 80:192 + 96] == smem[32:48]).all()
+    assert np.count_nonzero(G) == 32 - 1               # smem[0] is 0
+    assert (np.flatnonzero(mem.trk) == np.r_[176:192, 272:288]).all() and (mem.trk[mem.trk > 0] == rt.WRITTEN).all()
+    short = Mapped((np.zeros(200, np.uint8), BASE))     # row 2 of the box lies past the array
+    n, status = short.copy(rt_tma.tile_store, f, [0, 1], smem, 0)
+    assert n == -1 and status.tolist()[:4] == [rt.BAD_ADDRESS, 7, 3, BASE + 192] and not short.arrays[0].any()
+    n, status = mem.copy(rt_tma.tile_store, f, [0, 0], np.zeros(63, np.uint8), 0)
+    assert n == -1 and status.tolist() == [rt.TMA_SMEM_RANGE, 7, 3, 0, 64]
+
+
+def test_scan_finds_the_cutlass3_descriptors():
+    """The four tensormaps CUTLASS put in its kernel parameters (driver-written, on an H100) are found at their
+    offsets, once each however often they are passed, and find_descriptor names their rows; random bytes
+    and a zeroed array hold none."""
+    g = open_golden(GOLDEN / "cutlass3_sm90a.npz")
+    params = np.asarray(g["0.params"]).view(np.uint8).copy()
+    raw, fields = rt_tma.scan_descriptors([params, params.tobytes(), np.zeros(1 << 16, np.uint8)])
+    want = [params[o:o + 128] for o in TMAP_OFFSETS.values()]
+    assert len(raw) == 4 and {r.tobytes() for r in raw} == {w.tobytes() for w in want}
+    for name, o in TMAP_OFFSETS.items():
+        k = rt_tma.find_descriptor(raw, params.ctypes.data + o)
+        assert raw[k].tobytes() == params[o:o + 128].tobytes()
+        tm = decode_tensormap(params[o:o + 128])
+        assert fields[k, rt_tma.ADDRESS] == tm.global_address and fields[k, rt_tma.RANK] == 3
+        assert fields[k, rt_tma.SWIZZLE_SPAN] == 128 and fields[k, rt_tma.ELEM_BYTES] == tm.elem_bits // 8
+    assert rt_tma.find_descriptor(raw, params.ctypes.data + 64) == -1
+    noise = np.random.default_rng(5).integers(0, 256, 1 << 20, dtype=np.uint8)
+    none, rows = rt_tma.scan_descriptors([noise])
+    assert none.shape == (0, 128) and rows.shape == (0, rt_tma.NFIELDS)
+    assert rt_tma.find_descriptor(raw, noise.ctypes.data) == -1
+
+
+def test_scan_reads_64_byte_aligned_offsets_and_stale_derived_fields():
+    """In a mapped array a descriptor counts at a 64-byte-aligned address only; one edited by tensormap.replace
+    (box bytes left stale, as the GPU leaves them: captured) is taken as the interpreter takes it."""
+    raw = encode_tiled("float32", 2, BASE, (64, 8), (256,), (32, 4), (1, 1), swizzle="128B")
+    edited = replace_field(raw, "box_dim", 8, ordinal=1)
+    with pytest.raises(ValueError, match="encoded_box_bytes"):
+        decode_tensormap(edited)
+    buf = np.zeros(1024, np.uint8)
+    buf[96:224] = raw                                  # 32 bytes off the 64-byte grid
+    found, _ = rt_tma.scan_descriptors([buf])
+    assert len(found) == 0
+    buf[320:448] = edited
+    found, fields = rt_tma.scan_descriptors([buf])
+    assert len(found) == 1 and (found[0] == edited).all()
+    assert fields[0, rt_tma.BOX + 1] == 8 and fields[0, rt_tma.TX_BYTES] == 32 * 8 * 4
+    assert rt_tma.find_descriptor(found, buf.ctypes.data + 320) == 0
+    assert rt_tma.find_descriptor(found, buf.ctypes.data + 96) == -1
+    moved, _ = rt_tma.scan_descriptors([buf], addresses=[BASE + 32])     # 96 is 64-byte aligned there
+    assert len(moved) == 1 and (moved[0] == raw).all()
+
+
+def test_descriptor_fields_take_a_decoded_tensormap():
+    with pytest.raises(TypeError, match="decoded TensorMap"):
+        rt_tma.descriptor_fields(np.zeros(128, np.uint8))
+    with pytest.raises(NotImplementedError, match="interleave"):
+        _row("uint8", 3, BASE, (16, 2, 2), (16, 32), (16, 2, 2), (1, 1, 1), interleave="16B")

@@ -1,0 +1,264 @@
+"""TMA tile copies (``cp.async.bulk.tensor`` tile mode, global <-> shared) for the compiled engine.
+
+The semantics are :mod:`warpsim.ptx.tma`'s (verified there against H100 / H200 captures); this module
+runs them in jitted code.  Descriptors are decoded in Python at launch, never in the kernel: the only
+decoder is :func:`warpsim.isa.tensormap.decode_tensormap`, and a decode names every way 128 bytes can
+fail to be a tensormap, which jitted code could not say.  :func:`scan_descriptors` finds the tensormaps
+a launch can reach (its parameters, its mapped arrays) and :func:`descriptor_fields` flattens each into
+an int64 row; in the kernel :func:`find_descriptor` matches the 128 bytes an instruction names against
+the table (-1: not found at launch, e.g. written by the kernel itself), and :func:`tile_load` /
+:func:`tile_store` copy a box through ``rt.global_at`` (tracked, an unmapped address fails with
+``rt.BAD_ADDRESS``).  A refused copy records one of the ``rt.TMA_*`` codes in ``status``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...isa.smem import SWIZZLE_BYTES
+from ...isa.tensormap import LAYOUT, TENSORMAP_BYTES, TensorMap, decode_tensormap
+from .. import tma
+from .rt import (BAD_ADDRESS, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
+                 global_at, peek1, peek8, poke1, poke8)
+
+#: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
+#: the rank) of each per-dimension entry.  ``address``: the global address (as int64 bits);
+#: ``fill_pattern``: the out-of-bounds element repeated over 8 bytes (tma.NAN_FILL for a float tensormap
+#: with the NaN fill, else 0); ``swizzle_span``: bytes (0: none); ``swizzle_mask``: the 16-byte chunk
+#: bits the swizzle flips (isa.smem.swizzle); ``tx_bytes``: tma.box_bytes, the count a load completes;
+#: ``row_bytes``: a box row's bytes; ``row_pitch``, ``footprint``: tma.smem_row_pitch / smem_footprint;
+#: ``stride``: byte stride (dimension 0: the element); ``step``: the element stride a box walks
+#: (dimension 0: 1); ``shape``: tma.box_shape, the elements walked.
+FIELDS = ("address", "rank", "elem_bytes", "is_float", "fill_pattern", "swizzle_span", "swizzle_mask", "tx_bytes",
+          "row_bytes", "row_pitch", "footprint")
+PER_DIM = ("dim", "stride", "box", "step", "shape")
+(ADDRESS, RANK, ELEM_BYTES, IS_FLOAT, FILL_PATTERN, SWIZZLE_SPAN, SWIZZLE_MASK, TX_BYTES, ROW_BYTES, ROW_PITCH,
+ FOOTPRINT) = range(len(FIELDS))
+DIM, STRIDE, BOX, STEP, SHAPE = (len(FIELDS) + 5 * i for i in range(len(PER_DIM)))
+NFIELDS = len(FIELDS) + 5 * len(PER_DIM)
+
+
+def descriptor_fields(tm: TensorMap) -> np.ndarray:
+    """What the jitted copies need of a decoded tensormap, as one int64 row (:data:`FIELDS`, :data:`PER_DIM`).
+
+    Raises NotImplementedError for what :mod:`warpsim.ptx.tma` does not model (interleaved layouts)."""
+    if not isinstance(tm, TensorMap):
+        raise TypeError(f"descriptor_fields takes a decoded TensorMap (decode_tensormap), not {type(tm).__name__}")
+    shape = tma.box_shape(tm)                  # refuses what the copies do not model
+    eb = tm.elem_bits // 8
+    span = SWIZZLE_BYTES[tm.swizzle]
+    nan = tm.is_float and tm.oob_fill != "none"
+    fill = int.from_bytes(tma.NAN_FILL[tm.elem_bits].to_bytes(eb, "little") * (8 // eb), "little") if nan else 0
+    row = np.zeros(NFIELDS, np.int64)
+    row[:len(FIELDS)] = (np.uint64(tm.global_address).astype(np.int64), tm.rank, eb, tm.is_float, fill, span,
+                         span // 16 - 1 if span else 0, tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm),
+                         tma.smem_footprint(tm))
+    per_dim = {"dim": tm.global_dim, "stride": (eb,) + tuple(tm.global_strides), "box": tm.box_dim,
+               "step": (1,) + tuple(tm.element_strides[1:]), "shape": shape}
+    for base, name in zip((DIM, STRIDE, BOX, STEP, SHAPE), PER_DIM):
+        row[base:base + 5] = 0 if name == "stride" else 1
+        row[base:base + tm.rank] = per_dim[name]
+    return row
+
+
+def _layout_words() -> np.ndarray:
+    """The bits some LAYOUT field uses, as the 16 little-endian uint64 words of a descriptor."""
+    used = 0
+    for f in LAYOUT:
+        used |= ((1 << f.width) - 1) << f.bit
+    return np.frombuffer(used.to_bytes(TENSORMAP_BYTES, "little"), "<u8").copy()
+
+
+_USED = _layout_words()
+
+
+def scan_descriptors(blobs, addresses=None):
+    """The tile tensormaps the copies model found at every 64-byte-aligned address of ``blobs`` (byte strings
+    or uint8 arrays; ``addresses``: where each starts in the kernel's address space, None: 64-byte aligned):
+    ``(raw uint8[n, 128], fields int64[n, NFIELDS])``, each distinct descriptor once.
+
+    A numpy prefilter keeps the 128-byte windows with no bit outside LAYOUT's fields and a non-zero
+    global address (so zeroed or random memory costs no decode); :func:`decode_tensormap` judges the rest,
+    as the interpreter does (``derived="ignore"``).  Im2col descriptors (bit 64) and layouts the copies do
+    not model (interleave) are left out."""
+    raws, rows, seen = [], [], set()
+    blobs = list(blobs)
+    addresses = [0] * len(blobs) if addresses is None else [int(a) for a in addresses]
+    if len(addresses) != len(blobs):
+        raise ValueError(f"scan_descriptors: {len(blobs)} blobs but {len(addresses)} addresses")
+    for blob, address in zip(blobs, addresses):
+        b = np.frombuffer(blob, np.uint8) if isinstance(blob, (bytes, bytearray, memoryview)) else \
+            np.ascontiguousarray(blob).reshape(-1).view(np.uint8)
+        b = b[-address % 64:]
+        n = b.size // 64
+        if n < 2:
+            continue
+        words = b[:n * 64].view("<u8").reshape(n, 8)
+        clean_lo = ~(words & ~_USED[:8]).any(axis=1)
+        clean_hi = ~(words & ~_USED[8:]).any(axis=1)
+        for m in np.flatnonzero(clean_lo[:-1] & clean_hi[1:] & (words[:-1, 0] != 0)):
+            raw = b[64 * m:64 * m + TENSORMAP_BYTES]
+            key = raw.tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                row = descriptor_fields(decode_tensormap(raw, derived="ignore"))
+            except (ValueError, NotImplementedError):
+                continue
+            raws.append(raw.copy())
+            rows.append(row)
+    if not raws:
+        return np.zeros((0, TENSORMAP_BYTES), np.uint8), np.zeros((0, NFIELDS), np.int64)
+    return np.stack(raws), np.stack(rows)
+
+
+# -- jitted ---------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, _nrt=False)
+def find_descriptor(raw, ptr):
+    """The row of ``raw`` (uint8[n, 128]) equal to the 128 bytes at host address ``ptr``, or -1."""
+    for i in range(raw.shape[0]):
+        k = 0
+        while k < TENSORMAP_BYTES and peek1(ptr + k) == raw[i, k]:
+            k += 1
+        if k == TENSORMAP_BYTES:
+            return i
+    return -1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _swizzled(a, mask):
+    """isa.smem.swizzle of shared offset ``a`` (mask: SWIZZLE_MASK)."""
+    return a ^ (((a >> 7) & mask) << 4)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _row_offset(f, coords, r):
+    """Box row r (dimensions 1.. mixed radix, dimension 1 fastest): (inside the tensor in dimensions 1..,
+    its byte offset from the tensor's start in those dimensions)."""
+    inside = True
+    off = np.int64(0)
+    q = r
+    for d in range(1, f[RANK]):
+        n = f[SHAPE + d]
+        p = coords[d] + f[STEP + d] * (q % n)
+        q //= n
+        if p < 0 or p >= f[DIM + d]:
+            inside = False
+        off += p * f[STRIDE + d]
+    return inside, off
+
+
+#: what :func:`_row_bytes` does with a box row's bytes
+LOAD, STORE, FILL = range(3)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _row_bytes(smemp, rs, mask, k0, k1, how, h, pattern):
+    """Bytes k0 .. k1 - 1 of the box row at shared offset ``rs`` (swizzled 16-byte chunks): ``how`` LOAD from
+    the global bytes at host address ``h`` (byte k0's), STORE to them, or FILL with ``pattern`` (the
+    out-of-bounds element repeated over 8 bytes: row byte k takes its byte k % 8)."""
+    k = k0
+    while k < k1:
+        q = k - k % 16
+        s = smemp + _swizzled(rs + q, mask) + (k - q)
+        n = min(q + 16, k1) - k
+        if how == FILL:
+            if n == 16:
+                poke8(s, pattern)
+                poke8(s + 8, pattern)
+            else:
+                for i in range(n):
+                    poke1(s + i, pattern >> (8 * ((k + i) % 8)))
+        else:
+            g = h + (k - k0)
+            a, b = (g, s) if how == LOAD else (s, g)
+            if n == 16:
+                poke8(b, peek8(a))
+                poke8(b + 8, peek8(a + 8))
+            else:
+                for i in range(n):
+                    poke1(b + i, peek1(a + i))
+        k += n
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _refuse(status, code, line, t, value, detail):
+    status[4] = detail
+    fail(status, code, line, t, value)
+    return np.int64(-1)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tile_load(status, line, t, f, coords, smemp, smem_bytes, dst, bases, sizes, ptrs, trk, toff):
+    """``cp.async.bulk.tensor`` global -> shared, tile mode, as tma.tile_load: the box at ``coords`` (int64[5],
+    innermost first, ``f[RANK]`` used) to shared offset ``dst`` of the CTA's shared memory (host address
+    ``smemp``, ``smem_bytes`` long).  Returns the transaction bytes, or -1 after recording why in status."""
+    dst, smemp, smem_bytes = np.int64(dst), np.int64(smemp), np.int64(smem_bytes)   # unsigned registers too
+    if dst < 0 or dst % tma.SMEM_ALIGN:
+        return _refuse(status, TMA_SMEM_ALIGN, line, t, dst, 0)
+    if dst + f[FOOTPRINT] > smem_bytes:          # measured: the H100 faults (tma.check_smem_fits)
+        return _refuse(status, TMA_SMEM_RANGE, line, t, dst, dst + f[FOOTPRINT])
+    eb = f[ELEM_BYTES]
+    c0 = coords[0]
+    if (c0 * eb) % 16:                            # measured: illegal instruction (tma.tile_load)
+        return _refuse(status, TMA_INNER, line, t, c0, c0 * eb)
+    row, pitch, mask, fill = f[ROW_BYTES], f[ROW_PITCH], f[SWIZZLE_MASK], f[FILL_PATTERN]
+    lo = max(0, -c0)
+    hi = min(f[SHAPE], f[DIM] - c0)               # the row's elements inside dimension 0: lo .. hi - 1
+    for r in range(f[TX_BYTES] // row):
+        inside, off = _row_offset(f, coords, r)
+        rs = dst + r * pitch
+        k0 = k1 = 0
+        if inside and hi > lo:
+            k0, k1 = lo * eb, hi * eb
+            h = global_at(status, line, t, bases, sizes, ptrs, trk, toff,
+                          np.uint64(f[ADDRESS]) + np.uint64(off + (c0 + lo) * eb), k1 - k0, READ)
+            if h == 0:
+                return np.int64(-1)
+            _row_bytes(smemp, rs, mask, k0, k1, LOAD, h, 0)
+        _row_bytes(smemp, rs, mask, 0, k0, FILL, 0, fill)
+        _row_bytes(smemp, rs, mask, k1, row, FILL, 0, fill)
+    return f[TX_BYTES]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes, ptrs, trk, toff):
+    """``cp.async.bulk.tensor`` shared -> global, tile mode, as tma.tile_store: the box at shared offset ``src``
+    to ``coords``; the innermost bound is rounded up to tma.STORE_GRANULE bytes.  Every run is checked mapped
+    before a byte is written.  Returns the global bytes written, or -1 after recording why in status."""
+    src, smemp, smem_bytes = np.int64(src), np.int64(smemp), np.int64(smem_bytes)
+    for d in range(f[RANK]):
+        if coords[d] < 0:                         # captured: illegal instruction on Hopper
+            return _refuse(status, TMA_NEGATIVE, line, t, coords[d], d)
+    if src < 0 or src % tma.SMEM_ALIGN:
+        return _refuse(status, TMA_SMEM_ALIGN, line, t, src, 0)
+    row, pitch, mask = f[ROW_BYTES], f[ROW_PITCH], f[SWIZZLE_MASK]
+    rows = f[TX_BYTES] // row
+    end = np.int64(0)                             # one past the last shared byte the box reads
+    for q in range(0, row, 16):
+        end = max(end, _swizzled(src + (rows - 1) * pitch + q, mask) + 16)
+    if end > smem_bytes:
+        return _refuse(status, TMA_SMEM_RANGE, line, t, src, end)
+    eb = f[ELEM_BYTES]
+    g = tma.STORE_GRANULE
+    c0 = coords[0]
+    n = (min(f[SHAPE], (f[DIM] * eb + g - 1) // g * g // eb - c0)) * eb
+    if n <= 0:
+        return np.int64(0)
+    base = np.uint64(f[ADDRESS]) + np.uint64(c0 * eb)
+    for r in range(rows):
+        inside, off = _row_offset(f, coords, r)
+        if inside and find(bases, sizes, base + np.uint64(off), n) < 0:
+            fail(status, BAD_ADDRESS, line, t, base + np.uint64(off))
+            return np.int64(-1)
+    written = np.int64(0)
+    for r in range(rows):
+        inside, off = _row_offset(f, coords, r)
+        if inside:
+            h = global_at(status, line, t, bases, sizes, ptrs, trk, toff, base + np.uint64(off), n, WRITTEN)
+            _row_bytes(smemp, src + r * pitch, mask, 0, n, STORE, h, 0)
+            written += n
+    return written
