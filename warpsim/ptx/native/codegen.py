@@ -62,7 +62,7 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
             "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
             "live", "CRANK", "CS", "CX", "CY", "CZ", "CCTA_x", "CCTA_y", "CCTA_z", "CLID_x", "CLID_y", "CLID_z",
-            "NCL_x", "NCL_y", "NCL_z", "GSYM", "SMEM0", "PARK", "PSLOT", "PPH", "MBO", "MBS", "CLA", "CLS", "NREG", "NRV", "NREG0",
+            "NCL_x", "NCL_y", "NCL_z", "GSYM", "SMEM0", "TMRAW", "TMF", "PARK", "PSLOT", "PPH", "MBO", "MBS", "CLA", "CLS", "NREG", "NRV", "NREG0",
             *_ADDRESS.values())
 #: statements per generated function (several lane loops): numba compiles many tiny functions slowly, and one
 #: big function more slowly still (LLVM's function passes grow faster than linearly: softmax as one function
@@ -272,7 +272,7 @@ def generate(ir, name="native_kernel"):
     tabs = ir.sfu_tables
     L = []
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "CX", "CY", "CZ", "PARAMS", "BASES", "SIZES",
-            "dyn_smem", "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF", "NREG0", "GSYM"] + \
+            "dyn_smem", "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF", "NREG0", "GSYM", "TMRAW", "TMF"] + \
         [f"TAB_{t}" for t in tabs] + sorted(ir.launch_args)
     L.append("@njit(cache=True, nogil=True)")
     L.append(f"def {name}({', '.join(args)}):")

@@ -23,9 +23,9 @@ from numba import typeof
 
 from ..instructions import TYPES
 from ..syntax import PTXError
-from . import rt, rt_sync
+from . import rt, rt_sync, rt_tma
 from .codegen import generate
-from .lower_sync import ASSERT_FAILED, BRKPT
+from .lower_sync import ASSERT_FAILED, BRKPT, TMA_DESCRIPTOR
 
 _COMPILED: dict = {}
 #: compiled launches run in this process (a counter for tests and reports)
@@ -115,7 +115,7 @@ from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe a
     peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1,
     poke2 as rt_poke2, poke4 as rt_poke4, poke8 as rt_poke8, set1 as rt_set1, set16 as rt_set16, set32 as rt_set32,
     set64 as rt_set64, settle as rt_settle, shared_at as rt_shared_at, track as rt_track, w32 as rt_w32)
-from warpsim.ptx.native import rt_sync
+from warpsim.ptx.native import rt_sync, rt_tma
 
 
 '''
@@ -175,6 +175,14 @@ _MESSAGES = {
                  "names the barriers and the waiting warps",
     rt_sync.SYNC_ERROR: "{sync} (thread {w}); the interpreter (engine='interpret') says more",
     BRKPT: "brkpt reached by thread {w}: the kernel stops at the breakpoint trap",
+    rt.TMA_SMEM_ALIGN: "a TMA box's shared offset 0x{v:x} (thread {w}) is not 128-byte aligned",
+    rt.TMA_SMEM_RANGE: "a TMA box at shared offset 0x{v:x} (thread {w}) ends at byte {n}, past the CTA's shared "
+                       "memory; the H100 faults (illegal address)",
+    rt.TMA_INNER: "a TMA load's innermost coordinate {o} (thread {w}) is {n} bytes, not a multiple of 16; the H100 "
+                  "faults (illegal instruction)",
+    rt.TMA_NEGATIVE: "a TMA store's start coordinate {o} (dimension {n}, thread {w}) is negative; Hopper faults "
+                     "(illegal instruction)",
+    TMA_DESCRIPTOR: "{tma} (thread {w})",
     ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
                    "reads its message and source line",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
@@ -205,9 +213,15 @@ def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, cou
     seg = sfu.table("ex2_seg") if "ex2_pos" in ir.sfu_tables else _NOSEG
     status = np.zeros(5, np.int64)
     nreg0 = initial_registers(block[0] * block[1] * block[2], ir.maxnreg)
+    if "TMC" in ir.scratch:         # the kernel copies tensor boxes: the descriptors in its parameters and arrays
+        from ..memory import PARAM_WINDOW
+
+        raw, fields = rt_tma.scan_descriptors([params, *buffers], [PARAM_WINDOW, *bases])
+    else:
+        raw, fields = _NORAW, _NOFIELDS
     args = (first, count, grid[0], grid[1], grid[2], block[0], block[1], block[2], *cluster, params,
             np.array(bases, np.uint64), sizes, int(shared_bytes), int(max_steps), status, seg, _NOSEG, PROBE64,
-            PROBE32, ptrs, trk, toff, nreg0, gsym, *tabs, *launch_values)
+            PROBE32, ptrs, trk, toff, nreg0, gsym, raw, fields, *tabs, *launch_values)
     return args, status
 
 
@@ -274,8 +288,12 @@ def _message(ir, code, line, status):
             return (f"address 0x{o & (2**64 - 1):x} of lane {w % 32} is not aligned to {nb} bytes (a .{t} access of "
                     f"{nb * int(vec[1] if vec else 1)} bytes)")
     sync = rt_sync.SYNC_ERRORS.get(int(status[4]), "").format(v=o & (2**64 - 1))
+    tma = {1: f"the tensormap at 0x{o & (2**64 - 1):x} is not a descriptor the launch found in its parameters or "
+              "mapped arrays (one written by the kernel is not translated; engine='interpret' reads it)",
+           2: f"the tensormap has rank {o}, not the statement's coordinate count",
+           3: f"ctaMask 0x{o & 0xFFFF:04x} names no CTA or a rank the cluster lacks"}.get(int(status[4]), "")
     return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes,
-                                  sync=sync)
+                                  sync=sync, tma=tma)
 
 
 def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=(),
@@ -309,6 +327,7 @@ def _gsym(addresses):
 
 
 _NOSEG = np.zeros((2, 1), np.float64)
+_NORAW, _NOFIELDS = np.zeros((0, 128), np.uint8), np.zeros((0, rt_tma.NFIELDS), np.int64)
 _NOTRACK = np.zeros(0, np.uint8)        # an untracked launch (rt.track)
 _NOTOFF = np.zeros(1, np.int64)
 

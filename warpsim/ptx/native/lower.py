@@ -404,10 +404,11 @@ def _contracted_division(o, m):
     return [f"{o.dst(d, 'f32')} = rt_div_contracted({x}, {y}, {z}, {m['form'] == 'full'}, {op}, TAB_rcp)"]
 
 
-@row(r"(?P<op>min|max)\.f32")
+@row(r"(?P<op>min|max)(?P<nan>\.NaN)?\.f32")
 def _fminmax(o, m):
     d, a, b = o.need(3)
-    return [f"{o.dst(d, 'f32')} = rt_fminmax32({o.src(a, 'f32')}, {o.src(b, 'f32')}, {m['op'] == 'max'})"]
+    return [f"{o.dst(d, 'f32')} = rt_fminmax32({o.src(a, 'f32')}, {o.src(b, 'f32')}, {m['op'] == 'max'}, "
+            f"{bool(m['nan'])})"]
 
 
 @row(r"(?P<op>neg|abs)\.f32")

@@ -9,9 +9,12 @@ when it cannot complete, its warp parks (``PARK[w]``) and runs it again once wok
 
 from __future__ import annotations
 
+import re
+
+from ..memory import PARAM_WINDOW
 from ..syntax import immediate_bits
-from .lower import Lowered, _members, row  # noqa: F401  (Lowered: the kinds these rows return)
-from .rt import DIVERGED_BARRIER, PARTIAL_WARP
+from .lower import _sx, row
+from .rt import DIVERGED_BARRIER, PARTIAL_WARP, READ
 from .rt_sync import SPACE_CLUSTER, SPACE_CTA, SPACE_GENERIC
 
 #: status codes of a trap (brkpt) and of CUDA's device assert (a call of __assertfail)
@@ -199,5 +202,92 @@ def _assertfail(o, m):
     return [f"return fail(status, {ASSERT_FAILED}, {o.st.line}, t, np.uint64(0))"]
 
 
-#: the module-level line of the generated source these rows need
-PRELUDE = "from warpsim.ptx.native import rt_sync"
+# --- TMA: cp.async.bulk.tensor (rt_tma; the launch finds and decodes the descriptors: TMRAW, TMF) ---------
+
+#: status code of a TMA statement whose descriptor the launch did not find (status[4] 1), or whose rank is not its
+#: coordinate count (2), or whose ctaMask names no CTA / a rank the cluster lacks (3)
+TMA_DESCRIPTOR = 26
+_TENSOR_REF = re.compile(r"\[\s*([^,\]\s]+)\s*,\s*\{([^}]*)\}\s*\]\Z")
+
+
+def _whole(o):
+    """The statement's operands with ``[map, {coords}]`` kept whole (cluster._split_operands)."""
+    from ..cluster import _split_operands
+
+    return _split_operands(o.st.text)
+
+
+def _descriptor(o, ref):
+    """Lines setting ``_d`` (the row of the launch's descriptor table) and TMC (the coordinates) of one lane's
+    ``[tensorMap, {c0, ...}]``."""
+    m = _TENSOR_REF.match(ref)
+    if not m:
+        o.fail(f"tensor operand {ref!r}")
+    name, coords = m.group(1), [c.strip() for c in m.group(2).split(",")]
+    if not 1 <= len(coords) <= 5:
+        o.fail(f"{len(coords)} tensor coordinates")
+    base, kind, off = o.address(f"[{name}]")
+    if kind != "reg":
+        o.fail(f"tensormap operand {name!r}")
+    line = o.st.line
+    return [f"_ta = np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
+            f"if np.uint64({PARAM_WINDOW}) <= _ta and _ta - np.uint64({PARAM_WINDOW}) + np.uint64(128) <= "
+            "np.uint64(PARAMS.size):",
+            f"    _tp = PARAMS.ctypes.data + np.int64(_ta - np.uint64({PARAM_WINDOW}))",
+            "else:",
+            f"    _tp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _ta, 128, {READ})",
+            "    if _tp == 0:", "        return 1",
+            "_d = rt_tma.find_descriptor(TMRAW, _tp)",
+            "if _d < 0:", "    status[4] = 1", f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, _ta)",
+            f"if TMF[_d, rt_tma.RANK] != {len(coords)}:", "    status[4] = 2",
+            f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(TMF[_d, rt_tma.RANK]))"] + \
+        [f"TMC[{i}] = {_sx(o.src(c, 's32'), 32)}" for i, c in enumerate(coords)]
+
+
+def _tma_scratch(o):
+    o.scratch.append(("TMC", "np.zeros(5, np.int64)"))
+
+
+@row(r"cp\.async\.bulk\.tensor\.(?P<dim>[1-5])d\.(?P<space>shared::cluster|shared::cta)\.global(?:\.tile)?"
+     r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
+def _tma_load(o, m):
+    """A box lands in the destination CTA's shared memory -- in each CTA of the ctaMask with .multicast::cluster,
+    completing bytes on the mbarrier at the same offset there -- when issued (cluster._load_box)."""
+    ops = _whole(o)
+    if len(ops) != 3 + bool(m["mc"]) + bool(m["hint"]):
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    _tma_scratch(o)
+    space = SPACE_CLUSTER if m["space"] == "shared::cluster" else SPACE_CTA
+    line = o.st.line
+    lines = _descriptor(o, ops[1])
+    lines += [x.replace("_rk", "_rkd") for x in _target(o, ops[0], space)]
+    lines += [x.replace("_rk", "_rkb") for x in _target(o, ops[2], space)]
+    if m["hint"]:
+        o.src(ops[-1], "b64")
+    load = ("_n = rt_tma.tile_load(status, {line}, t, TMF[_d], TMC, SMEM0 + {rank} * SMEM_BYTES, SMEM_BYTES, "
+            "_rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)")
+    done = "rt_sync.mb_tx(status, {line}, t, MBO, MBS, SMEM_BYTES, {bar}, _n, -1)"
+    if not m["mc"]:
+        return lines + [load.format(line=line, rank="(_rkd >> 32)"), "if _n < 0:", "    return 1",
+                        "if " + done.format(line=line, bar="_rkb") + ":", "    return 1"]
+    return lines + [f"_mask = np.int64({o.src(ops[3], 'u16')}) & 0xFFFF",
+                    "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
+                    f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))",
+                    "for _q in range(CS):", "    if (_mask >> _q) & 1:",
+                    "        " + load.format(line=line, rank="_q"), "        if _n < 0:", "            return 1",
+                    "        if " + done.format(line=line, bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") + ":",
+                    "            return 1"]
+
+
+@row(r"cp\.async\.bulk\.tensor\.(?P<dim>[1-5])d\.global\.shared::cta(?:\.tile)?\.bulk_group(?P<hint>\.L2::cache_hint)?")
+def _tma_store(o, m):
+    """The box of the CTA's shared memory to global memory when issued (cluster._tma_store)."""
+    ops = _whole(o)
+    if len(ops) != 2 + bool(m["hint"]):
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    _tma_scratch(o)
+    if m["hint"]:
+        o.src(ops[-1], "b64")
+    lines = _descriptor(o, ops[0]) + [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)]
+    return lines + [f"if rt_tma.tile_store(status, {o.st.line}, t, TMF[_d], TMC, SMEM0 + (_rks >> 32) * SMEM_BYTES, "
+                    "SMEM_BYTES, _rks & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF) < 0:", "    return 1"]

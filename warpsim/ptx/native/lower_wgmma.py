@@ -44,12 +44,13 @@ def _issue_order(o, m):
 
 @row(r"wgmma\.wait_group\.sync\.aligned")
 def _wait(o, m):
-    """A yield of the warp, like bar.sync: every warp issues its wgmmas before any runs past the wait."""
+    """A barrier of the warp's warpgroup (rt_sync.bar_arrive, bid -1): every warp of the warpgroup issues its
+    wgmmas before any runs past the wait (the warpgroup reads their operands together)."""
     _no_guard(o)
     (n,) = o.need(1)
     if not isinstance(n, str) or parse_int(n) is None or parse_int(n) < 0:
         o.fail("wgmma.wait_group without a non-negative immediate")
-    return "bar", []
+    return "bar", ["_bid = -1", "_bcnt = 0", "_bgiven = False", "_bsync = True"]
 
 
 @row(r"fence\.proxy\.async(?:\.shared::cta)?")

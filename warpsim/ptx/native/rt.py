@@ -382,12 +382,13 @@ def _key32(w):
 
 
 @njit(cache=True, nogil=True)
-def fminmax32(a, b, is_max):
-    """min.f32 / max.f32 on words: a NaN loses to a number, two NaNs give the canonical NaN, -0 < +0."""
+def fminmax32(a, b, is_max, nan=False):
+    """min.f32 / max.f32 on words: a NaN loses to a number (.NaN: wins), two NaNs give the canonical NaN,
+    -0 < +0 (float_ops.minmax)."""
     a, b = _U32(a), _U32(b)
     na = (a & _U32(0x7FFFFFFF)) > _U32(0x7F800000)
     nb = (b & _U32(0x7FFFFFFF)) > _U32(0x7F800000)
-    if na and nb:
+    if (na and nb) or (nan and (na or nb)):
         return _U32(0x7FFFFFFF)
     if na:
         return b

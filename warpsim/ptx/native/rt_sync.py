@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..memory import SHARED_WINDOW
-from .rt import fail, settle
+from .rt import BAD_ADDRESS, fail, settle
 
 _WINDOW_BASE = np.int64(SHARED_WINDOW)
 
@@ -64,13 +64,13 @@ _OFF_MASK = (1 << RANK_SHIFT) - 1
 @njit(cache=True, nogil=True)
 def sync_state(CS, W):
     """The synchronisation state of a run of clusters of CS CTAs of W warps: WBAR (the barrier each warp
-    waits at), BARC / BARN (threads arrived and threads demanded per CTA and barrier number; 0: all),
+    waits at), BARC / BARN (threads arrived and threads demanded per CTA and barrier key; 0: all),
     PARK / PSLOT / PPH (why a warp is parked, on which mbarrier slot, the phase or version it saw), MBO /
     MBS (mbarrier offsets and state), CLA (the cluster-barrier phase each warp arrived in, -1: none),
     CLS (cluster arrivals, phase), NREG (registers per thread of each CTA's warpgroups; 0: the initial),
     NRV (a version bumped by every setmaxnreg)."""
     WS = CS * W
-    return (np.full(WS, -1, np.int64), np.zeros(CS * 16, np.int64), np.zeros(CS * 16, np.int64),
+    return (np.full(WS, -1, np.int64), np.zeros(CS * KEYS_PER_CTA, np.int64), np.zeros(CS * KEYS_PER_CTA, np.int64),
             np.zeros(WS, np.int64), np.zeros(WS, np.int64), np.zeros(WS, np.int64),
             np.full((CS, MAX_MBARRIERS), -1, np.int64), np.zeros((CS, MAX_MBARRIERS, 5), np.int64),
             np.full(WS, -1, np.int64), np.zeros(2, np.int64), np.zeros((CS, 16), np.int64), np.zeros(1, np.int64))
@@ -99,19 +99,34 @@ def _sync_fail(status, line, t, why, value):
 
 # --- named barriers (bar.sync / bar.arrive / barrier.sync) ----------------------------------------------
 
+#: barrier keys per CTA: the 16 named barriers, then one per warpgroup (wgmma.wait_group's: _WARPGROUP + g)
+KEYS_PER_CTA = 32
+_WARPGROUP = 16
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _scope(W, key):
+    """The warps barrier ``key`` waits for: its CTA's, or (a warpgroup's key) its warpgroup's."""
+    r, k = key // KEYS_PER_CTA, key % KEYS_PER_CTA
+    if k < _WARPGROUP:
+        return r * W, (r + 1) * W
+    lo = r * W + 4 * (k - _WARPGROUP)
+    return lo, min(lo + 4, (r + 1) * W)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def bar_release(state, WBAR, BARC, BARN, spc, srpc, smask, depth, W, key):
-    """Barrier ``key`` (CTA * 16 + number) completes if its thread count -- or every thread of the CTA still
-    running -- has arrived: its waiting warps go on."""
-    r = key // 16
+    """Barrier ``key`` completes if its thread count -- or every thread of its scope (the CTA; a warpgroup for
+    wgmma.wait_group) still running -- has arrived: its waiting warps go on."""
+    lo, hi = _scope(W, key)
     need = BARN[key]
     if need == 0:
-        for v in range(r * W, (r + 1) * W):
+        for v in range(lo, hi):
             if state[v] != 2:
                 need += 32
     if BARC[key] == 0 or BARC[key] < need:
         return False
-    for v in range(r * W, (r + 1) * W):
+    for v in range(lo, hi):
         if state[v] == 1 and WBAR[v] == key:
             state[v] = 0
             WBAR[v] = -1
@@ -124,13 +139,14 @@ def bar_release(state, WBAR, BARC, BARN, spc, srpc, smask, depth, W, key):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def bar_arrive(status, line, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w, W, bid, cnt, given, sync):
-    """Warp w arrives at barrier ``bid`` of its CTA (``cnt`` threads when ``given``); ``sync``: it waits
-    (its pc is already past the barrier), else it goes on.  Returns 1 after a failure."""
+    """Warp w arrives at barrier ``bid`` of its CTA (``cnt`` threads when ``given``; bid -1: its warpgroup's,
+    which wgmma.wait_group waits at: every warp of the warpgroup issues its wgmmas before any runs past it);
+    ``sync``: it waits (its pc is already past the barrier), else it goes on.  Returns 1 after a failure."""
     if given and (cnt == 0 or cnt % 32 != 0 or cnt > 32 * W):
         return _sync_fail(status, line, w * 32, 13, cnt)
     if bid > 15:
         return _sync_fail(status, line, w * 32, 14, bid)
-    key = (w // W) * 16 + bid
+    key = (w // W) * KEYS_PER_CTA + (bid if bid >= 0 else _WARPGROUP + (w % W) // 4)
     BARC[key] += 32
     if given:
         BARN[key] = cnt
@@ -153,7 +169,7 @@ def cluster_at(status, line, t, smem0, smem_bytes, r, CS, addr, n):
     if k >= CS:
         return _sync_fail(status, line, t, 9, addr) - 1
     if off + n > smem_bytes:
-        return fail(status, 1, line, t, addr) - 1          # rt.BAD_ADDRESS
+        return fail(status, BAD_ADDRESS, line, t, addr) - 1
     return smem0 + k * smem_bytes + off
 
 
