@@ -28,8 +28,9 @@ def golden():
 
 # --- THE TARGET: CUTLASS 3 KernelTmaWarpSpecializedCooperative, 2x1 cluster, TMA multicast + store ------
 
-def _replay(golden, case):
-    """Launch a captured CUTLASS 3 case from its PTX on the captured inputs -> (D as replayed, D the H100 wrote)."""
+def _replay(golden, case, **launch):
+    """Launch a captured CUTLASS 3 case from its PTX on the captured inputs (``launch``: more arguments of
+    Module.launch) -> (D as replayed, D the H100 wrote)."""
     info = golden.manifest["cases"][case]
     L = info["launch"]
     gm = GlobalMemory()
@@ -42,7 +43,7 @@ def _replay(golden, case):
     mod = load(np.asarray(golden[f"{case}.ptx"]).tobytes().decode())
     params = np.asarray(golden[f"{case}.params"]).tobytes()
     mod.launch(L["kernel"][0], grid=tuple(map(int, L["grid"])), block=tuple(map(int, L["block"])), args=[params],
-               shared_bytes=int(L["smem"][0]), memory=gm, cluster=tuple(map(int, L["cluster"])))
+               shared_bytes=int(L["smem"][0]), memory=gm, cluster=tuple(map(int, L["cluster"])), **launch)
     return D, want
 
 

@@ -159,18 +159,5 @@ def test_cutlass3_gemms_compiled_give_the_h100_words(path, case):
     """KernelTmaWarpSpecializedCooperative / Pingpong with TMA multicast over a 2x1 cluster, fused epilogues."""
     from warpsim.hw.golden import open_golden
 
-    golden = open_golden(path)
-    L = golden.manifest["cases"][case]["launch"]
-    gm = GlobalMemory()
-    for k in ("A", "B", "C", "bias"):
-        if k in L:
-            gm.map(np.asarray(golden[f"{case}.{k}"]).copy(), address=int(L[k][0]))
-    want = np.asarray(golden[f"{case}.D"])
-    D = np.zeros_like(want)
-    gm.map(D, address=int(L["D"][0]))
-    mod = load(np.asarray(golden[f"{case}.ptx"]).tobytes().decode())
-    mod.launch(L["kernel"][0], grid=tuple(map(int, L["grid"])), block=tuple(map(int, L["block"])),
-               args=[np.asarray(golden[f"{case}.params"]).tobytes()], shared_bytes=int(L["smem"][0]), memory=gm,
-               cluster=tuple(map(int, L["cluster"])), engine="compiled", workers=1)
-    assert mod.last_engine["engine"] == "compiled"
+    D, want = H._replay(open_golden(path), case, engine="compiled", workers=1)
     assert int((D != want).sum()) == 0, f"{int((D != want).sum())} of {D.size} D words differ from the H100's"

@@ -104,6 +104,7 @@ PATHS = (
     ("ptx triton bf16 sm_80 gemm", "ptx", "triton_bf16_f32acc_masked_sm80", "sm_80"),
     ("ptx triton f16 sm_90a gemm", "ptx", "triton_f16_f32acc_masked_sm90", "sm_90a"),
     ("ptx cutlass2 f16 sm_80 gemm", "ptx", "cutlass2_gemm_sm80", "sm_80"),
+    ("ptx cutlass3 f16 sm_90a gemm", "ptx", "cutlass3_tma_ws_cooperative_sm90a", "sm_90a"),
 )
 TARGET_PATH_RATIO = 1.5          # per multiply-add, against mma f16 in the same run
 TARGET_PTX_RATIO = 20.0          # the PTX interpreter against warpsim.gemm on the same problem
@@ -410,26 +411,16 @@ def _path_call(kind, opcode, arch, macs, quick):
     raise ValueError(f"unknown path kind {kind!r}")
 
 
-def _cutlass2_gemm(quick):
-    """(run the committed CUTLASS 2.x GEMM (tests/ptx/compiled/cutlass2) once, run warpsim.gemm on the same
-    product with its mma (f16 in, f32 accumulate), MACs): the launch of its dry parameters, whose buffer
-    addresses are baked in -- 256 x 256 x 128 (--quick: the ragged 200 x 136 x 72 case)."""
+def _cutlass_launch(text, launch, params, ins, M, N, cluster):
+    """(run a CUTLASS GEMM from its PTX once -- its buffers mapped at the addresses its parameters hold -- on
+    ``ins`` (A (M, K), B (N, K) f16 words, C (M, N) f32 words), run warpsim.gemm on the same product with the
+    f16 mma (f32 accumulate), MACs)."""
     import warpsim
-    from ..hw.gemm_cases import CUTLASS2_CASES, cutlass3_inputs
     from ..ptx import GlobalMemory, load
 
-    here = Path(__file__).resolve().parents[2] / "tests" / "ptx" / "compiled" / "cutlass2"
-    k = 1 if quick else 0
-    c = CUTLASS2_CASES[k]
-    M, N, K = c["M"], c["N"], c["K"]
-    ins = cutlass3_inputs(**{x: c[x] for x in ("dtype", "M", "N", "K", "seed")})
-    launch = {}
-    for line in (here / f"dry_launch{k}.txt").read_text().splitlines():
-        key, *v = line.split()
-        launch[key] = v
-    params = (here / f"dry_params{k}.bin").read_bytes()
-    mod = load((here / "cutlass2_gemm_sm80.ptx").read_text())
+    mod = load(text)
     (entry,) = mod.entries
+    K = ins["A"].shape[1]
 
     def ptx(engine="interpret"):
         gm = GlobalMemory()
@@ -437,7 +428,8 @@ def _cutlass2_gemm(quick):
             gm.map(np.array(ins[name], copy=True), address=int(launch[name][0]))
         gm.map(np.zeros((M, N), np.uint32), address=int(launch["D"][0]))
         mod.launch(entry, tuple(map(int, launch["grid"])), tuple(map(int, launch["block"])), [params],
-                   int(launch["smem"][0]), memory=gm, arch="sm_90", engine=engine)
+                   int(launch["smem"][0]), memory=gm, arch="sm_90a" if cluster else "sm_90", engine=engine,
+                   cluster=cluster)
         return mod.last_engine["engine"]
 
     ptx.translation = lambda: mod.translation(entry)
@@ -448,11 +440,40 @@ def _cutlass2_gemm(quick):
     return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch="sm_90")), M * N * K
 
 
+def _cutlass2_gemm(quick):
+    """The committed CUTLASS 2.x GEMM (tests/ptx/compiled/cutlass2) on its dry parameters, whose buffer addresses
+    are baked in: 256 x 256 x 128 (--quick: the ragged 200 x 136 x 72 case); see _cutlass_launch."""
+    from ..hw.gemm_cases import CUTLASS2_CASES, cutlass3_inputs
+
+    here = Path(__file__).resolve().parents[2] / "tests" / "ptx" / "compiled" / "cutlass2"
+    k = 1 if quick else 0
+    c = CUTLASS2_CASES[k]
+    ins = cutlass3_inputs(**{x: c[x] for x in ("dtype", "M", "N", "K", "seed")})
+    launch = dict((line.split()[0], line.split()[1:]) for line in (here / f"dry_launch{k}.txt").read_text().splitlines())
+    return _cutlass_launch((here / "cutlass2_gemm_sm80.ptx").read_text(), launch,
+                           (here / f"dry_params{k}.bin").read_bytes(), ins, c["M"], c["N"], None)
+
+
+def _cutlass3_gemm(quick):
+    """The CUTLASS 3 KernelTmaWarpSpecializedCooperative GEMM an H100 ran (tests/golden/cutlass3_sm90a.npz case 0,
+    256 x 256 x 256, a 2x1 cluster with TMA multicast; --quick: case 1, 256 x 128 x 512), on its captured inputs
+    and parameters; see _cutlass_launch."""
+    from ..hw.golden import open_golden
+
+    g = open_golden(Path(__file__).resolve().parents[2] / "tests" / "golden" / "cutlass3_sm90a.npz")
+    k = 1 if quick else 0
+    info = g.manifest["cases"][k]
+    ins = {x: np.asarray(g[f"{k}.{x}"]) for x in ("A", "B", "C")}
+    L = info["launch"]
+    return _cutlass_launch(np.asarray(g[f"{k}.ptx"]).tobytes().decode(), L, np.asarray(g[f"{k}.params"]).tobytes(),
+                           ins, info["M"], info["N"], tuple(map(int, L["cluster"])))
+
+
 def _ptx_gemm(name, size):
     """(run the committed Triton kernel once on size^3, run warpsim.gemm on the same with the
     matching warp-level mma (the kernel's input type, f32 accumulator), MACs)."""
-    if name.startswith("cutlass2"):
-        return _cutlass2_gemm(size < 256)
+    if name.startswith("cutlass"):
+        return (_cutlass2_gemm if name.startswith("cutlass2") else _cutlass3_gemm)(size < 256)
     import ml_dtypes
     import warpsim
     from ..ptx import GlobalMemory, load

@@ -43,13 +43,21 @@ registers or a descriptor), tf32, fp8 and 8-bit integer types (A from a descript
 hazard checks stay the interpreter's, so ``wgmma_strict=True`` launches run there.
 ``wmma.load`` / ``wmma.store`` (global, shared) and ``wmma.mma`` with 32-bit C and D
 (:mod:`warpsim.ptx.native.lower_wmma`): the captured fragment layouts, the engine's ``mma.sync`` tiles.
+Hopper's kernel-level statements (:mod:`warpsim.ptx.native.lower_sync` over ``rt_sync`` / ``rt_tma``): clusters
+(a cluster's CTAs run together; ``mapa``, ``.shared::cluster`` loads and stores, ``barrier.cluster``), named
+barriers with thread counts (``bar.sync`` / ``bar.arrive``), mbarriers (``init`` / ``inval``, ``arrive`` with
+``expect_tx`` / ``drop`` / ``noComplete``, ``expect_tx`` / ``complete_tx``, the blocking ``try_wait``),
+``cp.async.bulk.tensor`` tile loads (multicast too) and stores, bulk-copy groups, ``elect.sync``,
+``setmaxnreg``, fences and prefetches, ``brkpt`` and CUDA's ``__assertfail``.
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: other rounding / ``.ftz`` ALU forms, packed and ``.ftz`` / ``.sat`` /
 ``.relu`` 16-bit float arithmetic, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
-block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, mbarriers, fences other than ``fence.proxy.async``, recursive calls, ...), launches with clusters of several CTAs, a launch arch whose ``mma`` plan
+block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``mbarrier.test_wait`` (a
+spinning wait), TMA reductions, im2col and plain bulk copies, ``tensormap.replace``, recursive calls, ...), a
+launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words
 never depend on the engine: tests/test_ptx_native.py compares them.

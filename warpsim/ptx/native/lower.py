@@ -147,6 +147,15 @@ class Operands:
             self.fail(f"{self.st.opcode} with {len(self.st.operands)} operands")
         return self.st.operands
 
+    def shared_address(self, op):
+        """The uint64 expression of a ``[reg+imm]`` / ``[shared symbol+imm]`` shared-memory address."""
+        base, kind, off = self.address(op)
+        if kind == "symbol":
+            if base not in self.ir.shared_symbols:
+                self.fail(f"address {op!r}")
+            base = f"np.uint64({self.ir.shared_symbols[base]})"
+        return f"np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})"
+
     def address(self, op):
         """(base expression or None, base kind, offset) of [reg+imm] / [symbol+imm]."""
         m = _ADDR.match(op.strip()) if isinstance(op, str) else None

@@ -147,12 +147,7 @@ def _mma(o, m):
 
 def _row_addresses(o, where, n):
     """Lines putting the 8n row addresses of an ldmatrix / stmatrix (lanes 0..8n-1) into SHV."""
-    base, kind, off = o.address(where)
-    if kind == "symbol":
-        if base not in o.ir.shared_symbols:
-            o.fail(f"address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
-    return _lanes([f"SHV[l] = np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})"], 8 * n)
+    return _lanes([f"SHV[l] = {o.shared_address(where)}"], 8 * n)
 
 
 _MATRIX = r"(?P<op>ldmatrix|stmatrix)\.sync\.aligned(?P<quals>(?:\.(?:m8n8|x[124]|trans)){2,3})\.shared(?:::cta)?\.b16"

@@ -30,15 +30,12 @@ def _space(m):
 
 
 def _target(o, where, space):
-    """Lines setting ``_rk`` (rank << 32 | shared offset) of one lane's mbarrier operand ``[...]``."""
-    base, kind, off = o.address(where)
-    if kind == "symbol":
-        if base not in o.ir.shared_symbols:
-            o.fail(f"mbarrier address {where!r}")
-        base = f"np.uint64({o.ir.shared_symbols[base]})"
-        space = SPACE_CTA if space == SPACE_GENERIC else space
-    return [f"_rk = rt_sync.target(status, {o.st.line}, t, {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF}), {space}, "
-            "CRANK, CS)", "if _rk < 0:", "    return 1"]
+    """Lines setting ``_rk`` (rank << 32 | shared offset) of one lane's mbarrier operand ``[...]`` (a shared
+    symbol's: its offset, whatever the space)."""
+    if o.address(where)[1] == "symbol" and space == SPACE_GENERIC:
+        space = SPACE_CTA
+    return [f"_rk = rt_sync.target(status, {o.st.line}, t, {o.shared_address(where)}, {space}, CRANK, CS)",
+            "if _rk < 0:", "    return 1"]
 
 
 def _int(o, op, typ="u32"):
@@ -148,7 +145,7 @@ def _mapa(o, m):
     d, a, b = o.need(3)
     t = m["t"]
     lines = [f"_r = np.int64({o.src(b, 'u32')})", "if _r >= CS:",
-             f"    status[4] = 19", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, np.uint64(_r))",
+             "    status[4] = 19", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, np.uint64(_r))",
              f"_a = np.uint64({o.src(a, t)})"]
     if m["space"] is None:
         lines += ["if _a < np.uint64(rt_sync.SHARED_WINDOW) or _a >= np.uint64(rt_sync.SHARED_WINDOW + 2**32):",

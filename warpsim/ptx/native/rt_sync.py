@@ -196,8 +196,10 @@ def target(status, line, t, addr, space, r, CS):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, init):
-    """The table slot of CTA r's mbarrier at shared offset ``off`` (``init``: made if new); -1 after a failure."""
+def mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, init):
+    """The table slot of the mbarrier at ``rk`` (CTA rank << 32 | shared offset; ``init``: made if new); -1 after
+    a failure."""
+    r, off = rk >> 32, rk & 0xFFFFFFFF
     if off % 8:
         return _sync_fail(status, line, t, 1, off) - 2
     if off + 8 > smem_bytes:
@@ -237,8 +239,8 @@ def _complete(MBS, r, k):
 @njit(cache=True, nogil=True, _nrt=False)
 def mb_init(status, line, t, MBO, MBS, smem_bytes, rk, count):
     """mbarrier.init of the barrier at ``rk`` (rank << 32 | offset); 1 after a failure."""
-    r, off = rk >> 32, rk & 0xFFFFFFFF
-    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, True)
+    r = rk >> 32
+    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, True)
     if k < 0:
         return 1
     if count < 1 or count > MAX_COUNT:
@@ -253,8 +255,8 @@ def mb_init(status, line, t, MBO, MBS, smem_bytes, rk, count):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def mb_inval(status, line, t, MBO, MBS, smem_bytes, rk):
-    r, off = rk >> 32, rk & 0xFFFFFFFF
-    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, False)
+    r = rk >> 32
+    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, False)
     if k < 0:
         return 1
     MBS[r, k, MB_VALID] = 0
@@ -265,8 +267,8 @@ def mb_inval(status, line, t, MBO, MBS, smem_bytes, rk):
 def mb_arrive(status, line, t, MBO, MBS, smem_bytes, rk, count, tx, drop, no_complete):
     """mbarrier.arrive[_drop][.noComplete][.expect_tx] (tx < 0: no expect_tx): the state token of the phase
     arrived on (warpsim's encoding, ``MBarrier.token``), -1 after a failure."""
-    r, off = rk >> 32, rk & 0xFFFFFFFF
-    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, False)
+    r = rk >> 32
+    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, False)
     if k < 0:
         return -1
     if tx >= 0:
@@ -293,8 +295,8 @@ def mb_arrive(status, line, t, MBO, MBS, smem_bytes, rk, count, tx, drop, no_com
 @njit(cache=True, nogil=True, _nrt=False)
 def mb_tx(status, line, t, MBO, MBS, smem_bytes, rk, nbytes, sign):
     """mbarrier.expect_tx (sign 1) / complete_tx (sign -1, also a TMA copy's landing bytes); 1 after a failure."""
-    r, off = rk >> 32, rk & 0xFFFFFFFF
-    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, False)
+    r = rk >> 32
+    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, False)
     if k < 0:
         return 1
     if nbytes < 0 or nbytes > MAX_COUNT:
@@ -310,8 +312,8 @@ def mb_tx(status, line, t, MBO, MBS, smem_bytes, rk, nbytes, sign):
 def mb_test(status, line, t, MBO, MBS, smem_bytes, rk, value, parity, PARK, PSLOT, PPH, w):
     """try_wait / test_wait: 1 when the phase named by ``value`` (a parity, or a state token) has completed,
     0 when not (the warp is marked to park on it, once), -1 after a failure."""
-    r, off = rk >> 32, rk & 0xFFFFFFFF
-    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, r, off, False)
+    r = rk >> 32
+    k = mb_slot(status, line, t, MBO, MBS, smem_bytes, rk, False)
     if k < 0:
         return -1
     ph = MBS[r, k, MB_PHASE]
