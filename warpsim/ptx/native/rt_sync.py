@@ -2,7 +2,8 @@
 register budget, and the end of a scheduling round (jitted; never fastmath).
 
 A compiled kernel runs the CTAs of one cluster together (one CTA when the launch has no clusters): warp w
-belongs to CTA rank ``w // W``.  Each warp runs until it finishes (state 2), waits at a barrier (state 1)
+belongs to CTA rank ``w // W``.  Each warp runs until it finishes (state 2), waits at a barrier (state 1;
+the warp whose arrival completes it yields, state 4, so that the released warps go on in warp order)
 or parks (state 3: a ``try_wait`` whose phase is not complete, ``barrier.cluster.wait`` before the
 cluster arrived, a ``setmaxnreg.inc`` the register file cannot grant yet -- :data:`PARKED`); a parked
 warp re-runs its statement when woken.  When no warp can run, :func:`round_end` releases and wakes
@@ -50,6 +51,8 @@ SYNC_ERRORS = {
 }
 #: why a warp in state 3 is parked (PARK[w])
 PARK_NONE, PARK_MBARRIER, PARK_CLUSTER, PARK_REGISTERS = range(4)
+#: the state of a warp that completed a barrier: it runs again from the next round (round_end)
+YIELDED = 4
 #: mbarriers per CTA; the fields of MBS[cta, slot]
 MAX_MBARRIERS = 64
 MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE = range(5)
@@ -155,7 +158,8 @@ def bar_arrive(status, line, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w
         WBAR[w] = key
     elif not settle(spc, srpc, smask, depth, w):
         state[w] = 2
-    bar_release(state, WBAR, BARC, BARN, spc, srpc, smask, depth, W, key)
+    if bar_release(state, WBAR, BARC, BARN, spc, srpc, smask, depth, W, key) and state[w] == 0:
+        state[w] = YIELDED      # the warps it released run from the next round, in warp order, it with them
     return 0
 
 
@@ -395,6 +399,8 @@ def round_end(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc
         CLS[0] = 0
     nmb = MBS.shape[1]
     for w in range(WS):
+        if state[w] == YIELDED:
+            state[w] = 0
         if state[w] == 3:
             p = PARK[w]
             go = True
