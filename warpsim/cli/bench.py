@@ -440,7 +440,7 @@ def _cutlass_launch(text, launch, params, ins, M, N, cluster):
     a, b = ins["A"].view(np.float16), ins["B"].view(np.float16).T
     c0 = ins["C"].view(np.float32)
     op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-    return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch="sm_90")), M * N * K
+    return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch="sm_90", pad=True)), M * N * K
 
 
 def _cutlass2_gemm(quick):
