@@ -13,6 +13,8 @@ the table (-1: not found at launch, e.g. written by the kernel itself), and :fun
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -73,6 +75,16 @@ def _layout_words() -> np.ndarray:
 _USED = _layout_words()
 
 
+@functools.lru_cache(maxsize=4096)
+def _fields_of(raw: bytes):
+    """descriptor_fields of 128 bytes that decode as a tile tensormap, else None (remembered: a launch scans
+    the same parameters and arrays again)."""
+    try:
+        return descriptor_fields(decode_tensormap(raw, derived="ignore"))
+    except (ValueError, NotImplementedError):
+        return None
+
+
 def scan_descriptors(blobs, addresses=None):
     """The tile tensormaps the copies model found at every 64-byte-aligned address of ``blobs`` (byte strings
     or uint8 arrays; ``addresses``: where each starts in the kernel's address space, None: 64-byte aligned):
@@ -103,9 +115,8 @@ def scan_descriptors(blobs, addresses=None):
             if key in seen:
                 continue
             seen.add(key)
-            try:
-                row = descriptor_fields(decode_tensormap(raw, derived="ignore"))
-            except (ValueError, NotImplementedError):
+            row = _fields_of(key)
+            if row is None:
                 continue
             raws.append(raw.copy())
             rows.append(row)
