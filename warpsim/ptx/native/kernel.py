@@ -123,13 +123,17 @@ from warpsim.ptx.native import rt_sync, rt_tma
 
 @contextlib.contextmanager
 def _no_gc():
-    """Python's cycle collector paused while numba compiles: compiling makes millions of objects, and every
-    full collection walks all of them (a fifth of a first compile's time); it runs once, after."""
-    was = gc.isenabled()
+    """How numba compiles a kernel: Python's cycle collector paused (compiling makes millions of objects, and
+    every full collection walks all of them: a fifth of a first compile's time; it runs once, after), and a
+    deeper recursion limit (numba's SSA pass recurses along the kernel's chain of blocks: a 6,400-line CUTLASS
+    kernel went past the default 1,000)."""
+    was, depth = gc.isenabled(), sys.getrecursionlimit()
     gc.disable()
+    sys.setrecursionlimit(max(depth, 50_000))
     try:
         yield
     finally:
+        sys.setrecursionlimit(depth)
         if was:
             gc.enable()
 
