@@ -30,7 +30,8 @@ def golden():
 
 def _replay(golden, case, **launch):
     """Launch a captured CUTLASS 3 case from its PTX on the captured inputs (``launch``: more arguments of
-    Module.launch) -> (D as replayed, D the H100 wrote)."""
+    Module.launch; the interpreter unless ``engine`` says otherwise) -> (D as replayed, D the H100 wrote)."""
+    launch.setdefault("engine", "interpret")
     info = golden.manifest["cases"][case]
     L = info["launch"]
     gm = GlobalMemory()
@@ -121,6 +122,7 @@ def _run(body, params, grid=1, block=64, cluster=None, shared=0, gm=None, regs="
 
 def _launch(text, args, **kw):
     kw.setdefault("grid", 1)
+    kw.setdefault("engine", "interpret")      # the interpreter's rules and words (test_ptx_native_hopper: compiled)
     load(text).launch("k", args=args, **kw)
 
 
@@ -232,7 +234,7 @@ def test_tma_box_past_the_bounds_fills_zeros():
     tmap[:] = encode_tiled("float32", 2, addr, (20, 10), (80,), (16, 8), (1, 1))
     out = np.zeros(128, np.float32)
     coords = np.array([-4, 6], np.int32).tobytes()
-    load(_tma_kernel()).launch("k", 1, 32, [0x10000000, out, coords], memory=gm)
+    load(_tma_kernel()).launch("k", 1, 32, [0x10000000, out, coords], memory=gm, engine="interpret")
     want = np.zeros((8, 16), np.float32)
     want[:4, 4:] = T[6:10, 0:12]
     assert (out.reshape(8, 16) == want).all()
@@ -244,7 +246,7 @@ def test_invalid_tensormap_is_refused():
     gm.map(tmap, address=0x10000000)
     with pytest.raises(warpsim.PTXError, match="invalid tensormap"):
         load(_tma_kernel()).launch("k", 1, 32, [0x10000000, np.zeros(128, np.float32),
-                                                np.zeros(2, np.int32).tobytes()], memory=gm)
+                                                np.zeros(2, np.int32).tobytes()], memory=gm, engine="interpret")
 
 
 def test_tma_destination_misaligned_is_refused():
@@ -255,7 +257,8 @@ def test_tma_destination_misaligned_is_refused():
     tmap[:] = encode_tiled("float32", 2, gm.map(T), (20, 10), (80,), (16, 8), (1, 1))
     with pytest.raises(warpsim.PTXError, match="128-byte aligned"):
         load(_tma_kernel().replace("add.u32 %r4, %r3, 1024;", "add.u32 %r4, %r3, 1040;")).launch(
-            "k", 1, 32, [0x10000000, np.zeros(128, np.float32), np.zeros(2, np.int32).tobytes()], memory=gm)
+            "k", 1, 32, [0x10000000, np.zeros(128, np.float32), np.zeros(2, np.int32).tobytes()], memory=gm,
+            engine="interpret")
 
 
 CLUSTER = """
@@ -328,4 +331,4 @@ def test_tma_box_padded_past_the_shared_memory_is_refused():
     with pytest.raises(warpsim.PTXError, match=r"spans 2048 bytes \(64 rows of 32.*ends at 3072, past the CTA's 2048 "
                                                r"shared bytes; the H100 faults \(illegal address\)"):
         load(_tma_kernel()).launch("k", 1, 32, [0x10000000, np.zeros(128, np.float32), np.zeros(2, np.int32).tobytes()],
-                                   memory=gm)
+                                   memory=gm, engine="interpret")

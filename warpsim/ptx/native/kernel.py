@@ -25,7 +25,6 @@ from ..instructions import TYPES
 from ..syntax import PTXError
 from . import rt, rt_sync, rt_tma
 from .codegen import generate
-from .lower_sync import ASSERT_FAILED, BRKPT, TMA_DESCRIPTOR
 
 _COMPILED: dict = {}
 #: compiled launches run in this process (a counter for tests and reports)
@@ -177,8 +176,8 @@ _MESSAGES = {
     rt.DEADLOCK: "deadlock in CTA (cluster) {w}: every warp still running waits (bar.sync, an mbarrier, "
                  "barrier.cluster, setmaxnreg) for something no warp can do; the interpreter (engine='interpret') "
                  "names the barriers and the waiting warps",
-    rt_sync.SYNC_ERROR: "{sync} (thread {w}); the interpreter (engine='interpret') says more",
-    BRKPT: "brkpt reached by thread {w}: the kernel stops at the breakpoint trap",
+    rt.SYNC_ERROR: "{sync} (thread {w}); the interpreter (engine='interpret') says more",
+    rt.BRKPT: "brkpt reached by thread {w}: the kernel stops at the breakpoint trap",
     rt.TMA_SMEM_ALIGN: "a TMA box's shared offset 0x{v:x} (thread {w}) is not 128-byte aligned",
     rt.TMA_SMEM_RANGE: "a TMA box at shared offset 0x{v:x} (thread {w}) ends at byte {n}, past the CTA's shared "
                        "memory; the H100 faults (illegal address)",
@@ -186,8 +185,8 @@ _MESSAGES = {
                   "faults (illegal instruction)",
     rt.TMA_NEGATIVE: "a TMA store's start coordinate {o} (dimension {n}, thread {w}) is negative; Hopper faults "
                      "(illegal instruction)",
-    TMA_DESCRIPTOR: "{tma} (thread {w})",
-    ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
+    rt.TMA_DESCRIPTOR: "{tma} (thread {w})",
+    rt.ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
                    "reads its message and source line",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "
                      "the warp of thread {w} do not execute it (a divergent branch, lanes that left, or a guard)",

@@ -14,11 +14,8 @@ import re
 from ..memory import PARAM_WINDOW
 from ..syntax import immediate_bits
 from .lower import _sx, row
-from .rt import DIVERGED_BARRIER, PARTIAL_WARP, READ
+from .rt import ASSERT_FAILED, BRKPT, DIVERGED_BARRIER, PARTIAL_WARP, READ, SYNC_ERROR, TMA_DESCRIPTOR
 from .rt_sync import SPACE_CLUSTER, SPACE_CTA, SPACE_GENERIC
-
-#: status codes of a trap (brkpt) and of CUDA's device assert (a call of __assertfail)
-BRKPT, ASSERT_FAILED = 24, 25
 
 _SPACE = r"(?:\.(?P<space>shared(?:::cta|::cluster)?))?"
 _SEM = r"(?:\.(?:release|acquire|relaxed))?(?:\.(?:cta|cluster))?"
@@ -145,11 +142,11 @@ def _mapa(o, m):
     d, a, b = o.need(3)
     t = m["t"]
     lines = [f"_r = np.int64({o.src(b, 'u32')})", "if _r >= CS:",
-             "    status[4] = 19", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, np.uint64(_r))",
+             "    status[4] = 19", f"    return fail(status, {SYNC_ERROR}, {o.st.line}, t, np.uint64(_r))",
              f"_a = np.uint64({o.src(a, t)})"]
     if m["space"] is None:
         lines += ["if _a < np.uint64(rt_sync.SHARED_WINDOW) or _a >= np.uint64(rt_sync.SHARED_WINDOW + 2**32):",
-                  "    status[4] = 10", f"    return fail(status, rt_sync.SYNC_ERROR, {o.st.line}, t, _a)",
+                  "    status[4] = 10", f"    return fail(status, {SYNC_ERROR}, {o.st.line}, t, _a)",
                   "_a = _a - np.uint64(rt_sync.SHARED_WINDOW)"]
     value = "(_a & np.uint64(0xFFFFFF)) | (np.uint64(_r + 1) << np.uint64(24))"
     if m["space"] is None:
@@ -201,9 +198,6 @@ def _assertfail(o, m):
 
 # --- TMA: cp.async.bulk.tensor (rt_tma; the launch finds and decodes the descriptors: TMRAW, TMF) ---------
 
-#: status code of a TMA statement whose descriptor the launch did not find (status[4] 1), or whose rank is not its
-#: coordinate count (2), or whose ctaMask names no CTA / a rank the cluster lacks (3)
-TMA_DESCRIPTOR = 26
 _TENSOR_REF = re.compile(r"\[\s*([^,\]\s]+)\s*,\s*\{([^}]*)\}\s*\]\Z")
 
 

@@ -34,6 +34,10 @@ TMA_SMEM_ALIGN = 19     # the box's shared offset (status[3]) is negative or not
 TMA_SMEM_RANGE = 20     # the box at shared offset status[3] ends at byte status[4], past the CTA's shared bytes
 TMA_INNER = 21          # a load's innermost coordinate (status[3]) is status[4] bytes, not a multiple of 16
 TMA_NEGATIVE = 22       # a store's start coordinate status[3] (of dimension status[4]) is negative
+SYNC_ERROR = 23         # an mbarrier, barrier or setmaxnreg misuse (status[4]: which, rt_sync.SYNC_ERRORS)
+BRKPT = 24              # a thread reached brkpt
+ASSERT_FAILED = 25      # a thread called CUDA's __assertfail (a failed device assert)
+TMA_DESCRIPTOR = 26     # a TMA statement's descriptor not found (status[4] 1), of another rank (2), a bad ctaMask (3)
 
 _U32 = np.uint32
 

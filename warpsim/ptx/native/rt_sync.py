@@ -21,12 +21,10 @@ import numpy as np
 from numba import njit
 
 from ..memory import SHARED_WINDOW
-from .rt import BAD_ADDRESS, fail, settle
+from .rt import BAD_ADDRESS, SYNC_ERROR, fail, settle
 
 _WINDOW_BASE = np.int64(SHARED_WINDOW)
 
-#: status code of an mbarrier, barrier or setmaxnreg misuse (status[4]: which, :data:`SYNC_ERRORS`)
-SYNC_ERROR = 23
 #: what each status[4] of a SYNC_ERROR means (status[3]: the shared offset, count or register count it names)
 SYNC_ERRORS = {
     1: "the mbarrier address 0x{v:x} is not 8-byte aligned",
