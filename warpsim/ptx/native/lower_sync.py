@@ -9,16 +9,14 @@ when it cannot complete, its warp parks (``PARK[w]``) and runs it again once wok
 
 from __future__ import annotations
 
-import re
-
+from ..cluster import _MB_SEM, _MB_SPACE, _TENSOR_REF, _split_operands
 from ..memory import PARAM_WINDOW
 from ..syntax import immediate_bits
 from .lower import _sx, row
 from .rt import ASSERT_FAILED, BRKPT, DIVERGED_BARRIER, PARTIAL_WARP, READ, SYNC_ERROR, TMA_DESCRIPTOR
 from .rt_sync import SPACE_CLUSTER, SPACE_CTA, SPACE_GENERIC
 
-_SPACE = r"(?:\.(?P<space>shared(?:::cta|::cluster)?))?"
-_SEM = r"(?:\.(?:release|acquire|relaxed))?(?:\.(?:cta|cluster))?"
+_SPACE, _SEM = _MB_SPACE, _MB_SEM         # the interpreter's spellings of the mbarrier state spaces and semantics
 
 
 def _space(m):
@@ -198,13 +196,10 @@ def _assertfail(o, m):
 
 # --- TMA: cp.async.bulk.tensor (rt_tma; the launch finds and decodes the descriptors: TMRAW, TMF) ---------
 
-_TENSOR_REF = re.compile(r"\[\s*([^,\]\s]+)\s*,\s*\{([^}]*)\}\s*\]\Z")
 
 
 def _whole(o):
     """The statement's operands with ``[map, {coords}]`` kept whole (cluster._split_operands)."""
-    from ..cluster import _split_operands
-
     return _split_operands(o.st.text)
 
 
