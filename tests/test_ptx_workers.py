@@ -85,6 +85,46 @@ def test_a_batch_reading_an_earlier_batchs_writes_runs_sequentially(engine):
     assert np.array_equal(seq, np.arange(1, 7)) and np.array_equal(par, seq)
 
 
+# CTA c adds 1 and out[c - 1] to out[c]: a launch run twice would not give the same words
+ACCUMULATE = HEAD + """.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<16>;
+.reg .b64 %rd<16>;
+.reg .pred %p<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r2, %ctaid.x;
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd4, %r2, 4;
+add.s64 %rd5, %rd1, %rd4;
+ld.global.u32 %r6, [%rd5];
+add.s32 %r4, %r6, 1;
+setp.eq.u32 %p1, %r2, 0;
+@%p1 bra WRITE;
+sub.s32 %r3, %r2, 1;
+mul.wide.u32 %rd2, %r3, 4;
+add.s64 %rd3, %rd1, %rd2;
+ld.global.u32 %r5, [%rd3];
+add.s32 %r4, %r4, %r5;
+WRITE:
+setp.eq.u32 %p2, %r1, 0;
+@%p2 st.global.u32 [%rd5], %r4;
+ret;
+}
+"""
+
+
+@ENGINES
+def test_a_failed_merge_leaves_memory_as_it_was_before_the_sequential_run(engine):
+    """The compiled engine's first run of CTAs writes the launch's arrays in place: when the merge
+    fails they must be put back before the launch runs again sequentially."""
+    mod = wp.load(ACCUMULATE)
+    seq, par = np.arange(1, 7, dtype=np.uint32) * 10, np.arange(1, 7, dtype=np.uint32) * 10
+    mod.launch("k", 6, 32, [seq], ctas_per_batch=1, workers=1, engine=engine)
+    mod.launch("k", 6, 32, [par], ctas_per_batch=1, workers=3, engine=engine)
+    assert workers.LAST == "sequential" and mod.last_engine["engine"] == engine
+    assert seq.tolist() == [11, 32, 63, 104, 155, 216] and np.array_equal(par, seq)
+
+
 @ENGINES
 def test_an_error_in_a_later_batch_is_raised_as_sequentially(engine):
     src = OWN.replace("ld.global.u32 %r4, [%rd5];", "ld.global.u32 %r4, [%rd5+64];")

@@ -73,11 +73,23 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     return "the host FPU is not in round-to-nearest with subnormals kept"
 
 
+_POOL = []     # [ThreadPoolExecutor]: the threads side-by-side runs use, started once and reused
+
+
+def _threads(n):
+    """A pool of at least ``n`` threads (a new one when the last was smaller)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not _POOL or _POOL[0]._max_workers < n:
+        if _POOL:
+            _POOL.pop().shutdown(wait=False)
+        _POOL.append(ThreadPoolExecutor(max(n, 1), thread_name_prefix="warpsim-cta"))
+    return _POOL[0]
+
+
 def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, client, progress, remote):
     """The grid's CTAs in contiguous runs on threads (``workers``) or dask tasks (``client``), merged
     into ``memory`` as the sequential launch would leave it; False (memory untouched) when it cannot be."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from .. import workers as _w
     from . import kernel
 
@@ -88,16 +100,26 @@ def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, c
         heads = [(module.text, (module.name, module.fmad), entry, geom, (r[0], len(r))) for r in runs]
         return _w.run_dask(client, remote, heads, (params, bases, [np.array(b) for b in memory.buffers]),
                            memory.buffers, progress)
-    kernel.prepare(ir, grid, block, shared_bytes, params, memory, max_steps, values, cluster, gsym)   # compiled here
     runs = _w.split(range(n), workers)
-
-    def one(r):
-        datas = [b.copy() for b in memory.buffers]
-        return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, datas, r[0], len(r), max_steps, values,
-                                  cluster, gsym)
-
-    with ThreadPoolExecutor(len(runs)) as pool:
-        results = list(pool.map(one, runs))
-    merged = _w.merge(results, memory.buffers)
+    sizes = [b.size for b in memory.buffers]
+    flat = np.concatenate(memory.buffers) if memory.buffers else np.zeros(0, np.uint8)    # also the backup
+    copies, jobs = [], []
+    for i, r in enumerate(runs):    # the first run writes the launch's arrays, each other one its own copy
+        datas = memory.buffers
+        if i:
+            copies.append(flat.copy())
+            datas = np.split(copies[-1], np.cumsum(sizes)[:-1]) if sizes else []
+        toff, job = kernel.tracked_job(ir, grid, block, shared_bytes, params, bases, datas, r[0], len(r), max_steps,
+                                       values, cluster, gsym)
+        jobs.append(job)
+    backup = np.split(flat, np.cumsum(sizes)[:-1]) if sizes else []
+    futures = [_threads(len(jobs) - 1).submit(job) for job in jobs[1:]]
+    try:
+        tracks = [jobs[0]()] + [f.result() for f in futures]       # this thread runs the first run
+    except BaseException:           # an interrupt: the launch's arrays as they were
+        tracks = [None]
+        raise
+    finally:
+        merged = kernel.merge_tracks(tracks, copies, toff, memory.buffers, backup)
     kernel.LAUNCHES[0] += merged        # a launch that runs sequentially after all counts there
     return merged

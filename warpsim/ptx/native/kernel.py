@@ -86,13 +86,21 @@ def _source(ir):
     return src
 
 
+def _ir_key(ir):
+    """The kernel's cache key (hashing its source costs ~0.2 ms a launch for a large kernel: remembered)."""
+    key = getattr(ir, "_key", None)
+    if key is None:
+        key = ir._key = _key(_source(ir))
+    return key
+
+
 def _marker(key):
     return os.path.join(cache_dir(), f"warpsim_native_{key}.{_host()}.built")
 
 
 def is_built(ir) -> bool:
     """The kernel is compiled in this process or cached on disk for this host."""
-    key = _key(_source(ir))
+    key = _ir_key(ir)
     return key in _BUILT or os.path.exists(_marker(key))
 
 
@@ -139,11 +147,11 @@ def _no_gc():
 
 def compiled(ir):
     """The jitted kernel of a KernelIR (compiled on first use; from numba's disk cache if there)."""
-    src = _source(ir)
-    key = _key(src)
+    key = _ir_key(ir)
     fn = _COMPILED.get(key)
     if fn is not None:
         return fn, key
+    src = _source(ir)
     t0 = time.perf_counter()
     name = f"warpsim_native_{key}"
     path = os.path.join(cache_dir(), name + ".py")
@@ -305,16 +313,11 @@ def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, coun
     which this run writes), recording each byte read and written (``rt.track``).  Returns, per array,
     (packed read mask, packed write mask, the written bytes) -- what :func:`warpsim.ptx.workers.merge`
     takes -- or None when the run stopped (an error, max_steps, the host FPU): the caller then runs the
-    launch sequentially, which reports it.  Threads may run several of these at once (the kernel
-    releases the GIL)."""
-    toff = np.zeros(len(datas), np.int64)
-    if datas:
-        toff[1:] = np.cumsum([d.size for d in datas])[:-1]
-    trk = np.zeros(max(1, sum(d.size for d in datas)), np.uint8)
-    args, status = _arguments(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps,
-                              launch_values, trk, toff, cluster, _gsym(gsym))
-    _ready(ir, args)(*args)
-    if status[0]:
+    launch sequentially, which reports it."""
+    toff, job = tracked_job(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps,
+                            launch_values, cluster, gsym)
+    trk = job()
+    if trk is None:
         return None
     out = []
     for d, o in zip(datas, toff):
@@ -322,6 +325,48 @@ def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, coun
         w = (t & rt.WRITTEN) != 0
         out.append((np.packbits((t & rt.READ) != 0), np.packbits(w), d[w]))
     return out
+
+
+def tracked_job(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=(),
+                cluster=(1, 1, 1), gsym=None):
+    """:func:`run_tracked` in two halves: this call does the Python work (arguments, the compiled kernel) in
+    the calling thread and returns (where each array's bytes start in the track, a function); the
+    function runs the kernel and returns its track (a byte per byte of ``datas``: ``rt.READ`` |
+    ``rt.WRITTEN``), or None when the run stopped.  Threads may run several such functions at once (the
+    kernel releases the GIL); preparing them first keeps a thread from waiting for another's Python work."""
+    toff = np.zeros(len(datas), np.int64)
+    if datas:
+        toff[1:] = np.cumsum([d.size for d in datas])[:-1]
+    trk = np.zeros(-(-max(1, sum(d.size for d in datas)) // 8) * 8, np.uint8)    # 8-byte steps: rt.mark_written
+    args, status = _arguments(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps,
+                              launch_values, trk, toff, cluster, _gsym(gsym))
+    fn = _ready(ir, args)
+
+    def job():
+        fn(*args)
+        return None if status[0] else trk
+
+    return toff, job
+
+
+def merge_tracks(tracks, copies, toff, buffers, backup):
+    """Merge threads' tracked runs of a launch (in CTA order) by :func:`warpsim.ptx.workers.merge`'s rule,
+    jitted: the first run wrote ``buffers`` themselves, each later one a flat copy of them (``copies``,
+    ``toff``: where each array starts in it and in the tracks).  False when a run stopped or read bytes an
+    earlier run wrote: ``buffers`` are then put back as they were (``backup``)."""
+    from .. import workers
+
+    workers.LAST = "sequential"
+    written = np.zeros(tracks[0].size if tracks[0] is not None else 8, np.uint8)
+    if any(t is None for t in tracks) or not all(rt.mark_written(t, written) for t in tracks):
+        for buf, old in zip(buffers, backup):
+            buf[...] = old
+        return False
+    for t, flat in zip(tracks[1:], copies):
+        for buf, o in zip(buffers, toff):
+            rt.apply_written(t, flat, buf, o)
+    workers.LAST = "merged"
+    return True
 
 
 def _gsym(addresses):

@@ -268,6 +268,55 @@ def track(trk, toff, k, off, n, how):
             trk[o + i] |= np.uint8(how)
 
 
+_READ8, _WRITTEN8 = np.uint64(0x0101010101010101), np.uint64(0x0202020202020202)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def mark_written(trk, written):
+    """One tracked run's part of merging runs of a launch in CTA order (:mod:`warpsim.ptx.workers`'s
+    rule): False when it read a byte an earlier run wrote (``written``: 1 per such byte), else its writes
+    are added there.  Eight bytes a step (both arrays' sizes are multiples of 8)."""
+    t8, w8 = trk.view(np.uint64), written.view(np.uint64)
+    for i in range(t8.size):
+        if t8[i] & _READ8 & w8[i]:
+            return False
+    for i in range(t8.size):
+        w8[i] |= (t8[i] & _WRITTEN8) >> np.uint64(1)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def apply_written(trk, data, out, o):
+    """Copy the bytes a tracked run wrote (``trk[o:]``) from its copy ``data[o:]`` into the launch's array
+    ``out``: eight track bytes a step, whole runs of written steps as one copy (``trk``'s size: a
+    multiple of 8)."""
+    t8 = trk.view(np.uint64)
+    n = out.size
+    i = min(n, (8 - o % 8) % 8)
+    e = i + (n - i) // 8 * 8
+    for q in range(i):                          # up to the first 8-byte step, and after the last
+        if trk[o + q] & WRITTEN:
+            out[q] = data[o + q]
+    for q in range(e, n):
+        if trk[o + q] & WRITTEN:
+            out[q] = data[o + q]
+    b = i
+    while b < e:
+        m = t8[(o + b) // 8] & _WRITTEN8
+        if m == _WRITTEN8:
+            b1 = b + 8
+            while b1 < e and t8[(o + b1) // 8] & _WRITTEN8 == _WRITTEN8:
+                b1 += 8
+            out[b:b1] = data[o + b:o + b1]
+            b = b1
+            continue
+        if m:
+            for q in range(b, b + 8):
+                if trk[o + q] & WRITTEN:
+                    out[q] = data[o + q]
+        b += 8
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how):
     """The host address of the (aligned) global bytes [addr, addr + n) a thread reads or writes (``how``),
