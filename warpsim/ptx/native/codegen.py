@@ -155,8 +155,11 @@ def _words(line):
 
 
 #: a group function is only called by its kernel, whose compiled code (and disk cache entry) holds it: numba
-#: need not build its Python and C entry points nor cache it on its own
-_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+#: need not build its Python and C entry points nor cache it on its own.  Nor reference-count arrays, unless a
+#: statement's code makes some (Lowered.refcounted): the mma wrappers inlined into a group take a dozen arrays out
+#: of their plan and working-array tuples a call, and each take was an atomic increment and decrement (a tenth of
+#: an sm_80 GEMM's time).
+_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True{})"
 
 
 class _Functions:
@@ -167,13 +170,13 @@ class _Functions:
         self.ir, self.defs = ir, []
         self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args) | set(ir.scratch)
 
-    def add(self, body, regs):
+    def add(self, body, regs, refcounted=False):
         """A function of the group's lines; -> the call that runs it (1: it failed, see status)."""
         name = f"g{len(self.defs)}"
         body = [_words(x) for x in body]
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used)
-        self.defs.append([_GROUP_JIT, f"def {name}({', '.join(args)}):"] +
+        self.defs.append([_GROUP_JIT.format("" if refcounted else ", _nrt=False"), f"def {name}({', '.join(args)}):"] +
                          ["    " + x for x in body] + ["    return 0", ""])
         return f"{name}({', '.join(args)})"
 
@@ -206,17 +209,18 @@ def _group_lines(ir, items):
 def _block_body(ir, b, ind, funcs):
     lines = []
     pad = " " * ind
-    chunk, regs, size = [], set(), 0
+    chunk, regs, size, counted = [], set(), 0, False
     groups = _groups(b.stmts)
     for i, (kind, items) in enumerate(groups):
         body, r = _group_lines(ir, items)
         chunk += body
         regs |= r
         size += len(items)
+        counted |= any(low.refcounted for _, low in items)
         if size >= CHUNK or i == len(groups) - 1:
-            lines.append(f"{pad}if {funcs.add(chunk, regs)}:")
+            lines.append(f"{pad}if {funcs.add(chunk, regs, counted)}:")
             lines.append(f"{pad}    return")
-            chunk, regs, size = [], set(), 0
+            chunk, regs, size, counted = [], set(), 0, False
     last_st, last = b.stmts[-1]
     nxt = b.next
     settle = f"{pad}if not rt_settle(spc, srpc, smask, depth, w):\n{pad}    state[w] = 2"

@@ -46,6 +46,7 @@ def _digest():
     for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + \
             [os.path.join(pkg, "engine", "sfu.py"), os.path.join(pkg, "engine", "hostfpu.py"),
              os.path.join(pkg, "engine", "wgmma.py"), os.path.join(pkg, "engine", "chain_fast.py"),
+             os.path.join(pkg, "engine", "warp_mma_jit.py"),        # its wrappers are inlined into the kernels
              os.path.join(pkg, "isa", "smem.py"),
              os.path.join(pkg, "__init__.py")]:
         with open(path, "rb") as f:

@@ -39,6 +39,7 @@ class Lowered:
     prelude: tuple = ()           # module-level lines of the generated source it needs (imports, digests)
     launch_args: tuple = ()       # (name, values(arch)): kernel arguments chosen per launch (an mma's plan)
     scratch: tuple = ()           # (name, expression): working arrays the kernel makes once a run (an mma's)
+    refcounted: bool = False      # its code makes arrays: its group function keeps numba's reference counting
 
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|cluster_ctaid|cluster_nctaid|clusterid|nclusterid)\.([xyz])\Z|"
@@ -75,6 +76,7 @@ class Operands:
         self.reads, self.writes = [], []
         self.sfu = None              # the special-function tables the statement reads
         self.prelude, self.launch_args, self.scratch = [], [], []      # see Lowered
+        self.refcounted = False
 
     def fail(self, why):
         raise Untranslatable(why)
@@ -860,5 +862,6 @@ def lower(ir, st):
             out = fn(o, mm)
             kind, lines = out if isinstance(out, tuple) else ("lane", out)
             return Lowered(kind, lines, sfu=o.sfu, reads=tuple(o.reads), writes=tuple(o.writes),
-                           prelude=tuple(o.prelude), launch_args=tuple(o.launch_args), scratch=tuple(o.scratch))
+                           prelude=tuple(o.prelude), launch_args=tuple(o.launch_args), scratch=tuple(o.scratch),
+                           refcounted=o.refcounted)
     o.fail(f"no native form of {op!r}")

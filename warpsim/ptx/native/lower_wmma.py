@@ -38,6 +38,7 @@ def _argument(o, what, value):
     name = f"WMMA_{hashlib.sha256(what.encode()).hexdigest()[:10]}"
     o.launch_args.append((name, value))
     o.prelude.append(_IMPORTS)
+    o.refcounted = True         # rt_wmma's calls make their matrices
     return name
 
 

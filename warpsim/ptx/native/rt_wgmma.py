@@ -112,7 +112,7 @@ def scratch(n, ebits, params, tables):
             _array(scale, np.float64), _array(emin, np.float32), _array(rp, np.int64), fused_scratch(16, n, K))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, drows, arows, adrow, bdrow, sdrow, sd,
              sa, sb, ta, tb, kind, use_fused, S):
     """Warp ``w``'s rows of a dense m64nNkK wgmma of ``ebits``-bit A and B: D's words in R32 rows ``drows`` (read
