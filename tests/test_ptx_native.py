@@ -194,6 +194,19 @@ def test_wmma_compiled_gives_the_h100_words(form, monkeypatch):
     assert kernel.LAUNCHES[0] == before + 1
 
 
+def test_a_group_that_makes_arrays_unannounced_is_compiled_with_reference_counting(monkeypatch, tmp_path):
+    """Group functions are compiled without numba's reference counting unless a statement says its code makes
+    arrays (Lowered.refcounted, the wmma rows): a row that does not say so fails that compile, and the kernel is
+    compiled again with reference counting in every group (remembered beside its key) -- the H100's words."""
+    from warpsim.ptx.native import kernel, lower
+
+    monkeypatch.setenv("WARPSIM_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setattr(lower.Operands, "refcounted", property(lambda self: False, lambda self, v: None),
+                        raising=False)
+    test_wmma_compiled_gives_the_h100_words("row.col.m8n32k16.s32.u8.u8.s32.satfinite", monkeypatch)
+    assert len(list(tmp_path.glob("*.refcount"))) == 1
+
+
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
 def test_triton_kernels_equal_the_interpreter(stem):
     fn = stem.split("_")[1]

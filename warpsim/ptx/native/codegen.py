@@ -216,7 +216,7 @@ def _block_body(ir, b, ind, funcs):
         chunk += body
         regs |= r
         size += len(items)
-        counted |= any(low.refcounted for _, low in items)
+        counted |= ir.refcount_all or any(low.refcounted for _, low in items)
         if size >= CHUNK or i == len(groups) - 1:
             lines.append(f"{pad}if {funcs.add(chunk, regs, counted)}:")
             lines.append(f"{pad}    return")

@@ -45,6 +45,8 @@ class KernelIR:
 
     def __init__(self, prog):
         self.entry = prog.entry.name
+        #: every statement group compiled with numba's reference counting (kernel._ready sets it when needed)
+        self.refcount_all = False
         nreg = prog.entry.directives.get("maxnreg")
         self.maxnreg = int(nreg[0]) if nreg else None        # setmaxnreg's starting budget (cluster.initial_registers)
         if len(prog.functions) > 1 or any(st.opcode.startswith("call") for st in prog.code):

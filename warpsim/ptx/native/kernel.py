@@ -88,11 +88,22 @@ def _source(ir):
 
 
 def _ir_key(ir):
-    """The kernel's cache key (hashing its source costs ~0.2 ms a launch for a large kernel: remembered)."""
+    """The kernel's cache key (hashing its source costs ~0.2 ms a launch for a large kernel: remembered).  A
+    kernel whose group functions failed to compile without numba's reference counting (a statement's code
+    made arrays without saying so: ``Lowered.refcounted``) is generated with it in every group, which a
+    marker beside the first key remembers for later processes (:func:`_ready`)."""
     key = getattr(ir, "_key", None)
     if key is None:
-        key = ir._key = _key(_source(ir))
+        key = _key(_source(ir))
+        if not ir.refcount_all and os.path.exists(_refcount_marker(key)):
+            ir.refcount_all, ir._source = True, None
+            key = _key(_source(ir))
+        ir._key = key
     return key
+
+
+def _refcount_marker(key):
+    return os.path.join(cache_dir(), f"warpsim_native_{key}.refcount")
 
 
 def _marker(key):
@@ -241,21 +252,46 @@ def _ready(ir, args):
     """The jitted kernel, compiled for these argument types (numba's disk cache or a first compile)."""
     fn, key = compiled(ir)
     if not fn.signatures:
-        from numba.core import config
-
-        old = config.OPT
-        config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
         try:
-            t0 = time.perf_counter()
-            with _no_gc():
-                fn.compile(tuple(typeof(a) for a in args))
-            COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
-        finally:
-            config.OPT = old
+            _compile(fn, key, args)
+        except Exception:       # noqa: BLE001 -- compiled again with reference counting; a real error recurs
+            if ir.refcount_all:
+                raise
+            open(_refcount_marker(key), "w").close()
+            _forget_failed_compiles()
+            ir.refcount_all, ir._source, ir._key = True, None, None
+            fn, key = compiled(ir)
+            if not fn.signatures:
+                _compile(fn, key, args)
     if key not in _BUILT:
         _BUILT.add(key)
         open(_marker(key), "w").close()
     return fn
+
+
+def _forget_failed_compiles():
+    """Numba remembers a jitted function's failed compile per argument types, whatever the caller's flags: the
+    runtime functions that failed under a group without reference counting must be compiled again under one
+    with it.  (A rare path: every compiler numba holds is walked.)"""
+    from numba.core.dispatcher import _FunctionCompiler
+
+    for obj in gc.get_objects():
+        if isinstance(obj, _FunctionCompiler):
+            obj._failed_cache.clear()
+
+
+def _compile(fn, key, args):
+    from numba.core import config
+
+    old = config.OPT
+    config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
+    try:
+        t0 = time.perf_counter()
+        with _no_gc():
+            fn.compile(tuple(typeof(a) for a in args))
+        COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
+    finally:
+        config.OPT = old
 
 
 def prepare(ir, grid, block, shared_bytes, params, memory, max_steps, launch_values=(), cluster=(1, 1, 1),
