@@ -194,16 +194,29 @@ def test_wmma_compiled_gives_the_h100_words(form, monkeypatch):
     assert kernel.LAUNCHES[0] == before + 1
 
 
-def test_a_group_that_makes_arrays_unannounced_is_compiled_with_reference_counting(monkeypatch, tmp_path):
+def test_a_group_that_makes_arrays_unannounced_is_compiled_with_reference_counting(tmp_path):
     """Group functions are compiled without numba's reference counting unless a statement says its code makes
     arrays (Lowered.refcounted, the wmma rows): a row that does not say so fails that compile, and the kernel is
-    compiled again with reference counting in every group (remembered beside its key) -- the H100's words."""
-    from warpsim.ptx.native import kernel, lower
+    compiled again with reference counting in every group (remembered beside its key) -- the H100's words.  In
+    a fresh interpreter: a runtime function another test compiled first (with reference counting) would not fail."""
+    import subprocess
+    import sys
 
-    monkeypatch.setenv("WARPSIM_NATIVE_CACHE", str(tmp_path))
-    monkeypatch.setattr(lower.Operands, "refcounted", property(lambda self: False, lambda self, v: None),
-                        raising=False)
-    test_wmma_compiled_gives_the_h100_words("row.col.m8n32k16.s32.u8.u8.s32.satfinite", monkeypatch)
+    code = f"""
+import os, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+os.environ["WARPSIM_NATIVE_CACHE"] = {str(tmp_path)!r}
+os.environ["WARPSIM_PTX_ENGINE"] = "compiled"
+from warpsim.ptx.native import kernel, lower
+lower.Operands.refcounted = property(lambda self: False, lambda self, v: None)
+from test_ptx_captures import _recs, test_wmma_mma_capture
+(rec,) = [r.values[0] for r in _recs("wmma_mma")
+          if r.values[0]["op"] == "wmma.mma.sync.aligned.row.col.m8n32k16.s32.u8.u8.s32.satfinite"]
+test_wmma_mma_capture(rec)
+assert kernel.LAUNCHES[0] == 1
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert len(list(tmp_path.glob("*.refcount"))) == 1
 
 
