@@ -187,15 +187,10 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
     SNu = SN.view(np.uint64)
-    acc = np.empty(N, np.float64)
-    accu = acc.view(np.uint64)
     desc = p[P_KORDER] == 1
     cw = np.empty(N, np.uint64)
     rn = np.empty(M, np.int64)
     rw = np.empty(M, np.uint64)
-    crow = np.empty(M, np.bool_)
-    st = np.empty(K + 2, np.int64)
-    order = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -243,7 +238,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 BVu[KN + t] = sur if sub else u
                 small = (mag < _TINY64) & (mag != _Z64)
                 BVu[2 * KN + t] = (u - _E64) if (mag >= _TINY64) & (mag < _EXP64) else (sur if small else u)
-        if subc:
+        if subst:
             for t in range(M * N):
                 u = Cu[t]
                 C2[t] = ((u & _SIGN64) | _MINNORM64) if _is_sub(u) else u
@@ -256,96 +251,63 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             rn[i] = r
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
         plain = N == 8 and not (rep or subc or nana)      # the ordinary warp: no replacement, no NaN of A
-        # the rows by rn (a counting sort): rows order[st[s]:st[s + 1]] have rn = s
-        for s in range(K + 2):
-            st[s] = 0
-        if nana:
-            for i in range(M):
-                st[rn[i] + 2] += 1
-            for s in range(2, K + 2):
-                st[s] += st[s - 1]
-            for i in range(M):
-                order[st[rn[i] + 1]] = i
-                st[rn[i] + 1] += 1
-        # a subnormal C starts as ±2^-1022: right for every lane after step 0 but those whose first product is
-        # zero or negligible (the accumulator stays C) or in between (computed as it is), fixed after step 0 (C)
         if plain:
-            fma_rows8(Df, Cf, Af, Bf, M, K, 0, K, desc)   # C to D in one call
-        elif subc:
+            fma_rows8(Df, Cf, Af, Bf, 0, M, K, 0, K, desc)   # C to D in one call
+        elif subst:
             for t in range(M * N):
                 Df[t] = C2f[t]
         else:
             for t in range(M * N):
                 Df[t] = Cf[t]
-        ncare = 0
-        for i in range(M):
-            crow[i] = False
-        # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
-        # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
-        s1 = 0 if (allneg and mz != _Z64) or plain else K
-        if N == 8 and not careful:
-            # the common case: the steps between the rows' kept accumulators in one tight loop (fma_rows8)
-            s = 0
-            while s < s1:
-                for x in range(st[s], st[s + 1]):
-                    i = order[x]
-                    for j in range(N):
-                        SN[i * N + j] = Df[i * N + j]
-                e1 = s + 1
-                while e1 < s1 and st[e1] == st[e1 + 1]:
-                    e1 += 1
-                if rep:
-                    fma_rows8s(Df, XS, VI, SA, BV, M, K, s, e1, desc)
-                else:
-                    fma_rows8(Df, Df, Af, Bf, M, K, s, e1, desc)
-                s = e1
-            s1 = 0
-        for s in range(s1):
-            k = K - 1 - s if desc else s
-            for x in range(st[s], st[s + 1]):     # keep the accumulators before each row's first NaN of A
-                i = order[x]
-                for j in range(N):
-                    SN[i * N + j] = Df[i * N + j]
-            if ncare == 0 and N == 8:
-                if rep:
-                    for i in range(M):
-                        fma_row8s(Df, i * 8, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
-                else:
-                    for i in range(M):
-                        fma_row8(Df, i * 8, Af[i * K + k], Bf, k * 8)
+        # Every product negligible and no zero C: D = C (Z), no step to take.
+        if plain or (allneg and mz != _Z64):
+            pass
+        elif N == 8 and not (nana or careful):
+            if rep:
+                fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
             else:
-                for i in range(M):
-                    o = i * N
-                    if crow[i]:
-                        nsub = 0
-                        for j in range(N):
-                            nsub += _is_sub(Du[o + j])
-                        crow[i] = nsub > 0
-                        ncare -= nsub == 0
-                    if crow[i]:
-                        for j in range(N):
-                            if rep:
-                                q = VI[i * K + k] + k * N + j
-                                x, y = XS[i * K + k] * SA[q], BV[q]
-                            else:
-                                x, y = Af[i * K + k], Bf[k * N + j]
-                            xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
-                            fx, fy = _field(xu), _field(yu)
-                            nonfin = (fx == 2047) | (fy == 2047)
-                            zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
-                            sm = fx + fy
-                            sub = _is_sub(cu)
-                            keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
-                            swap = sub & (keep | nonfin | (sm >= _COARSE))
-                            cv = Df[o + j]
-                            rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
-                            Df[o + j] = cv if keep else rv
-                    elif N == 8:
+                fma_rows8(Df, Df, Af, Bf, 0, M, K, 0, K, desc)
+        else:
+            # one row at a time (rows are independent): its steps up to its first NaN of A (after it the whole
+            # row is NaN, only the words are left to decide), scalar steps while some accumulator is subnormal
+            # (C), then the rest as one vector chain
+            for i in range(M):
+                o = i * N
+                e = rn[i]
+                s = 0
+                while careful and s < e:
+                    nsub = 0
+                    for j in range(N):
+                        nsub += _is_sub(Du[o + j])
+                    if nsub == 0:
+                        break
+                    k = K - 1 - s if desc else s
+                    for j in range(N):
                         if rep:
-                            fma_row8s(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
+                            q = VI[i * K + k] + k * N + j
+                            x, y = XS[i * K + k] * SA[q], BV[q]
                         else:
-                            fma_row8(Df, o, Af[i * K + k], Bf, k * 8)
+                            x, y = Af[i * K + k], Bf[k * N + j]
+                        xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
+                        fx, fy = _field(xu), _field(yu)
+                        nonfin = (fx == 2047) | (fy == 2047)
+                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
+                        sm = fx + fy
+                        sub = _is_sub(cu)
+                        keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
+                        swap = sub & (keep | nonfin | (sm >= _COARSE))
+                        cv = Df[o + j]
+                        rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
+                        Df[o + j] = cv if keep else rv
+                    s += 1
+                if N == 8:
+                    if rep:
+                        fma_rows8s(Df, XS, VI, SA, BV, i, i + 1, K, s, e, desc)
                     else:
+                        fma_rows8(Df, Df, Af, Bf, i, i + 1, K, s, e, desc)
+                else:
+                    for s in range(s, e):
+                        k = K - 1 - s if desc else s
                         x = XS[i * K + k] if rep else Af[i * K + k]
                         q = (VI[i * K + k] if rep else 0) + k * N
                         for j in range(N):
@@ -353,27 +315,10 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                                 Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
                             else:
                                 Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
-            if s == 0 and careful:
-                k = K - 1 if desc else 0
-                for t in range(M * N):
-                    cu = Cu[t]
-                    if _is_sub(cu):
-                        i = t // N
-                        j = t - i * N
-                        if rep:
-                            q = VI[i * K + k] + k * N + j
-                            x, y = XS[i * K + k] * SA[q], BV[q]
-                        else:
-                            x, y = Af[i * K + k], Bf[k * N + j]
-                        xu, yu = _f64_bits(x), _f64_bits(y)
-                        fx, fy = _field(xu), _field(yu)
-                        sm = fx + fy
-                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
-                        if (fx != 2047) & (fy != 2047) & (zero | (sm < _COARSE)):
-                            Df[t] = Cf[t] if zero | (sm <= _NEGL) else fma_native(x, y, Cf[t])
-                        if not crow[i] and _is_sub(Du[t]):
-                            crow[i] = True
-                            ncare += 1
+                if e < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
+                    for j in range(N):
+                        SN[o + j] = Df[o + j]
+                        Du[o + j] = F64_DEFAULT_NAN
         nnan = 0
         for t in range(M * N):
             nnan += (Du[t] & _ABS64) > _EXP64

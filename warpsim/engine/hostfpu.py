@@ -128,17 +128,17 @@ def madd_row8(typingctx, acc, o, apair, bp, q):
 
 
 @_intrinsic
-def fma_rows8(typingctx, d, c, a, b, m, k, s0, s1, desc):
-    """Steps s0..s1-1 of m fma chains of eight lanes from c (c may be d): for each row i,
+def fma_rows8(typingctx, d, c, a, b, r0, r1, k, s0, s1, desc):
+    """Steps s0..s1-1 of the fma chains of rows r0..r1-1, eight lanes each, from c (c may be d): for each row i,
     d[8i:8i+8] = fma(a[i*k + kk], b[8kk:8kk+8], .) with kk = s (or k - 1 - s when desc), the row's accumulators
     held in a register vector (one ``llvm.fma`` per step and row, each lane correctly rounded).  A loop of its
     own, so that its code does not depend on the kernel around it; no bounds check."""
     if not (_is_f64_array(d) and _is_f64_array(c) and _is_f64_array(a) and _is_f64_array(b)):
         return None
-    sig = _nbt.void(d, c, a, b, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+    sig = _nbt.void(d, c, a, b, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
 
     def codegen(context, builder, signature, args):
-        dv, cv, av, bv, m, k, s0, s1, desc = args
+        dv, cv, av, bv, r0, r1, k, s0, s1, desc = args
         i64 = ir.IntType(64)
         vt = ir.VectorType(ir.DoubleType(), 8)
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
@@ -148,8 +148,7 @@ def fma_rows8(typingctx, d, c, a, b, m, k, s0, s1, desc):
         ba = context.make_array(signature.args[3])(context, builder, bv)
         accp = cgutils.alloca_once(builder, vt)
         mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
-        with cgutils.for_range(builder, m) as rloop:
-            i = rloop.index
+        with cgutils.for_range_slice(builder, r0, r1, ir.Constant(ir.IntType(64), 1), inc=True) as (i, _):
             dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
             cp = builder.bitcast(builder.gep(ca.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
             builder.store(builder.load(cp, align=8), accp)
@@ -167,16 +166,16 @@ def fma_rows8(typingctx, d, c, a, b, m, k, s0, s1, desc):
 
 
 @_intrinsic
-def fma_rows8s(typingctx, d, xs, vi, sa, bv, m, k, s0, s1, desc):
+def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
     """:func:`fma_rows8` with replaced operand pairs: step kk of row i is fma(xs[i*k + kk] * sa[q:q+8],
     bv[q:q+8], .) with q = vi[i*k + kk] + 8 kk (the product xs * sa rounded on its own, as written)."""
     if not (_is_f64_array(d) and _is_f64_array(xs) and _is_f64_array(sa) and _is_f64_array(bv)
             and isinstance(vi, _nbt.Array) and vi.dtype == _nbt.int64):
         return None
-    sig = _nbt.void(d, xs, vi, sa, bv, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
+    sig = _nbt.void(d, xs, vi, sa, bv, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.intp, _nbt.boolean)
 
     def codegen(context, builder, signature, args):
-        dv, xv, vv, sv, bv_, m, k, s0, s1, desc = args
+        dv, xv, vv, sv, bv_, r0, r1, k, s0, s1, desc = args
         i64 = ir.IntType(64)
         vt = ir.VectorType(ir.DoubleType(), 8)
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
@@ -184,8 +183,7 @@ def fma_rows8s(typingctx, d, xs, vi, sa, bv, m, k, s0, s1, desc):
                                for t, v in zip(signature.args[:5], (dv, xv, vv, sv, bv_)))
         accp = cgutils.alloca_once(builder, vt)
         mask = ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8)
-        with cgutils.for_range(builder, m) as rloop:
-            i = rloop.index
+        with cgutils.for_range_slice(builder, r0, r1, ir.Constant(ir.IntType(64), 1), inc=True) as (i, _):
             dp = builder.bitcast(builder.gep(da.data, [builder.mul(i, ir.Constant(i64, 8))]), vt.as_pointer())
             builder.store(builder.load(dp, align=8), accp)
             with cgutils.for_range_slice(builder, s0, s1, ir.Constant(i64, 1), inc=True) as (s, _):
