@@ -34,7 +34,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8, fma_row8s, fma_rows8, fma_rows8s, fp_env_ok
+from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8c, fma_rows8, fma_rows8s, fp_env_ok
 from .jitcache import named_copy
 
 
@@ -185,6 +185,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     BVu = np.empty(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
     BV = BVu.view(np.float64)
     SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    ONE = np.ones(KN, np.float64)              # the factors without replacement
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
     SNu = SN.view(np.uint64)
     desc = p[P_KORDER] == 1
@@ -275,30 +276,16 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 o = i * N
                 e = rn[i]
                 s = 0
-                while careful and s < e:
-                    nsub = 0
+                nsub = 0
+                if careful and N == 8:
                     for j in range(N):
                         nsub += _is_sub(Du[o + j])
-                    if nsub == 0:
-                        break
+                while nsub and s < e:
                     k = K - 1 - s if desc else s
-                    for j in range(N):
-                        if rep:
-                            q = VI[i * K + k] + k * N + j
-                            x, y = XS[i * K + k] * SA[q], BV[q]
-                        else:
-                            x, y = Af[i * K + k], Bf[k * N + j]
-                        xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
-                        fx, fy = _field(xu), _field(yu)
-                        nonfin = (fx == 2047) | (fy == 2047)
-                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
-                        sm = fx + fy
-                        sub = _is_sub(cu)
-                        keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
-                        swap = sub & (keep | nonfin | (sm >= _COARSE))
-                        cv = Df[o + j]
-                        rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
-                        Df[o + j] = cv if keep else rv
+                    if rep:
+                        nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
+                    else:
+                        nsub = fma_row8c(Df, o, Af[i * K + k], ONE, Bf, k * 8, _NEGL, _COARSE)
                     s += 1
                 if N == 8:
                     if rep:

@@ -203,6 +203,66 @@ def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
     return sig, codegen
 
 
+@_intrinsic
+def fma_row8c(typingctx, d, o, x, s, b, q, negl, coarse):
+    """:func:`fma_row8s` for accumulators that may be subnormal, branch-free over the eight lanes; returns how
+    many lanes of the result are subnormal.  A lane whose accumulator is subnormal keeps it when the product is
+    zero or negligible (finite operands, exponent fields summing to at most negl), and is computed with the
+    accumulator replaced by its sign times 2^-1022 when the product is coarse (fields summing to at least
+    coarse) or an operand is inf / NaN; every other lane is the plain fma (the proofs: ``chain_fast``).  Integer
+    work is 64-bit lane and / shift / add / compare only (AVX2 has all of them); no bounds check."""
+    if not (_is_f64_array(d) and _is_f64_array(s) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
+        return None
+    sig = _nbt.intp(d, _nbt.intp, _nbt.float64, s, b, _nbt.intp, _nbt.intp, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        dv, o, x, sv, bv, q, negl, coarse = args
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        it = ir.VectorType(ir.IntType(64), 8)
+
+        def splat(v, t):
+            e = builder.insert_element(ir.Constant(t, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
+            return builder.shuffle_vector(e, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+
+        def const(v):
+            return ir.Constant(it, [v] * 8)
+
+        dp = _row8(context, builder, signature.args[0], dv, o)
+        sp = _row8(context, builder, signature.args[3], sv, q)
+        bp = _row8(context, builder, signature.args[4], bv, q)
+        xs = builder.fmul(splat(x, vt), builder.load(sp, align=8))
+        yb = builder.load(bp, align=8)
+        acc = builder.load(dp, align=8)
+        xu, yu, au = (builder.bitcast(v, it) for v in (xs, yb, acc))
+        fx = builder.and_(builder.lshr(xu, const(52)), const(0x7FF))
+        fy = builder.and_(builder.lshr(yu, const(52)), const(0x7FF))
+        nonfin = builder.or_(builder.icmp_unsigned("==", fx, const(2047)), builder.icmp_unsigned("==", fy, const(2047)))
+        absm = const(0x7FFFFFFFFFFFFFFF)
+        zero = builder.or_(builder.icmp_unsigned("==", builder.and_(xu, absm), const(0)),
+                           builder.icmp_unsigned("==", builder.and_(yu, absm), const(0)))
+        sm = builder.add(fx, fy)
+
+        def is_sub(u):
+            return builder.and_(builder.icmp_unsigned("==", builder.and_(u, const(0x7FF0000000000000)), const(0)),
+                                builder.icmp_unsigned("!=", builder.and_(u, const(0x000FFFFFFFFFFFFF)), const(0)))
+
+        sub = is_sub(au)
+        small = builder.or_(zero, builder.icmp_signed("<=", sm, splat(negl, it)))
+        keep = builder.and_(builder.and_(sub, builder.not_(nonfin)), small)
+        swap = builder.and_(sub, builder.or_(builder.or_(keep, nonfin), builder.icmp_signed(">=", sm, splat(coarse, it))))
+        rep = builder.or_(builder.and_(au, const(0x8000000000000000)), const(0x0010000000000000))
+        accin = builder.bitcast(builder.select(swap, rep, au), vt)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        r = builder.select(keep, acc, builder.call(fn, [xs, yb, accin]))
+        builder.store(r, dp, align=8)
+        n = builder.zext(is_sub(builder.bitcast(r, it)), it)
+        red = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), [it]),
+                                             "llvm.vector.reduce.add.v8i64")
+        return builder.call(red, [n])
+
+    return sig, codegen
+
+
 #: probe operands for fp_env_ok (passed as data so that LLVM cannot fold them)
 PROBE64 = np.array([2.0 ** -1022, 0.5, 0.0, 2.0 ** -1023, 2.0, 1.0, 2.0 ** -53, 3 * 2.0 ** -54],
                     dtype=np.float64)
