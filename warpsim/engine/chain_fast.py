@@ -34,7 +34,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8c, fma_rows8, fma_rows8s, fp_env_ok
+from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8c, fma_rows8, fma_rows8s, fp_env_ok, nan_words8
 from .jitcache import named_copy
 
 
@@ -182,14 +182,14 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
     XSu = XS.view(np.uint64)
     VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN or 2 KN
-    BVu = np.empty(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
+    BVu = np.zeros(4 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a; +0 (masked)
     BV = BVu.view(np.float64)
-    SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
-    ONE = np.ones(KN, np.float64)              # the factors without replacement
+    SA = np.ones(4 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    H = np.empty(M * N, np.float64)            # rows set aside
+    done = np.empty(M, np.bool_)
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
     SNu = SN.view(np.uint64)
     desc = p[P_KORDER] == 1
-    cw = np.empty(N, np.uint64)
     rn = np.empty(M, np.int64)
     rw = np.empty(M, np.uint64)
     for w in range(w0, w1):
@@ -222,6 +222,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         allneg = max(_field(xa), 1) + max(_field(xb), 1) <= _NEGL
         careful = subc and not allneg
         subst = subc and allneg
+        rep = rep or nana or careful          # rows that differ run on the pairs (masked steps below)
         if rep:       # integer compares on |u| (no branches, no int -> float conversion): these loops vectorise
             for t in range(M * K):
                 u = Au[t]
@@ -251,7 +252,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
             rn[i] = r
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
-        plain = N == 8 and not (rep or subc or nana)      # the ordinary warp: no replacement, no NaN of A
+        plain = not (rep or subc)      # the ordinary warp: no replacement, no NaN of A, no subnormal C
         if plain:
             fma_rows8(Df, Cf, Af, Bf, 0, M, K, 0, K, desc)   # C to D in one call
         elif subst:
@@ -263,79 +264,65 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         # Every product negligible and no zero C: D = C (Z), no step to take.
         if plain or (allneg and mz != _Z64):
             pass
-        elif N == 8 and not (nana or careful):
+        elif not (nana or careful):
             if rep:
                 fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
             else:
                 fma_rows8(Df, Df, Af, Bf, 0, M, K, 0, K, desc)
         else:
-            # one row at a time (rows are independent): its steps up to its first NaN of A (after it the whole
-            # row is NaN, only the words are left to decide), scalar steps while some accumulator is subnormal
-            # (C), then the rest as one vector chain
+            # Rows that differ: a row's steps from its first NaN of A on (step rn) are not needed (the row ends
+            # NaN; only SN, the accumulators before it, is left to decide its words), and a row starts with
+            # vector steps that handle subnormal accumulators (C) while it holds one (fma_row8c).  The steps
+            # a row does not take in the one vector pass over the warp are masked: the pair (-0, +0), whose
+            # product -0 leaves every accumulator as it is (x + -0 = x, -0 + -0 = -0).  A row that ends in its
+            # careful steps is set aside (H) and runs on zeros.
             for i in range(M):
                 o = i * N
                 e = rn[i]
                 s = 0
                 nsub = 0
-                if careful and N == 8:
+                if careful:
                     for j in range(N):
                         nsub += _is_sub(Du[o + j])
                 while nsub and s < e:
                     k = K - 1 - s if desc else s
-                    if rep:
-                        nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
-                    else:
-                        nsub = fma_row8c(Df, o, Af[i * K + k], ONE, Bf, k * 8, _NEGL, _COARSE)
+                    nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
                     s += 1
-                if N == 8:
-                    if rep:
-                        fma_rows8s(Df, XS, VI, SA, BV, i, i + 1, K, s, e, desc)
-                    else:
-                        fma_rows8(Df, Df, Af, Bf, i, i + 1, K, s, e, desc)
-                else:
-                    for s in range(s, e):
-                        k = K - 1 - s if desc else s
-                        x = XS[i * K + k] if rep else Af[i * K + k]
-                        q = (VI[i * K + k] if rep else 0) + k * N
-                        for j in range(N):
-                            if rep:
-                                Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
-                            else:
-                                Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
-                if e < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
+                done[i] = s == e
+                if s == e:
+                    for j in range(N):
+                        H[o + j] = Df[o + j]
+                        Df[o + j] = 0.0
+                elif s > 0 or e < K:
+                    for k in range(K):
+                        sk = K - 1 - k if desc else k
+                        m = (sk < s) | (sk >= e)
+                        VI[i * K + k] = 3 * KN if m else VI[i * K + k]
+                        XS[i * K + k] = -0.0 if m else XS[i * K + k]
+            fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
+            for i in range(M):
+                o = i * N
+                if done[i]:
+                    for j in range(N):
+                        Df[o + j] = H[o + j]
+                if rn[i] < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
                     for j in range(N):
                         SN[o + j] = Df[o + j]
                         Du[o + j] = F64_DEFAULT_NAN
-        nnan = 0
+        xd = _Z64
         for t in range(M * N):
-            nnan += (Du[t] & _ABS64) > _EXP64
+            xd = max(xd, Du[t] & _ABS64)
         if subst:
             for t in range(M * N):
                 Du[t] = Cu[t] if _is_sub(Cu[t]) else Du[t]
-        if nnan:
+        if xd > _EXP64:
             # A NaN result (NaN-ness is IEEE, so the host decides it) takes DMMA's NaN word.  DMMA's
             # fma(a, b, acc) gives b's NaN (quieted) if b is NaN, else acc if acc is NaN, else a's NaN, else the
             # default NaN if the operation is invalid.  So a NaN result holds the last NaN of its B column in chain
             # order (cw, 0 if none); else its NaN C; else, at the row's first NaN of A (step rn), that NaN (rw)
             # if the chain was not NaN before it, which SN (the host's accumulators before step rn) tells; else
-            # the default NaN (an invalid operation, the only other way to a NaN).  Branch-free.
-            for j in range(N):
-                cw[j] = _Z64
-            for s in range(K):                    # chain order: the last NaN wins
-                k = K - 1 - s if desc else s
-                for j in range(N):
-                    x = Bu[k * N + j]
-                    cw[j] = (x | _QUIET64) if (x & _ABS64) > _EXP64 else cw[j]
-            for i in range(M):
-                rv = rw[i] if rn[i] < K else F64_DEFAULT_NAN
-                for j in range(N):
-                    t = i * N + j
-                    cv = Cu[t]
-                    v = rv if (SNu[t] & _ABS64) <= _EXP64 else F64_DEFAULT_NAN    # integer test: SN may hold anything
-                    v = (cv | _QUIET64) if (cv & _ABS64) > _EXP64 else v
-                    v = cw[j] if cw[j] != _Z64 else v
-                    x = Du[t]
-                    Du[t] = v if (x & _ABS64) > _EXP64 else x
+            # the default NaN (an invalid operation, the only other way to a NaN).  One vector per row.
+            nan_words8(Du, SNu, Cu, Bu, rw, rn, M, K, desc, _QUIET64, F64_DEFAULT_NAN)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
@@ -520,7 +507,7 @@ def chain_runner(ins: Instruction, params, tables, chunk: int, threshold: int):
         return None
     mode = fast_mode(params)
     tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
-    if tabs is None or (mode == FAST_F64 and ins.products != 1):
+    if tabs is None or (mode == FAST_F64 and (ins.products != 1 or ins.mnk[1] != 8)):   # DMMA: n = 8 (one vector)
         return None
     m, n, k = ins.mnk
     bits = [t[3] for t in tables]
