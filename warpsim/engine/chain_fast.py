@@ -135,6 +135,18 @@ _TINY64 = U64((_TINYF + 1) << 52)           # |u| below it: exponent field at mo
 #     are computed as they are (assisted, rare).
 # (Z) A warp whose every product is below 2^-1075 (max fields fA + fB <= 969) leaves every nonzero C unchanged
 #     (N): its subnormal C elements run as ±2^-1022 and are put back afterwards; without a zero C, D = C at once.
+#
+# How the steps are laid out (all of a warp's fmas are vector fmas of one row's eight lanes):
+# (R) Rows are independent.  A warp without a NaN of A or a subnormal C runs in one pass (fma_rows8 / fma_rows8s,
+#     four rows' chains interleaved).  Otherwise rows differ, and still share that one pass (fma_rows8s) where
+#     each row's steps it must not take are masked: the pair (-0, +0), whose exact product -0 leaves every
+#     accumulator as it is (x + -0 = x for x != 0, ±0 + -0 = ±0, inf / NaN stay).
+# (A) A NaN of A at chain step rn makes the row's accumulators NaN for good: the steps from rn on are masked,
+#     and the accumulators before rn (SN) are what the NaN words need (see the end of _chain_f64).
+# (S) A row with a subnormal C first takes branch-free vector steps that apply (C) lane by lane
+#     (hostfpu.fma_row8c) while some accumulator is subnormal; those steps are masked in the pass (a row that
+#     reaches its end this way is set aside and runs on zeros).  Later subnormal accumulators (cancellation)
+#     are computed as they are.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -181,7 +193,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                            Du.view(np.float64))
     XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
     XSu = XS.view(np.uint64)
-    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN or 2 KN
+    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN, 2 KN (3 KN: masked)
     BVu = np.zeros(4 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a; +0 (masked)
     BV = BVu.view(np.float64)
     SA = np.ones(4 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
@@ -270,12 +282,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             else:
                 fma_rows8(Df, Df, Af, Bf, 0, M, K, 0, K, desc)
         else:
-            # Rows that differ: a row's steps from its first NaN of A on (step rn) are not needed (the row ends
-            # NaN; only SN, the accumulators before it, is left to decide its words), and a row starts with
-            # vector steps that handle subnormal accumulators (C) while it holds one (fma_row8c).  The steps
-            # a row does not take in the one vector pass over the warp are masked: the pair (-0, +0), whose
-            # product -0 leaves every accumulator as it is (x + -0 = x, -0 + -0 = -0).  A row that ends in its
-            # careful steps is set aside (H) and runs on zeros.
+            # rows that differ (R): careful steps first (S), the steps not taken in the pass masked (R, A)
             for i in range(M):
                 o = i * N
                 e = rn[i]

@@ -48,52 +48,6 @@ def _is_f64_array(t):
 
 
 @_intrinsic
-def fma_row8(typingctx, d, o, x, b, q):
-    """d[o:o+8] = fma(x, b[q:q+8], d[o:o+8]) as one vector ``llvm.fma`` (each lane correctly rounded, as
-    :func:`fma_native`).  numba does not SLP-vectorise, so eight independent fmas need this; no bounds check."""
-    if not (_is_f64_array(d) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
-        return None
-    sig = _nbt.void(d, _nbt.intp, _nbt.float64, b, _nbt.intp)
-
-    def codegen(context, builder, signature, args):
-        dv, o, x, bv, q = args
-        vt = ir.VectorType(ir.DoubleType(), 8)
-        dp = _row8(context, builder, signature.args[0], dv, o)
-        bp = _row8(context, builder, signature.args[3], bv, q)
-        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
-        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@_intrinsic
-def fma_row8s(typingctx, d, o, x, s, b, q):
-    """d[o:o+8] = fma(x * s[q:q+8], b[q:q+8], d[o:o+8]), vector ops as :func:`fma_row8` (the product x * s is
-    rounded on its own, as written); no bounds check."""
-    if not (_is_f64_array(d) and _is_f64_array(s) and _is_f64_array(b) and isinstance(x, _nbt.Float)):
-        return None
-    sig = _nbt.void(d, _nbt.intp, _nbt.float64, s, b, _nbt.intp)
-
-    def codegen(context, builder, signature, args):
-        dv, o, x, sv, bv, q = args
-        vt = ir.VectorType(ir.DoubleType(), 8)
-        dp = _row8(context, builder, signature.args[0], dv, o)
-        sp = _row8(context, builder, signature.args[3], sv, q)
-        bp = _row8(context, builder, signature.args[4], bv, q)
-        xs = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-        xs = builder.shuffle_vector(xs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
-        xs = builder.fmul(xs, builder.load(sp, align=8))
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
-        builder.store(builder.call(fn, [xs, builder.load(bp, align=8), builder.load(dp, align=8)]), dp, align=8)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@_intrinsic
 def madd_row8(typingctx, acc, o, apair, bp, q):
     """acc[o:o+8] += a0 * B[0, :] + a1 * B[1, :] in int32 lanes, one vector step (PMADDWD where the host has it).
 
@@ -232,7 +186,8 @@ def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
 
 @_intrinsic
 def fma_row8c(typingctx, d, o, x, s, b, q, negl, coarse):
-    """:func:`fma_row8s` for accumulators that may be subnormal, branch-free over the eight lanes; returns how
+    """One step fma(x * s[q:q+8], b[q:q+8], d[o:o+8]) (as :func:`fma_rows8s`) for accumulators that may be
+    subnormal, branch-free over the eight lanes; returns how
     many lanes of the result are subnormal.  A lane whose accumulator is subnormal keeps it when the product is
     zero or negligible (finite operands, exponent fields summing to at most negl), and is computed with the
     accumulator replaced by its sign times 2^-1022 when the product is coarse (fields summing to at least
