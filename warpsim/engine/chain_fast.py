@@ -34,7 +34,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8, fma_row8s, fma_rows8, fma_rows8s, fp_env_ok
+from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8c, fma_rows8, fma_rows8s, fp_env_ok, nan_words8
 from .jitcache import named_copy
 
 
@@ -135,6 +135,18 @@ _TINY64 = U64((_TINYF + 1) << 52)           # |u| below it: exponent field at mo
 #     are computed as they are (assisted, rare).
 # (Z) A warp whose every product is below 2^-1075 (max fields fA + fB <= 969) leaves every nonzero C unchanged
 #     (N): its subnormal C elements run as ±2^-1022 and are put back afterwards; without a zero C, D = C at once.
+#
+# How the steps are laid out (all of a warp's fmas are vector fmas of one row's eight lanes):
+# (R) Rows are independent.  A warp without a NaN of A or a subnormal C runs in one pass (fma_rows8 / fma_rows8s,
+#     four rows' chains interleaved).  Otherwise rows differ, and still share that one pass (fma_rows8s) where
+#     each row's steps it must not take are masked: the pair (-0, +0), whose exact product -0 leaves every
+#     accumulator as it is (x + -0 = x for x != 0, ±0 + -0 = ±0, inf / NaN stay).
+# (A) A NaN of A at chain step rn makes the row's accumulators NaN for good: the steps from rn on are masked,
+#     and the accumulators before rn (SN) are what the NaN words need (see the end of _chain_f64).
+# (S) A row with a subnormal C first takes branch-free vector steps that apply (C) lane by lane
+#     (hostfpu.fma_row8c) while some accumulator is subnormal; those steps are masked in the pass (a row that
+#     reaches its end this way is set aside and runs on zeros).  Later subnormal accumulators (cancellation)
+#     are computed as they are.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -181,21 +193,17 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                            Du.view(np.float64))
     XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
     XSu = XS.view(np.uint64)
-    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN or 2 KN
-    BVu = np.empty(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
+    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN, 2 KN (3 KN: masked)
+    BVu = np.zeros(4 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a; +0 (masked)
     BV = BVu.view(np.float64)
-    SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    SA = np.ones(4 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    H = np.empty(M * N, np.float64)            # rows set aside
+    done = np.empty(M, np.bool_)
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
     SNu = SN.view(np.uint64)
-    acc = np.empty(N, np.float64)
-    accu = acc.view(np.uint64)
     desc = p[P_KORDER] == 1
-    cw = np.empty(N, np.uint64)
     rn = np.empty(M, np.int64)
     rw = np.empty(M, np.uint64)
-    crow = np.empty(M, np.bool_)
-    st = np.empty(K + 2, np.int64)
-    order = np.empty(M, np.int64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
             Au[ta[t]] = a[w, t]
@@ -226,6 +234,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         allneg = max(_field(xa), 1) + max(_field(xb), 1) <= _NEGL
         careful = subc and not allneg
         subst = subc and allneg
+        rep = rep or nana or careful          # rows that differ run on the pairs (masked steps below)
         if rep:       # integer compares on |u| (no branches, no int -> float conversion): these loops vectorise
             for t in range(M * K):
                 u = Au[t]
@@ -243,7 +252,7 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 BVu[KN + t] = sur if sub else u
                 small = (mag < _TINY64) & (mag != _Z64)
                 BVu[2 * KN + t] = (u - _E64) if (mag >= _TINY64) & (mag < _EXP64) else (sur if small else u)
-        if subc:
+        if subst:
             for t in range(M * N):
                 u = Cu[t]
                 C2[t] = ((u & _SIGN64) | _MINNORM64) if _is_sub(u) else u
@@ -255,155 +264,72 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                     r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
             rn[i] = r
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
-        plain = N == 8 and not (rep or subc or nana)      # the ordinary warp: no replacement, no NaN of A
-        # the rows by rn (a counting sort): rows order[st[s]:st[s + 1]] have rn = s
-        for s in range(K + 2):
-            st[s] = 0
-        if nana:
-            for i in range(M):
-                st[rn[i] + 2] += 1
-            for s in range(2, K + 2):
-                st[s] += st[s - 1]
-            for i in range(M):
-                order[st[rn[i] + 1]] = i
-                st[rn[i] + 1] += 1
-        # a subnormal C starts as ±2^-1022: right for every lane after step 0 but those whose first product is
-        # zero or negligible (the accumulator stays C) or in between (computed as it is), fixed after step 0 (C)
+        plain = not (rep or subc)      # the ordinary warp: no replacement, no NaN of A, no subnormal C
         if plain:
-            fma_rows8(Df, Cf, Af, Bf, M, K, 0, K, desc)   # C to D in one call
-        elif subc:
+            fma_rows8(Df, Cf, Af, Bf, 0, M, K, 0, K, desc)   # C to D in one call
+        elif subst:
             for t in range(M * N):
                 Df[t] = C2f[t]
         else:
             for t in range(M * N):
                 Df[t] = Cf[t]
-        ncare = 0
-        for i in range(M):
-            crow[i] = False
-        # the chain, one step of every row at a time (a row's eight accumulators are one vector; the rows of a
-        # step are independent).  Every product negligible and no zero C: D = C (Z), no step to take.
-        s1 = 0 if (allneg and mz != _Z64) or plain else K
-        if N == 8 and not careful:
-            # the common case: the steps between the rows' kept accumulators in one tight loop (fma_rows8)
-            s = 0
-            while s < s1:
-                for x in range(st[s], st[s + 1]):
-                    i = order[x]
-                    for j in range(N):
-                        SN[i * N + j] = Df[i * N + j]
-                e1 = s + 1
-                while e1 < s1 and st[e1] == st[e1 + 1]:
-                    e1 += 1
-                if rep:
-                    fma_rows8s(Df, XS, VI, SA, BV, M, K, s, e1, desc)
-                else:
-                    fma_rows8(Df, Df, Af, Bf, M, K, s, e1, desc)
-                s = e1
-            s1 = 0
-        for s in range(s1):
-            k = K - 1 - s if desc else s
-            for x in range(st[s], st[s + 1]):     # keep the accumulators before each row's first NaN of A
-                i = order[x]
-                for j in range(N):
-                    SN[i * N + j] = Df[i * N + j]
-            if ncare == 0 and N == 8:
-                if rep:
-                    for i in range(M):
-                        fma_row8s(Df, i * 8, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
-                else:
-                    for i in range(M):
-                        fma_row8(Df, i * 8, Af[i * K + k], Bf, k * 8)
+        # Every product negligible and no zero C: D = C (Z), no step to take.
+        if plain or (allneg and mz != _Z64):
+            pass
+        elif not (nana or careful):
+            if rep:
+                fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
             else:
-                for i in range(M):
-                    o = i * N
-                    if crow[i]:
-                        nsub = 0
-                        for j in range(N):
-                            nsub += _is_sub(Du[o + j])
-                        crow[i] = nsub > 0
-                        ncare -= nsub == 0
-                    if crow[i]:
-                        for j in range(N):
-                            if rep:
-                                q = VI[i * K + k] + k * N + j
-                                x, y = XS[i * K + k] * SA[q], BV[q]
-                            else:
-                                x, y = Af[i * K + k], Bf[k * N + j]
-                            xu, yu, cu = _f64_bits(x), _f64_bits(y), Du[o + j]
-                            fx, fy = _field(xu), _field(yu)
-                            nonfin = (fx == 2047) | (fy == 2047)
-                            zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
-                            sm = fx + fy
-                            sub = _is_sub(cu)
-                            keep = sub & (not nonfin) & (zero | (sm <= _NEGL))
-                            swap = sub & (keep | nonfin | (sm >= _COARSE))
-                            cv = Df[o + j]
-                            rv = fma_native(x, y, _as_f64((cu & _SIGN64) | _MINNORM64) if swap else cv)
-                            Df[o + j] = cv if keep else rv
-                    elif N == 8:
-                        if rep:
-                            fma_row8s(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8)
-                        else:
-                            fma_row8(Df, o, Af[i * K + k], Bf, k * 8)
-                    else:
-                        x = XS[i * K + k] if rep else Af[i * K + k]
-                        q = (VI[i * K + k] if rep else 0) + k * N
-                        for j in range(N):
-                            if rep:
-                                Df[o + j] = fma_native(x * SA[q + j], BV[q + j], Df[o + j])
-                            else:
-                                Df[o + j] = fma_native(x, Bf[q + j], Df[o + j])
-            if s == 0 and careful:
-                k = K - 1 if desc else 0
-                for t in range(M * N):
-                    cu = Cu[t]
-                    if _is_sub(cu):
-                        i = t // N
-                        j = t - i * N
-                        if rep:
-                            q = VI[i * K + k] + k * N + j
-                            x, y = XS[i * K + k] * SA[q], BV[q]
-                        else:
-                            x, y = Af[i * K + k], Bf[k * N + j]
-                        xu, yu = _f64_bits(x), _f64_bits(y)
-                        fx, fy = _field(xu), _field(yu)
-                        sm = fx + fy
-                        zero = ((xu & _ABS64) == _Z64) | ((yu & _ABS64) == _Z64)
-                        if (fx != 2047) & (fy != 2047) & (zero | (sm < _COARSE)):
-                            Df[t] = Cf[t] if zero | (sm <= _NEGL) else fma_native(x, y, Cf[t])
-                        if not crow[i] and _is_sub(Du[t]):
-                            crow[i] = True
-                            ncare += 1
-        nnan = 0
+                fma_rows8(Df, Df, Af, Bf, 0, M, K, 0, K, desc)
+        else:
+            # rows that differ (R): careful steps first (S), the steps not taken in the pass masked (R, A)
+            for i in range(M):
+                o = i * N
+                e = rn[i]
+                s = 0
+                nsub = 0
+                if careful:
+                    for j in range(N):
+                        nsub += _is_sub(Du[o + j])
+                while nsub and s < e:
+                    k = K - 1 - s if desc else s
+                    nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
+                    s += 1
+                done[i] = s == e
+                if s == e:
+                    for j in range(N):
+                        H[o + j] = Df[o + j]
+                        Df[o + j] = 0.0
+                elif s > 0 or e < K:
+                    for k in range(K):
+                        sk = K - 1 - k if desc else k
+                        m = (sk < s) | (sk >= e)
+                        VI[i * K + k] = 3 * KN if m else VI[i * K + k]
+                        XS[i * K + k] = -0.0 if m else XS[i * K + k]
+            fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
+            for i in range(M):
+                o = i * N
+                if done[i]:
+                    for j in range(N):
+                        Df[o + j] = H[o + j]
+                if rn[i] < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
+                    for j in range(N):
+                        SN[o + j] = Df[o + j]
+                        Du[o + j] = F64_DEFAULT_NAN
+        xd = _Z64
         for t in range(M * N):
-            nnan += (Du[t] & _ABS64) > _EXP64
+            xd = max(xd, Du[t] & _ABS64)
         if subst:
             for t in range(M * N):
                 Du[t] = Cu[t] if _is_sub(Cu[t]) else Du[t]
-        if nnan:
+        if xd > _EXP64:
             # A NaN result (NaN-ness is IEEE, so the host decides it) takes DMMA's NaN word.  DMMA's
             # fma(a, b, acc) gives b's NaN (quieted) if b is NaN, else acc if acc is NaN, else a's NaN, else the
             # default NaN if the operation is invalid.  So a NaN result holds the last NaN of its B column in chain
             # order (cw, 0 if none); else its NaN C; else, at the row's first NaN of A (step rn), that NaN (rw)
             # if the chain was not NaN before it, which SN (the host's accumulators before step rn) tells; else
-            # the default NaN (an invalid operation, the only other way to a NaN).  Branch-free.
-            for j in range(N):
-                cw[j] = _Z64
-            for s in range(K):                    # chain order: the last NaN wins
-                k = K - 1 - s if desc else s
-                for j in range(N):
-                    x = Bu[k * N + j]
-                    cw[j] = (x | _QUIET64) if (x & _ABS64) > _EXP64 else cw[j]
-            for i in range(M):
-                rv = rw[i] if rn[i] < K else F64_DEFAULT_NAN
-                for j in range(N):
-                    t = i * N + j
-                    cv = Cu[t]
-                    v = rv if (SNu[t] & _ABS64) <= _EXP64 else F64_DEFAULT_NAN    # integer test: SN may hold anything
-                    v = (cv | _QUIET64) if (cv & _ABS64) > _EXP64 else v
-                    v = cw[j] if cw[j] != _Z64 else v
-                    x = Du[t]
-                    Du[t] = v if (x & _ABS64) > _EXP64 else x
+            # the default NaN (an invalid operation, the only other way to a NaN).  One vector per row.
+            nan_words8(Du, SNu, Cu, Bu, rw, rn, M, K, desc, _QUIET64, F64_DEFAULT_NAN)
         for t in range(td.shape[0]):
             d[w, t] = Du[td[t]]
 
@@ -588,7 +514,7 @@ def chain_runner(ins: Instruction, params, tables, chunk: int, threshold: int):
         return None
     mode = fast_mode(params)
     tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
-    if tabs is None or (mode == FAST_F64 and ins.products != 1):
+    if tabs is None or (mode == FAST_F64 and (ins.products != 1 or ins.mnk[1] != 8)):   # DMMA: n = 8 (one vector)
         return None
     m, n, k = ins.mnk
     bits = [t[3] for t in tables]
