@@ -11,7 +11,8 @@ from numba.core import cgutils as _cgutils
 from numba.extending import intrinsic as _intrinsic
 
 from .ir import (_F32, _F64, _I32, _I64, _V8D, _V8F, _V8I, _V8L, _any8, _c8, _data, _gen_accexp, _gen_round8, _i64,
-                 _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _vload, _vmax, _vstore, _when)
+                 _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _sum_parts, _vload, _vmax, _vstore,
+                 _when)
 from .tables import _ZEXP
 
 @_intrinsic
@@ -163,18 +164,18 @@ def _lsb_floor(AE, BE, q, scale):
     return la + max(_exp_floor(BE), np.log2(scale[1]) - 126.0) - (23 - q[1, 3])
 
 
-#: independent partial maxima / sums a block's term loop keeps per row (the sum of truncated terms is
-#: exact and the maximum order-free, so splitting them only shortens the dependency chains)
-_PARTS = 2
+#: independent partial maxima / sums a block's term loop keeps per row, ir._sum_parts (the sum of
+#: truncated terms is exact and the maximum order-free, so splitting them only shortens the
+#: dependency chains)
 #: rows a warp's row loop computes together (independent chains side by side; B rows loaded once)
 _ROWS = 4
 
 
 def _terms(builder, lo, hi, nrows, inits, step_fn):
-    """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _PARTS partial
-    accumulators a row (inits[r * _PARTS + k]), term t + k of each step of _PARTS going to partial k;
-    the remainder to partial 0."""
-    P = _PARTS
+    """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _sum_parts() partial
+    accumulators a row (inits[r * P + k]), term t + k of each step of P going to partial k; the
+    remainder to partial 0."""
+    P = _sum_parts()
     n = builder.sub(hi, lo)
     mid = builder.add(lo, builder.and_(n, _ir.Constant(_I64, -P)))
 
@@ -218,7 +219,7 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
     accumulator prv[ro + j] (exponent pre[ro + j]), each truncated to frac bits below the output's
     emax (the largest exponent; -900 when every term is zero, as fused._block8).
 
-    The rows' loops run side by side, and each row's maxima and sums in _PARTS independent partials:
+    The rows' loops run side by side, each row's maxima and sums in _sum_parts() independent partials:
     the truncated terms are integers below 2^53, so their float64 sum is exact in any order (-0.0
     is the identity; NaN / inf results do not depend on the order either).  Requires lo < hi.
 
@@ -232,7 +233,7 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
     scaled once (the same exact sum, without the per-term scaling and truncation that AVX2 does
     in float64; NaN / inf terms make the same NaN / inf)."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
-    R, P = len(rows), _PARTS
+    R, P = len(rows), _sum_parts()
 
     def brow(t, r):
         oi = rows[r][1]

@@ -9,7 +9,7 @@ from llvmlite import ir as _ir
 from numba import types as _nbt
 from numba.core import cgutils as _cgutils
 
-from ..hostisa import packed_int64_conversions
+from ..hostisa import has_avx512_registers, packed_int64_conversions
 from .tables import _ZEXP
 
 @lru_cache(maxsize=None)
@@ -19,6 +19,15 @@ def _packed_int64_conversions() -> bool:
     <8 x double> to <8 x i64> one lane at a time, so the dot core sums its truncated terms in float64
     (the same exact sums) instead of int64; see engine/hostisa.py."""
     return packed_int64_conversions()
+
+
+@lru_cache(maxsize=None)
+def _sum_parts() -> int:
+    """Independent partial sums (and maxima) a row of the dot core keeps (dot._terms): two where a
+    register holds a row's <8 x double> (AVX-512), else one -- on AVX2 the four rows' two partials
+    alone would fill all 16 registers, and the spilled accumulators cost more than the shorter
+    dependency chains gain."""
+    return 2 if has_avx512_registers() else 1
 
 
 def _i64(context, builder, ty, v):
