@@ -10,9 +10,9 @@ from numba import types as _nbt
 from numba.core import cgutils as _cgutils
 from numba.extending import intrinsic as _intrinsic
 
-from .ir import (_F32, _F64, _I32, _I64, _V8D, _V8F, _V8I, _V8L, _any8, _c8, _data, _gen_accexp, _gen_round8, _i64,
-                 _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _sum_parts, _vload, _vmax, _vstore,
-                 _when)
+from .ir import (_F32, _F64, _I32, _I64, _V8D, _V8F, _V8I, _V8L, _any8, _branch, _c8, _data, _gen_accexp,
+                 _gen_round8, _i64, _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _sum_parts, _vload,
+                 _vmax, _vstore, _when)
 from .tables import _ZEXP
 
 @_intrinsic
@@ -164,9 +164,6 @@ def _lsb_floor(AE, BE, q, scale):
     return la + max(_exp_floor(BE), np.log2(scale[1]) - 126.0) - (23 - q[1, 3])
 
 
-#: independent partial maxima / sums a block's term loop keeps per row, ir._sum_parts (the sum of
-#: truncated terms is exact and the maximum order-free, so splitting them only shortens the
-#: dependency chains)
 #: rows a warp's row loop computes together (independent chains side by side; B rows loaded once)
 _ROWS = 4
 
@@ -174,7 +171,8 @@ _ROWS = 4
 def _terms(builder, lo, hi, nrows, inits, step_fn):
     """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _sum_parts() partial
     accumulators a row (inits[r * P + k]), term t + k of each step of P going to partial k; the
-    remainder to partial 0."""
+    remainder to partial 0.  (The sum of truncated terms is exact and the maximum order-free, so
+    splitting them only shortens the dependency chains.)"""
     P = _sum_parts()
     n = builder.sub(hi, lo)
     mid = builder.add(lo, builder.and_(n, _ir.Constant(_I64, -P)))
@@ -194,22 +192,11 @@ def _terms(builder, lo, hi, nrows, inits, step_fn):
     return _when(builder, builder.icmp_signed("<", mid, hi), accs, tail)
 
 
-def _branch(builder, cond, then_fn, else_fn):
-    """then_fn() where cond holds (likely), else else_fn(); their lists of values merged by phis."""
-    with builder.if_else(cond, likely=True) as (then, otherwise):
-        with then:
-            xs = then_fn()
-            bx = builder.block
-        with otherwise:
-            ys = else_fn()
-            by = builder.block
-    out = []
-    for x, y in zip(xs, ys):
-        ph = builder.phi(x.type)
-        ph.add_incoming(x, bx)
-        ph.add_incoming(y, by)
-        out.append(ph)
-    return out
+def _fold(add, parts):
+    """The partials' sum, pairwise (add: the IR builder's add of their type)."""
+    while len(parts) > 1:
+        parts = [add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+    return parts[0]
 
 
 def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None, lsbmin=None):
@@ -278,15 +265,12 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
         ss = _terms(builder, lo, hi, R, [_c8(0) if integer else _c8(-0.0, _V8D)] * (R * P), term(integer))
         out = []
         for r, (oa, oi, prv, pre, ro) in enumerate(rows):
-            parts = ss[r * P:(r + 1) * P]
-            while len(parts) > 1:
-                parts = [add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
-                         for k in range(0, len(parts), 2)]
+            total = _fold(add, ss[r * P:(r + 1) * P])
             acc = builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])
             if integer:
-                out.append(builder.sitofp(builder.add(builder.fptosi(acc, _V8L), parts[0]), _V8D))
+                out.append(builder.sitofp(builder.add(builder.fptosi(acc, _V8L), total), _V8D))
             else:
-                out.append(builder.fadd(builder.call(ftrunc, [acc]), parts[0]))
+                out.append(builder.fadd(builder.call(ftrunc, [acc]), total))
         return out
 
     def uncut():
@@ -301,12 +285,8 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
         ss = _terms(builder, lo, hi, R, [_c8(-0.0, _V8D)] * (R * P), body)
         out = []
         for r, (oa, oi, prv, pre, ro) in enumerate(rows):
-            parts = ss[r * P:(r + 1) * P]
-            while len(parts) > 1:
-                parts = [builder.fadd(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
-                         for k in range(0, len(parts), 2)]
             acc = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])])
-            out.append(builder.fadd(acc, builder.fmul(parts[0], cs[r])))
+            out.append(builder.fadd(acc, builder.fmul(_fold(builder.fadd, ss[r * P:(r + 1) * P]), cs[r])))
         return out
 
     def cut():

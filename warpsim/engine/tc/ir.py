@@ -99,13 +99,30 @@ def _when(builder, cond, inits, fn):
     end = builder.block
     builder.branch(out)
     builder.position_at_end(out)
+    return _phis(builder, inits, pre, res, end)
+
+
+def _phis(builder, xs, bx, ys, by):
+    """Phis merging each value of xs (from block bx) with its counterpart in ys (from block by)."""
     merged = []
-    for x, y in zip(inits, res):
+    for x, y in zip(xs, ys):
         ph = builder.phi(x.type)
-        ph.add_incoming(x, pre)
-        ph.add_incoming(y, end)
+        ph.add_incoming(x, bx)
+        ph.add_incoming(y, by)
         merged.append(ph)
     return merged
+
+
+def _branch(builder, cond, then_fn, else_fn):
+    """then_fn() where cond holds (likely), else else_fn(); their lists of values merged by phis."""
+    with builder.if_else(cond, likely=True) as (then, otherwise):
+        with then:
+            xs = then_fn()
+            bx = builder.block
+        with otherwise:
+            ys = else_fn()
+            by = builder.block
+    return _phis(builder, xs, bx, ys, by)
 
 def _gen_round8(builder, v, rp):
     """IR of fused._fround for the <8 x double> v, every case in vector form: (the register word's
