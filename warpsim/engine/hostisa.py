@@ -69,6 +69,12 @@ def packed_int64_conversions() -> bool:
     return "avx512dq" in codegen_cpu()[1]
 
 
+def has_avx512_registers() -> bool:
+    """Whether the code numba generates has AVX-512's 32 vector registers of 512 bits (one holds an
+    <8 x double>; AVX2's 16 ymm registers take two each)."""
+    return "avx512f" in codegen_cpu()[1]
+
+
 def describe() -> dict:
     """What a benchmark run records about the vector unit: the CPU model, the host's ISA, the CPU and
     ISA numba compiles for, and the environment variables that chose them."""

@@ -14,8 +14,11 @@ words in place and decodes without per-element shifts:
   specials) as float32;
 * the dot core runs four rows side by side, each with split partial maxima and sums (the truncated
   terms are integers below 2^53: any order gives the same sum), and sums in int64 when no element is
-  NaN or inf; sparse A reads B through one row index per term (no gathered copy of B);
-* results round in vector form (f32 with ties to even: the host's double -> float conversion).
+  NaN or inf; the two-block (fp8) recipes sum the products unscaled where no term has a bit below the
+  cut (dot._lsb_floor: then there is nothing to truncate); sparse A reads B through one row index per
+  term (no gathered copy of B);
+* results round in vector form (f32 with ties to even: the host's double -> float conversion; f32
+  with truncation: that conversion stepped one unit toward zero where it rounded away).
 
 NaN / inf elements are decided per output element.  Warps with tf32 sparse metadata that splices B
 halves, or on a host FPU not in its default state (checked per chunk), are flagged; the engine

@@ -4,13 +4,15 @@ and the warp-level recipes built from them (one fused block; two blocks, C fused
 from __future__ import annotations
 
 from llvmlite import ir as _ir
+import numpy as np
 from numba import njit
 from numba import types as _nbt
 from numba.core import cgutils as _cgutils
 from numba.extending import intrinsic as _intrinsic
 
-from .ir import (_F32, _I32, _I64, _V8D, _V8F, _V8I, _V8L, _any8, _c8, _data, _gen_accexp, _gen_round8, _i64,
-                 _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _vload, _vmax, _vstore, _when)
+from .ir import (_F32, _F64, _I32, _I64, _V8D, _V8F, _V8I, _V8L, _any8, _branch, _c8, _data, _gen_accexp,
+                 _gen_round8, _i64, _load_rp, _loopn, _packed_int64_conversions, _splat, _splatn, _sum_parts, _vload,
+                 _vmax, _vstore, _when)
 from .tables import _ZEXP
 
 @_intrinsic
@@ -121,18 +123,57 @@ def _decode_abc(RA, RB, RC, q, scale, emin, AV, AE, BV, BE, CV, CE):
     return special
 
 
-#: independent partial maxima / sums a block's term loop keeps per row (the sum of truncated terms is
-#: exact and the maximum order-free, so splitting them only shortens the dependency chains)
-_PARTS = 2
+@_intrinsic
+def _exp_floor(typingctx, E):
+    """The smallest alignment exponent E[x] of a nonzero finite element (float64; +inf if none: E
+    holds _ZEXP for zeros, NaN and inf).  len(E): a multiple of 8."""
+    if not (isinstance(E, _nbt.Array) and E.dtype == _nbt.float32):
+        return None
+    sig = _nbt.float64(E)
+
+    def codegen(context, builder, sig, args):
+        Ea = context.make_array(sig.args[0])(context, builder, args[0])
+        n = builder.extract_value(Ea.shape, 0)
+        inf = _c8(float("inf"), _V8F)
+        zexp = _c8(float(_ZEXP), _V8F)
+
+        def body(x, accs):
+            e = _vload(builder, Ea.data, x, _V8F, 4)
+            e = builder.select(builder.fcmp_ordered("==", e, zexp), inf, e)
+            return [builder.select(builder.fcmp_ordered("<", e, accs[0]), e, accs[0])]
+
+        m = _when(builder, builder.icmp_signed("<", _ir.Constant(_I64, 0), n), [inf],
+                  lambda a: _loopn(builder, _ir.Constant(_I64, 0), n, 8, a, body))[0]
+        lo = builder.extract_element(m, _ir.Constant(_I32, 0))
+        for k in range(1, 8):
+            x = builder.extract_element(m, _ir.Constant(_I32, k))
+            lo = builder.select(builder.fcmp_ordered("<", x, lo), x, lo)
+        return builder.fpext(lo, _F64)
+
+    return sig, codegen
+
+
+@njit(nogil=True, inline="always")
+def _lsb_floor(AE, BE, q, scale):
+    """A lower bound on the exponent of the last bit of every nonzero finite product a*b, what
+    _gen_rows8's lsbmin takes: per operand, its smallest alignment exponent, or its format's emin
+    (log2(scale) - 126) where that is larger (the quantum of subnormals), less its mantissa bits
+    (23 - q[k, 3]).  Valid because the alignment exponents are clamped at or below the format's emin
+    (tc_tables sees to it)."""
+    la = max(_exp_floor(AE), np.log2(scale[0]) - 126.0) - (23 - q[0, 3])
+    return la + max(_exp_floor(BE), np.log2(scale[1]) - 126.0) - (23 - q[1, 3])
+
+
 #: rows a warp's row loop computes together (independent chains side by side; B rows loaded once)
 _ROWS = 4
 
 
 def _terms(builder, lo, hi, nrows, inits, step_fn):
-    """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _PARTS partial
-    accumulators a row (inits[r * _PARTS + k]), term t + k of each step of _PARTS going to partial k;
-    the remainder to partial 0."""
-    P = _PARTS
+    """Fold step_fn(t, r, acc) over t = lo..hi-1 for each of nrows rows r into _sum_parts() partial
+    accumulators a row (inits[r * P + k]), term t + k of each step of P going to partial k; the
+    remainder to partial 0.  (The sum of truncated terms is exact and the maximum order-free, so
+    splitting them only shortens the dependency chains.)"""
+    P = _sum_parts()
     n = builder.sub(hi, lo)
     mid = builder.add(lo, builder.and_(n, _ir.Constant(_I64, -P)))
 
@@ -151,22 +192,35 @@ def _terms(builder, lo, hi, nrows, inits, step_fn):
     return _when(builder, builder.icmp_signed("<", mid, hi), accs, tail)
 
 
-def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None):
+def _fold(add, parts):
+    """The partials' sum, pairwise (add: the IR builder's add of their type)."""
+    while len(parts) > 1:
+        parts = [add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None, lsbmin=None):
     """IR of one block of each of a few rows: for each row (oa, oi, prv, pre, ro) of rows, the exact
     sum, <8 x double>, of the terms t = lo..hi-1 (i64 values), a = AV[oa + t] (exponent AE[oa + t])
     times B[RI[oi + t], j] (B row-major: BV / BE at 8 * RI[oi + t] + j; pRI None: B row t), and the
     accumulator prv[ro + j] (exponent pre[ro + j]), each truncated to frac bits below the output's
     emax (the largest exponent; -900 when every term is zero, as fused._block8).
 
-    The rows' loops run side by side, and each row's maxima and sums in _PARTS independent partials:
+    The rows' loops run side by side, each row's maxima and sums in _sum_parts() independent partials:
     the truncated terms are integers below 2^53, so their float64 sum is exact in any order (-0.0
     is the identity; NaN / inf results do not depend on the order either).  Requires lo < hi.
 
     finite (an i1, or None): where it holds, every term and accumulator is finite, and the terms are
     truncated by the conversion to int64 and summed as integers (the same exact sum, one instruction
-    less a term); else, and where None, in float64 as above."""
+    less a term); else, and where None, in float64 as above.
+
+    lsbmin (a double, or None): a lower bound on the exponent of every nonzero finite term's last
+    bit (see _lsb_floor).  Where it is at or above each row's cut (emax - frac), no term has a bit
+    to truncate: the terms are summed unscaled, a*b added to the sum in one step, and the sum
+    scaled once (the same exact sum, without the per-term scaling and truncation that AVX2 does
+    in float64; NaN / inf terms make the same NaN / inf)."""
     ftrunc = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.trunc.v8f64")
-    R, P = len(rows), _PARTS
+    R, P = len(rows), _sum_parts()
 
     def brow(t, r):
         oi = rows[r][1]
@@ -211,33 +265,45 @@ def _gen_rows8(builder, pAV, pAE, pRI, lo, hi, pBV, pBE, frac, rows, finite=None
         ss = _terms(builder, lo, hi, R, [_c8(0) if integer else _c8(-0.0, _V8D)] * (R * P), term(integer))
         out = []
         for r, (oa, oi, prv, pre, ro) in enumerate(rows):
-            parts = ss[r * P:(r + 1) * P]
-            while len(parts) > 1:
-                parts = [add(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
-                         for k in range(0, len(parts), 2)]
+            total = _fold(add, ss[r * P:(r + 1) * P])
             acc = builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])
             if integer:
-                out.append(builder.sitofp(builder.add(builder.fptosi(acc, _V8L), parts[0]), _V8D))
+                out.append(builder.sitofp(builder.add(builder.fptosi(acc, _V8L), total), _V8D))
             else:
-                out.append(builder.fadd(builder.call(ftrunc, [acc]), parts[0]))
+                out.append(builder.fadd(builder.call(ftrunc, [acc]), total))
         return out
 
-    if finite is None or not _packed_int64_conversions():
-        totals = sums(False)
+    def uncut():
+        """Each row's sum without truncated terms (lsbmin holds): trunc(acc) + (sum of a*b) * cs."""
+        fmuladd = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D] * 3),
+                                                  "llvm.fmuladd.v8f64")
+
+        def body(t, r, s):
+            x = builder.load(builder.gep(pAV, [builder.add(rows[r][0], t)]))
+            return builder.call(fmuladd, [_splat(builder, x, _V8D), _vload(builder, pBV, brow(t, r), _V8D, 8), s])
+
+        ss = _terms(builder, lo, hi, R, [_c8(-0.0, _V8D)] * (R * P), body)
+        out = []
+        for r, (oa, oi, prv, pre, ro) in enumerate(rows):
+            acc = builder.call(ftrunc, [builder.fmul(_vload(builder, prv, ro, _V8D, 8), cs[r])])
+            out.append(builder.fadd(acc, builder.fmul(_fold(builder.fadd, ss[r * P:(r + 1) * P]), cs[r])))
+        return out
+
+    def cut():
+        if finite is None or not _packed_int64_conversions():
+            return sums(False)
+        return _branch(builder, finite, lambda: sums(True), lambda: sums(False))
+
+    if lsbmin is None:
+        totals = cut()
     else:
-        with builder.if_else(finite, likely=True) as (then, otherwise):
-            with then:
-                si = sums(True)
-                bi = builder.block
-            with otherwise:
-                sf = sums(False)
-                bf = builder.block
-        totals = []
-        for x, y in zip(si, sf):
-            ph = builder.phi(_V8D)
-            ph.add_incoming(x, bi)
-            ph.add_incoming(y, bf)
-            totals.append(ph)
+        ok = _ir.Constant(_ir.IntType(1), 1)
+        lsb = _splat(builder, lsbmin, _V8D)
+        for ed in eds:
+            above = builder.fcmp_ordered("<=", builder.fsub(ed, fr), lsb)
+            ok = builder.and_(ok, builder.icmp_unsigned("==", builder.bitcast(above, _ir.IntType(8)),
+                                                        _ir.Constant(_ir.IntType(8), 255)))
+        totals = _branch(builder, ok, uncut, cut)
     return [builder.fmul(sm, pow2(builder.fsub(eds[r], fr))) for r, sm in enumerate(totals)]
 
 
@@ -339,7 +405,7 @@ def _rows_fused(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rp,
     return sig, codegen
 
 
-def _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first, pRV, pRE, rp1, em, fin):
+def _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first, pRV, pRE, rp1, em, fin, lsbmin):
     """Block 1 of each row (terms 0..Ka/2-1, its accumulator given by first(i, ro) as (pV, pE, offset)),
     rounded (rp1) into row i's accumulator slot 8 (i + 1) of RV / RE, then block 2's exact sums with that
     accumulator (not yet rounded).  The two-block recipes share this (_rows_sep, _rows_chain2); returns
@@ -353,7 +419,7 @@ def _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first
         ro = builder.shl(i, _ir.Constant(_I64, 3))
         spec1.append((oa, oi) + first(i, ro))
         spec2.append((oa, oi, pRV, pRE, builder.add(ro, _ir.Constant(_I64, 8))))   # this row's acc slot
-    v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin)
+    v1s = _gen_rows8(builder, pAV, pAE, pRI, zero, half, pBV, pBE, frac, spec1, fin, lsbmin)
     fin2, rares = fin, []
     for v1, (_, _, _, _, ra) in zip(v1s, spec2):
         _, a1, r1 = _gen_round8(builder, v1, rp1)
@@ -363,12 +429,12 @@ def _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first
         ok = builder.fcmp_ordered("==", builder.fsub(a1, a1), _c8(0.0, _V8D))     # a1 finite
         ok = builder.icmp_unsigned("==", builder.bitcast(ok, _ir.IntType(8)), _ir.Constant(_ir.IntType(8), 255))
         fin2 = builder.and_(fin2, ok)
-    return _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2), rares
+    return _gen_rows8(builder, pAV, pAE, pRI, half, Ka_, pBV, pBE, frac, spec2, fin2, lsbmin), rares
 
 
 def _two_block_rows(sep: bool):
     """The intrinsic of a whole warp of a two-block recipe, rows side by side (_gen_two_blocks):
-    _rows(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite).
+    _rows(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite, lsbmin).
 
     sep False (Ada fp8, the fused chain): block 1 (terms 0..Ka/2-1 in block order) with C, rounded
     (rpb) into the accumulator format; block 2 with that accumulator, rounded again into DB (rpa
@@ -378,13 +444,16 @@ def _two_block_rows(sep: bool):
     or overflowing in some output (DB is then to be redone by the general per-row code).
     RV / RE (float64 / float32, length 8 * (M + 1)): scratch, row i's accumulator at 8 (i + 1);
     sep: the first 8 of each must hold +0 / _ZEXP.  finite: no element of A, B or C is NaN or inf
-    (block sums then run in int64 while the accumulators stay finite, see _gen_rows8)."""
+    (block sums then run in int64 while the accumulators stay finite, see _gen_rows8); lsbmin: the
+    bound on the terms' last bits of _gen_rows8 (_lsb_floor)."""
 
-    def _rows(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite):
+    def _rows(typingctx, M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite,
+              lsbmin):
         if not (AV.dtype == _nbt.float64 and DB.dtype == _nbt.uint64 and RV.dtype == _nbt.float64
                 and RE.dtype == _nbt.float32 and (RI is _nbt.none or RI.dtype == _nbt.int64)):
             return None
-        sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite)
+        sig = _nbt.boolean(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RV, RE, DB, finite,
+                           lsbmin)
 
         def codegen(context, builder, sig, args):
             ty = sig.args
@@ -400,11 +469,12 @@ def _two_block_rows(sep: bool):
             rpa_ = _load_rp(builder, pra) if sep else None
             zero = _ir.Constant(_I64, 0)
             fin = context.cast(builder, args[17], ty[17], _nbt.boolean)
+            lsb = context.cast(builder, args[18], ty[18], _nbt.float64)
             first = (lambda i, ro: (pRV, pRE, zero)) if sep else (lambda i, ro: (pCV, pCE, ro))
 
             def rbody(rows, rare):
                 v2s, r1s = _gen_two_blocks(builder, rows, Ka_, pAV, pAE, pRI, sp, pBV, pBE, frac, first, pRV, pRE,
-                                           rpb_, em, fin)
+                                           rpb_, em, fin, lsb)
                 for v2, i in zip(v2s, rows):
                     ro = builder.shl(i, _ir.Constant(_I64, 3))
                     b2, a2, r2 = _gen_round8(builder, v2, rpb_)

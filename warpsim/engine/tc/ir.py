@@ -9,7 +9,7 @@ from llvmlite import ir as _ir
 from numba import types as _nbt
 from numba.core import cgutils as _cgutils
 
-from ..hostisa import packed_int64_conversions
+from ..hostisa import has_avx512_registers, packed_int64_conversions
 from .tables import _ZEXP
 
 @lru_cache(maxsize=None)
@@ -19,6 +19,15 @@ def _packed_int64_conversions() -> bool:
     <8 x double> to <8 x i64> one lane at a time, so the dot core sums its truncated terms in float64
     (the same exact sums) instead of int64; see engine/hostisa.py."""
     return packed_int64_conversions()
+
+
+@lru_cache(maxsize=None)
+def _sum_parts() -> int:
+    """Independent partial sums (and maxima) a row of the dot core keeps (dot._terms): two where a
+    register holds a row's <8 x double> (AVX-512), else one -- on AVX2 the four rows' two partials
+    alone would fill all 16 registers, and the spilled accumulators cost more than the shorter
+    dependency chains gain."""
+    return 2 if has_avx512_registers() else 1
 
 
 def _i64(context, builder, ty, v):
@@ -90,13 +99,30 @@ def _when(builder, cond, inits, fn):
     end = builder.block
     builder.branch(out)
     builder.position_at_end(out)
+    return _phis(builder, inits, pre, res, end)
+
+
+def _phis(builder, xs, bx, ys, by):
+    """Phis merging each value of xs (from block bx) with its counterpart in ys (from block by)."""
     merged = []
-    for x, y in zip(inits, res):
+    for x, y in zip(xs, ys):
         ph = builder.phi(x.type)
-        ph.add_incoming(x, pre)
-        ph.add_incoming(y, end)
+        ph.add_incoming(x, bx)
+        ph.add_incoming(y, by)
         merged.append(ph)
     return merged
+
+
+def _branch(builder, cond, then_fn, else_fn):
+    """then_fn() where cond holds (likely), else else_fn(); their lists of values merged by phis."""
+    with builder.if_else(cond, likely=True) as (then, otherwise):
+        with then:
+            xs = then_fn()
+            bx = builder.block
+        with otherwise:
+            ys = else_fn()
+            by = builder.block
+    return _phis(builder, xs, bx, ys, by)
 
 def _gen_round8(builder, v, rp):
     """IR of fused._fround for the <8 x double> v, every case in vector form: (the register word's
@@ -105,20 +131,26 @@ def _gen_round8(builder, v, rp):
     whose rounded bits reach inf's (OVF_INF) -> +-inf, zero and results rounding to zero -> +0
     (an HMMA never writes -0), subnormal results rounded on the format's fixed quantum.
     rp: the 8 <8 x i64> splats of round_params."""
-    hw = builder.icmp_signed("!=", builder.extract_element(rp[7], _ir.Constant(_I32, 0)), _ir.Constant(_I64, 0))
-    with builder.if_else(hw, likely=True) as (then, otherwise):
-        with then:
-            bits_h, val_h = _gen_round8_f32(builder, v)
-            blk_h = builder.block
-        with otherwise:
-            bits_g, val_g = _gen_round8_any(builder, v, rp)
-            blk_g = builder.block
-    bits = builder.phi(_V8L)
-    bits.add_incoming(bits_h, blk_h)
-    bits.add_incoming(bits_g, blk_g)
-    val = builder.phi(_V8D)
-    val.add_incoming(val_h, blk_h)
-    val.add_incoming(val_g, blk_g)
+    how = builder.extract_element(rp[7], _ir.Constant(_I32, 0))
+    cases = [(1, lambda: _gen_round8_f32(builder, v)), (2, lambda: _gen_round8_f32_trunc(builder, v)),
+             (0, lambda: _gen_round8_any(builder, v, rp))]
+    out = builder.append_basic_block("round8.done")
+    ends = []
+    for k, (code, gen) in enumerate(cases):
+        if k + 1 < len(cases):
+            yes, no = builder.append_basic_block("round8.case"), builder.append_basic_block("round8.next")
+            builder.cbranch(builder.icmp_signed("==", how, _ir.Constant(_I64, code)), yes, no)
+            builder.position_at_end(yes)
+        bits, val = gen()
+        ends.append((bits, val, builder.block))
+        builder.branch(out)
+        if k + 1 < len(cases):
+            builder.position_at_end(no)
+    builder.position_at_end(out)
+    bits, val = builder.phi(_V8L), builder.phi(_V8D)
+    for b, x, blk in ends:
+        bits.add_incoming(b, blk)
+        val.add_incoming(x, blk)
     return bits, val, _ir.Constant(_ir.VectorType(_ir.IntType(1), 8), [0] * 8)
 
 
@@ -133,6 +165,28 @@ def _gen_round8_f32(builder, v):
     b = builder.select(zero, _c8(0), b)
     bits = builder.select(isnan, _c8(0x7FFFFFFF), b)
     val = builder.select(isnan, v, builder.fpext(builder.bitcast(builder.trunc(b, _V8I), _V8F), _V8D))
+    return bits, val
+
+
+def _gen_round8_f32_trunc(builder, v):
+    """_gen_round8 into f32 with truncation (rp[7] == 2): the host's double -> float conversion
+    (ties to even, checked FPU state), less one unit of magnitude where it rounded away from zero
+    -- the integer bits step down to the next f32 toward zero, across binades, from inf to the
+    largest finite, or to zero -- unless |v| >= 2^128 (that truncation overflows to +-inf too); then
+    the canonical NaN and +0 for zero results, as _gen_round8_f32.  A handful of <8 x i32> / float
+    operations where _gen_round8_any works in 64-bit integer lanes (two registers each on AVX2)."""
+    isnan = builder.fcmp_unordered("uno", v, v)
+    f = builder.fptrunc(v, _V8F)
+    fabs = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(_V8D, [_V8D]), "llvm.fabs.v8f64")
+    av = builder.call(fabs, [v])
+    away = builder.fcmp_ordered(">", builder.call(fabs, [builder.fpext(f, _V8D)]), av)
+    away = builder.and_(away, builder.fcmp_ordered("<", av, _c8(2.0 ** 128, _V8D)))
+    b = builder.bitcast(f, _V8I)
+    b = builder.select(away, builder.sub(b, _ir.Constant(_V8I, [1] * 8)), b)
+    b = builder.select(builder.icmp_signed("==", builder.and_(b, _ir.Constant(_V8I, [0x7FFFFFFF] * 8)),
+                                           _ir.Constant(_V8I, [0] * 8)), _ir.Constant(_V8I, [0] * 8), b)
+    bits = builder.select(isnan, _c8(0x7FFFFFFF), builder.zext(b, _V8L))
+    val = builder.select(isnan, v, builder.fpext(builder.bitcast(b, _V8F), _V8D))
     return bits, val
 
 

@@ -8,7 +8,7 @@ from numba import njit, prange
 
 from ...numerics.fused import CMODE_FUSED, P_ACC, P_CMODE, P_D, P_FRAC, P_NBLK
 from ..hostfpu import fp_env_ok as _fp_env_ok
-from .dot import _accexp8, _decode_abc, _round8_common, _row8, _rows_chain2, _rows_fused, _rows_sep
+from .dot import _accexp8, _decode_abc, _lsb_floor, _round8_common, _row8, _rows_chain2, _rows_fused, _rows_sep
 from .tables import _ZEXP, _pow2f
 
 @njit(nogil=True, inline="always")
@@ -138,6 +138,9 @@ def tc_warps(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spars
             need[w] = 2
             continue
         need[w] = 1 if special else 0
+        # the two-block recipes' bound on the terms' last bits; -inf (every term truncated) where some
+        # element is NaN or inf (seldom uncut) or block-scaled (exponents past the format's range)
+        lsb = _lsb_floor(AE, BE, q, scale) if nblk == 2 and not (special or scaled) else -np.inf
         if fused and nblk == 1:
             if sparse:
                 _rows_fused(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, VM, DB, not special)
@@ -146,16 +149,17 @@ def tc_warps(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, spars
         elif fused and nblk == 2:
             if sparse:
                 _rows_chain2(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RS, RSE, DB,
-                             not special)
+                             not special, lsb)
             else:
                 _rows_chain2(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RS, RSE, DB,
-                             not special)
+                             not special, lsb)
         elif not fused and nblk == 2:
             if sparse:
-                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RS, RSE, DB, not special)
+                _rows_sep(M, Ka, AV, AE, RI, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RS, RSE, DB, not special,
+                          lsb)
             else:
                 _rows_sep(M, Ka, AV, AE, None, sparse, BV, BE, CV, CE, fracf, rpb, rpa, emino, RS, RSE, DB,
-                          not special)
+                          not special, lsb)
         else:
             # any other chain of blocks: one row at a time, the accumulator rounded after each block
             ri = RI if sparse else ri0

@@ -127,6 +127,8 @@ def tc_tables(ins, params, tables, sp):
         return None
     dp = [_decode_params(f) for f in (fa, fb, fc)]
     emin = [_emin(op or fa), _emin(op or fb), _emin(fc)]
+    if emin[0] > _emin(fa) or emin[1] > _emin(fb):
+        return None     # exponents clamped above A's / B's own emin: dot._lsb_floor would not hold
     # block scales: the scale index of each A term (block order is k order: one pass) and of each
     # B row (sparse: logical rows, twice as many per scale as kept terms); the exponent of zero terms
     if ins.block_scaled:
@@ -169,13 +171,14 @@ def round_params(fmt, rne):
     """The rp vector of _gen_round8 for a result format: mantissa bits, smallest normal exponent,
     +inf bits and sign bit position (both without ignored bits), 1 for ties-to-even (0: truncation),
     canonical NaN word (every bit of the register word but the sign), ignored low bits (the rounded
-    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero), and 1 where
-    that rounding is the host's double -> float conversion (f32, ties to even: _gen_round8_f32)."""
+    bits are shifted up by them: f32e8m13 gives an f32 word whose 10 low bits are zero), and which
+    vector rounding applies (ir._gen_round8): 1 f32 with ties to even, the host's double -> float
+    conversion; 2 f32 with truncation, that conversion corrected by one unit; 0 any other."""
     width, eb, mb, ign, hinf = fmt
     assert hinf != 0
     bias = (1 << (eb - 1)) - 1
     infb = ((1 << eb) - 1) << mb
-    hw = 1 if (tuple(int(x) for x in fmt) == (32, 8, 23, 0, 1) and rne) else 0
+    hw = (1 if rne else 2) if tuple(int(x) for x in fmt) == (32, 8, 23, 0, 1) else 0
     return np.array([mb, 1 - bias, infb, width - ign - 1, 1 if rne else 0, (1 << (width - 1)) - 1, ign, hw],
                     np.int64)
 
