@@ -99,10 +99,12 @@ def scratch_generic(G, a, b, c, d):
 
 @njit(nogil=True, inline="always")
 def scratch_tc(T, a, b, c, d):
-    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): T's M, K, Ka
-    (items 2-4) and run types va .. vd (items 27-30), as call_args lays them out."""
-    return (np.zeros(1, np.int8),) + _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]),
-                                                  _words(c, T[29]), _words(d, T[30]))
+    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): a flag, a .. d
+    as runs (what mma_tc_own takes: views made once, as numba makes a view of a reshape in a C helper, a quarter
+    of a call), and the kernel's own; T's M, K, Ka (items 2-4) and run types va .. vd (items 27-30), as
+    call_args lays them out."""
+    runs = (_words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]))
+    return (np.zeros(1, np.int8), runs) + _TC_SCRATCH(T[2], T[3], T[4], *runs)
 
 
 @njit(nogil=True, inline="always")
@@ -112,17 +114,32 @@ def _words(x, v):
     return y.reshape(1, y.shape[1] * y.shape[2])
 
 
-@njit(nogil=True, inline="always")
-def mma_tc(T, S, a, b, c, d):
-    """The float tensor-core kernel (``tc.mma.tc_warps``) on one warp, on the working arrays S (scratch_tc).
-    It leaves a warp to the exact kernel only for tf32 sparse metadata that splices B halves, block-scaled
-    warps or a host FPU off its default state: never for the dense, unscaled forms taken here on a checked FPU
-    (the compiled kernel checks the FPU before it starts)."""
-    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA, SFB,
-     scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
-    need = S[0]
-    _TC_WARPS(p, _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd), e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0,
-              spt, sparse, tf32meta, q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec,
-              ed, S[1:])
-    if need[0] == 2:
-        raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
+def _tc(own):
+    """The float tensor-core kernel (``tc.mma.tc_warps``) on one warp, on the working arrays S (scratch_tc); with
+    ``own``, on the very arrays a .. d that S was made for (their runs come from S).  It leaves a warp to the
+    exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host FPU off its
+    default state: never for the dense, unscaled forms taken here on a checked FPU (the compiled kernel checks
+    the FPU before it starts).  One body, not a shared callee: numba leaves a third level of inlined callees
+    a call, a quarter of an mma's time with its exploded arguments."""
+    @njit(nogil=True, inline="always")
+    def mma(T, S, a, b, c, d):
+        (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
+         SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
+        if own:
+            ra, rb, rc, rd = S[1]
+        else:
+            ra, rb, rc, rd = _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd)
+        need = S[0]
+        _TC_WARPS(p, ra, rb, rc, rd, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin,
+                  rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed, S[2:])
+        if need[0] == 2:
+            raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
+    return mma
+
+
+mma_tc, mma_tc_own = _tc(False), _tc(True)
+
+
+#: mma_<path> for callers that pass the arrays their working arrays were made for (``<path>_own`` where a path
+#: has one)
+OWN = {"int": mma_int, "tc": mma_tc_own, "generic": mma_generic}

@@ -68,7 +68,7 @@ def _scratch(fn):
 
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
 #: scratch_<path>(plan, A, B, C, D registers) its working arrays S
-mma_int, mma_tc, mma_generic = (_on_registers(f) for f in (_j.mma_int, _j.mma_tc, _j.mma_generic))
+mma_int, mma_tc, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "tc", "generic"))
 scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_tc,
                                                                    _j.scratch_generic))
 
