@@ -20,6 +20,10 @@ warp-level ``mma`` / ``mma.sp`` opcode of every modelled target, one :class:`Ins
 '0.1.0'
 """
 
+from .engine import jitcache as _jitcache
+
+_jitcache.install()      # before any kernel is decorated: the package's numba cache keyed by its sources
+
 from .api.mma import mma
 from .api.wgmma import wgmma
 from .api.tcgen05 import tcgen05_mma

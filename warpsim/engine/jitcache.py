@@ -7,6 +7,13 @@ build is saved first is loaded for both), and an edit to the arithmetic in ``num
 not invalidate a kernel that inlines it.  :func:`named_copy` gives each build its own name,
 stamped with a digest of those callee modules.  Every engine module that jits a kernel twice
 takes its names from here.
+
+The on-disk cache of every other jitted function of the package is kept honest by :func:`install`
+(called when ``warpsim`` is imported, before any kernel is decorated): numba's locators, with a
+source stamp that also holds a digest of the package's layers below and at the function's own
+(``LAYERS``).  An edit to a callee anywhere in those layers then recompiles the kernels that may
+have inlined it, instead of loading machine code built from the old source (seen: a ``wgmma``
+kernel 1 ulp off its interpreter after an edit to a tensor-core intrinsic in another file).
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 import types
+
+from numba.core import caching as _caching
 
 from . import threads as _threads  # noqa: F401  (the OpenMP wait policy, set before any kernel runs)
 
@@ -35,6 +44,77 @@ def _callee_stamp() -> str:
 
 
 CALLEE_STAMP = _callee_stamp()
+
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: the package's layers of jitted code, lowest first: a cached function of a layer may inline jitted code of its
+#: own layer and those below (engine/numerics/isa never import ptx), so its stamp is their sources' digest
+LAYERS = (("engine", "numerics", "isa"), ("ptx",))
+
+
+def _layer_files(layer):
+    out = []
+    for top in layer:
+        for root, dirs, files in os.walk(os.path.join(_PKG, top)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            out += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+    return out
+
+
+def _layer_stamps():
+    """(the top-level folders of a layer and those below, digest of their sources) for each layer."""
+    out, h, tops = [], hashlib.sha1(), ()
+    for layer in LAYERS:
+        for path in _layer_files(layer):
+            with open(path, "rb") as f:
+                h.update(path[len(_PKG):].encode())
+                h.update(f.read())
+        tops += layer
+        out.append((tops, h.copy().hexdigest()[:16]))
+    return out
+
+
+_STAMPS = _layer_stamps()
+
+
+def _stamp_of(py_file):
+    """The digest of the layers a package file's jitted code may inline, or None (not a file of those layers)."""
+    rel = os.path.relpath(os.path.abspath(py_file), _PKG)
+    top = rel.split(os.sep)[0]
+    if rel.startswith(".."):
+        return None
+    for tops, digest in _STAMPS:
+        if top in tops:
+            return digest
+    return None
+
+
+def _stamped(base):
+    """``base`` (a numba cache locator) for the package's own files, its source stamp joined by their layers'
+    digest (numba drops a cache entry whose stamp differs)."""
+    class Stamped(base):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if _stamp_of(py_file) is None:
+                return None
+            return super().from_function(py_func, py_file)
+
+        def get_source_stamp(self):
+            return (super().get_source_stamp(), _stamp_of(self._py_file))
+
+    Stamped.__name__ = Stamped.__qualname__ = f"Stamped{base.__name__}"
+    return Stamped
+
+
+def install():
+    """Put the stamped locators first in numba's list (once): numba takes the first locator that accepts a
+    function, so the package's files get theirs and every other file numba's own."""
+    classes = _caching.CacheImpl._locator_classes
+    if any(getattr(c, "__name__", "").startswith("Stamped") for c in classes):
+        return
+    bases = [c for c in (getattr(_caching, n, None) for n in ("UserProvidedCacheLocator", "InTreeCacheLocator",
+                                                               "UserWideCacheLocator")) if c is not None]
+    classes[:0] = [_stamped(b) for b in bases]
 
 
 def named_copy(fn, name: str):
