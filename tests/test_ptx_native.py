@@ -400,9 +400,46 @@ def test_engine_none_uses_a_built_kernel():
     assert mod.last_engine == {"entry": "forms", "requested": None, "engine": "compiled", "reason": None}
 
 
+RECURSION = Path(__file__).parent / "ptx" / "data" / "native_recursion.ptx"
+
+
+def test_recursive_functions_run_compiled_with_the_interpreters_words():
+    """Lanes recursing to different depths (tri), two functions calling each other (is_even / is_odd), a register
+    of the entry live across the calls; 2 CTAs of 2 warps.  The words: the interpreter's, and the closed forms."""
+    mod = wp.load(RECURSION.read_text())
+    assert mod.translation("recursion").native, mod.translation("recursion").reason
+    n = (np.arange(64) * 7 % 41).astype(np.uint32)
+
+    def make():
+        out = np.zeros(64 * 3, np.uint32)
+        return [out, n.copy()], [out]
+
+    w = _both(mod, "recursion", 2, 64, make)
+    a, b = w["interpret"][0].reshape(64, 3), w["compiled"][0].reshape(64, 3)
+    assert np.array_equal(a, b)
+    want = np.stack([3 * n * (n + 1) // 2, (n % 2 == 0).astype(np.uint32), np.arange(64, dtype=np.uint32) * 7], 1)
+    assert np.array_equal(b, want)
+
+
+def test_recursion_deeper_than_the_compiled_frames_is_an_error_naming_the_limit():
+    from warpsim.ptx.native.rt import FRAME_DEPTH
+
+    mod = wp.load(RECURSION.read_text())
+    n = np.zeros(64, np.uint32)
+    n[37] = FRAME_DEPTH + 5
+    with pytest.raises(wp.PTXError, match=rf"nested deeper than {FRAME_DEPTH} frames in the warp of thread 32 "
+                                          r"\(the compiled engine's limit; engine='interpret' has none\)"):
+        mod.launch("recursion", 1, 64, [np.zeros(64 * 3, np.uint32), n], engine="compiled", workers=1)
+
+
 def test_untranslatable_kernels_fall_back_with_the_reason():
-    tr = wp.load(COMPILED / "simt_calls_G.ptx").translation("simt_calls")
-    assert not tr.native and "_Z7gcd_recii calls itself (recursion is not inlined)" in tr.reason
+    # a recursive function with .local variables (the interpreter keeps them per call; the compiled engine does not)
+    local = (COMPILED / "simt_calls_G.ptx").read_text().replace(
+        "\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<8>;\n", "\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<8>;\n"
+        "\t.local .align 4 .b8 \tkeep[4];\n", 1)
+    assert "keep[4]" in local
+    tr = wp.load(local).translation("simt_calls")
+    assert not tr.native and "_Z7gcd_recii is recursive and has .local variables" in tr.reason
     lanes = (FORMS.parent / "native_forms2.ptx").read_text().replace("[%rd3+44], %r53, 9", "[%rd3+44], %r10, 9")
     tr = wp.load(lanes).translation("forms2")       # a cas whose compared word differs from lane to lane
     assert not tr.native and "reads %r10, which is not one constant in every thread" in tr.reason

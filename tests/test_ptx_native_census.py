@@ -39,7 +39,7 @@ CENSUS = {
     "tests/cuda/numba_ptx/numba_warp_fp16.ptx": HERE,
     "tests/ptx/compiled/cutlass2/cutlass2_gemm_sm80.ptx": HERE,
     "tests/ptx/compiled/simt_calls.ptx": HERE,
-    "tests/ptx/compiled/simt_calls_G.ptx": _fallback("_Z7gcd_recii calls itself (recursion is not inlined)"),
+    "tests/ptx/compiled/simt_calls_G.ptx": HERE,
     "tests/ptx/compiled/triton_bf16_f32acc_masked_sm80.ptx":
         "test_ptx_native::test_mma_sync_gemms_compiled_give_the_h100_words",
     "tests/ptx/compiled/triton_e4m3_f32acc_sm89.ptx":
@@ -58,6 +58,7 @@ CENSUS = {
     "tests/ptx/compiled/wmma_gemm_epilogue_lineinfo.ptx": HERE,
     "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
     "tests/ptx/data/native_forms2.ptx": "test_ptx_native::test_scalar_forms_equal_the_interpreter",
+    "tests/ptx/data/native_recursion.ptx": "test_ptx_native::test_recursive_functions_run_compiled_with_the_interpreters_words",
     "tests/ptx/data/native_calls.ptx": "test_ptx_native::test_calls_and_generic_addresses_equal_the_interpreter",
     "tests/ptx/data/native_local.ptx": "test_ptx_native::test_local_memory_equals_the_interpreter",
     "tests/ptx/gemm_ldmatrix.ptx": HERE,
@@ -165,6 +166,7 @@ LAUNCH = {
     "tests/cuda/numba_ptx/numba_stencil_2d.ptx": _numba("stencil_2d"),
     "tests/cuda/numba_ptx/numba_warp_fp16.ptx": _numba("warp_fp16"),
     "tests/ptx/compiled/simt_calls.ptx": _compiled_case("simt_calls"),
+    "tests/ptx/compiled/simt_calls_G.ptx": _compiled_case("simt_calls_G"),
     "tests/ptx/compiled/warp_reduce.ptx": _compiled_case("warp_reduce"),
     "tests/ptx/compiled/warp_reduce_G.ptx": _compiled_case("warp_reduce_G"),
     "tests/ptx/compiled/wmma_gemm_epilogue.ptx": _compiled_case("wmma_gemm_epilogue"),
@@ -216,7 +218,7 @@ def test_census_names_every_kept_kernel_and_why_it_falls_back():
             else:
                 module, test = how.split("::")
                 assert callable(getattr(importlib.import_module(module), test, None)), how
-    assert sum(tr.native for _, _, tr in rows) == 28 and len(rows) == 29
+    assert sum(tr.native for _, _, tr in rows) == 30 and len(rows) == 30
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=REPEATS_A_PATH) if p in REPEATS else p for p in sorted(LAUNCH)])

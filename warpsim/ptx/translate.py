@@ -23,7 +23,8 @@ through a ``mov`` of a parameter's name; ``shfl.sync`` with a predicate destinat
 ``bar.warp.sync``, ``vote.sync``, ``redux.sync``; integer ``atom`` / ``red`` ``add`` / ``min`` / ``max`` / ``and`` /
 ``or`` / ``xor`` of the global, shared and generic spaces (the lanes in order, as the interpreter's), and ``exch`` /
 ``cas`` / ``inc`` / ``dec`` whose operands are immediates or constant registers (every lane the same update); calls of
-``.func`` functions, inlined at each call site (:mod:`warpsim.ptx.native.inline`; not recursion or externs); local
+``.func`` functions, inlined at each call site, and recursive ones (a body each, a stack of frames per warp of
+at most ``rt.FRAME_DEPTH`` calls; not with ``.local`` variables) (:mod:`warpsim.ptx.native.inline`; not externs); local
 memory: ``ld`` / ``st`` ``.local``, ``cvta.local`` / ``cvta.to.local`` and the local window of generic addresses (the
 interpreter's layout of every function's ``.local`` variables, a callee's saved and restored around its calls);
 ``mul.hi`` of 16- and 32-bit integers.
@@ -56,7 +57,7 @@ names the first statement and its class: other rounding / ``.ftz`` ALU forms, pa
 ``.relu`` 16-bit float arithmetic, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
 block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``mbarrier.test_wait`` (a
-spinning wait), TMA reductions, im2col and plain bulk copies, ``tensormap.replace``, recursive calls, ...), a
+spinning wait), TMA reductions, im2col and plain bulk copies, ``tensormap.replace``, recursive functions with ``.local`` variables, ...), a
 launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words

@@ -18,7 +18,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES, register_file
-from .rt import DEADLOCK, DIVERGED_BARRIER, MAX_STEPS
+from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, MAX_STEPS
 
 
 def _guard(ir, st):
@@ -262,10 +262,46 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}    spc[w, depth[w]] = {nxt}")
         lines.append(f"{pad}    if not rt_settle(spc, srpc, smask, depth, w):")
         lines.append(f"{pad}        state[w] = 2")
+    elif b.end == "call":
+        lines += [pad + x for x in _call_lines(ir, last_st, nxt)]
+    elif b.end == "return":
+        lines += [pad + x for x in _return_lines(ir, last_st)]
+        lines.append(settle)
     else:
         lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
         lines.append(settle)
     return lines
+
+
+#: frames whose call's entry is gone from the stack (every lane of the call left the kernel): dropped
+_STALE = ["_fd = FDEP[w]", "while _fd > 0 and FDRC[w, _fd - 1] >= depth[w]:", "    _fd -= 1"]
+
+
+def _call_lines(ir, st, nxt):
+    """inline.call: the warp's frame (the callee's registers, every lane) saved, the arguments into the callee's
+    formals (calling lanes), the caller's entry waits at the block after the call, the body's entry on top."""
+    fr = ir.frames[int(st.operands[0])]
+    full = f"return fail(status, {CALL_DEPTH}, {st.line}, base, np.uint64({FRAME_DEPTH}))"
+    lines = _STALE + [f"if _fd >= {FRAME_DEPTH} or depth[w] + 2 > spc.shape[1]:", f"    {full}",
+                      "FDRC[w, _fd] = depth[w]", "for l in range(32):", "    t = base + l"]
+    lines += [f"    FRM[w, _fd, {i}, l] = np.uint64({ir.ref(r)})" for i, r in enumerate(fr.saved)]
+    lines += ["    if act[l]:"] + [f"        {ir.ref(fr.params[f])} = {ir.ref(a)}" for f, a in fr.args.items()]
+    if not fr.args:
+        lines.append("        pass")
+    return lines + ["FDEP[w] = _fd + 1", f"spc[w, depth[w]] = {nxt}", "_d = depth[w] + 1",
+                    f"spc[w, _d] = {ir.block_at[st.target]}", f"srpc[w, _d] = {CALL_RPC}", "for l in range(32):",
+                    "    smask[w, _d, l] = act[l]", "depth[w] = _d"]
+
+
+def _return_lines(ir, st):
+    """inline.return: the frame's registers back (every lane), the call's entry popped: the lanes go on after the
+    call."""
+    fr = ir.frames[int(st.operands[0])]
+    lines = _STALE + ["_fd -= 1", "for l in range(32):", "    t = base + l"]
+    for i, r in enumerate(fr.saved):
+        ref = ir.ref(r)
+        lines.append(f"    {ref} = FRM[w, _fd, {i}, l]{' != 0' if ref.startswith('P[') else ''}")
+    return lines + ["FDEP[w] = _fd", "depth[w] = FDRC[w, _fd]"]
 
 
 def generate(ir, name="native_kernel"):
@@ -290,8 +326,10 @@ def generate(ir, name="native_kernel"):
     L.append("    NCTAID_x, NCTAID_y, NCTAID_z = np.uint32(GX), np.uint32(GY), np.uint32(GZ)")
     L.append("    NCL_x, NCL_y, NCL_z = np.uint32(GX // CX), np.uint32(GY // CY), np.uint32(GZ // CZ)")
     nbranch = sum(1 for b in ir.blocks if b.end == "branch")
+    # the reconvergence stack: a frame of a recursive call holds its call's entry and its body's divergence
+    entries = 2 * nbranch + 2 if not ir.frames else (2 * nbranch + 3) * (FRAME_DEPTH + 1)
     L.append("    TID_x, TID_y, TID_z, _files, _stacks, _lanes, SMEM, LMEM = rt_launch_state(BX, BY, BZ, CS, "
-             f"{', '.join(str(ir.counts[b]) for b in FILES)}, {2 * nbranch + 2}, {ir.shared_static} + dyn_smem, "
+             f"{', '.join(str(ir.counts[b]) for b in FILES)}, {entries}, {ir.shared_static} + dyn_smem, "
              f"{ir.local_stride})")
     L.append(f"    {', '.join(FILES.values())} = _files")
     L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
@@ -302,6 +340,11 @@ def generate(ir, name="native_kernel"):
     L.append("    SMEM0 = SMEM.ctypes.data")
     L.append(f"    LMEMP, LMEM_BYTES, LMEM_STRIDE = LMEM.ctypes.data, {ir.local_bytes}, {ir.local_stride}")
     L.extend(f"    {name} = {ir.scratch[name]}" for name in sorted(ir.scratch))
+    if ir.frames:        # recursive calls' frames (codegen._call_lines): saved registers, count, caller's entry
+        nsave = max(len(fr.saved) for fr in ir.frames.values())
+        L.append(f"    FRM = np.zeros((W * CS, {FRAME_DEPTH}, {nsave}, 32), np.uint64)")
+        L.append("    FDEP = np.zeros(W * CS, np.int64)")
+        L.append(f"    FDRC = np.zeros((W * CS, {FRAME_DEPTH}), np.int64)")
     L.append("    for c in range(first, first + count):")
     L.append("        CLID_x = np.uint32(c % (GX // CX))")
     L.append("        CLID_y = np.uint32((c // (GX // CX)) % (GY // CY))")
@@ -309,6 +352,8 @@ def generate(ir, name="native_kernel"):
     for r in zeroed:
         L.append(f"        rt_clear({register_file(ir.regs.get(r))}, {ir.index[r]})")
     L.append("        rt_cta_begin(SMEM, LMEM, spc, srpc, smask, depth, live, state)")
+    if ir.frames:
+        L.append("        FDEP[:] = 0")
     L.append("        rt_sync.sync_begin(WBAR, BARC, BARN, PARK, MBO, MBS, CLA, CLS, NREG, NRV)")
     L.append("        steps = 0")
     L.append("        while True:")

@@ -13,9 +13,17 @@ saves them at a call and restores them at its return, a copy starts with ``inlin
 bytes into a slot of its own past the interpreter's layout and ends with ``inline.local.restore`` (one slot per
 function: without recursion a function is called at most once at a time).
 
-Not inlined (the entry falls back, with the reason): recursion, calls of functions without a body (but
-CUDA's ``__assertfail``, which becomes ``inline.assertfail``: the kernel stops there), guarded calls and
-``.param`` variables read in parts or as vectors.
+A function on a cycle of calls (recursion) is not inlined: its body is placed once after the entry's code
+(:class:`Frame`), and each call of it is ``inline.call`` between moves through registers of its own (arguments
+in, results out): the compiled kernel keeps a stack of frames per warp, as the interpreter does (a call saves
+the callee's registers for the whole warp and runs its body with the calling lanes; when they have all
+returned -- the body's ``ret`` statements branch to its end, where its ``inline.return`` is -- the registers
+are restored and the lanes go on after the call).
+
+Not translated (the entry falls back, with the reason): calls of functions without a body (but CUDA's
+``__assertfail``, which becomes ``inline.assertfail``: the kernel stops there), guarded calls, ``.param``
+variables read in parts or as vectors, and recursive functions with ``.local`` variables or with a branch
+whose paths meet only when lanes leave the kernel.
 """
 
 from __future__ import annotations
@@ -78,6 +86,36 @@ def _move(line, dst, dbits, src, sbits):
     return make_statement(line, f"cvt.u{dbits}.u{sbits} {dst}, {src}")
 
 
+class Frame:
+    """A recursive function's one body in the flat code: ``index`` (the operand of its ``inline.call`` /
+    ``inline.return``), ``start`` (its first pc), ``saved`` (the registers a call saves and its return
+    restores: the body's own and its .param variables'), ``args`` / ``rets`` (formal -> the register an
+    argument or result passes through: not saved, so a result survives the restore)."""
+
+    def __init__(self, fn, index, params, args, rets):
+        self.fn, self.index, self.params, self.args, self.rets = fn, index, params, args, rets
+        self.start, self.saved, self.calls = None, [], []
+
+
+def _recursive(prog):
+    """The names of the functions on a cycle of calls."""
+    calls = {name: {st.call[0].name for st in prog.code[fn.start:fn.end]
+                    if st.opcode.startswith("call") and getattr(st, "call", None) and st.call[0] is not None}
+             for name, fn in prog.functions.items()}
+    out = set()
+    for name in calls:
+        seen, todo = set(), list(calls[name])
+        while todo:
+            f = todo.pop()
+            if f == name:
+                out.add(name)
+                break
+            if f not in seen and f in calls:
+                seen.add(f)
+                todo.extend(calls[f])
+    return out
+
+
 class _Entry:
     """The flat program's one function (what KernelIR reads of ``_Program.functions``)."""
 
@@ -109,8 +147,25 @@ class Flat:
         _, self._local_range, self._local_bytes = prog.local_layout()
         self._saves = {}                # callee with .local variables -> its slot for the caller's view of them
         self.local_saved = 0            # bytes of those slots, past the interpreter's local layout
+        self._recursive = _recursive(prog)
+        self.frames = {}                # recursive function name -> its Frame
         self._expand(entry, {}, "", {p: self._param(p, entry, "") for p in entry.params}, ())
-        self.reconverge = _post_dominators(self.code, _Labels(self.code))
+        if self.frames:
+            self.code.append(make_statement(self.code[-1].line, "ret"))     # the entry's end; the bodies follow
+            done = set()
+            while len(done) < len(self.frames):           # a body may call another recursive function
+                name = next(n for n in self.frames if n not in done)
+                done.add(name)
+                self._body(self.frames[name])
+        # the bodies' returns are sinks to the post-dominators, as ret is (a body's paths meet before its return)
+        view = [make_statement(st.line, "ret") if st.opcode == "inline.return" else st for st in self.code]
+        self.reconverge = _post_dominators(view, _Labels(view))
+        for fr in self.frames.values():
+            end = fr.end
+            for pc in range(fr.start, end):
+                if self.reconverge.get(pc, 0) < 0:
+                    raise Untranslatable(f"a branch of the recursive function {fr.fn.name} whose paths meet only "
+                                         "when lanes leave the kernel", self.code[pc])
 
     def shared_layout(self):
         return self._prog.shared_layout()
@@ -203,6 +258,8 @@ class Flat:
             return
         if callee is None:
             raise Untranslatable(f"a call of {rets!r}, a function without a body", st)
+        if callee.name in self._recursive:
+            return self._call_frame(st, callee, rets, args, params)
         if callee.name in stack or callee.name == self.entry.name:
             raise Untranslatable(f"{callee.name} calls itself (recursion is not inlined)", st)
         if st.guard is not None:
@@ -225,3 +282,61 @@ class Flat:
             self.code.append(_move(st.line, params[r], self._bits(params[r]), inner[formal], self._bits(inner[formal])))
         for b in returns:
             b.target = end
+
+    def _frame(self, callee, st):
+        fr = self.frames.get(callee.name)
+        if fr is None:
+            if callee.locals:
+                raise Untranslatable(f"{callee.name} is recursive and has .local variables (the compiled engine "
+                                     "does not keep them per call)", st)
+            k = len(self.frames)
+            suffix = f"r{k}"
+            widths = {p: 8 * callee.params[p][1] for p in callee.params}
+            fr = Frame(callee, k, {p: self._param(p, callee, suffix) for p in callee.params},
+                       {f: self._declare(f"%{f}$a{k}", widths[f]) for f in callee.formals},
+                       {f: self._declare(f"%{f}$x{k}", widths[f]) for f in callee.rets})
+            self.frames[callee.name] = fr
+        return fr
+
+    def _call_frame(self, st, callee, rets, args, params):
+        """A call of a recursive function: its arguments into the frame's argument registers, inline.call (the
+        compiled kernel saves the callee's registers and starts its body), its results out of the result
+        registers."""
+        if st.guard is not None:
+            raise Untranslatable("a guarded call", st)
+        fr = self._frame(callee, st)
+        for a, formal in zip(args, callee.formals):
+            if a not in params:
+                raise Untranslatable(f"call argument {a!r} is not a .param variable", st)
+            r = fr.args[formal]
+            self.code.append(_move(st.line, r, self._bits(r), params[a], self._bits(params[a])))
+        call = make_statement(st.line, f"inline.call {fr.index}")
+        if fr.start is not None:        # (a call from a body placed already, its own included)
+            call.target = fr.start
+        fr.calls.append(call)
+        self.code.append(call)
+        for r, formal in zip(rets, callee.rets):
+            if r not in params:
+                raise Untranslatable(f"call result {r!r} is not a .param variable", st)
+            x = fr.rets[formal]
+            self.code.append(_move(st.line, params[r], self._bits(params[r]), x, self._bits(x)))
+
+    def _body(self, fr):
+        """A recursive function's body, once: its ret statements branch to its end, where its results go to the
+        result registers before inline.return."""
+        fn = fr.fn
+        fr.start = len(self.code)
+        renamed = {}
+        returns = self._expand(fn, renamed, f"r{fr.index}", fr.params, (fn.name,))
+        end = len(self.code)
+        line = self.code[-1].line if self.code else 0
+        for b in returns:
+            b.target = end
+        for formal in fn.rets:
+            x = fr.rets[formal]
+            self.code.append(_move(line, x, self._bits(x), fr.params[formal], self._bits(fr.params[formal])))
+        self.code.append(make_statement(line, f"inline.return {fr.index}"))
+        fr.end = len(self.code)
+        fr.saved = list(dict.fromkeys(list(renamed.values()) + list(fr.params.values())))
+        for call in fr.calls:
+            call.target = fr.start

@@ -27,6 +27,8 @@ from .inline import Flat, Widths
 from .lower import Lowered, Untranslatable, lower, register_file
 
 EXIT = -1
+#: the kinds of statement that end a block
+_ENDS = ("branch", "ret", "bar", "wait", "call", "return")
 
 
 @dataclass
@@ -34,7 +36,7 @@ class Block:
     id: int
     start: int
     stmts: list = field(default_factory=list)     # (Statement, Lowered)
-    end: str = "fall"                              # fall | branch | ret | bar | wait
+    end: str = "fall"                              # fall | branch | ret | bar | wait | call | return
     succ: tuple = ()
     next: int = EXIT                               # the block after this one in the text
 
@@ -73,20 +75,28 @@ class KernelIR:
                 low = lower(self, st)
             except Untranslatable as exc:
                 raise Untranslatable(str(exc), st) from None
-            if low.kind in ("branch", "ret", "bar", "wait"):
+            if low.kind in _ENDS:
                 leaders.add(pc + 1)
             if low.kind == "wait":         # a statement a warp may park at and run again: a block of its own
                 leaders.add(pc)
             lowered.append(low)
         starts = sorted(p for p in leaders if p < len(code))
         self.block_at = {s: i for i, s in enumerate(starts)}
+        #: recursive functions' bodies (inline.Frame, by index): the registers a call saves, as rows
+        self.frames = {fr.index: fr for fr in getattr(prog, "frames", {}).values()}
+        returns_to = {str(k): tuple(self.block_at[pc + 1] for pc, st in enumerate(code)
+                                    if st.opcode == "inline.call" and st.operands[0] == str(k))
+                      for k in self.frames}
+        for fr in self.frames.values():
+            for r in fr.saved:
+                self.ref(r)
         self.blocks = []
         for i, s in enumerate(starts):
             e = starts[i + 1] if i + 1 < len(starts) else len(code)
             b = Block(i, s, [(code[pc], lowered[pc]) for pc in range(s, e)])
             b.next = i + 1 if i + 1 < len(starts) else EXIT
             last_st, last = b.stmts[-1]
-            if last.kind in ("branch", "ret", "bar", "wait"):
+            if last.kind in _ENDS:
                 b.end = last.kind
             if last.kind == "branch":
                 tgt = self.block_at.get(last_st.target)
@@ -95,6 +105,10 @@ class KernelIR:
                 b.succ = (tgt, b.next) if last_st.guard is not None else (tgt,)
             elif last.kind == "ret":
                 b.succ = (EXIT, b.next) if last_st.guard is not None else (EXIT,)
+            elif last.kind == "call":       # into the body; the caller's registers go on past the call
+                b.succ = (self.block_at[last_st.target], b.next)
+            elif last.kind == "return":
+                b.succ = returns_to[last_st.operands[0]]
             else:
                 b.succ = (b.next,)
             self.blocks.append(b)
@@ -156,15 +170,42 @@ class KernelIR:
 
     def _check_uniform(self, code, lowered):
         """Each register in uniform_operands (an atomic whose lanes' updates do not commute reads it: lower._atomic)
-        holds one constant in every thread: every write of it an unguarded mov of one immediate or symbol, and no
-        thread reads it before that."""
+        holds one constant in every thread where it is read: the write that reaches it in its block, else every
+        write of it, an unguarded mov of one immediate or symbol, or of a register that holds one there (an
+        inlined call's argument reaches its callee through such moves, a call block's .param register is written
+        before each call), and no thread reads it unwritten."""
         undefined = set(self.zeroed[0])
+        writes, start = {}, {}
+        for b in self.blocks:
+            for k in range(len(b.stmts)):
+                start[b.start + k] = b.start
+        for pc, low in enumerate(lowered):
+            for r in low.writes:
+                writes.setdefault(r, []).append(pc)
+
+        def written(pc, seen):
+            st = code[pc]
+            src = st.operands[1] if st.opcode.startswith("mov.") and st.guard is None else None
+            if not isinstance(src, str):
+                return {None}
+            if src.startswith("%") or self.regs.get(src) is not None:
+                return value(src, pc, seen)
+            return {src}
+
+        def value(reg, pc, seen):
+            if (reg, pc) in seen:
+                return {None}
+            seen = seen | {(reg, pc)}
+            for q in range(pc - 1, start.get(pc, pc) - 1, -1):
+                if reg in lowered[q].writes:
+                    return written(q, seen)
+            if reg in undefined or not writes.get(reg):
+                return {None}
+            return set().union(*(written(q, seen) for q in writes[reg]))
+
         for reg, where in self.uniform_operands:
-            values = {st.operands[1] if st.opcode.startswith("mov.") and st.guard is None and
-                      isinstance(st.operands[1], str) and not st.operands[1].startswith("%") and
-                      self.regs.get(st.operands[1]) is None else None
-                      for st, low in zip(code, lowered) if reg in low.writes}
-            if reg in undefined or len(values) != 1 or None in values:
+            found = value(reg, next(pc for pc, st in enumerate(code) if st is where), frozenset())
+            if len(found) != 1 or None in found:
                 raise Untranslatable(f"{where.opcode} reads {reg}, which is not one constant in every thread (the "
                                      "final word would depend on the order of the lanes' updates)", where)
 

@@ -206,6 +206,8 @@ _MESSAGES = {
     rt.TMA_NEGATIVE: "a TMA store's start coordinate {o} (dimension {n}, thread {w}) is negative; Hopper faults "
                      "(illegal instruction)",
     rt.TMA_DESCRIPTOR: "{tma} (thread {w})",
+    rt.CALL_DEPTH: "calls of recursive functions nested deeper than {v} frames in the warp of thread {w} (the compiled "
+                   "engine's limit; engine='interpret' has none)",
     rt.ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
                    "reads its message and source line",
     rt.PARTIAL_WARP: "a .sync.aligned statement (mma, ldmatrix, stmatrix) needs every lane of the warp; some lanes of "

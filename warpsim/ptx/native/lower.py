@@ -30,7 +30,7 @@ class Untranslatable(Exception):
 
 @dataclass
 class Lowered:
-    kind: str                     # lane | warp | branch | ret | bar
+    kind: str                     # lane | warp | wait | branch | ret | bar | call | return
     lines: list = field(default_factory=list)
     target: str | None = None     # branch label
     sfu: tuple | None = None      # (engine form code, ftz, table names) of a special-function statement
@@ -619,6 +619,15 @@ def _inline_local(o, m):
     lo, n, slot = (int(x) for x in o.need(3))
     src, dst = (lo, slot) if m["op"] == "save" else (slot, lo)
     return [f"rt_local_copy(LMEMP + t * LMEM_STRIDE, {src}, {dst}, {n})"]
+
+
+@row(r"inline\.(?P<op>call|return)")
+def _inline_frame(o, m):
+    """A call of a recursive function and its body's return (inline.Frame): block ends whose code (the frame's
+    registers saved and restored, the warp's reconvergence stack) codegen writes."""
+    if o.st.guard is not None:
+        o.fail(f"a guarded {o.st.opcode}")
+    return m["op"], []
 
 
 _SCOPE = r"(?:\.(?:relaxed|gpu|cta|sys))*"

@@ -38,6 +38,11 @@ SYNC_ERROR = 23         # an mbarrier, barrier or setmaxnreg misuse (status[4]: 
 BRKPT = 24              # a thread reached brkpt
 ASSERT_FAILED = 25      # a thread called CUDA's __assertfail (a failed device assert)
 TMA_DESCRIPTOR = 26     # a TMA statement's descriptor not found (status[4] 1), of another rank (2), a bad ctaMask (3)
+CALL_DEPTH = 27         # calls of recursive functions nested deeper than FRAME_DEPTH in a warp (inline.Frame)
+#: frames of recursive calls a warp may hold (the GPU's own limit is its call stack: 1 KiB a thread by default)
+FRAME_DEPTH = 128
+#: a call's entry on the reconvergence stack reconverges nowhere: its body's return pops it
+CALL_RPC = -3
 
 _U32 = np.uint32
 
