@@ -27,15 +27,24 @@ def _launch_both(text, make, **kw):
     return out
 
 
-def test_mbarrier_try_wait_lets_the_producer_run():
-    """The consumer warp parks on the mbarrier until the producer warp's arrive completes the phase."""
-    body = H.PRODUCER_CONSUMER.replace("""SPIN:
+@pytest.mark.parametrize("spin", [True, False], ids=["test_wait spin, then try_wait", "try_wait"])
+def test_mbarrier_waits_let_the_producer_run(spin):
+    """The consumer warp parks on the mbarrier until the producer warp's arrive completes the phase: spinning on
+    test_wait (false written, the warp parked; it goes on from the next statement) or blocked in try_wait."""
+    body = H.PRODUCER_CONSUMER if spin else H.PRODUCER_CONSUMER.replace("""SPIN:
     mbarrier.test_wait.parity.shared::cta.b64 %p3, [%r3], 0;
     @!%p3 bra SPIN;
 """, "")
+    assert ("mbarrier.test_wait" in body) == spin
     got = _launch_both(H._run(body, 1), lambda: ([np.zeros(32, np.uint32)], None), grid=1, block=64)
     for words in got.values():
         assert (words[0] == 1234).all()
+
+
+def test_a_test_wait_spin_that_never_completes_is_a_deadlock():
+    text = H._run(H.PRODUCER_CONSUMER.replace("mbarrier.arrive.shared::cta.b64 %rd5, [%r3];", ""), 1)
+    with pytest.raises(warpsim.PTXError, match="deadlock"):
+        load(text).launch("k", grid=1, block=64, args=[np.zeros(32, np.uint32)], engine="compiled", workers=1)
 
 
 def test_cluster_mapa_distributed_shared_memory_and_cluster_barrier():

@@ -45,7 +45,7 @@ def _groups(stmts):
             cur.append((st, low))
             if m:
                 seen.add(m)
-        elif low.kind in ("warp", "wait"):
+        elif low.kind in ("warp", "wait", "park"):
             if cur:
                 out.append(("lane", cur))
                 cur, seen = [], set()
@@ -183,7 +183,7 @@ class _Functions:
 
 def _group_lines(ir, items):
     regs = set()
-    if items[0][1].kind in ("warp", "wait"):
+    if items[0][1].kind in ("warp", "wait", "park"):
         st, low = items[0]
         body = []
         g = _guard(ir, st)
@@ -262,6 +262,12 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}    spc[w, depth[w]] = {nxt}")
         lines.append(f"{pad}    if not rt_settle(spc, srpc, smask, depth, w):")
         lines.append(f"{pad}        state[w] = 2")
+    elif b.end == "park":          # the statement parked the warp: it goes on from the next block when woken
+        lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
+        lines.append(f"{pad}if not rt_settle(spc, srpc, smask, depth, w):")
+        lines.append(f"{pad}    state[w] = 2")
+        lines.append(f"{pad}elif PARK[w]:")
+        lines.append(f"{pad}    state[w] = 3")
     elif b.end == "call":
         lines += [pad + x for x in _call_lines(ir, last_st, nxt)]
     elif b.end == "return":

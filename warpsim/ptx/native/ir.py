@@ -28,7 +28,7 @@ from .lower import Lowered, Untranslatable, lower, register_file
 
 EXIT = -1
 #: the kinds of statement that end a block
-_ENDS = ("branch", "ret", "bar", "wait", "call", "return")
+_ENDS = ("branch", "ret", "bar", "wait", "park", "call", "return")
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Block:
     id: int
     start: int
     stmts: list = field(default_factory=list)     # (Statement, Lowered)
-    end: str = "fall"                              # fall | branch | ret | bar | wait | call | return
+    end: str = "fall"                              # fall | branch | ret | bar | wait | park | call | return
     succ: tuple = ()
     next: int = EXIT                               # the block after this one in the text
 

@@ -30,7 +30,7 @@ class Untranslatable(Exception):
 
 @dataclass
 class Lowered:
-    kind: str                     # lane | warp | wait | branch | ret | bar | call | return
+    kind: str                     # lane | warp | wait | park | branch | ret | bar | call | return
     lines: list = field(default_factory=list)
     target: str | None = None     # branch label
     sfu: tuple | None = None      # (engine form code, ftz, table names) of a special-function statement

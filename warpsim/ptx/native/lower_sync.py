@@ -78,12 +78,15 @@ def _mb_tx(o, m):
         f"if rt_sync.mb_tx(status, {o.st.line}, t, MBO, MBS, SMEM_BYTES, _rk, {_int(o, n)}, {sign}):", "    return 1"]
 
 
-@row(r"mbarrier\.try_wait(?P<parity>\.parity)?" + _SEM + _SPACE + r"\.b64")
-def _mb_try_wait(o, m):
-    """A warp whose lanes' phases are not all complete parks on the first lane's barrier that is not, and
-    runs the statement again once that barrier's phase moves on (the interpreter's blocking try_wait)."""
+@row(r"mbarrier\.(?P<op>test_wait|try_wait)(?P<parity>\.parity)?" + _SEM + _SPACE + r"\.b64")
+def _mb_wait(o, m):
+    """A warp whose lanes' phases are not all complete parks on the first lane's barrier that is not: try_wait
+    runs the statement again once that barrier's phase moves on (the interpreter's blocking try_wait);
+    test_wait has written false and goes on from the next statement then (the interpreter parks a warp spinning
+    on it, so that the others run)."""
     ops = o.st.operands
-    if not 3 <= len(ops) <= 4:
+    try_ = m["op"] == "try_wait"
+    if not 3 <= len(ops) <= 3 + try_:
         o.fail(f"{o.st.opcode} with {len(ops)} operands")
     if _space(m) == SPACE_CLUSTER:
         o.fail(f"{o.st.opcode} on a .shared::cluster barrier")
@@ -95,7 +98,7 @@ def _mb_try_wait(o, m):
         f"{o.dst(ops[0], 'pred')} = _ok == 1"]
     if len(ops) == 4:
         o.src(ops[3], "u32")            # suspendTimeHint: read (a register must be declared), no effect
-    return "wait", lines + ["        " + x for x in body]
+    return "wait" if try_ else "park", lines + ["        " + x for x in body]
 
 
 def _whole_warp(o, aligned):
