@@ -170,3 +170,74 @@ def test_cutlass3_gemms_compiled_give_the_h100_words(path, case):
 
     D, want = H._replay(open_golden(path), case, engine="compiled", workers=1)
     assert int((D != want).sum()) == 0, f"{int((D != want).sum())} of {D.size} D words differ from the H100's"
+
+
+BULK = """
+    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd2, [p1];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r3, buf;
+    add.u32 %r4, %r3, 256;
+    add.u32 %r5, %r3, 512;
+    add.u32 %r6, %r3, 8;
+    mov.u32 %r20, %cluster_ctarank;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra INIT_DONE;
+    mbarrier.init.shared::cta.b64 [%r3], 1;
+    mbarrier.init.shared::cta.b64 [%r3+8], 1;
+INIT_DONE:
+    fence.mbarrier_init.release.cluster;
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+    @%p1 bra WAIT;
+    mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r3], 256;
+    mbarrier.arrive.expect_tx.shared::cta.b64 %rd6, [%r3+8], 256;
+    mul.wide.u32 %rd7, %r20, 256;
+    add.s64 %rd8, %rd1, %rd7;
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd8], SIZE, [%r3];
+    setp.ne.u32 %p2, %r20, 0;
+    @%p2 bra WAIT;
+    mov.u16 %rs1, 3;
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r5], [%rd1], 256, [%r6], %rs1;
+WAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r3], 0;
+    @!%p3 bra WAIT;
+WAIT2:
+    mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r3+8], 0;
+    @!%p4 bra WAIT2;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd9, %r20, 512;
+    add.s64 %rd10, %rd2, %rd9;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd10], [%r4], 512;
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+DONE:
+    barrier.cluster.arrive.aligned;
+    barrier.cluster.wait.aligned;
+"""
+
+
+def _bulk(size=256):
+    return H._run(BULK.replace("SIZE", str(size)), 2, regs=".reg .b16 %rs<4>;")
+
+
+def test_bulk_copies_global_to_shared_multicast_and_back():
+    """cp.async.bulk into shared memory (each CTA its own part; rank 0's multicast to both), completed on
+    mbarriers, and back to global memory with a bulk group: both engines give the bytes the copies move."""
+    src = np.arange(512, dtype=np.uint8)
+
+    def make():
+        return [src.copy(), np.zeros(1024, np.uint8)], None
+
+    got = _launch_both(_bulk(), make, grid=2, block=64, cluster=2)
+    for engine, (_, out) in got.items():
+        for r in range(2):
+            assert np.array_equal(out[r * 512:r * 512 + 256], src[r * 256:(r + 1) * 256]), engine
+            assert np.array_equal(out[r * 512 + 256:(r + 1) * 512], src[:256]), engine
+
+
+def test_a_bulk_copy_of_a_size_not_a_multiple_of_16_stops_both_engines():
+    for engine in ("interpret", "compiled"):
+        with pytest.raises(warpsim.PTXError, match="multiple of 16"):
+            load(_bulk(250)).launch("k", grid=2, block=64, cluster=2, engine=engine, workers=1,
+                                    args=[np.arange(512, dtype=np.uint8), np.zeros(1024, np.uint8)])

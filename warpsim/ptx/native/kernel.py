@@ -206,6 +206,7 @@ _MESSAGES = {
     rt.TMA_NEGATIVE: "a TMA store's start coordinate {o} (dimension {n}, thread {w}) is negative; Hopper faults "
                      "(illegal instruction)",
     rt.TMA_DESCRIPTOR: "{tma} (thread {w})",
+    rt.BULK_COPY: "cp.async.bulk (thread {w}): {bulk}",
     rt.CALL_DEPTH: "calls of recursive functions nested deeper than {v} frames in the warp of thread {w} (the compiled "
                    "engine's limit; engine='interpret' has none)",
     rt.ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
@@ -342,8 +343,9 @@ def _message(ir, code, line, status):
               "mapped arrays (one written by the kernel is not translated; engine='interpret' reads it)",
            2: f"the tensormap has rank {o}, not the statement's coordinate count",
            3: f"ctaMask 0x{o & 0xFFFF:04x} names no CTA or a rank the cluster lacks"}.get(int(status[4]), "")
+    bulk = rt_tma.BULK_ERRORS.get(int(status[4]), "").format(v=o & (2**64 - 1))
     return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes,
-                                  sync=sync, tma=tma)
+                                  sync=sync, tma=tma, bulk=bulk)
 
 
 def run_tracked(ir, grid, block, shared_bytes, params, bases, datas, first, count, max_steps, launch_values=(),

@@ -13,7 +13,8 @@ from ..cluster import _MB_SEM, _MB_SPACE, _TENSOR_REF, _split_operands
 from ..memory import PARAM_WINDOW
 from ..syntax import immediate_bits
 from .lower import _sx, row
-from .rt import ASSERT_FAILED, BRKPT, DIVERGED_BARRIER, PARTIAL_WARP, READ, SYNC_ERROR, TMA_DESCRIPTOR
+from .rt import (ASSERT_FAILED, BRKPT, BULK_COPY, DIVERGED_BARRIER, PARTIAL_WARP, READ, SYNC_ERROR, TMA_DESCRIPTOR,
+                 WRITTEN)
 from .rt_sync import SPACE_CLUSTER, SPACE_CTA, SPACE_GENERIC
 
 _SPACE, _SEM = _MB_SPACE, _MB_SEM         # the interpreter's spellings of the mbarrier state spaces and semantics
@@ -173,7 +174,8 @@ def _setmaxnreg(o, m):
 _NO_EFFECT = (r"fence\.(?:proxy\.async(?:\.shared::(?:cta|cluster)|\.global)?|mbarrier_init\.release\.cluster|"
               r"(?:acq_rel|sc)\.(?:cta|cluster|gpu|sys))|membar\.(?:cta|gl|sys)|"
               r"cp\.async\.bulk\.commit_group|cp\.async\.bulk\.wait_group(?:\.read)?|"
-              r"prefetch\.tensormap|prefetch(?:\.global|\.local)?\.L[12](?:::evict_\w+)?|griddepcontrol\.\w+")
+              r"prefetch\.tensormap|prefetch(?:\.global|\.local)?\.L[12](?:::evict_\w+)?|griddepcontrol\.\w+|"
+              r"cp\.async\.bulk\.prefetch(?:\.tensor\.[1-5]d\.L2\.global(?:\.tile)?|\.L2\.global)(?:\.L2::cache_hint)?")
 
 
 @row(_NO_EFFECT)
@@ -280,3 +282,76 @@ def _tma_store(o, m):
     lines = _descriptor(o, ops[0]) + [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)]
     return lines + [f"if rt_tma.tile_store(status, {o.st.line}, t, TMF[_d], TMC, SMEM0 + (_rks >> 32) * SMEM_BYTES, "
                     "SMEM_BYTES, _rks & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF) < 0:", "    return 1"]
+
+
+# --- plain bulk copies: cp.async.bulk (rt_tma.bulk_check / bulk_copy; cluster._bulk_to_shared / _bulk_to_global) ---
+
+def _global_address(o, where):
+    """The uint64 expression of a ``[reg+imm]`` / ``[module variable+imm]`` global address."""
+    base, kind, off = o.address(where)
+    if kind == "symbol":
+        if base not in o.ir.module_variables:
+            o.fail(f"global address {where!r}")
+        base = f"GSYM[{o.ir.module_variables.index(base)}]"
+    return f"np.uint64({base}) + np.uint64({off & 0xFFFFFFFFFFFFFFFF})"
+
+
+def _bulk_past(line, end):
+    return [f"if {end} > SMEM_BYTES:", "    status[4] = 4", f"    return fail(status, {BULK_COPY}, {line}, t, np.uint64({end}))"]
+
+
+@row(r"cp\.async\.bulk\.(?P<dst>shared::cluster|shared::cta)\.(?P<src>global|shared::cta)"
+     r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
+def _bulk_to_shared(o, m):
+    """``size`` bytes from global memory (or the CTA's shared memory) to the destination CTA's shared memory --
+    each CTA of the ctaMask with .multicast::cluster -- completing them on the mbarrier at the same offset there,
+    when issued."""
+    ops = o.st.operands
+    if len(ops) != 4 + bool(m["mc"]) + bool(m["hint"]):
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    space = SPACE_CLUSTER if m["dst"] == "shared::cluster" else SPACE_CTA
+    line = o.st.line
+    lines = [f"_sz = {_int(o, ops[2])}"]
+    lines += [x.replace("_rk", "_rkd") for x in _target(o, ops[0], space)]
+    lines += [x.replace("_rk", "_rkb") for x in _target(o, ops[3], space)]
+    if m["src"] == "global":
+        lines += [f"_sa = {_global_address(o, ops[1])}",
+                  f"if rt_tma.bulk_check(status, {line}, t, _rkd & 0xFFFFFFFF, _sa, _sz) < 0:", "    return 1",
+                  f"_sp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _sa, _sz, {READ})",
+                  "if _sp == 0:", "    return 1"]
+    else:
+        lines += [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)]
+        lines += [f"if rt_tma.bulk_check(status, {line}, t, _rkd & 0xFFFFFFFF, _rks & 0xFFFFFFFF, _sz) < 0:",
+                  "    return 1"] + _bulk_past(line, "(_rks & 0xFFFFFFFF) + _sz")
+        lines.append("_sp = SMEM0 + (_rks >> 32) * SMEM_BYTES + (_rks & 0xFFFFFFFF)")
+    if m["hint"]:
+        o.src(ops[-1], "b64")
+    land = ["rt_tma.bulk_copy(SMEM0 + {rank} * SMEM_BYTES + (_rkd & 0xFFFFFFFF), _sp, _sz)",
+            f"if rt_sync.mb_tx(status, {line}, t, MBO, MBS, SMEM_BYTES, {{bar}}, _sz, -1):", "    return 1"]
+    if not m["mc"]:
+        return lines + _bulk_past(line, "(_rkd & 0xFFFFFFFF) + _sz") + \
+            [x.format(rank="(_rkd >> 32)", bar="_rkb") for x in land]
+    return lines + [f"_mask = np.int64({o.src(ops[4], 'u16')}) & 0xFFFF",
+                    "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
+                    f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))"] + \
+        _bulk_past(line, "(_rkd & 0xFFFFFFFF) + _sz") + \
+        ["for _q in range(CS):", "    if (_mask >> _q) & 1:"] + \
+        ["        " + x.format(rank="_q", bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") for x in land]
+
+
+@row(r"cp\.async\.bulk\.global\.shared::cta\.bulk_group(?P<hint>\.L2::cache_hint)?")
+def _bulk_to_global(o, m):
+    """``size`` bytes of the CTA's shared memory to global memory, when issued."""
+    ops = o.st.operands
+    if len(ops) != 3 + bool(m["hint"]):
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    line = o.st.line
+    if m["hint"]:
+        o.src(ops[-1], "b64")
+    return [f"_sz = {_int(o, ops[2])}", f"_ga = {_global_address(o, ops[0])}"] + \
+        [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)] + \
+        [f"if rt_tma.bulk_check(status, {line}, t, _ga, _rks & 0xFFFFFFFF, _sz) < 0:", "    return 1"] + \
+        _bulk_past(line, "(_rks & 0xFFFFFFFF) + _sz") + \
+        [f"_gp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _ga, _sz, {WRITTEN})",
+         "if _gp == 0:", "    return 1",
+         "rt_tma.bulk_copy(_gp, SMEM0 + (_rks >> 32) * SMEM_BYTES + (_rks & 0xFFFFFFFF), _sz)"]

@@ -21,7 +21,7 @@ from numba import njit
 from ...isa.smem import SWIZZLE_BYTES
 from ...isa.tensormap import LAYOUT, TENSORMAP_BYTES, TensorMap, decode_tensormap
 from .. import tma
-from .rt import (BAD_ADDRESS, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
+from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
                  global_at, peek1, peek8, poke1, poke8)
 
 #: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
@@ -273,3 +273,36 @@ def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes,
             _row_bytes(smemp, src + r * pitch, mask, 0, n, STORE, h, 0)
             written += n
     return written
+
+
+#: what a BULK_COPY status names (status[4]), as tma.check_bulk and the interpreter's bulk copies say it
+BULK_ERRORS = {1: "destination address 0x{v:x} is not 16-byte aligned",
+               2: "source address 0x{v:x} is not 16-byte aligned",
+               3: "size {v} is not a positive multiple of 16",
+               4: "the copy ends at shared byte {v}, past the CTA's shared memory"}
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def bulk_check(status, line, t, dst, src, size):
+    """``cp.async.bulk``'s rule (tma.check_bulk): both addresses 16-byte aligned, the size a positive multiple
+    of 16.  -1 after recording which is broken, else 0."""
+    if np.int64(dst) % tma.BULK_ALIGN:
+        return _refuse(status, BULK_COPY, line, t, dst, 1)
+    if np.int64(src) % tma.BULK_ALIGN:
+        return _refuse(status, BULK_COPY, line, t, src, 2)
+    if np.int64(size) <= 0 or np.int64(size) % tma.BULK_ALIGN:
+        return _refuse(status, BULK_COPY, line, t, size, 3)
+    return np.int64(0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def bulk_copy(dstp, srcp, size):
+    """``size`` bytes (a multiple of 16) from host address srcp to dstp, 8 at a time; as if read whole first
+    (the interpreter's copy) where the two overlap."""
+    n = np.int64(size)
+    if srcp < dstp < srcp + n:
+        for i in range(n - 8, -8, -8):
+            poke8(dstp + i, peek8(srcp + i))
+    else:
+        for i in range(0, n, 8):
+            poke8(dstp + i, peek8(srcp + i))
