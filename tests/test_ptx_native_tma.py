@@ -198,3 +198,96 @@ def test_descriptor_fields_take_a_decoded_tensormap():
         rt_tma.descriptor_fields(np.zeros(128, np.uint8))
     with pytest.raises(NotImplementedError, match="interleave"):
         _row("uint8", 3, BASE, (16, 2, 2), (16, 32), (16, 2, 2), (1, 1, 1), interleave="16B")
+
+
+def _reductions(group):
+    cap = Capture(open_golden(GOLDEN / "tma_stores_sm90.npz"))
+    return cap, [(i, c) for i, c in enumerate(cap.cases) if c["group"] == group and c.get("op") not in (None, "store")
+                 and cap.result[i] == 0 and cap.has_output[i]]
+
+
+def test_bulk_reductions_leave_the_captured_h200_bytes():
+    """Every cp.reduce.async.bulk of the capture (each op and type: integer wraparound, inc / dec, f16 / bf16 sums
+    rounded once, f32 and f64 sums, min / max of NaNs and signed zeros): the jitted reduction leaves global memory
+    as the H200 did."""
+    from warpsim.ptx.native.lower_sync import _BULK_TYPES
+
+    cap, cases = _reductions("bulk")
+    assert len(cases) >= 50
+    bad = []
+    for i, c in cases:
+        data = initial(c)
+        src = data_bytes(c["seed"] + 1, c["nbytes"])
+        code = rt_tma.REDUCE_DTYPES.index(_BULK_TYPES[c["type"].split(".")[-1]])      # (noftz.f16: f16)
+        rt_tma.reduce_bytes(rt_tma.REDUCE_OPS.index(c["op"]), code, data.ctypes.data + c["dst_off"], src.ctypes.data,
+                            c["nbytes"])
+        if not np.array_equal(data, cap.gpu_bytes(i)):
+            bad.append((i, c["op"], c["type"]))
+    assert not bad, bad
+
+
+def test_tensor_reductions_leave_the_captured_h200_bytes():
+    """Every cp.reduce.async.bulk.tensor of the capture (ranks 1-5, swizzles, clipped boxes, every op and element
+    type): the jitted tile reduction leaves global memory as the H200 did."""
+    cap, cases = _reductions("tensor")
+    assert len(cases) >= 100
+    bad = []
+    for i, c in cases:
+        data = initial(c)
+        smem = np.zeros(WINDOW, np.uint8)
+        smem[:c["nbytes"]] = data_bytes(c["seed"] + 1, c["nbytes"])
+        mem = Mapped((data, int(cap.gaddr[i])))
+        f = rt_tma.descriptor_fields(decode_tensormap(cap.tensormap[i]))
+        co = np.zeros(5, np.int64)
+        co[:len(c["coords"])] = c["coords"]
+        status = np.zeros(5, np.int64)
+        n = rt_tma.tile_reduce(status, 7, 3, f, co, smem.ctypes.data, smem.size, 0, mem.bases, mem.sizes, mem.ptrs,
+                               mem.trk, mem.toff, rt_tma.REDUCE_OPS.index(c["op"]))
+        if n < 0 or not np.array_equal(data, cap.gpu_bytes(i)):
+            bad.append((i, c["op"], c["dtype"], int(n), status.tolist()))
+    assert not bad, bad[:5]
+
+
+@pytest.mark.parametrize("entry", ["bulk_copy", "bulk_add_f16", "tma_add_2d", "tma_xor_3d"])
+def test_capture_entries_run_compiled_with_the_h200_bytes(entry):
+    """The capture's own kernels (cp.async.bulk, cp.reduce.async.bulk and .tensor statements as the device script
+    ran them) on the compiled engine: every byte the H200's."""
+    from warpsim.hw.offline.tma_store_replay import _module
+    from warpsim.ptx import GlobalMemory
+
+    cap = Capture(open_golden(GOLDEN / "tma_stores_sm90.npz"))
+    mod = _module()
+    assert mod.translation(entry).native, mod.translation(entry).reason
+    ran = 0
+    for i, c in enumerate(cap.cases):
+        if c.get("entry") != entry or cap.result[i] != 0 or not cap.has_output[i]:
+            continue
+        gm = GlobalMemory()
+        data = initial(c)
+        gm.map(data, address=int(cap.gaddr[i]))
+        if c["group"] == "tensor":
+            args = [bytes(cap.tensormap[i]), np.array(c["coords"] + [0] * (5 - c["rank"]), np.int32),
+                    data_bytes(c["seed"] + 1, c["nbytes"]), c["nbytes"]]
+        else:
+            args = [int(cap.gaddr[i]) + c["dst_off"], data_bytes(c["seed"] + 1, c["nbytes"]), c["nbytes"]]
+        mod.launch(entry, (1,), (128,), args, memory=gm, engine="compiled", workers=1)
+        assert mod.last_engine["engine"] == "compiled"
+        assert np.array_equal(data, cap.gpu_bytes(i)), (entry, i)
+        ran += 1
+    assert ran >= 1
+
+
+def test_tensor_reduction_refusals():
+    """and / or / xor on an int64 tensormap faulted on the H100 (captured) and a type no reduction takes is
+    refused as the interpreter refuses it: nothing written, the rule's code."""
+    G = np.zeros(64, np.uint8)
+    mem = Mapped((G, BASE))
+    smem = np.ones(256, np.uint8)
+    for dtype, op, detail in (("int64", "xor", 6), ("float32", "min", 5), ("uint8", "add", 5)):
+        eb = np.dtype(dtype).itemsize
+        f = _row(dtype, 1, BASE, (64 // eb,), (), (16 // eb,), (1,))
+        co = np.zeros(5, np.int64)
+        status = np.zeros(5, np.int64)
+        n = rt_tma.tile_reduce(status, 7, 3, f, co, smem.ctypes.data, smem.size, 0, mem.bases, mem.sizes, mem.ptrs,
+                               mem.trk, mem.toff, rt_tma.REDUCE_OPS.index(op))
+        assert n == -1 and status[0] == rt.BULK_COPY and status[4] == detail and not G.any(), (dtype, op)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from ..cluster import _MB_SEM, _MB_SPACE, _TENSOR_REF, _split_operands
 from ..memory import PARAM_WINDOW
+from .. import tma
 from ..syntax import immediate_bits
+from . import rt_tma
 from .lower import _sx, row
 from .rt import (ASSERT_FAILED, BRKPT, BULK_COPY, DIVERGED_BARRIER, PARTIAL_WARP, READ, SYNC_ERROR, TMA_DESCRIPTOR,
                  WRITTEN)
@@ -203,6 +205,9 @@ def _assertfail(o, m):
 
 
 
+_REDUCE_OP = r"(?P<op>add|min|max|inc|dec|and|or|xor)"
+
+
 def _whole(o):
     """The statement's operands with ``[map, {coords}]`` kept whole (cluster._split_operands)."""
     return _split_operands(o.st.text)
@@ -270,18 +275,24 @@ def _tma_load(o, m):
                     "            return 1"]
 
 
-@row(r"cp\.async\.bulk\.tensor\.(?P<dim>[1-5])d\.global\.shared::cta(?:\.tile)?\.bulk_group(?P<hint>\.L2::cache_hint)?")
+@row(r"cp\.(?P<red>reduce\.)?async\.bulk\.tensor\.(?P<dim>[1-5])d\.global\.shared::cta(?:\." + _REDUCE_OP + r")?"
+     r"(?:\.tile)?\.bulk_group(?P<hint>\.L2::cache_hint)?")
 def _tma_store(o, m):
-    """The box of the CTA's shared memory to global memory when issued (cluster._tma_store)."""
+    """The box of the CTA's shared memory to global memory when issued (cluster._tma_store); with cp.reduce,
+    each element there becomes itself (op) the box's (tma.tile_reduce; the element type the tensormap's)."""
     ops = _whole(o)
     if len(ops) != 2 + bool(m["hint"]):
         o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    if bool(m["red"]) != bool(m["op"]):
+        o.fail(f"{o.st.opcode}: a reduction named without cp.reduce, or cp.reduce without one")
     _tma_scratch(o)
     if m["hint"]:
         o.src(ops[-1], "b64")
     lines = _descriptor(o, ops[0]) + [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)]
-    return lines + [f"if rt_tma.tile_store(status, {o.st.line}, t, TMF[_d], TMC, SMEM0 + (_rks >> 32) * SMEM_BYTES, "
-                    "SMEM_BYTES, _rks & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF) < 0:", "    return 1"]
+    call = "tile_store" if not m["op"] else "tile_reduce"
+    op = f", {rt_tma.REDUCE_OPS.index(m['op'])}" if m["op"] else ""
+    return lines + [f"if rt_tma.{call}(status, {o.st.line}, t, TMF[_d], TMC, SMEM0 + (_rks >> 32) * SMEM_BYTES, "
+                    f"SMEM_BYTES, _rks & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF{op}) < 0:", "    return 1"]
 
 
 # --- plain bulk copies: cp.async.bulk (rt_tma.bulk_check / bulk_copy; cluster._bulk_to_shared / _bulk_to_global) ---
@@ -339,19 +350,34 @@ def _bulk_to_shared(o, m):
         ["        " + x.format(rank="_q", bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") for x in land]
 
 
-@row(r"cp\.async\.bulk\.global\.shared::cta\.bulk_group(?P<hint>\.L2::cache_hint)?")
+#: cp.reduce.async.bulk's type suffixes (the interpreter's reading of them)
+_BULK_TYPES = {"u32": "uint32", "s32": "int32", "u64": "uint64", "s64": "int64", "f32": "float32", "f16": "float16",
+               "bf16": "bfloat16", "b32": "uint32", "b64": "uint64", "f64": "float64"}
+
+
+@row(r"cp\.(?P<red>reduce\.)?async\.bulk\.global\.shared::cta\.bulk_group(?P<hint>\.L2::cache_hint)?"
+     r"(?:\." + _REDUCE_OP + r"(?:\.noftz)?\.(?P<t>\w+))?")
 def _bulk_to_global(o, m):
-    """``size`` bytes of the CTA's shared memory to global memory, when issued."""
+    """``size`` bytes of the CTA's shared memory to global memory when issued; with cp.reduce, each element of
+    global memory becomes itself (op) the shared one's (tma.reduce_elements)."""
     ops = o.st.operands
     if len(ops) != 3 + bool(m["hint"]):
         o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    if bool(m["red"]) != bool(m["op"]):
+        o.fail(f"{o.st.opcode}: a reduction named without cp.reduce, or cp.reduce without one")
+    if m["op"]:
+        dtype = _BULK_TYPES.get(m["t"])
+        if dtype not in rt_tma.REDUCE_DTYPES or dtype not in tma.REDUCE_TYPES[m["op"]]:
+            o.fail(f"{o.st.opcode}: .{m['op']} of .{m['t']} (the interpreter refuses it when it runs)")
     line = o.st.line
     if m["hint"]:
         o.src(ops[-1], "b64")
+    src = "SMEM0 + (_rks >> 32) * SMEM_BYTES + (_rks & 0xFFFFFFFF)"
+    move = [f"rt_tma.bulk_copy(_gp, {src}, _sz)"] if not m["op"] else \
+        [f"rt_tma.reduce_bytes({rt_tma.REDUCE_OPS.index(m['op'])}, {rt_tma.REDUCE_DTYPES.index(dtype)}, _gp, {src}, _sz)"]
     return [f"_sz = {_int(o, ops[2])}", f"_ga = {_global_address(o, ops[0])}"] + \
         [x.replace("_rk", "_rks") for x in _target(o, ops[1], SPACE_CTA)] + \
         [f"if rt_tma.bulk_check(status, {line}, t, _ga, _rks & 0xFFFFFFFF, _sz) < 0:", "    return 1"] + \
         _bulk_past(line, "(_rks & 0xFFFFFFFF) + _sz") + \
-        [f"_gp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _ga, _sz, {WRITTEN})",
-         "if _gp == 0:", "    return 1",
-         "rt_tma.bulk_copy(_gp, SMEM0 + (_rks >> 32) * SMEM_BYTES + (_rks & 0xFFFFFFFF), _sz)"]
+        [f"_gp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _ga, _sz, "
+         f"{WRITTEN if not m['op'] else READ | WRITTEN})", "if _gp == 0:", "    return 1"] + move

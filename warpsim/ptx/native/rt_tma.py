@@ -14,6 +14,7 @@ the table (-1: not found at launch, e.g. written by the kernel itself), and :fun
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from numba import njit
@@ -22,7 +23,7 @@ from ...isa.smem import SWIZZLE_BYTES
 from ...isa.tensormap import LAYOUT, TENSORMAP_BYTES, TensorMap, decode_tensormap
 from .. import tma
 from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
-                 global_at, peek1, peek8, poke1, poke8)
+                 global_at, peek1, peek2, peek4, peek8, poke1, poke2, poke4, poke8)
 
 #: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
 #: the rank) of each per-dimension entry.  ``address``: the global address (as int64 bits);
@@ -30,13 +31,14 @@ from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM
 #: with the NaN fill, else 0); ``swizzle_span``: bytes (0: none); ``swizzle_mask``: the 16-byte chunk
 #: bits the swizzle flips (isa.smem.swizzle); ``tx_bytes``: tma.box_bytes, the count a load completes;
 #: ``row_bytes``: a box row's bytes; ``row_pitch``, ``footprint``: tma.smem_row_pitch / smem_footprint;
+#: ``reduce_type``: the element type's index in :data:`REDUCE_DTYPES` (-1: none a reduction takes);
 #: ``stride``: byte stride (dimension 0: the element); ``step``: the element stride a box walks
 #: (dimension 0: 1); ``shape``: tma.box_shape, the elements walked.
 FIELDS = ("address", "rank", "elem_bytes", "is_float", "fill_pattern", "swizzle_span", "swizzle_mask", "tx_bytes",
-          "row_bytes", "row_pitch", "footprint")
+          "row_bytes", "row_pitch", "footprint", "reduce_type")
 PER_DIM = ("dim", "stride", "box", "step", "shape")
 (ADDRESS, RANK, ELEM_BYTES, IS_FLOAT, FILL_PATTERN, SWIZZLE_SPAN, SWIZZLE_MASK, TX_BYTES, ROW_BYTES, ROW_PITCH,
- FOOTPRINT) = range(len(FIELDS))
+ FOOTPRINT, REDUCE_TYPE) = range(len(FIELDS))
 DIM, STRIDE, BOX, STEP, SHAPE = (len(FIELDS) + 5 * i for i in range(len(PER_DIM)))
 NFIELDS = len(FIELDS) + 5 * len(PER_DIM)
 
@@ -55,7 +57,7 @@ def descriptor_fields(tm: TensorMap) -> np.ndarray:
     row = np.zeros(NFIELDS, np.int64)
     row[:len(FIELDS)] = (np.uint64(tm.global_address).astype(np.int64), tm.rank, eb, tm.is_float, fill, span,
                          span // 16 - 1 if span else 0, tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm),
-                         tma.smem_footprint(tm))
+                         tma.smem_footprint(tm), REDUCE_DTYPES.index(tm.dtype) if tm.dtype in REDUCE_DTYPES else -1)
     per_dim = {"dim": tm.global_dim, "stride": (eb,) + tuple(tm.global_strides), "box": tm.box_dim,
                "step": (1,) + tuple(tm.element_strides[1:]), "shape": shape}
     for base, name in zip((DIM, STRIDE, BOX, STEP, SHAPE), PER_DIM):
@@ -240,6 +242,26 @@ def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes,
     """``cp.async.bulk.tensor`` shared -> global, tile mode, as tma.tile_store: the box at shared offset ``src``
     to ``coords``; the innermost bound is rounded up to tma.STORE_GRANULE bytes.  Every run is checked mapped
     before a byte is written.  Returns the global bytes written, or -1 after recording why in status."""
+    return _tile_out(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes, ptrs, trk, toff, -1)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tile_reduce(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes, ptrs, trk, toff, op):
+    """``cp.reduce.async.bulk.tensor`` tile mode (tma.tile_reduce): each byte tile_store would write is the
+    global element (op) the box's (``op``: an index of :data:`REDUCE_OPS`; the element type the tensormap's).
+    Returns the global bytes changed, or -1 after recording why in status (a type the reduction does not take:
+    BULK_COPY, status[4] 5)."""
+    code = f[REDUCE_TYPE]
+    if code < 0 or not _REDUCE_TAKES[op, code]:
+        return _refuse(status, BULK_COPY, line, t, op, 5)
+    if op >= 5 and code == 3:                 # and / or / xor on int64: illegal instruction (captured)
+        return _refuse(status, BULK_COPY, line, t, op, 6)
+    return _tile_out(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes, ptrs, trk, toff, op)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _tile_out(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes, ptrs, trk, toff, op):
+    """tile_store (op -1) and tile_reduce."""
     src, smemp, smem_bytes = np.int64(src), np.int64(smemp), np.int64(smem_bytes)
     for d in range(f[RANK]):
         if coords[d] < 0:                         # captured: illegal instruction on Hopper
@@ -269,17 +291,31 @@ def tile_store(status, line, t, f, coords, smemp, smem_bytes, src, bases, sizes,
     for r in range(rows):
         inside, off = _row_offset(f, coords, r)
         if inside:
-            h = global_at(status, line, t, bases, sizes, ptrs, trk, toff, base + np.uint64(off), n, WRITTEN)
-            _row_bytes(smemp, src + r * pitch, mask, 0, n, STORE, h, 0)
+            h = global_at(status, line, t, bases, sizes, ptrs, trk, toff, base + np.uint64(off), n,
+                          WRITTEN if op < 0 else READ | WRITTEN)
+            if op < 0:
+                _row_bytes(smemp, src + r * pitch, mask, 0, n, STORE, h, 0)
+            else:
+                _row_reduce(smemp, src + r * pitch, mask, n, h, op, f[REDUCE_TYPE])
             written += n
     return written
 
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _row_reduce(smemp, rs, mask, n, h, op, code):
+    """Bytes 0 .. n - 1 of the box row at shared offset ``rs`` (swizzled 16-byte chunks) reduced into the global
+    bytes at host address ``h`` (elements never straddle a chunk)."""
+    for q in range(0, n, 16):
+        reduce_bytes(op, code, h + q, smemp + _swizzled(rs + q, mask), min(16, n - q))
 
 #: what a BULK_COPY status names (status[4]), as tma.check_bulk and the interpreter's bulk copies say it
 BULK_ERRORS = {1: "destination address 0x{v:x} is not 16-byte aligned",
                2: "source address 0x{v:x} is not 16-byte aligned",
                3: "size {v} is not a positive multiple of 16",
-               4: "the copy ends at shared byte {v}, past the CTA's shared memory"}
+               4: "the copy ends at shared byte {v}, past the CTA's shared memory",
+               5: "the tensormap's element type is not one the reduction takes (tma.REDUCE_TYPES)",
+               6: "a bitwise reduction on an int64 tensormap faults on Hopper (illegal instruction; captured): use "
+                  "uint64"}
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -306,3 +342,133 @@ def bulk_copy(dstp, srcp, size):
     else:
         for i in range(0, n, 8):
             poke8(dstp + i, peek8(srcp + i))
+
+
+# --- reductions (cp.reduce.async.bulk, .tensor): tma.reduce_elements, element by element ---------------------
+
+#: the reductions and the element types they name, as the jitted code indexes them
+REDUCE_OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+REDUCE_DTYPES = ("uint32", "int32", "uint64", "int64", "float32", "float64", "float16", "bfloat16")
+_REDUCE_TAKES = np.array([[d in tma.REDUCE_TYPES[o] for d in REDUCE_DTYPES] for o in REDUCE_OPS], np.bool_)
+_REDUCE_BYTES = np.array([4, 4, 8, 8, 4, 8, 2, 2], np.int64)
+_NAN16, _NAN32 = np.uint64(tma.CANONICAL_NAN[16]), np.uint64(tma.CANONICAL_NAN[32])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _f64_to_16(x, eb, mb):
+    """A finite float64 rounded to nearest even in a 16-bit float of ``eb`` exponent and ``mb`` mantissa bits
+    (overflow: infinity), as numpy's and ml_dtypes' conversions round."""
+    w = np.float64(x).view(np.uint64)
+    sign = np.int64(w >> np.uint64(63)) << (eb + mb)
+    e = np.int64((w >> np.uint64(52)) & np.uint64(0x7FF))
+    m = np.int64(w & np.uint64(0xFFFFFFFFFFFFF))
+    full, lsb = (m, -1074) if e == 0 else (m | (np.int64(1) << 52), e - 1075)
+    if full == 0:
+        return np.uint64(sign)
+    top = lsb + 52
+    while not (full >> (top - lsb)) & 1:
+        top -= 1
+    bias = (np.int64(1) << (eb - 1)) - 1
+    te = max(top, 1 - bias)
+    shift = te - mb - lsb
+    if shift > 62:
+        return np.uint64(sign)
+    r = full >> shift
+    rem = full - (r << shift)
+    half = np.int64(1) << (shift - 1)
+    if rem > half or (rem == half and (r & 1) == 1):
+        r += 1
+    if r >> (mb + 1):                          # carried into the next binade
+        r >>= 1
+        te += 1
+    biased = te + bias if r >> mb else 0
+    if biased >= (np.int64(1) << eb) - 1:
+        return np.uint64(sign | (((np.int64(1) << eb) - 1) << mb))
+    return np.uint64(sign | (biased << mb) | (r & ((np.int64(1) << mb) - 1)))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _h16(w, eb, mb):
+    """A 16-bit float word's value as a float64 (exact; NaN a NaN)."""
+    top = (1 << eb) - 1
+    e = np.int64((w >> np.uint64(mb)) & np.uint64(top))
+    m = np.float64(w & np.uint64((1 << mb) - 1))
+    sign = -1.0 if (w >> np.uint64(eb + mb)) & np.uint64(1) else 1.0
+    if e == top:
+        return sign * np.inf if m == 0 else np.nan
+    if e == 0:
+        return sign * math.ldexp(m, 1 - ((1 << (eb - 1)) - 1) - mb)
+    return sign * math.ldexp(m + (1 << mb), e - ((1 << (eb - 1)) - 1) - mb)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _pick(a, b, fa, fb, low):
+    """numpy's fmin (low) / fmax of the values fa, fb of words a, b: the first on a tie, the other of a NaN."""
+    if (fa <= fb if low else fa >= fb) or fb != fb:
+        return a
+    return b
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _reduce_word(op, code, a, b):
+    """``a (op) b`` of two words of REDUCE_DTYPES[code] (op: an index of REDUCE_OPS), as tma.reduce_elements."""
+    a, b = np.uint64(a), np.uint64(b)
+    if code == 4:                                        # f32 add: the host's, the canonical NaN
+        r = np.float32(np.uint32(a).view(np.float32) + np.uint32(b).view(np.float32))
+        return _NAN32 if r != r else np.uint64(r.view(np.uint32))
+    if code == 5:                                        # f64 add: the host's (a NaN operand, quieted)
+        return np.float64(a.view(np.float64) + b.view(np.float64)).view(np.uint64)
+    if code >= 6:                                        # f16 / bf16
+        eb, mb = (5, 10) if code == 6 else (8, 7)
+        fa, fb = _h16(a, eb, mb), _h16(b, eb, mb)
+        if op == 0:
+            s = fa + fb
+            if code == 7:                                # (f64 sum, to f32, to bf16: reduce_elements' roundings)
+                s = np.float64(np.float32(s))
+            if s != s:
+                return _NAN16
+            if s - s != 0.0:                             # an infinity
+                return np.uint64(((1 if s < 0 else 0) << 15) | (((1 << eb) - 1) << mb))
+            return _f64_to_16(s, eb, mb)
+        r = _pick(a, b, fa, fb, op == 1)
+        return _NAN16 if fa != fa and fb != fb else r
+    bits = 32 if code <= 1 else 64
+    full = np.uint64(0xFFFFFFFF) if bits == 32 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    if op == 0:
+        return (a + b) & full
+    if op == 1 or op == 2:
+        if code == 1 or code == 3:                       # signed
+            sa = np.int64(np.int32(np.uint32(a))) if bits == 32 else np.int64(a)
+            sb = np.int64(np.int32(np.uint32(b))) if bits == 32 else np.int64(b)
+            less = sa < sb
+        else:
+            less = a < b
+        return (a if less else b) if op == 1 else (b if less else a)
+    if op == 3:                                          # inc (u32): old >= new ? 0 : old + 1
+        return np.uint64(0) if a >= b else (a + np.uint64(1)) & full
+    if op == 4:                                          # dec (u32): old == 0 or old > new ? new : old - 1
+        return b if a == 0 or a > b else a - np.uint64(1)
+    if op == 5:
+        return a & b
+    if op == 6:
+        return a | b
+    return a ^ b
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _peek(p, nb):
+    return peek8(p) if nb == 8 else np.uint64(peek4(p)) if nb == 4 else np.uint64(peek2(p))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def reduce_bytes(op, code, dstp, srcp, n):
+    """The n bytes (whole elements of REDUCE_DTYPES[code]) at host address dstp become dst (op) src."""
+    nb = _REDUCE_BYTES[code]
+    for i in range(0, np.int64(n), nb):
+        r = _reduce_word(op, code, _peek(dstp + i, nb), _peek(srcp + i, nb))
+        if nb == 8:
+            poke8(dstp + i, r)
+        elif nb == 4:
+            poke4(dstp + i, r)
+        else:
+            poke2(dstp + i, r)
