@@ -70,7 +70,7 @@ def test_what_faults_on_the_gpu_is_refused():
         co = np.array(c["coords"] + [0] * (5 - c["rank"]), np.int32)
         with pytest.raises(PTXError, match="faults on Hopper"):
             _module().launch(c["entry"], (1,), (128,), [bytes(tm), co, data_bytes(1, c["nbytes"]), c["nbytes"]],
-                             memory=gm)
+                             memory=gm, engine="interpret")     # the interpreter's words (compiled: test_ptx_native_tma)
 
 
 def test_bulk_copies_and_reductions_replay_bit_for_bit():
