@@ -421,6 +421,32 @@ def test_recursive_functions_run_compiled_with_the_interpreters_words():
     assert np.array_equal(b, want)
 
 
+def test_special_registers_lane_masks_sms_and_shared_sizes():
+    """%lanemask_*, %smid / %nsmid, %gridid and the shared sizes: the interpreter's words, and the values they
+    stand for (the masks of the lane, the CTA's SM of 132 round robin, 64 static + 256 dynamic shared bytes)."""
+    mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_specials.ptx").read_text())
+    assert mod.translation("specials").native, mod.translation("specials").reason
+
+    def make():
+        out = np.zeros(3 * 64 * 10, np.uint32)
+        return [out], [out]
+
+    words = {}
+    for engine in ("interpret", "compiled"):
+        args, outs = make()
+        mod.launch("specials", 3, 64, args, 256, engine=engine, workers=1)
+        assert mod.last_engine["engine"] == engine
+        words[engine] = outs[0].reshape(3 * 64, 10)
+    assert np.array_equal(words["interpret"], words["compiled"])
+    lane = np.arange(3 * 64, dtype=np.uint64) % 32
+    eq = (np.uint64(1) << lane).astype(np.uint32)
+    lt = eq - np.uint32(1)
+    want = np.stack([eq, lt, lt | eq, ~(lt | eq), ~lt, np.repeat(np.arange(3, dtype=np.uint32), 64),
+                     np.full(192, 132, np.uint32), np.full(192, 256, np.uint32), np.full(192, 320, np.uint32),
+                     np.ones(192, np.uint32)], 1)
+    assert np.array_equal(words["compiled"], want)
+
+
 def test_recursion_deeper_than_the_compiled_frames_is_an_error_naming_the_limit():
     from warpsim.ptx.native.rt import FRAME_DEPTH
 

@@ -12,7 +12,9 @@ mad.lo / mul.wide / mad.wide / and / or / xor / not / shl / shr / min / max / ne
 neg / abs, the ``mul`` / ``div.full`` / ``div.approx`` that ptxas contracts into the ``add`` / ``sub``
 reading them (:mod:`warpsim.ptx.contraction`; not ``.ftz``); ``setp`` (every comparison, ``.and`` / ``.or`` / ``.xor``, ``p|q``) on integers and f32,
 ``selp``, scalar ``mov`` of registers, immediates, shared symbols and ``%tid`` / ``%ntid`` / ``%ctaid`` /
-``%nctaid`` / ``%laneid`` / ``%warpid``; integer ``cvt`` without ``.sat``, ``cvt.rn.f32`` of integers;
+``%nctaid`` / ``%laneid`` / ``%warpid`` / ``%lanemask_*`` / ``%smid`` / ``%nsmid`` / ``%gridid`` and the shared sizes
+(``%dynamic_smem_size``, ``%total_smem_size``, ``%aggr_smem_size``; not the clocks: the interpreter's count its
+steps); integer ``cvt`` without ``.sat``, ``cvt.rn.f32`` of integers;
 ``ld.param`` of kernel parameters, ``ld`` / ``st`` (scalar, ``.v2``, ``.v4``) of the global and shared
 spaces; ``bra`` with divergence, ``ret`` / ``exit``, ``bar.sync`` / ``barrier.sync`` with a barrier number;
 ``shfl.sync`` (up, down, bfly, idx) with the whole warp's membermask; the f32 special-function forms

@@ -58,7 +58,7 @@ def _groups(stmts):
 #: the register files' arrays (lower.FILES) and the names of their data addresses in the generated code
 _ADDRESS = {"P": "AP", "R16": "A16", "R32": "A32", "R64": "A64"}
 _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", "CTAID_y", "CTAID_z", "NCTAID_x",
-            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE",
+            "NCTAID_y", "NCTAID_z", "W", "PARAMS", "SMEMP", "SMEM_BYTES", "SMEM_STATIC", "LMEMP", "LMEM_BYTES", "LMEM_STRIDE",
             "BASES", "SIZES", "PTRS", "TRK", "TOFF",
             "SEG", "NOSEG", "GWARP", "SHV", "SHJ", "SA", "SB", "SO", "SP0", "SP1", "SSL", "SLF", "T",
             "live", "CRANK", "CS", "CX", "CY", "CZ", "CCTA_x", "CCTA_y", "CCTA_z", "CLID_x", "CLID_y", "CLID_z",
@@ -343,6 +343,7 @@ def generate(ir, name="native_kernel"):
     L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
     L.append("    WBAR, BARC, BARN, PARK, PSLOT, PPH, MBO, MBS, CLA, CLS, NREG, NRV = rt_sync.sync_state(CS, W)")
     L.append(f"    SMEM_BYTES = {ir.shared_static} + dyn_smem")           # one CTA's
+    L.append(f"    SMEM_STATIC = {ir.shared_static}")
     L.append("    SMEM0 = SMEM.ctypes.data")
     L.append(f"    LMEMP, LMEM_BYTES, LMEM_STRIDE = LMEM.ctypes.data, {ir.local_bytes}, {ir.local_stride}")
     L.extend(f"    {name} = {ir.scratch[name]}" for name in sorted(ir.scratch))

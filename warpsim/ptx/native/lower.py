@@ -21,6 +21,7 @@ from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
 from ..memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from ..regfile import NSM
 from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
@@ -43,13 +44,24 @@ class Lowered:
 
 
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|cluster_ctaid|cluster_nctaid|clusterid|nclusterid)\.([xyz])\Z|"
-                      r"%(laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank)\Z")
+                      r"%(laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|lt|le|gt|ge)|smid|nsmid|"
+                      r"gridid|dynamic_smem_size|total_smem_size|aggr_smem_size)\Z")
 #: special registers -> the generated code's values (per thread, CTA, warp or launch; the kernel sets them)
 _SPECIAL_AXES = {"tid": "TID_{}[t]", "ntid": "NTID_{}", "ctaid": "CTAID_{}", "nctaid": "NCTAID_{}",
                  "cluster_ctaid": "CCTA_{}", "cluster_nctaid": "np.uint32(C{})", "clusterid": "CLID_{}",
                  "nclusterid": "NCL_{}"}
 _SPECIAL_WORDS = {"laneid": "np.uint32(l)", "warpid": "np.uint32(w % W)", "nwarpid": "np.uint32(W)",
-                  "cluster_ctarank": "CRANK", "cluster_nctarank": "np.uint32(CS)"}
+                  "cluster_ctarank": "CRANK", "cluster_nctarank": "np.uint32(CS)",
+                  # the interpreter's launch values (regfile / simt): lane masks, SMs, the grid, shared sizes
+                  "lanemask_eq": "(np.uint32(1) << np.uint32(l))",
+                  "lanemask_lt": "((np.uint32(1) << np.uint32(l)) - np.uint32(1))",
+                  "lanemask_le": "(((np.uint32(1) << np.uint32(l)) - np.uint32(1)) | (np.uint32(1) << np.uint32(l)))",
+                  "lanemask_gt": "np.uint32(~(((np.uint32(1) << np.uint32(l)) - np.uint32(1)) | (np.uint32(1) << np.uint32(l))))",
+                  "lanemask_ge": "np.uint32(~((np.uint32(1) << np.uint32(l)) - np.uint32(1)))",
+                  "smid": f"np.uint32((CTAID_x + NCTAID_x * (CTAID_y + NCTAID_y * CTAID_z)) % {NSM})",
+                  "nsmid": f"np.uint32({NSM})", "gridid": "np.uint32(1)",
+                  "dynamic_smem_size": "np.uint32(SMEM_BYTES - SMEM_STATIC)",
+                  "total_smem_size": "np.uint32(SMEM_BYTES)", "aggr_smem_size": "np.uint32(SMEM_BYTES)"}
 _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 
 
