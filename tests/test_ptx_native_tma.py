@@ -15,7 +15,7 @@ from warpsim.hw.golden import open_golden
 from warpsim.hw.offline import tma_replay
 from warpsim.hw.offline.tma_store_replay import Capture, initial
 from warpsim.hw.tma_store_cases import WINDOW, data_bytes
-from warpsim.isa.tensormap import decode_tensormap, encode_tiled, make_tensormap, replace_field
+from warpsim.isa.tensormap import Im2colMap, decode_tensormap, encode_tiled, make_tensormap, replace_field
 from warpsim.ptx.native import rt, rt_tma
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -291,3 +291,61 @@ def test_tensor_reduction_refusals():
         n = rt_tma.tile_reduce(status, 7, 3, f, co, smem.ctypes.data, smem.size, 0, mem.bases, mem.sizes, mem.ptrs,
                                mem.trk, mem.toff, rt_tma.REDUCE_OPS.index(op))
         assert n == -1 and status[0] == rt.BULK_COPY and status[4] == detail and not G.any(), (dtype, op)
+
+
+def test_im2col_loads_land_the_captured_h200_windows():
+    """The 10 im2col loads the H200 ran (ranks 3-5, 1- to 4-byte types, every swizzle; the driver's
+    descriptors): the jitted im2col load leaves the shared window as the GPU did, completes its byte count,
+    and refuses the 15 whose first pixel lay outside the pixel box (they faulted there)."""
+    cap = Capture(open_golden(GOLDEN / "tma_stores_sm90.npz"))
+    cases = [(i, c) for i, c in enumerate(cap.cases) if c["group"] == "im2col"]
+    names = {0: "uint8", 1: "uint16", 6: "float16", 7: "float32", 9: "bfloat16"}
+    ran, bad, refused = 0, [], 0
+    for i, c in cases:
+        if cap.result[i] not in (0, -1) or (cap.result[i] == 0 and not cap.has_output[i]):
+            continue
+        r = c["rank"]
+        data = data_bytes(c["seed"], c["gbytes"])
+        mem = Mapped((data, int(cap.gaddr[i])))
+        smem = np.full(16384, 0xA5, np.uint8)
+        if cap.result[i] == 0:          # the driver's descriptor; the faulted cases' rebuilt (as test_tma_stores)
+            f = rt_tma.descriptor_fields(rt_tma.decode_im2col(cap.tensormap[i]))
+        else:
+            tm = make_tensormap(names[c["dtype"]], r, int(cap.gaddr[i]), c["dims"], c["strides"],
+                                [c["channels_per_pixel"]] + [1] * (r - 1), [1] * r)
+            f = rt_tma.descriptor_fields(Im2colMap(tm, tuple(c["lower"]), tuple(c["upper"]), c["channels_per_pixel"],
+                                                   c["pixels_per_column"]))
+        co, offs, status = np.zeros(5, np.int64), np.zeros(3, np.int64), np.zeros(5, np.int64)
+        co[:r] = c["coords"]
+        offs[:r - 2] = c["offsets"]
+        n = rt_tma.im2col_load(status, 7, 3, f, co, offs, smem.ctypes.data, smem.size, 0, mem.bases, mem.sizes,
+                               mem.ptrs, mem.trk, mem.toff)
+        if cap.result[i] == -1:
+            refused += 1
+            if n != -1 or status[0] != rt.BULK_COPY or status[4] != 7:
+                bad.append((i, "not refused", int(n)))
+            continue
+        ran += 1
+        if n != c["nbytes"] or not np.array_equal(smem, cap.gpu_bytes(i)):
+            bad.append((i, int(n), c["nbytes"]))
+    assert ran == 10 and refused == 15 and not bad, (ran, refused, bad[:3])
+
+
+def test_an_im2col_capture_entry_runs_compiled_with_the_h200_window():
+    from warpsim.hw.offline.tma_store_replay import _module
+    from warpsim.ptx import GlobalMemory
+
+    cap = Capture(open_golden(GOLDEN / "tma_stores_sm90.npz"))
+    mod = _module()
+    i, c = next((i, c) for i, c in enumerate(cap.cases)
+                if c["group"] == "im2col" and c["rank"] == 4 and cap.result[i] == 0 and cap.has_output[i])
+    assert mod.translation(c["entry"]).native, mod.translation(c["entry"]).reason
+    gm = GlobalMemory()
+    gm.map(data_bytes(c["seed"], c["gbytes"]), address=int(cap.gaddr[i]))
+    win, status = np.zeros(16384, np.uint8), np.zeros(4, np.int32)
+    co = np.array(c["coords"] + [0] * (5 - c["rank"]), np.int32)
+    offs = np.array(c["offsets"] + [0] * (4 - len(c["offsets"])), np.uint16)
+    mod.launch(c["entry"], (1,), (128,), [bytes(cap.tensormap[i]), co, offs, c["nbytes"], win, status], memory=gm,
+               engine="compiled", workers=1)
+    assert mod.last_engine["engine"] == "compiled"
+    assert np.array_equal(win, cap.gpu_bytes(i))

@@ -50,7 +50,7 @@ Hopper's kernel-level statements (:mod:`warpsim.ptx.native.lower_sync` over ``rt
 (a cluster's CTAs run together; ``mapa``, ``.shared::cluster`` loads and stores, ``barrier.cluster``), named
 barriers with thread counts (``bar.sync`` / ``bar.arrive``), mbarriers (``init`` / ``inval``, ``arrive`` with
 ``expect_tx`` / ``drop`` / ``noComplete``, ``expect_tx`` / ``complete_tx``, the blocking ``try_wait``, ``test_wait``),
-``cp.async.bulk.tensor`` tile loads (multicast too) and stores, plain ``cp.async.bulk`` copies (global or shared
+``cp.async.bulk.tensor`` tile loads (multicast too) and stores, im2col loads, plain ``cp.async.bulk`` copies (global or shared
 to shared, multicast too, and shared to global), ``cp.reduce.async.bulk`` and ``.tensor`` reductions (every op and
 type the interpreter takes), bulk-copy groups and prefetches, ``elect.sync``,
 ``setmaxnreg``, fences and prefetches, ``brkpt`` and CUDA's ``__assertfail``.
@@ -60,7 +60,7 @@ type the interpreter takes), bulk-copy groups and prefetches, ``elect.sync``,
 names the first statement and its class: other rounding / ``.ftz`` ALU forms, packed and ``.ftz`` / ``.sat`` /
 ``.relu`` 16-bit float arithmetic, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
-block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, im2col, ``tensormap.replace``, recursive functions with ``.local`` variables, ...), a
+block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
 launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words

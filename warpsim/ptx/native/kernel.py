@@ -342,7 +342,10 @@ def _message(ir, code, line, status):
     tma = {1: f"the tensormap at 0x{o & (2**64 - 1):x} is not a descriptor the launch found in its parameters or "
               "mapped arrays (one written by the kernel is not translated; engine='interpret' reads it)",
            2: f"the tensormap has rank {o}, not the statement's coordinate count",
-           3: f"ctaMask 0x{o & 0xFFFF:04x} names no CTA or a rank the cluster lacks"}.get(int(status[4]), "")
+           3: f"ctaMask 0x{o & 0xFFFF:04x} names no CTA or a rank the cluster lacks",
+           4: f"the tensormap at 0x{o & (2**64 - 1):x} is an im2col one; a tile copy needs a tiled one",
+           5: f"the tensormap at 0x{o & (2**64 - 1):x} is tiled; an im2col load needs an im2col one "
+              "(cuTensorMapEncodeIm2col)"}.get(int(status[4]), "")
     bulk = rt_tma.BULK_ERRORS.get(int(status[4]), "").format(v=o & (2**64 - 1))
     return _MESSAGES[code].format(w=w, v=o & (2**64 - 1), o=o, lane=w % 32, n=int(status[4]), size=ir.local_bytes,
                                   sync=sync, tma=tma, bulk=bulk)

@@ -213,9 +213,9 @@ def _whole(o):
     return _split_operands(o.st.text)
 
 
-def _descriptor(o, ref):
+def _descriptor(o, ref, im2col=False):
     """Lines setting ``_d`` (the row of the launch's descriptor table) and TMC (the coordinates) of one lane's
-    ``[tensorMap, {c0, ...}]``."""
+    ``[tensorMap, {c0, ...}]`` (a tile tensormap, or an im2col one for ``im2col``)."""
     m = _TENSOR_REF.match(ref)
     if not m:
         o.fail(f"tensor operand {ref!r}")
@@ -236,7 +236,9 @@ def _descriptor(o, ref):
             "_d = rt_tma.find_descriptor(TMRAW, _tp)",
             "if _d < 0:", "    status[4] = 1", f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, _ta)",
             f"if TMF[_d, rt_tma.RANK] != {len(coords)}:", "    status[4] = 2",
-            f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(TMF[_d, rt_tma.RANK]))"] + \
+            f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(TMF[_d, rt_tma.RANK]))",
+            f"if TMF[_d, rt_tma.IM2COL] != {int(im2col)}:", f"    status[4] = {5 if im2col else 4}",
+            f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, _ta)"] + \
         [f"TMC[{i}] = {_sx(o.src(c, 's32'), 32)}" for i, c in enumerate(coords)]
 
 
@@ -381,3 +383,40 @@ def _bulk_to_global(o, m):
         _bulk_past(line, "(_rks & 0xFFFFFFFF) + _sz") + \
         [f"_gp = rt_global_at(status, {line}, t, BASES, SIZES, PTRS, TRK, TOFF, _ga, _sz, "
          f"{WRITTEN if not m['op'] else READ | WRITTEN})", "if _gp == 0:", "    return 1"] + move
+
+
+@row(r"cp\.async\.bulk\.tensor\.(?P<dim>[3-5])d\.(?P<space>shared::cluster|shared::cta)\.global\.im2col"
+     r"\.mbarrier::complete_tx::bytes(?P<mc>\.multicast::cluster)?(?P<hint>\.L2::cache_hint)?")
+def _tma_im2col(o, m):
+    """An im2col load (rt_tma.im2col_load; cluster._tma_im2col): the pixels land in the destination CTA's shared
+    memory -- each CTA of the ctaMask with .multicast::cluster -- completing their bytes on the mbarrier."""
+    ops = _whole(o)
+    if len(ops) != 4 + bool(m["mc"]) + bool(m["hint"]):
+        o.fail(f"{o.st.opcode} with {len(ops)} operands")
+    rank = int(m["dim"])
+    offs = ops[3] if isinstance(ops[3], list) else [x.strip() for x in str(ops[3]).strip("{}").split(",") if x.strip()]
+    if len(offs) != rank - 2:
+        o.fail(f"a {rank}D im2col load with {len(offs)} offsets")
+    _tma_scratch(o)
+    o.scratch.append(("TMO", "np.zeros(3, np.int64)"))       # the offsets
+    space = SPACE_CLUSTER if m["space"] == "shared::cluster" else SPACE_CTA
+    line = o.st.line
+    lines = _descriptor(o, ops[1], im2col=True)
+    lines += [f"TMO[{j}] = np.int64({o.src(x, 'u16')}) & 0xFFFF" for j, x in enumerate(offs)]
+    lines += [x.replace("_rk", "_rkd") for x in _target(o, ops[0], space)]
+    lines += [x.replace("_rk", "_rkb") for x in _target(o, ops[2], space)]
+    if m["hint"]:
+        o.src(ops[-1], "b64")
+    load = ("_n = rt_tma.im2col_load(status, {line}, t, TMF[_d], TMC, TMO, SMEM0 + {rank} * SMEM_BYTES, SMEM_BYTES, "
+            "_rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)")
+    done = "rt_sync.mb_tx(status, {line}, t, MBO, MBS, SMEM_BYTES, {bar}, _n, -1)"
+    if not m["mc"]:
+        return lines + [load.format(line=line, rank="(_rkd >> 32)"), "if _n < 0:", "    return 1",
+                        "if " + done.format(line=line, bar="_rkb") + ":", "    return 1"]
+    return lines + [f"_mask = np.int64({o.src(ops[4], 'u16')}) & 0xFFFF",
+                    "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
+                    f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))",
+                    "for _q in range(CS):", "    if (_mask >> _q) & 1:",
+                    "        " + load.format(line=line, rank="_q"), "        if _n < 0:", "            return 1",
+                    "        if " + done.format(line=line, bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") + ":",
+                    "            return 1"]

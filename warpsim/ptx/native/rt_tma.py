@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit
 
 from ...isa.smem import SWIZZLE_BYTES
-from ...isa.tensormap import LAYOUT, TENSORMAP_BYTES, TensorMap, decode_tensormap
+from ...isa.tensormap import (IM2COL_BIT, LAYOUT, TENSORMAP_BYTES, Im2colMap, TensorMap, decode_im2col, decode_tensormap,
+                              is_im2col)
 from .. import tma
 from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
                  global_at, peek1, peek2, peek4, peek8, poke1, poke2, poke4, poke8)
@@ -32,21 +33,28 @@ from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM
 #: bits the swizzle flips (isa.smem.swizzle); ``tx_bytes``: tma.box_bytes, the count a load completes;
 #: ``row_bytes``: a box row's bytes; ``row_pitch``, ``footprint``: tma.smem_row_pitch / smem_footprint;
 #: ``reduce_type``: the element type's index in :data:`REDUCE_DTYPES` (-1: none a reduction takes);
+#: im2col descriptors (``im2col`` 1): ``pixels`` per load, the pixel box's ``lower_j`` / ``upper_j`` per spatial
+#: dimension j, a box row of the channels of one pixel (``row_bytes``, ``row_pitch``, ``tx_bytes`` a load's);
 #: ``stride``: byte stride (dimension 0: the element); ``step``: the element stride a box walks
 #: (dimension 0: 1); ``shape``: tma.box_shape, the elements walked.
 FIELDS = ("address", "rank", "elem_bytes", "is_float", "fill_pattern", "swizzle_span", "swizzle_mask", "tx_bytes",
-          "row_bytes", "row_pitch", "footprint", "reduce_type")
+          "row_bytes", "row_pitch", "footprint", "reduce_type", "im2col", "pixels", "lower_0", "lower_1", "lower_2",
+          "upper_0", "upper_1", "upper_2")
 PER_DIM = ("dim", "stride", "box", "step", "shape")
 (ADDRESS, RANK, ELEM_BYTES, IS_FLOAT, FILL_PATTERN, SWIZZLE_SPAN, SWIZZLE_MASK, TX_BYTES, ROW_BYTES, ROW_PITCH,
- FOOTPRINT, REDUCE_TYPE) = range(len(FIELDS))
+ FOOTPRINT, REDUCE_TYPE, IM2COL, PIXELS, LOWER, _, _, UPPER, _, _) = range(len(FIELDS))
 DIM, STRIDE, BOX, STEP, SHAPE = (len(FIELDS) + 5 * i for i in range(len(PER_DIM)))
 NFIELDS = len(FIELDS) + 5 * len(PER_DIM)
 
 
-def descriptor_fields(tm: TensorMap) -> np.ndarray:
-    """What the jitted copies need of a decoded tensormap, as one int64 row (:data:`FIELDS`, :data:`PER_DIM`).
+def descriptor_fields(tm) -> np.ndarray:
+    """What the jitted copies need of a decoded tensormap (a TensorMap, or an Im2colMap), as one int64 row
+    (:data:`FIELDS`, :data:`PER_DIM`).
 
     Raises NotImplementedError for what :mod:`warpsim.ptx.tma` does not model (interleaved layouts)."""
+    im = None
+    if isinstance(tm, Im2colMap):
+        im, tm = tm, tm.tensor
     if not isinstance(tm, TensorMap):
         raise TypeError(f"descriptor_fields takes a decoded TensorMap (decode_tensormap), not {type(tm).__name__}")
     shape = tma.box_shape(tm)                  # refuses what the copies do not model
@@ -55,9 +63,16 @@ def descriptor_fields(tm: TensorMap) -> np.ndarray:
     nan = tm.is_float and tm.oob_fill != "none"
     fill = int.from_bytes(tma.NAN_FILL[tm.elem_bits].to_bytes(eb, "little") * (8 // eb), "little") if nan else 0
     row = np.zeros(NFIELDS, np.int64)
-    row[:len(FIELDS)] = (np.uint64(tm.global_address).astype(np.int64), tm.rank, eb, tm.is_float, fill, span,
-                         span // 16 - 1 if span else 0, tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm),
-                         tma.smem_footprint(tm), REDUCE_DTYPES.index(tm.dtype) if tm.dtype in REDUCE_DTYPES else -1)
+    row[:REDUCE_TYPE + 1] = (np.uint64(tm.global_address).astype(np.int64), tm.rank, eb, tm.is_float, fill, span,
+                             span // 16 - 1 if span else 0, tma.box_bytes(tm), shape[0] * eb, tma.smem_row_pitch(tm),
+                             tma.smem_footprint(tm), REDUCE_DTYPES.index(tm.dtype) if tm.dtype in REDUCE_DTYPES else -1)
+    if im is not None:                         # tma.im2col_load's rows: one pixel's channels each
+        rb = im.channels_per_pixel * eb
+        pitch = max(rb, span)
+        row[TX_BYTES], row[ROW_BYTES], row[ROW_PITCH] = im.pixels_per_column * rb, rb, pitch
+        row[FOOTPRINT], row[IM2COL], row[PIXELS] = im.pixels_per_column * pitch, 1, im.pixels_per_column
+        row[LOWER:LOWER + len(im.lower)] = im.lower
+        row[UPPER:UPPER + len(im.upper)] = im.upper
     per_dim = {"dim": tm.global_dim, "stride": (eb,) + tuple(tm.global_strides), "box": tm.box_dim,
                "step": (1,) + tuple(tm.element_strides[1:]), "shape": shape}
     for base, name in zip((DIM, STRIDE, BOX, STEP, SHAPE), PER_DIM):
@@ -68,7 +83,7 @@ def descriptor_fields(tm: TensorMap) -> np.ndarray:
 
 def _layout_words() -> np.ndarray:
     """The bits some LAYOUT field uses, as the 16 little-endian uint64 words of a descriptor."""
-    used = 0
+    used = 1 << IM2COL_BIT | ((1 << 40) - 1) << 448         # an im2col descriptor's flag, corners and pixels
     for f in LAYOUT:
         used |= ((1 << f.width) - 1) << f.bit
     return np.frombuffer(used.to_bytes(TENSORMAP_BYTES, "little"), "<u8").copy()
@@ -79,10 +94,10 @@ _USED = _layout_words()
 
 @functools.lru_cache(maxsize=4096)
 def _fields_of(raw: bytes):
-    """descriptor_fields of 128 bytes that decode as a tile tensormap, else None (remembered: a launch scans
-    the same parameters and arrays again)."""
+    """descriptor_fields of 128 bytes that decode as a tile or im2col tensormap, else None (remembered: a launch
+    scans the same parameters and arrays again)."""
     try:
-        return descriptor_fields(decode_tensormap(raw, derived="ignore"))
+        return descriptor_fields(decode_im2col(raw) if is_im2col(raw) else decode_tensormap(raw, derived="ignore"))
     except (ValueError, NotImplementedError):
         return None
 
@@ -94,8 +109,8 @@ def scan_descriptors(blobs, addresses=None):
 
     A numpy prefilter keeps the 128-byte windows with no bit outside LAYOUT's fields and a non-zero
     global address (so zeroed or random memory costs no decode); :func:`decode_tensormap` judges the rest,
-    as the interpreter does (``derived="ignore"``).  Im2col descriptors (bit 64) and layouts the copies do
-    not model (interleave) are left out."""
+    as the interpreter does (``derived="ignore"``; im2col descriptors, bit 64: ``decode_im2col``).  Layouts the
+    copies do not model (interleave) are left out."""
     raws, rows, seen = [], [], set()
     blobs = list(blobs)
     addresses = [0] * len(blobs) if addresses is None else [int(a) for a in addresses]
@@ -315,7 +330,9 @@ BULK_ERRORS = {1: "destination address 0x{v:x} is not 16-byte aligned",
                4: "the copy ends at shared byte {v}, past the CTA's shared memory",
                5: "the tensormap's element type is not one the reduction takes (tma.REDUCE_TYPES)",
                6: "a bitwise reduction on an int64 tensormap faults on Hopper (illegal instruction; captured): use "
-                  "uint64"}
+                  "uint64",
+               7: "an im2col load's first pixel lies outside the tensormap's pixel box; Hopper faults (illegal "
+                  "instruction; captured)"}
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -472,3 +489,70 @@ def reduce_bytes(op, code, dstp, srcp, n):
             poke4(dstp + i, r)
         else:
             poke2(dstp + i, r)
+
+
+# --- im2col loads (tma.im2col_load) -------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, _nrt=False)
+def im2col_load(status, line, t, f, coords, offsets, smemp, smem_bytes, dst, bases, sizes, ptrs, trk, toff):
+    """``cp.async.bulk.tensor`` global -> shared, im2col mode, as tma.im2col_load: ``f[PIXELS]`` pixels from the
+    one at ``coords`` (channel, spatial W.., image; int64[5]) walking the pixel box (W fastest, then the image),
+    each pixel's channels from coords[0] at pixel + ``offsets`` (int64[3]) one box row (swizzled, as in tile
+    mode); a pixel outside the tensor, or channels past its end, land as the fill.  Returns the transaction
+    bytes, or -1 after recording why in status."""
+    dst, smemp, smem_bytes = np.int64(dst), np.int64(smemp), np.int64(smem_bytes)
+    if dst < 0 or dst % tma.SMEM_ALIGN:
+        return _refuse(status, TMA_SMEM_ALIGN, line, t, dst, 0)
+    r = f[RANK]
+    nsp = r - 2
+    eb, row, pitch, mask, fill = f[ELEM_BYTES], f[ROW_BYTES], f[ROW_PITCH], f[SWIZZLE_MASK], f[FILL_PATTERN]
+    ppc = f[PIXELS]
+    end = np.int64(0)                             # one past the last shared byte written
+    for q in range(0, row, 16):
+        end = max(end, _swizzled(dst + (ppc - 1) * pitch + q, mask) + min(16, row - q))
+    if end > smem_bytes:
+        return _refuse(status, TMA_SMEM_RANGE, line, t, dst, end)
+    p0, p1, p2 = coords[1], coords[2] if nsp > 1 else 0, coords[3] if nsp > 2 else 0     # the pixel (W, H, D)
+    for j in range(nsp):
+        x = p0 if j == 0 else p1 if j == 1 else p2
+        if x < f[LOWER + j] or x > f[DIM + 1 + j] - 1 + f[UPPER + j]:
+            return _refuse(status, BULK_COPY, line, t, x, 7)
+    n = coords[r - 1]
+    c0 = coords[0]
+    for p in range(ppc):
+        inside = 0 <= n < f[DIM + r - 1]
+        off = n * f[STRIDE + r - 1]
+        for j in range(nsp):
+            x = (p0 if j == 0 else p1 if j == 1 else p2) + offsets[j]
+            inside = inside and 0 <= x < f[DIM + 1 + j]
+            off += x * f[STRIDE + 1 + j]
+        rs = dst + p * pitch
+        k0 = k1 = 0
+        lo, top = max(c0, 0), min(c0 + row // eb, f[DIM])
+        if inside and top > lo:
+            k0, k1 = (lo - c0) * eb, (top - c0) * eb
+            h = global_at(status, line, t, bases, sizes, ptrs, trk, toff,
+                          np.uint64(f[ADDRESS]) + np.uint64(off + lo * eb), k1 - k0, READ)
+            if h == 0:
+                return np.int64(-1)
+            _row_bytes(smemp, rs, mask, k0, k1, LOAD, h, 0)
+        _row_bytes(smemp, rs, mask, 0, k0, FILL, 0, fill)
+        _row_bytes(smemp, rs, mask, k1, row, FILL, 0, fill)
+        # the next pixel of the box, W fastest, then H, D, then the image
+        p0 += 1
+        if p0 > f[DIM + 1] - 1 + f[UPPER]:
+            p0 = f[LOWER]
+            if nsp == 1:
+                n += 1
+            else:
+                p1 += 1
+                if p1 > f[DIM + 2] - 1 + f[UPPER + 1]:
+                    p1 = f[LOWER + 1]
+                    if nsp == 2:
+                        n += 1
+                    else:
+                        p2 += 1
+                        if p2 > f[DIM + 3] - 1 + f[UPPER + 2]:
+                            p2 = f[LOWER + 2]
+                            n += 1
+    return f[TX_BYTES]
