@@ -114,15 +114,53 @@ def _f32_soft(o, m):
     return [f"{d} = {r}"]
 
 
-@row(r"(?P<op>add|sub|mul|fma)(?P<rn>\.rn)?\.(?P<t>f16|bf16)")
+def _halves(t, words, one):
+    """``one(base type, 16-bit words)`` of scalar f16 / bf16 words, or of each half of f16x2 / bf16x2 words (element 0
+    in bits 0-15, as packed_ops.lanes)."""
+    base = t.replace("x2", "")
+    if base == t:
+        return one(base, words)
+    lo = one(base, [f"(np.uint64({w}) & np.uint64(65535))" for w in words])
+    hi = one(base, [f"(np.uint64({w}) >> np.uint64(16))" for w in words])
+    return f"(np.uint64({lo}) | (np.uint64({hi}) << np.uint64(16)))"
+
+
+@row(r"(?:(?P<op>add|sub|mul)(?:\.rn)?(?P<ftz>\.ftz)?(?P<sat>\.sat)?\.(?P<t>f16|f16x2|bf16|bf16x2)|"
+     r"(?P<fop>fma)\.rn(?P<fftz>\.ftz)?(?P<fsat>\.sat)?(?P<relu>\.relu)?\.(?P<ft>f16|f16x2|bf16|bf16x2))")
 def _half_soft(o, m):
-    """packed_ops' scalar f16 / bf16 add / sub / mul / fma rounded to nearest (not .ftz / .sat / .relu): the
-    soft-float core, NaN results the canonical 0x7fff."""
-    op, t = m["op"], m["t"]
-    if op == "fma" and not m["rn"]:
-        o.fail(f"{o.st.opcode} needs .rn")
+    """packed_ops' f16 / bf16 add / sub / mul / fma rounded to nearest, scalar and packed: the soft-float core,
+    NaN results the canonical 0x7fff; .ftz flushes operands and result, .sat clamps to [+0, 1], .relu takes
+    negative results to +0."""
+    op = m["op"] or m["fop"]
+    t, ftz, sat = m["t"] or m["ft"], m["ftz"] or m["fftz"], m["sat"] or m["fsat"]
     d, x = _words(o, t, 3 if op == "fma" else 2)
-    return [f"{d} = {_soft(t, op, x, 'rn', sf.NAN_CANONICAL)}"]
+    eb, mb = _F[t.replace("x2", "")][:2]
+
+    def one(base, w):
+        if ftz:
+            w = [f"rt_flush16({v}, {eb}, {mb})" for v in w]
+        r = _soft(base, op, w, "rn", sf.NAN_CANONICAL)
+        if ftz:
+            r = f"rt_flush16({r}, {eb}, {mb})"
+        if sat:
+            r = f"rt_saturate({r}, {eb}, {mb})"
+        if m["relu"]:
+            r = f"rt_relu16({r}, {eb}, {mb})"
+        return r
+    return [f"{d} = {_halves(t, x, one)}"]
+
+
+@row(r"(?P<op>neg|abs)(?P<ftz>\.ftz)?\.(?P<t>f16|f16x2|bf16|bf16x2)")
+def _half_absneg(o, m):
+    """The sign bit flipped / cleared; a NaN becomes the canonical 0x7fff (packed_ops._half_absneg)."""
+    d, x = _words(o, m["t"], 1)
+    eb, mb = _F[m["t"].replace("x2", "")][:2]
+
+    def one(base, w):
+        v = f"rt_flush16({w[0]}, {eb}, {mb})" if m["ftz"] else f"np.uint64({w[0]})"
+        flip = f"({v} ^ np.uint64(32768))" if m["op"] == "neg" else f"({v} & np.uint64(32767))"
+        return f"(np.uint64(32767) if ({v} & np.uint64(32767)) > np.uint64({((1 << eb) - 1) << mb}) else {flip})"
+    return [f"{d} = {_halves(m['t'], x, one)}"]
 
 
 @row(r"cvt\.(?P<dt>f32|f64)\.(?P<st>f16|bf16)")

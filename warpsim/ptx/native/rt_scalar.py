@@ -50,6 +50,23 @@ def saturate(w, eb, mb):
 
 
 @njit(cache=True, nogil=True)
+def flush16(w, eb, mb):
+    """``.ftz`` of a 16-bit float word (f16: eb 5, mb 10; bf16: 8, 7): a subnormal is the zero of its sign."""
+    w = _U64(w)
+    if (w >> _U64(mb)) & _U64((1 << eb) - 1) == _U64(0) and (w & _U64((1 << mb) - 1)) != _U64(0):
+        return w & _U64(1 << (eb + mb))
+    return w
+
+
+@njit(cache=True, nogil=True)
+def relu16(w, eb, mb):
+    """``.relu`` of a 16-bit float result: a negative value (-0 too) +0, a NaN kept."""
+    w = _U64(w)
+    nan = (w >> _U64(mb)) & _U64((1 << eb) - 1) == _U64((1 << eb) - 1) and (w & _U64((1 << mb) - 1)) != _U64(0)
+    return w if nan or (w >> _U64(eb + mb)) == _U64(0) else _U64(0)
+
+
+@njit(cache=True, nogil=True)
 def flush32(w):
     """``.ftz`` of an f32 word: a subnormal is the zero of its sign."""
     w = _U64(w)
