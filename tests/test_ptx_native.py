@@ -448,7 +448,8 @@ def test_special_registers_lane_masks_sms_and_shared_sizes():
 
 
 def test_half_and_packed_half_arithmetic_equals_the_interpreter():
-    """add / sub / mul / fma of f16, bf16, f16x2 and bf16x2 (.ftz, .sat, .relu) and neg / abs on ordinary values,
+    """add / sub / mul / fma of f16, bf16, f16x2 and bf16x2 (.ftz, .sat, .relu), min / max (.NaN, .xorsign.abs, .ftz;
+    f32 too) and neg / abs on ordinary values,
     random words and the special ones (NaN, infinities, subnormals, signed zeros, the largest finite): every word
     the interpreter's (packed_ops, verified on the H100), and the worked sums of test_ptx_alu2's "packed"."""
     mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_halves.ptx").read_text())
@@ -465,11 +466,11 @@ def test_half_and_packed_half_arithmetic_equals_the_interpreter():
     words[:3] = (0x40003C00, 0x3C003C00, 0)          # 2, 1 + 1, 1 (f16x2)
 
     def make():
-        out = np.zeros(n * 12, np.uint32)
+        out = np.zeros(n * 16, np.uint32)
         return [out, words.copy()], [out]
 
     w = _both(mod, "halves", 2, 128, make)
-    a, b = w["interpret"][0].reshape(n, 12), w["compiled"][0].reshape(n, 12)
+    a, b = w["interpret"][0].reshape(n, 16), w["compiled"][0].reshape(n, 16)
     assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, columns {sorted(set(np.nonzero(a != b)[1]))}"
     assert b[0, 0] == 0x42004000 and b[0, 8] == 0xC000BC00      # add.rn.f16x2, neg.f16x2
 

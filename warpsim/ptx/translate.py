@@ -35,7 +35,8 @@ f64 and conversions (:mod:`warpsim.ptx.native.lower_float`): ``add`` / ``sub`` /
 ``add`` / ``sub`` / ``mul`` / ``fma`` with ``.rz`` / ``.rm`` / ``.rp``, ``.ftz``, ``.sat`` (the soft-float core);
 ``cvt`` between f32 and f64 (narrowing ``.rn``), to the same float type (``.sat``, ``.ftz``, ``.rni`` ...), floats to
 integers, integers to f64, f16 / bf16 to f32 / f64; f16 / bf16 / f16x2 / bf16x2 ``add`` / ``sub`` / ``mul`` / ``fma``
-``.rn`` (``.ftz``, ``.sat``, ``.relu``) and ``neg`` / ``abs``.
+``.rn`` (``.ftz``, ``.sat``, ``.relu``), ``min`` / ``max`` (``.NaN``, ``.xorsign.abs``, ``.ftz``; f32 too) and ``neg`` /
+``abs``.
 The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
 registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
 launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
@@ -58,7 +59,7 @@ type the interpreter takes), bulk-copy groups and prefetches, ``elect.sync``,
 
 **What falls back to the interpreter**, with a :class:`TranslationFallbackWarning` when
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
-names the first statement and its class: other rounding / ``.ftz`` ALU forms, 16-bit float ``min`` / ``max``, other conversions, the generic addresses of the parameter window, the
+names the first statement and its class: other rounding / ``.ftz`` ALU forms, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
 block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
 launch arch whose ``mma`` plan

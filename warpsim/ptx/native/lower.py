@@ -69,6 +69,7 @@ FILES = {1: "P", 16: "R16", 32: "R32", 64: "R64"}
 #: the prelude line of the rows that call :mod:`.rt_scalar`
 SCALAR_IMPORTS = ("from warpsim.ptx.native.rt_scalar import (absneg64 as rt_absneg64, bfi as rt_bfi, f64 as rt_f64,\n"
                   "    div64 as rt_div64, flush16 as rt_flush16, flush32 as rt_flush32, fma_directed as rt_fma_directed,\n"
+                  "    fminmax as rt_fminmax,\n"
                   "    half_value as rt_half_value, mul_hi64 as rt_mul_hi64,\n"
                   "    narrow64 as rt_narrow64, sqrt64 as rt_sqrt64, w64_cvt as rt_w64_cvt,\n"
                   "    relu16 as rt_relu16, round_integral as rt_round_integral, saturate as rt_saturate, to_int as rt_to_int,\n"

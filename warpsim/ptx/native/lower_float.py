@@ -150,6 +150,16 @@ def _half_soft(o, m):
     return [f"{d} = {_halves(t, x, one)}"]
 
 
+@row(r"(?P<op>min|max)(?P<ftz>\.ftz)?(?P<nan>\.NaN)?(?P<xs>\.xorsign\.abs)?\.(?P<t>f16|f16x2|bf16|bf16x2|f32)")
+def _float_minmax(o, m):
+    """min / max of f16 / bf16 (scalar, packed) and the f32 forms with .ftz or .xorsign.abs (float_ops.minmax)."""
+    t = m["t"]
+    d, x = _words(o, t, 2)
+    eb, mb = _F[t.replace("x2", "")][:2]
+    flags = f"{m['op'] == 'max'}, {bool(m['nan'])}, {bool(m['xs'])}, {bool(m['ftz'])}"
+    return [f"{d} = {_halves(t, x, lambda base, w: f'rt_fminmax({w[0]}, {w[1]}, {eb}, {mb}, {flags})')}"]
+
+
 @row(r"(?P<op>neg|abs)(?P<ftz>\.ftz)?\.(?P<t>f16|f16x2|bf16|bf16x2)")
 def _half_absneg(o, m):
     """The sign bit flipped / cleared; a NaN becomes the canonical 0x7fff (packed_ops._half_absneg)."""

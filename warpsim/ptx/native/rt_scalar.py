@@ -52,7 +52,39 @@ def saturate(w, eb, mb):
 @njit(cache=True, nogil=True)
 def flush16(w, eb, mb):
     """``.ftz`` of a 16-bit float word (f16: eb 5, mb 10; bf16: 8, 7): a subnormal is the zero of its sign."""
-    w = _U64(w)
+    return _flush(_U64(w), eb, mb)
+
+
+@njit(cache=True, nogil=True)
+def fminmax(a, b, eb, mb, is_max, nan, xorsign, ftz):
+    """min / max of float words of eb / mb bits (float_ops.minmax): a NaN loses to a number (.NaN: wins), two
+    NaNs give the canonical NaN, -0 < +0; .xorsign.abs compares magnitudes and gives the result the sign a ^ b;
+    .ftz flushes the operands."""
+    n = eb + mb
+    sgn = _U64(1 << n)
+    a, b = _U64(a), _U64(b)
+    if ftz:
+        a, b = _flush(a, eb, mb), _flush(b, eb, mb)
+    s = (a ^ b) & sgn
+    if xorsign:
+        a, b = a & ~sgn, b & ~sgn
+    inf = _U64(((1 << eb) - 1) << mb)
+    na, nb = (a & ~sgn) > inf, (b & ~sgn) > inf
+    if (na and nb) or (nan and (na or nb)):
+        return _U64((1 << n) - 1)
+    if na:
+        r = b
+    elif nb:
+        r = a
+    else:
+        ka = -np.int64(a & ~sgn) - 1 if a & sgn else np.int64(a)
+        kb = -np.int64(b & ~sgn) - 1 if b & sgn else np.int64(b)
+        r = a if (ka >= kb if is_max else ka <= kb) else b
+    return r | s if xorsign else r
+
+
+@njit(cache=True, nogil=True)
+def _flush(w, eb, mb):
     if (w >> _U64(mb)) & _U64((1 << eb) - 1) == _U64(0) and (w & _U64((1 << mb) - 1)) != _U64(0):
         return w & _U64(1 << (eb + mb))
     return w
