@@ -175,6 +175,8 @@ def test_cutlass3_gemms_compiled_give_the_h100_words(path, case):
 BULK = """
     ld.param.u64 %rd1, [p0];
     ld.param.u64 %rd2, [p1];
+    ld.param.u64 %rd11, [p2];
+    cvt.u32.u64 %r30, %rd11;
     mov.u32 %r1, %tid.x;
     mov.u32 %r3, buf;
     add.u32 %r4, %r3, 256;
@@ -194,7 +196,7 @@ INIT_DONE:
     mbarrier.arrive.expect_tx.shared::cta.b64 %rd6, [%r3+8], 256;
     mul.wide.u32 %rd7, %r20, 256;
     add.s64 %rd8, %rd1, %rd7;
-    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd8], SIZE, [%r3];
+    cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd8], %r30, [%r3];
     setp.ne.u32 %p2, %r20, 0;
     @%p2 bra WAIT;
     mov.u16 %rs1, 3;
@@ -217,8 +219,9 @@ DONE:
 """
 
 
-def _bulk(size=256):
-    return H._run(BULK.replace("SIZE", str(size)), 2, regs=".reg .b16 %rs<4>;")
+def _bulk():
+    """The bulk-copy kernel: p0 the source, p1 the destination, p2 the size of each CTA's own copy."""
+    return H._run(BULK, 3, regs=".reg .b16 %rs<4>;")
 
 
 def test_bulk_copies_global_to_shared_multicast_and_back():
@@ -227,10 +230,10 @@ def test_bulk_copies_global_to_shared_multicast_and_back():
     src = np.arange(512, dtype=np.uint8)
 
     def make():
-        return [src.copy(), np.zeros(1024, np.uint8)], None
+        return [src.copy(), np.zeros(1024, np.uint8), 256], None
 
     got = _launch_both(_bulk(), make, grid=2, block=64, cluster=2)
-    for engine, (_, out) in got.items():
+    for engine, (_, out, *_) in got.items():
         for r in range(2):
             assert np.array_equal(out[r * 512:r * 512 + 256], src[r * 256:(r + 1) * 256]), engine
             assert np.array_equal(out[r * 512 + 256:(r + 1) * 512], src[:256]), engine
@@ -239,5 +242,5 @@ def test_bulk_copies_global_to_shared_multicast_and_back():
 def test_a_bulk_copy_of_a_size_not_a_multiple_of_16_stops_both_engines():
     for engine in ("interpret", "compiled"):
         with pytest.raises(warpsim.PTXError, match="multiple of 16"):
-            load(_bulk(250)).launch("k", grid=2, block=64, cluster=2, engine=engine, workers=1,
-                                    args=[np.arange(512, dtype=np.uint8), np.zeros(1024, np.uint8)])
+            load(_bulk()).launch("k", grid=2, block=64, cluster=2, engine=engine, workers=1,
+                                 args=[np.arange(512, dtype=np.uint8), np.zeros(1024, np.uint8), 250])

@@ -18,6 +18,8 @@ from warpsim.hw.tma_store_cases import WINDOW, data_bytes
 from warpsim.isa.tensormap import Im2colMap, decode_tensormap, encode_tiled, make_tensormap, replace_field
 from warpsim.ptx.native import rt, rt_tma
 
+from test_ptx_native import REPEATS_A_PATH
+
 GOLDEN = Path(__file__).parent / "golden"
 TMAP_OFFSETS = {"A": 128, "B": 384, "C": 896, "D": 1152}     # as test_hopper_kernels: CUTLASS's Params
 BASE = 0x7F00_0000_0000
@@ -248,10 +250,13 @@ def test_tensor_reductions_leave_the_captured_h200_bytes():
     assert not bad, bad[:5]
 
 
-@pytest.mark.parametrize("entry", ["bulk_copy", "bulk_add_f16", "tma_add_2d", "tma_xor_3d"])
+@pytest.mark.parametrize("entry", [pytest.param("bulk_copy", marks=REPEATS_A_PATH), "bulk_add_f16", "tma_add_2d",
+                                   pytest.param("tma_xor_3d", marks=REPEATS_A_PATH)])
 def test_capture_entries_run_compiled_with_the_h200_bytes(entry):
     """The capture's own kernels (cp.async.bulk, cp.reduce.async.bulk and .tensor statements as the device script
-    ran them) on the compiled engine: every byte the H200's."""
+    ran them) on the compiled engine: every byte the H200's.  (bulk_copy's copies are test_ptx_native_hopper's
+    bulk kernel's; tma_xor_3d's tile reduction tma_add_2d's with another op, and every op of the capture runs
+    jitted above.)"""
     from warpsim.hw.offline.tma_store_replay import _module
     from warpsim.ptx import GlobalMemory
 

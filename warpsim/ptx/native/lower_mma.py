@@ -27,7 +27,8 @@ from .lower import Untranslatable, row
 from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
-            "mma_generic as rt_mma_generic,\n    mma_int as rt_mma_int, mma_tc as rt_mma_tc, scratch_generic as "
+            "mma_generic as rt_mma_generic,\n    mma64_generic as rt_mma64_generic, mma_int as rt_mma_int, "
+            "mma_tc as rt_mma_tc, scratch_generic as "
             "rt_scratch_generic,\n    scratch_int as rt_scratch_int, scratch_tc as rt_scratch_tc, stmatrix as "
             "rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
@@ -106,10 +107,10 @@ def _checked(call, line):
             "else np.uint64(0))"]
 
 
-def _register_rows(o, regs, write):
-    """The tuple of 32-bit register rows (rt_tc's ``regs``) of a register list, read or written."""
+def _register_rows(o, regs, write, bits=32):
+    """The tuple of register rows (rt_tc's ``regs``, in the file of ``bits``) of a register list, read or written."""
     for r in regs:
-        o.dst(r, "b32") if write else o.src(r, "b32")
+        o.dst(r, f"b{bits}") if write else o.src(r, f"b{bits}")
         if r not in o.ir.index:
             o.fail(f"operand {r!r} (a register list of registers only is translated)")
     return "(" + "".join(f"np.int64({o.ir.index[r]}), " for r in regs) + ")"
@@ -128,20 +129,25 @@ def _mma(o, m):
         ins = parse(op)
     except ValueError as exc:
         o.fail(str(exc))
-    if ins.is_sparse or ins.block_scaled or any(ins.elem(r).bits == 64 for r in "abcd"):
-        o.fail(f"{op}: sparse, block-scaled and 64-bit mma forms are not translated")
+    wide = all(ins.elem(r).bits == 64 for r in "abcd")
+    if ins.is_sparse or ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
+        o.fail(f"{op}: sparse and block-scaled mma forms are not translated")
     path = engine_path(o, op)
+    if wide and path != "generic":
+        o.fail(f"{op}: a 64-bit form on the engine's {path} path")
     regs = {}
     for role, x in zip("dabc", o.need(4)):
         regs[role] = x if isinstance(x, list) else [x]
         if len(regs[role]) != ins.registers(role):
             o.fail(f"operand {role.upper()} of {op} needs {ins.registers(role)} registers")
-    rows = {r: _register_rows(o, regs[r], r == "d") for r in "abcd"}
+    rows = {r: _register_rows(o, regs[r], r == "d", 64 if wide else 32) for r in "abcd"}
     name = f"MMA_{hashlib.sha256(op.encode()).hexdigest()[:10]}"
     o.prelude += [_IMPORTS, _engine_digest()]
     o.launch_args.append((name, _Values(op, path)))
-    o.scratch.append((f"{name}_S", f"rt_scratch_{path}({name}, " + ", ".join(str(len(regs[r])) for r in "abcd") + ")"))
-    return "warp", _checked(f"rt_mma_{path}({name}, {name}_S, R32, base, act, {rows['a']}, {rows['b']}, "
+    words = ", ".join(str(len(regs[r]) * (2 if wide else 1)) for r in "abcd")
+    o.scratch.append((f"{name}_S", f"rt_scratch_{path}({name}, {words})"))
+    call, file = ("rt_mma64_", "R64") if wide else ("rt_mma_", "R32")
+    return "warp", _checked(f"{call}{path}({name}, {name}_S, {file}, base, act, {rows['a']}, {rows['b']}, "
                             f"{rows['c']}, {rows['d']})", o.st.line)
 
 

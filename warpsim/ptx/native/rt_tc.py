@@ -27,9 +27,10 @@ def warp_status(act):
     return -1 if n == 0 else 0 if n == 32 else PARTIAL_WARP << 8
 
 
-def _on_registers(fn):
+def _on_registers(fn, wide=False):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
-    gathered, D's scattered back, on the working arrays S of :func:`_scratch`.  Returns a status word (see
+    gathered, D's scattered back, on the working arrays S of :func:`_scratch`; ``wide``: 64-bit registers (R: the
+    64-bit file), two words each, low first (the interpreter's f64 operands).  Returns a status word (see
     :func:`ldmatrix`)."""
     @njit(nogil=True, inline="always")
     def call(plan, S, R, base, act, ra, rb, rc, rd):
@@ -38,16 +39,21 @@ def _on_registers(fn):
             return max(st, 0)
         a, b, c, d, inner = S
         for l in range(32):
-            for i in range(len(ra)):
-                a[0, l, i] = R[ra[i], base + l]
-            for i in range(len(rb)):
-                b[0, l, i] = R[rb[i], base + l]
-            for i in range(len(rc)):
-                c[0, l, i] = R[rc[i], base + l]
+            for x, rows in ((a, ra), (b, rb), (c, rc)):
+                for i in range(len(rows)):
+                    w = np.uint64(R[rows[i], base + l])
+                    if wide:
+                        x[0, l, 2 * i] = np.uint32(w & np.uint64(0xFFFFFFFF))
+                        x[0, l, 2 * i + 1] = np.uint32(w >> np.uint64(32))
+                    else:
+                        x[0, l, i] = np.uint32(w)
         fn(plan, inner, a, b, c, d)
         for l in range(32):
             for i in range(len(rd)):
-                R[rd[i], base + l] = d[0, l, i]
+                if wide:
+                    R[rd[i], base + l] = np.uint64(d[0, l, 2 * i]) | (np.uint64(d[0, l, 2 * i + 1]) << np.uint64(32))
+                else:
+                    R[rd[i], base + l] = d[0, l, i]
         return 0
     return call
 
@@ -69,6 +75,8 @@ def _scratch(fn):
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
 #: scratch_<path>(plan, A, B, C, D registers) its working arrays S
 mma_int, mma_tc, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "tc", "generic"))
+#: the same on 64-bit registers (f64 mma: the generic path, the host-FPU chain's words)
+mma64_generic = _on_registers(_j.OWN["generic"], wide=True)
 scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_tc,
                                                                    _j.scratch_generic))
 
