@@ -475,6 +475,27 @@ def test_half_and_packed_half_arithmetic_equals_the_interpreter():
     assert b[0, 0] == 0x42004000 and b[0, 8] == 0xC000BC00      # add.rn.f16x2, neg.f16x2
 
 
+def test_f64_mma_on_64_bit_registers_equals_the_interpreter():
+    """mma.sync .f64 (m8n8k4, m16n8k4, m16n8k16; A, B, C, D in 64-bit registers, two words each for the engine)
+    on normal values and NaN, infinities, signed zeros, subnormals, the largest finite: the interpreter's words
+    (its DMMA chain verified on the H100)."""
+    mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_dmma.ptx").read_text())
+    assert mod.translation("dmma").native, mod.translation("dmma").reason
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(64 * 8)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308])
+    x = np.where(rng.integers(0, 6, x.size) == 0, special[rng.integers(0, len(special), x.size)], x)
+
+    def make():
+        out = np.zeros(64 * 10, np.float64)
+        return [out, x.copy()], [out]
+
+    w = _both(mod, "dmma", 1, 64, make)
+    a, b = w["interpret"][0], w["compiled"][0]
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ"
+    assert (np.isfinite(b) & (b != 0)).sum() > 64             # outputs, not only NaN or zeros
+
+
 def test_recursion_deeper_than_the_compiled_frames_is_an_error_naming_the_limit():
     from warpsim.ptx.native.rt import FRAME_DEPTH
 

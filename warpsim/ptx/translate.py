@@ -38,7 +38,7 @@ integers, integers to f64, f16 / bf16 to f32 / f64; f16 / bf16 / f16x2 / bf16x2 
 ``.rn`` (``.ftz``, ``.sat``, ``.relu``), ``min`` / ``max`` (``.NaN``, ``.xorsign.abs``, ``.ftz``; f32 too) and ``neg`` /
 ``abs``.
 The warp-level tensor-core path (:mod:`warpsim.ptx.native.lower_mma`): dense ``mma.sync`` of 32-bit
-registers through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
+registers (and of 64-bit ones: f64, two words each) through the engine's own jitted kernels (:mod:`warpsim.engine.warp_mma_jit`, the plan of the
 launch's arch), ``ldmatrix`` / ``stmatrix`` of shared memory, ``cp.async`` (completing at issue, as the
 interpreter models it) with its ``commit_group`` / ``wait_group`` / ``wait_all``, ``prmt.b32``, 8-bit
 ``ld`` / ``st``, ``cvt.rn.{f16,bf16}[x2].f32``, ``fma.rn.ftz.f32``.
@@ -61,7 +61,7 @@ type the interpreter takes), bulk-copy groups and prefetches, ``elect.sync``,
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: other rounding / ``.ftz`` ALU forms, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
-block-scaled / f64 ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
+block-scaled ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
 launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words

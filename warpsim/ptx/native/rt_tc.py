@@ -27,6 +27,18 @@ def warp_status(act):
     return -1 if n == 0 else 0 if n == 32 else PARTIAL_WARP << 8
 
 
+@njit(nogil=True, inline="always")
+def _gather(x, rows, R, base, l, wide):
+    """Lane l's words of registers ``rows`` into x[0, l] (64-bit registers: two words each, low first)."""
+    for i in range(len(rows)):
+        w = np.uint64(R[rows[i], base + l])
+        if wide:
+            x[0, l, 2 * i] = np.uint32(w & np.uint64(0xFFFFFFFF))
+            x[0, l, 2 * i + 1] = np.uint32(w >> np.uint64(32))
+        else:
+            x[0, l, i] = np.uint32(w)
+
+
 def _on_registers(fn, wide=False):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
     gathered, D's scattered back, on the working arrays S of :func:`_scratch`; ``wide``: 64-bit registers (R: the
@@ -39,14 +51,9 @@ def _on_registers(fn, wide=False):
             return max(st, 0)
         a, b, c, d, inner = S
         for l in range(32):
-            for x, rows in ((a, ra), (b, rb), (c, rc)):
-                for i in range(len(rows)):
-                    w = np.uint64(R[rows[i], base + l])
-                    if wide:
-                        x[0, l, 2 * i] = np.uint32(w & np.uint64(0xFFFFFFFF))
-                        x[0, l, 2 * i + 1] = np.uint32(w >> np.uint64(32))
-                    else:
-                        x[0, l, i] = np.uint32(w)
+            _gather(a, ra, R, base, l, wide)
+            _gather(b, rb, R, base, l, wide)
+            _gather(c, rc, R, base, l, wide)
         fn(plan, inner, a, b, c, d)
         for l in range(32):
             for i in range(len(rd)):
