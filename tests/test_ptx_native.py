@@ -496,6 +496,25 @@ def test_f64_mma_on_64_bit_registers_equals_the_interpreter():
     assert (np.isfinite(b) & (b != 0)).sum() > 64             # outputs, not only NaN or zeros
 
 
+def test_wmma_with_f16_c_and_d_equals_the_interpreter():
+    """wmma.mma m16n16k16 .f16.f16 (the f16-accumulating mma, two 16-bit elements a register) with infinities,
+    NaN, subnormals and the largest finite among A and C: the interpreter's words (captured forms, wmma.py)."""
+    mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_wmma16.ptx").read_text())
+    assert mod.translation("wmma16").native, mod.translation("wmma16").reason
+    rng = np.random.default_rng(7)
+    A, B, C = (rng.standard_normal(256).astype(np.float16).view(np.uint16) for _ in range(3))
+    C[:8] = [0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8000, 0x7BFF, 0x3C00, 0x0000]
+    A[20:24] = [0x7BFF, 0x7BFF, 0xFBFF, 0x0001]
+
+    def make():
+        out = np.zeros(256, np.uint16)
+        return [out, A.copy(), B.copy(), C.copy()], [out]
+
+    w = _both(mod, "wmma16", 1, 32, make)
+    assert np.array_equal(w["interpret"][0], w["compiled"][0])
+    assert w["compiled"][0].view(np.uint16)[0] == 0x7C00           # +inf in C stays
+
+
 def test_recursion_deeper_than_the_compiled_frames_is_an_error_naming_the_limit():
     from warpsim.ptx.native.rt import FRAME_DEPTH
 

@@ -61,7 +61,7 @@ type the interpreter takes), bulk-copy groups and prefetches, ``elect.sync``,
 ``engine="compiled"`` was asked for and the reason in ``Module.last_engine``: any other form (the reason
 names the first statement and its class: other rounding / ``.ftz`` ALU forms, other conversions, the generic addresses of the parameter window, the
 order-dependent atomics (``exch`` / ``cas`` / ``inc`` / ``dec`` with lane-varying operands, float adds), sparse /
-block-scaled ``mma``, ``wmma`` with f16 C or D, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
+block-scaled ``mma``, ``wmma`` with f16 C and f32 D or the reverse, other ``wgmma`` forms, ``tensormap.replace`` (descriptors the kernel writes), recursive functions with ``.local`` variables, ...), a
 launch arch whose ``mma`` plan
 takes another engine path than the kernel was generated for, and hosts whose FPU is not in round-to-nearest
 with subnormals kept.  Words

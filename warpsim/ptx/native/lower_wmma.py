@@ -92,9 +92,12 @@ def _wmma_mma(o, m):
     intk = at in ("s8", "u8")
     if at != bt or at not in AB_TYPES[shape] or intk != (dt == "s32") or intk != (ct == "s32"):
         o.fail(f"{o.st.opcode}: A, B, C and D types the interpreter refuses")
-    if dt == "f16" or ct == "f16" or (m["sat"] and not intk):
-        o.fail(f"{o.st.opcode}: f16 C or D and float .satfinite are not translated")
-    if at == "tf32":
+    if (dt == "f16") != (ct == "f16") or (m["sat"] and not intk):
+        o.fail(f"{o.st.opcode}: f16 C with f32 D (or the reverse) and float .satfinite are not translated")
+    half = dt == "f16"                 # f16 C and D: the f16-accumulating mma, 16-bit elements in C's words
+    if half:
+        op = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
+    elif at == "tf32":
         op = "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32"
     elif intk:
         op = f"mma.sync.aligned.m16n8k16.row.col{'.satfinite' if m['sat'] else ''}.s32.{at}.{bt}.s32"
@@ -115,4 +118,4 @@ def _wmma_mma(o, m):
     M, N, K = SHAPES[shape]
     kk = 4 if at == "tf32" else K
     return "warp", _checked(f"rt_wmma_mma_{path}({name}, R32, base, act, {rows['a']}, {rows['b']}, {rows['c']}, "
-                            f"{rows['d']}, {M}, {N}, {K}, {kk}, {BITS[at]}, 32)", o.st.line)
+                            f"{rows['d']}, {M}, {N}, {K}, {kk}, {BITS[at]}, {16 if half else 32})", o.st.line)
