@@ -256,25 +256,31 @@ def _tma_load(o, m):
         o.fail(f"{o.st.opcode} with {len(ops)} operands")
     _tma_scratch(o)
     space = SPACE_CLUSTER if m["space"] == "shared::cluster" else SPACE_CTA
-    line = o.st.line
     lines = _descriptor(o, ops[1])
     lines += [x.replace("_rk", "_rkd") for x in _target(o, ops[0], space)]
     lines += [x.replace("_rk", "_rkb") for x in _target(o, ops[2], space)]
     if m["hint"]:
         o.src(ops[-1], "b64")
-    load = ("_n = rt_tma.tile_load(status, {line}, t, TMF[_d], TMC, SMEM0 + {rank} * SMEM_BYTES, SMEM_BYTES, "
-            "_rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)")
+    return lines + _land(o, "rt_tma.tile_load(status, {line}, t, TMF[_d], TMC, SMEM0 + {rank} * SMEM_BYTES, "
+                         "SMEM_BYTES, _rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)", ops[3] if m["mc"] else None)
+
+
+def _land(o, load, mask):
+    """The lines of a box landing (``load``: the jitted call, {line} and {rank} to fill; it returns the bytes or
+    -1) in the CTA at ``_rkd`` with its bytes completed on the mbarrier at ``_rkb`` -- or, with the ctaMask
+    operand ``mask`` (.multicast::cluster), in each CTA of the mask at the same offsets."""
+    line = o.st.line
     done = "rt_sync.mb_tx(status, {line}, t, MBO, MBS, SMEM_BYTES, {bar}, _n, -1)"
-    if not m["mc"]:
-        return lines + [load.format(line=line, rank="(_rkd >> 32)"), "if _n < 0:", "    return 1",
-                        "if " + done.format(line=line, bar="_rkb") + ":", "    return 1"]
-    return lines + [f"_mask = np.int64({o.src(ops[3], 'u16')}) & 0xFFFF",
-                    "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
-                    f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))",
-                    "for _q in range(CS):", "    if (_mask >> _q) & 1:",
-                    "        " + load.format(line=line, rank="_q"), "        if _n < 0:", "            return 1",
-                    "        if " + done.format(line=line, bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") + ":",
-                    "            return 1"]
+    if mask is None:
+        return ["_n = " + load.format(line=line, rank="(_rkd >> 32)"), "if _n < 0:", "    return 1",
+                "if " + done.format(line=line, bar="_rkb") + ":", "    return 1"]
+    return [f"_mask = np.int64({o.src(mask, 'u16')}) & 0xFFFF",
+            "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
+            f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))",
+            "for _q in range(CS):", "    if (_mask >> _q) & 1:",
+            "        _n = " + load.format(line=line, rank="_q"), "        if _n < 0:", "            return 1",
+            "        if " + done.format(line=line, bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") + ":",
+            "            return 1"]
 
 
 @row(r"cp\.(?P<red>reduce\.)?async\.bulk\.tensor\.(?P<dim>[1-5])d\.global\.shared::cta(?:\." + _REDUCE_OP + r")?"
@@ -400,23 +406,11 @@ def _tma_im2col(o, m):
     _tma_scratch(o)
     o.scratch.append(("TMO", "np.zeros(3, np.int64)"))       # the offsets
     space = SPACE_CLUSTER if m["space"] == "shared::cluster" else SPACE_CTA
-    line = o.st.line
     lines = _descriptor(o, ops[1], im2col=True)
     lines += [f"TMO[{j}] = np.int64({o.src(x, 'u16')}) & 0xFFFF" for j, x in enumerate(offs)]
     lines += [x.replace("_rk", "_rkd") for x in _target(o, ops[0], space)]
     lines += [x.replace("_rk", "_rkb") for x in _target(o, ops[2], space)]
     if m["hint"]:
         o.src(ops[-1], "b64")
-    load = ("_n = rt_tma.im2col_load(status, {line}, t, TMF[_d], TMC, TMO, SMEM0 + {rank} * SMEM_BYTES, SMEM_BYTES, "
-            "_rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)")
-    done = "rt_sync.mb_tx(status, {line}, t, MBO, MBS, SMEM_BYTES, {bar}, _n, -1)"
-    if not m["mc"]:
-        return lines + [load.format(line=line, rank="(_rkd >> 32)"), "if _n < 0:", "    return 1",
-                        "if " + done.format(line=line, bar="_rkb") + ":", "    return 1"]
-    return lines + [f"_mask = np.int64({o.src(ops[4], 'u16')}) & 0xFFFF",
-                    "if _mask == 0 or _mask >> CS:", "    status[4] = 3",
-                    f"    return fail(status, {TMA_DESCRIPTOR}, {line}, t, np.uint64(_mask))",
-                    "for _q in range(CS):", "    if (_mask >> _q) & 1:",
-                    "        " + load.format(line=line, rank="_q"), "        if _n < 0:", "            return 1",
-                    "        if " + done.format(line=line, bar="(_q << 32) | (_rkb & 0xFFFFFFFF)") + ":",
-                    "            return 1"]
+    return lines + _land(o, "rt_tma.im2col_load(status, {line}, t, TMF[_d], TMC, TMO, SMEM0 + {rank} * SMEM_BYTES, "
+                         "SMEM_BYTES, _rkd & 0xFFFFFFFF, BASES, SIZES, PTRS, TRK, TOFF)", ops[4] if m["mc"] else None)

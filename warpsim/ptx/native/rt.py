@@ -481,6 +481,39 @@ def bfe(a, pos, ln, bits, signed):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def round16(sign, full, lsb, eb, mb):
+    """full * 2^lsb (full > 0; ``sign``: the sign bit in place) rounded to nearest even in a 16-bit float of ``eb``
+    exponent and ``mb`` mantissa bits, overflow to infinity: the conversions' and reductions' one rounding."""
+    if full == 0:
+        return np.uint64(sign)
+    top = lsb + 63
+    while not (full >> (top - lsb)) & 1:               # the exponent of the leading bit
+        top -= 1
+    bias = (np.int64(1) << (eb - 1)) - 1
+    te = max(top, 1 - bias)
+    shift = te - mb - lsb
+    if shift > 62:                                      # below half the smallest subnormal: zero
+        return np.uint64(sign)
+    r = full >> shift if shift > 0 else full << -shift
+    rem = full - (r << shift) if shift > 0 else np.int64(0)
+    if shift > 0:
+        half = np.int64(1) << (shift - 1)
+        if rem > half or (rem == half and (r & 1) == 1):
+            r += 1
+    if r == 0:
+        return np.uint64(sign)
+    if r >= np.int64(1) << (mb + 1):                    # the rounding carried into a new binade
+        r >>= 1
+        te += 1
+    if r < np.int64(1) << mb:                           # subnormal
+        return np.uint64(sign | r)
+    biased = te + bias
+    if biased >= (np.int64(1) << eb) - 1:
+        return np.uint64(sign | (((np.int64(1) << eb) - 1) << mb))
+    return np.uint64(sign | (biased << mb) | (r - (np.int64(1) << mb)))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def fail(status, code, line, where, value):
     """Record why a kernel stopped (status code, PTX line, thread or CTA, address or count)."""
     status[0] = code

@@ -14,7 +14,7 @@ from numba import njit
 
 from ...engine import warp_mma_jit as _j
 from .rt import (BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, READ, find, peek1, peek2, peek4, poke1, poke2, poke4,
-                 track)
+                 round16, track)
 
 
 @njit(nogil=True)
@@ -195,38 +195,7 @@ def f32_to_half(w, eb, mb, nan):
     if e == 255:
         return np.uint64(nan) if m != 0 else np.uint64(inf)
     full, lsb = (m, -149) if e == 0 else (m | 0x800000, e - 150)
-    if full == 0:
-        return np.uint64(sign)
-    top = lsb + 63 - _clz64(np.uint64(full))          # the exponent of the leading bit
-    bias = (np.int64(1) << (eb - 1)) - 1
-    te = max(top, 1 - bias)
-    shift = te - mb - lsb                               # > 0 for these targets
-    if shift > 40:                                      # below half the smallest subnormal: zero
-        return np.uint64(sign)
-    r = full >> shift
-    rem = full - (r << shift)
-    half = np.int64(1) << (shift - 1)
-    if rem > half or (rem == half and (r & 1) == 1):
-        r += 1
-    if r == 0:
-        return np.uint64(sign)
-    if r >= np.int64(1) << (mb + 1):                    # the rounding carried into a new binade
-        r >>= 1
-        te += 1
-    if r < np.int64(1) << mb:                           # subnormal
-        return np.uint64(sign | r)
-    biased = te + bias
-    if biased >= (np.int64(1) << eb) - 1:
-        return np.uint64(inf)
-    return np.uint64(sign | (biased << mb) | (r - (np.int64(1) << mb)))
-
-
-@njit(nogil=True)
-def _clz64(x):
-    n = 0
-    while n < 64 and (x >> np.uint64(63 - n)) & np.uint64(1) == np.uint64(0):
-        n += 1
-    return n
+    return round16(sign, full, lsb, eb, mb)
 
 
 @njit(nogil=True)

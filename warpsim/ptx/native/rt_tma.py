@@ -24,7 +24,7 @@ from ...isa.tensormap import (IM2COL_BIT, LAYOUT, TENSORMAP_BYTES, Im2colMap, Te
                               is_im2col)
 from .. import tma
 from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
-                 global_at, peek1, peek2, peek4, peek8, poke1, poke2, poke4, poke8)
+                 global_at, peek1, peek2, peek4, peek8, poke1, poke2, poke4, poke8, round16)
 
 #: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
 #: the rank) of each per-dimension entry.  ``address``: the global address (as int64 bits);
@@ -380,28 +380,7 @@ def _f64_to_16(x, eb, mb):
     e = np.int64((w >> np.uint64(52)) & np.uint64(0x7FF))
     m = np.int64(w & np.uint64(0xFFFFFFFFFFFFF))
     full, lsb = (m, -1074) if e == 0 else (m | (np.int64(1) << 52), e - 1075)
-    if full == 0:
-        return np.uint64(sign)
-    top = lsb + 52
-    while not (full >> (top - lsb)) & 1:
-        top -= 1
-    bias = (np.int64(1) << (eb - 1)) - 1
-    te = max(top, 1 - bias)
-    shift = te - mb - lsb
-    if shift > 62:
-        return np.uint64(sign)
-    r = full >> shift
-    rem = full - (r << shift)
-    half = np.int64(1) << (shift - 1)
-    if rem > half or (rem == half and (r & 1) == 1):
-        r += 1
-    if r >> (mb + 1):                          # carried into the next binade
-        r >>= 1
-        te += 1
-    biased = te + bias if r >> mb else 0
-    if biased >= (np.int64(1) << eb) - 1:
-        return np.uint64(sign | (((np.int64(1) << eb) - 1) << mb))
-    return np.uint64(sign | (biased << mb) | (r & ((np.int64(1) << mb) - 1)))
+    return round16(sign, full, lsb, eb, mb)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
