@@ -14,7 +14,6 @@ the table (-1: not found at launch, e.g. written by the kernel itself), and :fun
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numba import njit
@@ -25,6 +24,7 @@ from ...isa.tensormap import (IM2COL_BIT, LAYOUT, TENSORMAP_BYTES, Im2colMap, Te
 from .. import tma
 from .rt import (BAD_ADDRESS, BULK_COPY, READ, TMA_INNER, TMA_NEGATIVE, TMA_SMEM_ALIGN, TMA_SMEM_RANGE, WRITTEN, fail, find,
                  global_at, peek1, peek2, peek4, peek8, poke1, poke2, poke4, poke8, round16)
+from .rt_scalar import half_value
 
 #: a row of the descriptor table: scalars, then five slots (dimensions 0..4, innermost first; 1 or 0 past
 #: the rank) of each per-dimension entry.  ``address``: the global address (as int64 bits);
@@ -384,20 +384,6 @@ def _f64_to_16(x, eb, mb):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _h16(w, eb, mb):
-    """A 16-bit float word's value as a float64 (exact; NaN a NaN)."""
-    top = (1 << eb) - 1
-    e = np.int64((w >> np.uint64(mb)) & np.uint64(top))
-    m = np.float64(w & np.uint64((1 << mb) - 1))
-    sign = -1.0 if (w >> np.uint64(eb + mb)) & np.uint64(1) else 1.0
-    if e == top:
-        return sign * np.inf if m == 0 else np.nan
-    if e == 0:
-        return sign * math.ldexp(m, 1 - ((1 << (eb - 1)) - 1) - mb)
-    return sign * math.ldexp(m + (1 << mb), e - ((1 << (eb - 1)) - 1) - mb)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def _pick(a, b, fa, fb, low):
     """numpy's fmin (low) / fmax of the values fa, fb of words a, b: the first on a tie, the other of a NaN."""
     if (fa <= fb if low else fa >= fb) or fb != fb:
@@ -416,7 +402,7 @@ def _reduce_word(op, code, a, b):
         return np.float64(a.view(np.float64) + b.view(np.float64)).view(np.uint64)
     if code >= 6:                                        # f16 / bf16
         eb, mb = (5, 10) if code == 6 else (8, 7)
-        fa, fb = _h16(a, eb, mb), _h16(b, eb, mb)
+        fa, fb = half_value(a, eb, mb), half_value(b, eb, mb)
         if op == 0:
             s = fa + fb
             if code == 7:                                # (f64 sum, to f32, to bf16: reduce_elements' roundings)
