@@ -574,6 +574,80 @@ def test_compiled_errors_name_the_line():
     assert err.value.line == 12
 
 
+_LANES = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry lanes(.param .u64 out, .param .u64 x, .param .u32 bad, .param .u32 n)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<14>;
+	.reg .b64 %rd<6>;
+	.shared .align 4 .b8 sm[4096];
+	ld.param.u64 %rd1, [out];
+	ld.param.u64 %rd2, [x];
+	ld.param.u32 %r10, [bad];
+	ld.param.u32 %r11, [n];
+	mov.u32 %r1, %tid.x;
+	mul.lo.u32 %r2, %r1, -1640531535;
+	xor.b32 %r3, %r2, %r1;
+	shl.b32 %r4, %r3, 3;
+	add.u32 %r5, %r4, %r2;
+	setp.lt.u32 %p1, %r1, %r11;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	mov.b32 %r6, %r5;
+	@%p1 ld.global.b32 %r6, [%rd4];
+	shl.b32 %r7, %r1, 2;
+	setp.eq.u32 %p2, %r1, %r10;
+	selp.b32 %r8, 2, 0, %p2;
+	add.u32 %r7, %r7, %r8;
+	mov.u32 %r9, sm;
+	add.u32 %r9, %r9, %r7;
+	st.shared.b32 [%r9], %r6;
+	bar.sync 0;
+	mov.u32 %r12, %ntid.x;
+	sub.u32 %r12, %r12, %r1;
+	shl.b32 %r12, %r12, 2;
+	add.u32 %r12, %r12, %r9;
+	sub.u32 %r12, %r12, %r7;
+	ld.shared.b32 %r13, [%r12+-4];
+	add.s64 %rd5, %rd1, %rd3;
+	st.global.b32 [%rd5], %r13;
+	ret;
+}
+"""
+
+
+def test_a_kernel_compiled_per_launch_shape_with_checked_warp_accesses():
+    """A kernel is compiled per number of threads a run (its register rows' length is a constant: LLVM runs the
+    register-only lane loops as vector instructions); its shared and global ld / st check every lane's address
+    before any access.  Words of two block sizes equal the interpreter's; a misaligned shared store in lane 5
+    and a guarded global load past its array in thread 40 stop both engines at the same line and lane."""
+    mod = wp.load(_LANES)
+    rng = np.random.default_rng(5)
+    for block in (64, 96):
+        x = rng.integers(0, 2**32, 80, dtype=np.uint64).astype(np.uint32)
+
+        def make():
+            out = np.zeros(block, np.uint32)
+            return [out, x, 999, 70], [out]
+
+        w = _both(mod, "lanes", 1, block, make)
+        assert np.array_equal(w["interpret"][0], w["compiled"][0])
+        assert len(set(w["compiled"][0].tolist())) == block
+        assert mod.translation("lanes").ready(block)
+    for args, line, interp, comp in (
+            ([np.zeros(64, np.uint32), np.zeros(80, np.uint32), 5, 70], 31, "lane 5 is not aligned",
+             "lane 5 is not aligned"),
+            ([np.zeros(96, np.uint32), np.zeros(40, np.uint32), 999, 70], 24, "lane 8, 4 bytes",
+             r"\(thread 40\) lies outside every mapped array")):
+        for engine, msg in (("interpret", interp), ("compiled", comp)):
+            with pytest.raises(wp.PTXError, match=msg) as err:
+                mod.launch("lanes", 1, args[0].size, args, engine=engine, workers=1)
+            assert err.value.line == line
+
+
 def test_sfu_forms_are_the_hardware_words():
     """The translator's table of special-function forms (engine form code, .ftz, tables, fit), run through the
     lane kernel the compiled code calls, gives the words the H200 wrote for the sweep's samples."""

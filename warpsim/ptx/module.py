@@ -143,20 +143,22 @@ class Module:
             self._translations[entry] = translate(self.program(entry))
         return self._translations[entry]
 
-    def _choose_engine(self, entry, engine):
-        """The engine that runs this launch, recorded in ``last_engine`` (warn when "compiled" cannot)."""
+    def _choose_engine(self, entry, engine, threads):
+        """The engine that runs this launch (``threads`` a run: the block's times the cluster's CTAs), recorded in
+        ``last_engine`` (warn when "compiled" cannot)."""
         if engine is None:
             engine = os.environ.get("WARPSIM_PTX_ENGINE") or None
             from .translate import check_engine
 
             check_engine(engine)
         tr = self.translation(entry) if engine != "interpret" else None
-        if tr is not None and tr.native and (engine == "compiled" or tr.ready()):
+        if tr is not None and tr.native and (engine == "compiled" or tr.ready(threads)):
             self.last_engine = {"entry": entry, "requested": engine, "engine": "compiled", "reason": None}
             return "compiled"
         reason = "asked for" if engine == "interpret" else tr.reason or (
-            f"{entry}: translates, but its compiled kernel is not built yet (engine='compiled' builds it, once per "
-            "host: its first compile takes seconds to minutes; then engine=None uses it)")
+            f"{entry}: translates, but its compiled kernel is not built yet for {threads} threads a run (engine='compiled' "
+            "builds it, once per host and launch shape: its first compile takes seconds to minutes; then engine=None "
+            "uses it)")
         self._fall_back(entry, engine, reason)
         return "interpret"
 
@@ -240,7 +242,6 @@ class Module:
 
         check_engine(engine)
         prog = self.program(entry)
-        chosen = self._choose_engine(entry, engine)
         g = _dims(grid, "grid")
         b = _dims(block, "block")
         nthreads = b[0] * b[1] * b[2]
@@ -285,6 +286,7 @@ class Module:
         if "maxclusterrank" in dirs and cl[0] * cl[1] * cl[2] > int(dirs["maxclusterrank"][0]):
             raise ValueError(f"{entry} declares .maxclusterrank {dirs['maxclusterrank'][0]}: cluster {cl} is larger")
         explicit = cluster is not None or want is not None or "explicitcluster" in dirs
+        chosen = self._choose_engine(entry, engine, nthreads * cl[0] * cl[1] * cl[2])
         per = nctas if cl[0] * cl[1] * cl[2] > 1 else max(1, min(int(ctas_per_batch), nctas))
         batches = range(0, nctas, per)
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, (int, np.integer))

@@ -116,14 +116,16 @@ class Translation:
     classes: dict = field(default_factory=dict)
     ir: object = field(default=None, repr=False, compare=False)
 
-    def ready(self) -> bool:
+    def ready(self, threads=None) -> bool:
         """Whether the compiled kernel is at hand: built in this process, or in the disk cache for this
-        host (engine=None runs it then; building it is engine="compiled"'s first launch)."""
+        host (engine=None runs it then; building it is engine="compiled"'s first launch), for runs of
+        ``threads`` threads (a block's, times the CTAs of a cluster; None: for some launch shape -- a
+        kernel is compiled once per shape)."""
         if self.ir is None:
             return False
         from .native.kernel import is_built
 
-        return is_built(self.ir)
+        return is_built(self.ir, threads)
 
 
 def translate(prog) -> Translation:

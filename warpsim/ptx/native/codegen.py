@@ -18,7 +18,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES, register_file
-from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, MAX_STEPS
+from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS
 
 
 def _guard(ir, st):
@@ -33,25 +33,59 @@ def _mem(st):
     return "st" if op.startswith("st.") and not op.startswith("st.param") else "ld" if op.startswith("ld.") else None
 
 
+def _pure(st, low):
+    """A lane statement that only computes registers from registers: no memory, no way to stop the kernel."""
+    return _mem(st) is None and not any("return" in x for x in low.lines)
+
+
+#: the fewest consecutive register-only statements given a lane loop of their own (``_vector_runs``)
+VECTOR_RUN = 4
+
+
+def _vector_runs(items):
+    """A lane run split so that its runs of at least ``VECTOR_RUN`` register-only statements (``_pure``) have
+    lane loops of their own: LLVM runs such a loop as vector instructions over the 32 lanes (the register
+    rows are ``TT`` words apart, a constant; a loop with memory accesses or a failure exit stays scalar).
+    Running one statement for all lanes before the next is the interpreter's order."""
+    runs = []
+    for it in items:
+        p = _pure(*it)
+        if runs and runs[-1][0] == p:
+            runs[-1][1].append(it)
+        else:
+            runs.append((p, [it]))
+    out = []
+    for p, run in runs:
+        p = p and len(run) >= VECTOR_RUN
+        if out and not p and not out[-1][0]:
+            out[-1][1].extend(run)
+        else:
+            out.append((p, list(run)))
+    return [("lane", run) for _, run in out]
+
+
 def _groups(stmts):
     """Runs of lane statements (one lane loop each) and single warp statements, in order."""
     out, cur, seen = [], [], set()
+
+    def close():
+        if cur:
+            out.extend(_vector_runs(cur))
+
     for st, low in stmts:
         if low.kind == "lane":
             m = _mem(st)
             if m and cur and (("ld" if m == "st" else "st") in seen or m == "st" and "st" in seen):
-                out.append(("lane", cur))
+                close()
                 cur, seen = [], set()
             cur.append((st, low))
             if m:
                 seen.add(m)
         elif low.kind in ("warp", "wait", "park"):
-            if cur:
-                out.append(("lane", cur))
-                cur, seen = [], set()
+            close()
+            cur, seen = [], set()
             out.append(("warp", [(st, low)]))
-    if cur:
-        out.append(("lane", cur))
+    close()
     return out
 
 
@@ -175,9 +209,10 @@ class _Functions:
         name = f"g{len(self.defs)}"
         body = [_words(x) for x in body]
         used = set(_WORD.findall("\n".join(body)))
-        args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used)
+        args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used - {"T"})
+        head = ["T = TT"] if "T" in used else []        # the rows' length, a constant (_vector_runs)
         self.defs.append([_GROUP_JIT.format("" if refcounted else ", _nrt=False"), f"def {name}({', '.join(args)}):"] +
-                         ["    " + x for x in body] + ["    return 0", ""])
+                         ["    " + x for x in head + body] + ["    return 0", ""])
         return f"{name}({', '.join(args)})"
 
 
@@ -327,7 +362,10 @@ def generate(ir, name="native_kernel"):
     L.append("        return")
     L.append("    CS = CX * CY * CZ")
     L.append("    W = BX * BY * BZ // 32")
-    L.append("    T = W * 32 * CS")                   # the register files' threads: a cluster's
+    L.append("    if W * 32 * CS != TT:")              # the source is made for TT threads a run (kernel._text)
+    L.append(f"        status[0] = {LAUNCH_SHAPE}")
+    L.append("        return")
+    L.append("    T = TT")                   # the register files' threads: a cluster's
     L.append("    NTID_x, NTID_y, NTID_z = np.uint32(BX), np.uint32(BY), np.uint32(BZ)")
     L.append("    NCTAID_x, NCTAID_y, NCTAID_z = np.uint32(GX), np.uint32(GY), np.uint32(GZ)")
     L.append("    NCL_x, NCL_y, NCL_z = np.uint32(GX // CX), np.uint32(GY // CY), np.uint32(GZ // CZ)")

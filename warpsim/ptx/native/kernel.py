@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import hashlib
 import importlib.util
 import os
@@ -87,6 +88,22 @@ def _source(ir):
     return src
 
 
+def _text(ir, threads):
+    """The kernel's module for runs of ``threads`` threads (a cluster's, a CTA's without clusters): the register
+    rows' length is a constant of the compiled code, so LLVM runs register-only lane loops as vector
+    instructions (codegen._vector_runs).  A kernel is compiled once per such launch shape."""
+    return _source(ir) + f"\n#: threads a run: the register rows' length\nTT = np.int64({threads})\n"
+
+
+def _run_key(ir, threads):
+    return f"{_ir_key(ir)}t{threads}"
+
+
+def _threads(args):
+    """The threads a run of these kernel arguments has (block x cluster)."""
+    return int(np.prod(args[5:11]))
+
+
 def _ir_key(ir):
     """The kernel's cache key (hashing its source costs ~0.2 ms a launch for a large kernel: remembered).  A
     kernel whose group functions failed to compile without numba's reference counting (a statement's code
@@ -110,10 +127,15 @@ def _marker(key):
     return os.path.join(cache_dir(), f"warpsim_native_{key}.{_host()}.built")
 
 
-def is_built(ir) -> bool:
-    """The kernel is compiled in this process or cached on disk for this host."""
-    key = _ir_key(ir)
-    return key in _BUILT or os.path.exists(_marker(key))
+def is_built(ir, threads=None) -> bool:
+    """The kernel is compiled in this process or cached on disk for this host, for runs of ``threads`` threads
+    (None: for some launch shape)."""
+    if threads is not None:
+        key = _run_key(ir, threads)
+        return key in _BUILT or os.path.exists(_marker(key))
+    base = _ir_key(ir) + "t"
+    return any(k.startswith(base) for k in _BUILT) or \
+        bool(glob.glob(os.path.join(glob.escape(cache_dir()), f"warpsim_native_{base}*.{_host()}.built")))
 
 
 _BUILT: set = set()
@@ -157,13 +179,14 @@ def _no_gc():
             gc.enable()
 
 
-def compiled(ir):
-    """The jitted kernel of a KernelIR (compiled on first use; from numba's disk cache if there)."""
-    key = _ir_key(ir)
+def compiled(ir, threads):
+    """The jitted kernel of a KernelIR for runs of ``threads`` threads (compiled on first use; from numba's disk
+    cache if there)."""
+    key = _run_key(ir, threads)
     fn = _COMPILED.get(key)
     if fn is not None:
         return fn, key
-    src = _source(ir)
+    src = _text(ir, threads)
     t0 = time.perf_counter()
     name = f"warpsim_native_{key}"
     path = os.path.join(cache_dir(), name + ".py")
@@ -207,6 +230,8 @@ _MESSAGES = {
                      "(illegal instruction)",
     rt.TMA_DESCRIPTOR: "{tma} (thread {w})",
     rt.BULK_COPY: "cp.async.bulk (thread {w}): {bulk}",
+    rt.LAUNCH_SHAPE: "the compiled kernel was made for another number of threads a run than this launch's (an internal "
+                     "error: engine='interpret' runs it)",
     rt.CALL_DEPTH: "calls of recursive functions nested deeper than {v} frames in the warp of thread {w} (the compiled "
                    "engine's limit; engine='interpret' has none)",
     rt.ASSERT_FAILED: "device assertion failed (__assertfail) in thread {w}; the interpreter (engine='interpret') "
@@ -253,17 +278,18 @@ def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, cou
 
 def _ready(ir, args):
     """The jitted kernel, compiled for these argument types (numba's disk cache or a first compile)."""
-    fn, key = compiled(ir)
+    threads = _threads(args)
+    fn, key = compiled(ir, threads)
     if not fn.signatures:
         try:
             _compile(fn, key, args)
         except Exception:       # noqa: BLE001 -- compiled again with reference counting; a real error recurs
             if ir.refcount_all:
                 raise
-            open(_refcount_marker(key), "w").close()
+            open(_refcount_marker(_ir_key(ir)), "w").close()
             _forget_failed_compiles()
             ir.refcount_all, ir._source, ir._key = True, None, None
-            fn, key = compiled(ir)
+            fn, key = compiled(ir, threads)
             if not fn.signatures:
                 _compile(fn, key, args)
     if key not in _BUILT:

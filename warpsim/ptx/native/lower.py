@@ -606,7 +606,9 @@ def lower_memory(o, m):
         for i, r in enumerate(regs):
             lines.append(f"{o.dst(r, _widened(o, r, t, bits))} = {_param_word(o, r, t, bits, poff + off + i * nb)}")
         return lines
-    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb, READ if op == "ld" else WRITTEN)
+    how = READ if op == "ld" else WRITTEN
+    pointer = _pointer(o, where, (base, kind, off), space, nb, n * nb, how)
+    access = []
     for i, r in enumerate(regs):
         rt = t
         have = o.ir.regs.get(r) if r != "_" else bits
@@ -619,10 +621,41 @@ def lower_memory(o, m):
             if r == "_":
                 continue
             v = f"rt_peek{nb}(_p + {i * nb})"
-            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
+            access.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
         else:
-            lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
-    return lines
+            access.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
+    if space in ("shared", "global"):
+        return "warp", _checked_first(space, pointer, access, nb, n * nb, how)
+    return pointer + access
+
+
+def _lanes(body, ind=0):
+    pad = " " * ind
+    return [f"{pad}for l in range(32):", f"{pad}    if act[l]:", f"{pad}        t = base + l"] + \
+        [f"{pad}        {x}" for x in body]
+
+
+def _checked_first(space, pointer, access, nb, total, how):
+    """A shared or global ld / st for the whole warp (a warp statement: its own lane loops): one loop checks
+    every lane's address -- alignment, and the CTA's shared bytes or the mapped array of the first lane's
+    address -- without an exit, which LLVM runs as vector instructions; then the accesses, unchecked.  A lane
+    that fails the check sends the warp to the per-lane form (``pointer``: ``_pointer``'s lines), which
+    reports the first failing lane as before."""
+    address = pointer[0]                        # _a = ...
+    odd = f"(_a % np.uint64({nb}) != np.uint64(0))"
+    if space == "shared":
+        lines = ["_bad = False"] + _lanes([address, f"_bad = _bad | {odd} | (_a + np.uint64({total}) > "
+                                                     "np.uint64(SMEM_BYTES))"])
+        fast = _lanes([address, "_p = SMEMP + np.int64(_a)"] + access, 4)
+    else:
+        lines = ["_k = -1", "for l in range(32):", "    if act[l]:", "        t = base + l", f"        {address}",
+                 f"        _k = rt_find(BASES, SIZES, _a, {total})", "        break", "_bad = _k < 0", "if not _bad:",
+                 "    _lo = BASES[_k]", f"    _hi = _lo + SIZES[_k] - np.uint64({total})"]
+        lines += _lanes([address, f"_bad = _bad | {odd} | (_a < _lo) | (_a > _hi)"], 4)
+        fast = ["    _q = PTRS[_k] - np.int64(_lo)", "    _trk = TRK.size > 0"] + \
+            _lanes([address, "_p = _q + np.int64(_a)", "if _trk:",
+                    f"    rt_track(TRK, TOFF, _k, np.int64(_a - _lo), {total}, {how})"] + access, 4)
+    return lines + ["if _bad:"] + _lanes(pointer + access, 4) + ["else:"] + fast
 
 
 @row(r"inline\.local\.(?P<op>save|restore)")
@@ -877,7 +910,9 @@ def lower(ir, st):
         return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
     mm = _LDST.match(op)
     if mm:
-        return Lowered("lane", lower_memory(o, mm), reads=tuple(o.reads), writes=tuple(o.writes))
+        out = lower_memory(o, mm)
+        kind, lines = out if isinstance(out, tuple) else ("lane", out)
+        return Lowered(kind, lines, reads=tuple(o.reads), writes=tuple(o.writes))
     for pat, fn in ROWS:
         mm = pat.match(op)
         if mm:

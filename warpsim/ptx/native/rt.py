@@ -40,6 +40,7 @@ ASSERT_FAILED = 25      # a thread called CUDA's __assertfail (a failed device a
 TMA_DESCRIPTOR = 26     # a TMA statement's descriptor not found (status[4] 1), of another rank (2), a bad ctaMask (3)
 CALL_DEPTH = 27         # calls of recursive functions nested deeper than FRAME_DEPTH in a warp (inline.Frame)
 BULK_COPY = 28          # a cp.async.bulk's address or size breaks its rule (status[4]: which, rt_tma.BULK_ERRORS)
+LAUNCH_SHAPE = 29       # a kernel made for another number of threads a run than the launch's (kernel._text)
 #: frames of recursive calls a warp may hold (the GPU's own limit is its call stack: 1 KiB a thread by default)
 FRAME_DEPTH = 128
 #: a call's entry on the reconvergence stack reconverges nowhere: its body's return pops it
