@@ -624,8 +624,8 @@ def lower_memory(o, m):
             access.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
         else:
             access.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
-    if space in ("shared", "global"):
-        return "warp", _checked_first(space, pointer, access, nb, n * nb, how)
+    if space == "shared":
+        return "warp", _checked_first(pointer, access, nb, n * nb)
     return pointer + access
 
 
@@ -635,27 +635,17 @@ def _lanes(body, ind=0):
         [f"{pad}        {x}" for x in body]
 
 
-def _checked_first(space, pointer, access, nb, total, how):
-    """A shared or global ld / st for the whole warp (a warp statement: its own lane loops): one loop checks
-    every lane's address -- alignment, and the CTA's shared bytes or the mapped array of the first lane's
-    address -- without an exit, which LLVM runs as vector instructions; then the accesses, unchecked.  A lane
-    that fails the check sends the warp to the per-lane form (``pointer``: ``_pointer``'s lines), which
-    reports the first failing lane as before."""
-    address = pointer[0]                        # _a = ...
+def _checked_first(pointer, access, nb, total):
+    """A shared ld / st for the whole warp (a warp statement: its own lane loops): one loop checks every lane's
+    address (alignment, the CTA's shared bytes) without an exit, which LLVM runs as vector instructions; then
+    the accesses, unchecked.  A lane that fails sends the warp to the per-lane checks (``pointer``:
+    ``_pointer``'s lines), which name the first such lane.  (Global accesses stay per lane: their warp-wide form
+    saved 3% of the sm_80 Triton GEMM's run time for 40% more compile time.)"""
+    address = pointer[0]                                                # _a = ...
     odd = f"(_a % np.uint64({nb}) != np.uint64(0))"
-    if space == "shared":
-        lines = ["_bad = False"] + _lanes([address, f"_bad = _bad | {odd} | (_a + np.uint64({total}) > "
-                                                     "np.uint64(SMEM_BYTES))"])
-        fast = _lanes([address, "_p = SMEMP + np.int64(_a)"] + access, 4)
-    else:
-        lines = ["_k = -1", "for l in range(32):", "    if act[l]:", "        t = base + l", f"        {address}",
-                 f"        _k = rt_find(BASES, SIZES, _a, {total})", "        break", "_bad = _k < 0", "if not _bad:",
-                 "    _lo = BASES[_k]", f"    _hi = _lo + SIZES[_k] - np.uint64({total})"]
-        lines += _lanes([address, f"_bad = _bad | {odd} | (_a < _lo) | (_a > _hi)"], 4)
-        fast = ["    _q = PTRS[_k] - np.int64(_lo)", "    _trk = TRK.size > 0"] + \
-            _lanes([address, "_p = _q + np.int64(_a)", "if _trk:",
-                    f"    rt_track(TRK, TOFF, _k, np.int64(_a - _lo), {total}, {how})"] + access, 4)
-    return lines + ["if _bad:"] + _lanes(pointer + access, 4) + ["else:"] + fast
+    beyond = f"(_a + np.uint64({total}) > np.uint64(SMEM_BYTES))"
+    return ["_bad = False"] + _lanes([address, f"_bad = _bad | {odd} | {beyond}"]) + ["if _bad:"] + \
+        _lanes(pointer, 4) + _lanes([address, "_p = SMEMP + np.int64(_a)"] + access)
 
 
 @row(r"inline\.local\.(?P<op>save|restore)")
