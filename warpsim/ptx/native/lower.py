@@ -625,7 +625,7 @@ def lower_memory(o, m):
         else:
             access.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
     if space == "shared":
-        return "warp", _checked_first(pointer, access, nb, n * nb)
+        return "warp", _checked_first(o.st.line, pointer[0], access, nb, n * nb)
     return pointer + access
 
 
@@ -635,17 +635,19 @@ def _lanes(body, ind=0):
         [f"{pad}        {x}" for x in body]
 
 
-def _checked_first(pointer, access, nb, total):
-    """A shared ld / st for the whole warp (a warp statement: its own lane loops): one loop checks every lane's
-    address (alignment, the CTA's shared bytes) without an exit, which LLVM runs as vector instructions; then
-    the accesses, unchecked.  A lane that fails sends the warp to the per-lane checks (``pointer``:
-    ``_pointer``'s lines), which name the first such lane.  (Global accesses stay per lane: their warp-wide form
-    saved 3% of the sm_80 Triton GEMM's run time for 40% more compile time.)"""
-    address = pointer[0]                                                # _a = ...
+def _checked_first(line, address, access, nb, total):
+    """A shared ld / st for the whole warp (a warp statement: its own lane loops): one loop over every lane
+    computes the addresses (``address``: ``_a = ...``) into SHV and checks the active lanes' (alignment, the
+    CTA's shared bytes) without an exit, which LLVM runs as vector instructions; then the accesses, unchecked.
+    A lane that fails stops the kernel as the per-lane form would (``rt.shared_fault`` names the first).  (Global
+    accesses stay per lane: their warp-wide form saved 3% of the sm_80 Triton GEMM's run time for 40% more
+    compile time.)"""
     odd = f"(_a % np.uint64({nb}) != np.uint64(0))"
     beyond = f"(_a + np.uint64({total}) > np.uint64(SMEM_BYTES))"
-    return ["_bad = False"] + _lanes([address, f"_bad = _bad | {odd} | {beyond}"]) + ["if _bad:"] + \
-        _lanes(pointer, 4) + _lanes([address, "_p = SMEMP + np.int64(_a)"] + access)
+    return ["_bad = False", "for l in range(32):", "    t = base + l", f"    {address}", "    SHV[l] = _a",
+            f"    _bad = _bad | (act[l] & ({odd} | {beyond}))", "if _bad:",
+            f"    return rt_shared_fault(status, {line}, act, base, SHV, {nb}, {total}, SMEM_BYTES)"] + \
+        _lanes(["_p = SMEMP + np.int64(SHV[l])"] + access)
 
 
 @row(r"inline\.local\.(?P<op>save|restore)")
