@@ -619,11 +619,11 @@ _LANES = """.version 8.0
 """
 
 
-def test_a_kernel_compiled_per_launch_shape_with_checked_warp_accesses():
+def test_a_kernel_compiled_per_launch_shape_equals_the_interpreter():
     """A kernel is compiled per number of threads a run (its register rows' length is a constant: LLVM runs the
-    register-only lane loops as vector instructions); its shared and global ld / st check every lane's address
-    before any access.  Words of two block sizes equal the interpreter's; a misaligned shared store in lane 5
-    and a guarded global load past its array in thread 40 stop both engines at the same line and lane."""
+    runs of register-only statements as vector instructions, codegen._vector_runs).  Words of two block sizes
+    equal the interpreter's; a misaligned shared store in lane 5 and a guarded global load past its array in
+    thread 40, after such runs, stop both engines at the same line and lane."""
     mod = wp.load(_LANES)
     rng = np.random.default_rng(5)
     for block in (64, 96):

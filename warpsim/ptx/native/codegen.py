@@ -108,8 +108,8 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 #: argument value, so these integer literals become int64 module constants.  The other literal arguments
 #: (sizes, widths, alignments, units) stay literal: numba specialises the callee on them, which the run time
 #: needs (with sizes as int64 the softmax ran 3x slower, the wgmma kernels 2x).
-_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_shared_fault": (1,),
-                   "rt_local_at": (1,), "rt_local_copy": (1, 2, 3), "rt_load": (1,),
+_SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
+                   "rt_local_copy": (1, 2, 3), "rt_load": (1,),
                    "rt_branch": (6, 7, 8), "rt_clear": (1,)}
 _SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
 _INT = re.compile(r"-?\d+\Z")

@@ -606,9 +606,7 @@ def lower_memory(o, m):
         for i, r in enumerate(regs):
             lines.append(f"{o.dst(r, _widened(o, r, t, bits))} = {_param_word(o, r, t, bits, poff + off + i * nb)}")
         return lines
-    how = READ if op == "ld" else WRITTEN
-    pointer = _pointer(o, where, (base, kind, off), space, nb, n * nb, how)
-    access = []
+    lines += _pointer(o, where, (base, kind, off), space, nb, n * nb, READ if op == "ld" else WRITTEN)
     for i, r in enumerate(regs):
         rt = t
         have = o.ir.regs.get(r) if r != "_" else bits
@@ -621,33 +619,10 @@ def lower_memory(o, m):
             if r == "_":
                 continue
             v = f"rt_peek{nb}(_p + {i * nb})"
-            access.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
+            lines.append(f"{o.dst(r, rt)} = {_u(_sx(v, bits)) if rt != t and t[0] == 's' else v}")
         else:
-            access.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
-    if space == "shared":
-        return "warp", _checked_first(o.st.line, pointer[0], access, nb, n * nb)
-    return pointer + access
-
-
-def _lanes(body, ind=0):
-    pad = " " * ind
-    return [f"{pad}for l in range(32):", f"{pad}    if act[l]:", f"{pad}        t = base + l"] + \
-        [f"{pad}        {x}" for x in body]
-
-
-def _checked_first(line, address, access, nb, total):
-    """A shared ld / st for the whole warp (a warp statement: its own lane loops): one loop over every lane
-    computes the addresses (``address``: ``_a = ...``) into SHV and checks the active lanes' (alignment, the
-    CTA's shared bytes) without an exit, which LLVM runs as vector instructions; then the accesses, unchecked.
-    A lane that fails stops the kernel as the per-lane form would (``rt.shared_fault`` names the first).  (Global
-    accesses stay per lane: their warp-wide form saved 3% of the sm_80 Triton GEMM's run time for 40% more
-    compile time.)"""
-    odd = f"(_a % np.uint64({nb}) != np.uint64(0))"
-    beyond = f"(_a + np.uint64({total}) > np.uint64(SMEM_BYTES))"
-    return ["_bad = False", "for l in range(32):", "    t = base + l", f"    {address}", "    SHV[l] = _a",
-            f"    _bad = _bad | (act[l] & ({odd} | {beyond}))", "if _bad:",
-            f"    return rt_shared_fault(status, {line}, act, base, SHV, {nb}, {total}, SMEM_BYTES)"] + \
-        _lanes(["_p = SMEMP + np.int64(SHV[l])"] + access)
+            lines.append(f"rt_poke{nb}(_p + {i * nb}, {o.src(r, rt)})")
+    return lines
 
 
 @row(r"inline\.local\.(?P<op>save|restore)")
@@ -902,9 +877,7 @@ def lower(ir, st):
         return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
     mm = _LDST.match(op)
     if mm:
-        out = lower_memory(o, mm)
-        kind, lines = out if isinstance(out, tuple) else ("lane", out)
-        return Lowered(kind, lines, reads=tuple(o.reads), writes=tuple(o.writes))
+        return Lowered("lane", lower_memory(o, mm), reads=tuple(o.reads), writes=tuple(o.writes))
     for pat, fn in ROWS:
         mm = pat.match(op)
         if mm:

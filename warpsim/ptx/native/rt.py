@@ -347,21 +347,6 @@ def shared_at(status, line, t, smemp, smem_bytes, addr, n):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def shared_fault(status, line, act, base, addrs, nb, n, smem_bytes):
-    """The first active lane whose shared address (``addrs``, one a lane) is misaligned to ``nb`` or whose
-    bytes [addr, addr + n) leave the CTA's shared memory, recorded as :func:`shared_at` would (returns 1, the
-    group's "stopped"), for a warp-wide access that found one (lower._checked_first)."""
-    for l in range(32):
-        if act[l]:
-            a = addrs[l]
-            if a % np.uint64(nb) != np.uint64(0):
-                return fail(status, MISALIGNED, line, base + l, a)
-            if a + np.uint64(n) > np.uint64(smem_bytes):
-                return fail(status, BAD_ADDRESS, line, base + l, a)
-    return fail(status, BAD_ADDRESS, line, base, np.uint64(0))
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def local_at(status, line, t, lmemp, stride, size, addr, n):
     """The host address of thread t's local bytes [addr, addr + n) (``size`` bytes each, ``stride`` apart);
     0 as :func:`global_at` (status[4]: n, which the interpreter's message names)."""
