@@ -100,7 +100,8 @@ def _run_key(ir, threads):
 
 
 def _threads(args):
-    """The threads a run of these kernel arguments has (block x cluster)."""
+    """The threads a run of these kernel arguments has: BX * BY * BZ * CX * CY * CZ, arguments 5-10 of
+    :func:`_arguments`' tuple (the block's threads times the cluster's CTAs)."""
     return int(np.prod(args[5:11]))
 
 
