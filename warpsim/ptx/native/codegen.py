@@ -110,8 +110,33 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 #: needs (with sizes as int64 the softmax ran 3x slower, the wgmma kernels 2x).
 _SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
                    "rt_local_copy": (1, 2, 3), "rt_load": (1,),
-                   "rt_branch": (6, 7, 8), "rt_clear": (1,)}
-_SITE_CALL = re.compile(r"\b(" + "|".join(_SITE_ARGUMENTS) + r")\(")
+                   "rt_branch": (6, 7, 8), "rt_clear": (1,),
+                   # the kernel's register-file and stack sizes (one call a run; a second kernel's sizes would
+                   # compile it again: 2 s)
+                   "rt_launch_state": tuple(range(3, 11))}
+
+
+def _line_arguments():
+    """The synchronisation and TMA units' calls as the kernel source names them (``rt_sync.bar_arrive``), each
+    with the position of its ``line`` parameter (the PTX line a failure names)."""
+    import inspect
+
+    from numba.core.registry import CPUDispatcher
+
+    from . import rt_sync, rt_tma
+
+    out = {}
+    for unit in (rt_sync, rt_tma):
+        for name, fn in vars(unit).items():
+            if isinstance(fn, CPUDispatcher) and fn.__module__ == unit.__name__:
+                params = list(inspect.signature(fn.py_func).parameters)
+                if "line" in params:
+                    out[f"{unit.__name__.rsplit('.', 1)[1]}.{name}"] = (params.index("line"),)
+    return out
+
+
+_SITE_ARGUMENTS.update(_line_arguments())
+_SITE_CALL = re.compile(r"\b(" + "|".join(map(re.escape, _SITE_ARGUMENTS)) + r")\(")
 _INT = re.compile(r"-?\d+\Z")
 
 

@@ -190,6 +190,13 @@ class Operands:
         return base, "symbol", o
 
 
+def int_tuple(values):
+    """Source of a tuple of int64 values that numba types as one UniTuple, not as literals: a runtime helper
+    called with literal tuples is compiled again for every call site's values (and indexing a heterogeneous
+    tuple by a loop variable is a switch)."""
+    return "(" + "".join(f"np.int64({v}), " for v in values) + ")"
+
+
 def _sx(expr, bits):
     """A uint64 word of ``bits`` sign-extended to int64."""
     return f"np.int64(np.int{bits}({expr}))" if bits < 64 else f"np.int64({expr})"

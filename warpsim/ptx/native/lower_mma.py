@@ -23,7 +23,7 @@ import hashlib
 import os
 
 from ..syntax import parse_int
-from .lower import Untranslatable, row
+from .lower import Untranslatable, int_tuple, row
 from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
@@ -113,7 +113,7 @@ def _register_rows(o, regs, write, bits=32):
         o.dst(r, f"b{bits}") if write else o.src(r, f"b{bits}")
         if r not in o.ir.index:
             o.fail(f"operand {r!r} (a register list of registers only is translated)")
-    return "(" + "".join(f"np.int64({o.ir.index[r]}), " for r in regs) + ")"
+    return int_tuple(o.ir.index[r] for r in regs)
 
 
 def _lanes(body, n=32):

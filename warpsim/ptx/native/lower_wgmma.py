@@ -21,7 +21,7 @@ import hashlib
 import numpy as np
 
 from ..syntax import parse_int
-from .lower import row
+from .lower import int_tuple, row
 from .rt import BAD_ADDRESS, WGMMA_OPERANDS
 from .rt_wgmma import A_COL, A_ROW, D_COL, D_ROW, OUTSIDE
 
@@ -140,8 +140,8 @@ def _mma_async(o, m):
         if sd or sdrow >= 0:        # D = A x B + D: the old words are read
             o.src(r, "b32")
         o.dst(r, "b32")
-    drows = tuple(o.ir.index[r] for r in dregs)
-    arows = tuple(_row_of(o, r, "b32") for r in ops[1]) if reg_a else (0, 0, 0, 0)
+    drows = int_tuple(o.ir.index[r] for r in dregs)
+    arows = int_tuple(_row_of(o, r, "b32") for r in ops[1]) if reg_a else int_tuple((0, 0, 0, 0))
     adrow = -1 if reg_a else _row_of(o, ops[1], "b64")
     bdrow = _row_of(o, ops[2], "b64")
     kind, params, fused, tables = _engine_arguments(ins)
@@ -152,7 +152,8 @@ def _mma_async(o, m):
     o.scratch.append((scratch, made))
     return "warp", [
         f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
-        f"{ins.elem('d').bits}, {drows}, {arows}, {adrow}, {bdrow}, {sdrow}, {sd}, {sa}, {sb}, {ta}, {tb}, {kind}, "
+        f"{ins.elem('d').bits}, {drows}, {arows}, np.int64({adrow}), np.int64({bdrow}), np.int64({sdrow}), {sd}, {sa}, "
+        f"{sb}, {ta}, {tb}, {kind}, "
         f"{fused}, {scratch})",
         f"if _e == {OUTSIDE}:",
         f"    return fail(status, {BAD_ADDRESS}, {line}, base, _v)",

@@ -158,10 +158,11 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
         C[:] = 0
     elif not sd:
         RC[:] = 0
-    if sd:
-        for l in range(32):
-            for j in range(n // 2):
-                x = (np.uint64(R32[drows[j // per], base + l]) >> np.uint64((j % per) * dbits)) & mask
+    if sd:          # register by register, its 32 lanes innermost: a row of the file is contiguous
+        for j in range(n // 2):
+            row, sh = drows[j // per], np.uint64((j % per) * dbits)
+            for l in range(32):
+                x = (np.uint64(R32[row, base + l]) >> sh) & mask
                 if use_fused:
                     RC[D_PANEL[l, j]] = np.uint32(x)
                 else:
@@ -171,12 +172,13 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
     else:               # the exact kernel: not a fused recipe
         dot_rows(kind, A, B, C, p, out)
     igd = np.uint64(p[P_D + 3]) if use_fused else np.uint64(0)
-    for l in range(32):
-        for k in range(len(drows)):
+    for k in range(len(drows)):
+        row = drows[k]
+        for l in range(32):
             x = np.uint64(0)
             for h in range(per):
                 j = k * per + h
                 e = DB[D_PANEL[l, j]] << igd if use_fused else out[D_ROW[l, j], D_COL[l, j]]
                 x |= (e & mask) << np.uint64(h * dbits)
-            R32[drows[k], base + l] = np.uint32(x)
+            R32[row, base + l] = np.uint32(x)
     return 0, np.uint64(0)
