@@ -149,8 +149,25 @@ def test_setmaxnreg_named_barriers_and_elect():
 ])
 def test_misuse_stops_the_compiled_kernel_with_the_rule(body, why):
     text = H._run(body, 1)
-    with pytest.raises(warpsim.PTXError, match=why):
+    with pytest.raises(warpsim.PTXError, match=why) as err:
         load(text).launch("k", 1, 128, [np.zeros(64, np.uint32)], engine="compiled", workers=1)
+    if err.value.line is not None:      # the line passed to the runtime as an int64 constant names the statement
+        assert text.splitlines()[err.value.line - 1].strip() in body
+
+
+def test_runtime_calls_take_their_statement_numbers_as_int64():
+    """The PTX line of a synchronisation or TMA call and the kernel's register-file sizes reach the runtime as int64
+    constants, not literals: numba would build those callees again for every line of every kernel (2 s of
+    launch_state, up to 0.8 s a barrier) instead of once."""
+    import re
+
+    from warpsim.ptx.native import kernel
+
+    src = kernel._source(load(H._run(WARPGROUPS, 2)).translation("k").ir)
+    sync_calls = re.findall(r"\b(?:rt_sync|rt_tma)\.\w+\(status, (\w+)", src)
+    assert sync_calls and all(re.fullmatch(r"I\d+", a) for a in sync_calls), sync_calls
+    (sizes,) = re.findall(r"rt_launch_state\(BX, BY, BZ, CS, ([^)]*)\)", src)
+    assert not any(re.fullmatch(r"-?\d+", a.strip()) for a in sizes.split(",")), sizes
 
 
 def _cutlass3_cases():
