@@ -220,6 +220,44 @@ assert kernel.LAUNCHES[0] == 1
     assert len(list(tmp_path.glob("*.refcount"))) == 1
 
 
+def test_a_cached_kernel_finds_the_tensor_core_kernel_it_calls_by_symbol(tmp_path):
+    """A compiled kernel calls the float tensor-core kernel by its symbol (engine/linking.py), and its built marker
+    lists that symbol: a second interpreter loads the cached builds and then the kernel (never compiling it), and
+    gives the H100's words; when a listed build is not there (here: a marker naming another), the kernel is
+    compiled again instead of loaded (a missing symbol would be a crash, not an error)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import os, sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+os.environ["WARPSIM_NATIVE_CACHE"] = {str(tmp_path)!r}
+os.environ["WARPSIM_PTX_ENGINE"] = "compiled"
+from warpsim.ptx.native import kernel
+from test_ptx_captures import _recs, test_wmma_mma_capture
+(rec,) = [r.values[0] for r in _recs("wmma_mma")
+          if r.values[0]["op"] == "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"]
+test_wmma_mma_capture(rec)
+assert kernel.LAUNCHES[0] == 1
+print(sum(kernel.COMPILE_SECONDS.values()))
+"""
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return float(done.stdout.split()[-1])
+
+    first, second = run(), run()
+    assert second < first / 3, (first, second)        # loaded from the cache, not compiled again
+    (marker,) = tmp_path.glob("*.built")
+    (symbol,) = marker.read_text().split()
+    assert "tc_one_dense" in symbol
+    marker.write_text(symbol.replace("tc_one_dense", "tc_one_gone") + "\n")
+    third = run()
+    assert third > 3 * second, (second, third)        # compiled again
+    assert marker.read_text().split() == [symbol]
+
+
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
 def test_triton_kernels_equal_the_interpreter(stem):
     fn = stem.split("_")[1]

@@ -6,7 +6,8 @@ kernel (``generic``: every other plan, and ``WARPSIM_GENERIC=1``); their builds 
 called.  :func:`call_args` gives a plan's constant arguments as one tuple, which the compiled kernel takes as
 an argument of each launch (the values depend on the launch's arch, the path does not for the forms the
 translator takes; see :func:`path`).  The compiled kernel has checked the host FPU's state before it started.
-The wrappers are inlined into their callers (numba re-optimises a linked callee in every caller).
+The wrappers are inlined into their callers (numba re-optimises a linked callee in every caller); the float
+tensor-core kernel itself is called by its symbol (:mod:`.linking`).
 
 a, b, c, d: C-contiguous uint32 arrays (1, 32, words) of one warp's register words, as the runners take; S: the
 path's working arrays (``scratch_<path>``), made once by the caller for all its calls.
@@ -20,11 +21,25 @@ from numba import njit
 from . import kernel as _k
 from .hostfpu import PROBE32, PROBE64
 from .jitcache import named_copy
+from .linking import unlinked
 from .tc import mma as _tcm
 
 #: the float tensor-core kernel's warps and working arrays, built (and cached on disk) for these calls
 _TC_WARPS = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tcm.tc_warps.py_func, "tc_warps_one"))
 _TC_SCRATCH = njit(cache=True, nogil=True)(named_copy(_tcm.tc_scratch.py_func, "tc_scratch_one"))
+
+def _tc_one_dense(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB,
+                  sta, srb, zexp, ea, eb, ec, ed, S):
+    """tc_warps on warp 0 alone of a dense, unscaled form: LLVM folds these constants into the copy of tc_warps
+    linked into this build (as it did into the copy linked into each caller before)."""
+    _TC_WARPS(p, a, b, c, d, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, False, False, q, scale, emin, rpb,
+                     rpa, need, SFA, SFB, False, sta, srb, zexp, ea, eb, ec, ed, S)
+
+
+#: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
+_TC_ONE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_dense, "tc_one_dense"))
+_TC_ONE_CALL = unlinked(_TC_ONE)
+
 
 #: the jitted paths, by name (what the translator's generated code calls)
 PATHS = ("int", "tc", "generic")
@@ -119,8 +134,9 @@ def _tc(own):
     ``own``, on the very arrays a .. d that S was made for (their runs come from S).  It leaves a warp to the
     exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host FPU off its
     default state: never for the dense, unscaled forms taken here on a checked FPU (the compiled kernel checks
-    the FPU before it starts).  One body, not a shared callee: numba leaves a third level of inlined callees
-    a call, a quarter of an mma's time with its exploded arguments."""
+    the FPU before it starts; the kernel itself is its dense one-warp build, called by symbol).  One body, not a
+    shared callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its
+    exploded arguments."""
     @njit(nogil=True, inline="always")
     def mma(T, S, a, b, c, d):
         (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
@@ -129,9 +145,11 @@ def _tc(own):
             ra, rb, rc, rd = S[1]
         else:
             ra, rb, rc, rd = _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd)
+        if sparse or scaled:
+            raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
         need = S[0]
-        _TC_WARPS(p, ra, rb, rc, rd, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin,
-                  rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed, S[2:])
+        _TC_ONE_CALL((p, ra, rb, rc, rd, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA,
+                      SFB, sta, srb, zexp, ea, eb, ec, ed, S[2:]))
         if need[0] == 2:
             raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
     return mma

@@ -48,6 +48,7 @@ def _digest():
             [os.path.join(pkg, "engine", "sfu.py"), os.path.join(pkg, "engine", "hostfpu.py"),
              os.path.join(pkg, "engine", "wgmma.py"), os.path.join(pkg, "engine", "chain_fast.py"),
              os.path.join(pkg, "engine", "warp_mma_jit.py"),        # its wrappers are inlined into the kernels
+             os.path.join(pkg, "engine", "linking.py"),
              os.path.join(pkg, "isa", "smem.py"),
              os.path.join(pkg, "__init__.py")]:
         with open(path, "rb") as f:
@@ -282,6 +283,7 @@ def _ready(ir, args):
     threads = _threads(args)
     fn, key = compiled(ir, threads)
     if not fn.signatures:
+        _check_callees(fn, key)
         try:
             _compile(fn, key, args)
         except Exception:       # noqa: BLE001 -- compiled again with reference counting; a real error recurs
@@ -292,22 +294,53 @@ def _ready(ir, args):
             ir.refcount_all, ir._source, ir._key = True, None, None
             fn, key = compiled(ir, threads)
             if not fn.signatures:
+                _check_callees(fn, key)
                 _compile(fn, key, args)
     if key not in _BUILT:
         _BUILT.add(key)
-        open(_marker(key), "w").close()
+        _write_marker(key, fn)
     return fn
+
+
+def _check_callees(fn, key):
+    """Before a kernel is loaded from numba's cache: the builds it calls by symbol (engine/linking.py; listed in
+    its marker) loaded, or, when one is not there (a callee's cache entry gone stale, or no marker), the kernel's
+    cache entry dropped so that it is compiled again."""
+    from ...engine import linking
+
+    try:
+        with open(_marker(key)) as f:
+            need = f.read().split()
+    except OSError:
+        need = None
+    if need is None or linking.missing(need):
+        fn._cache.flush()
+
+
+def _write_marker(key, fn):
+    """The built marker, listing the symbols the kernel calls unlinked (for :func:`_check_callees`)."""
+    from ...engine import linking
+
+    need = [s for cres in fn.overloads.values() for s in linking.declared(cres.library)]
+    tmp = f"{_marker(key)}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(sorted(set(need))) + "\n")
+    os.replace(tmp, _marker(key))
 
 
 def _forget_failed_compiles():
     """Numba remembers a jitted function's failed compile per argument types, whatever the caller's flags: the
     runtime functions that failed under a group without reference counting must be compiled again under one
     with it.  (A rare path: every compiler numba holds is walked.)"""
+    import warnings
+
     from numba.core.dispatcher import _FunctionCompiler
 
-    for obj in gc.get_objects():
-        if isinstance(obj, _FunctionCompiler):
-            obj._failed_cache.clear()
+    with warnings.catch_warnings():     # (isinstance on some objects of other packages warns: torch's lazy modules)
+        warnings.simplefilter("ignore")
+        for obj in gc.get_objects():
+            if isinstance(obj, _FunctionCompiler):
+                obj._failed_cache.clear()
 
 
 def _compile(fn, key, args):

@@ -1,0 +1,101 @@
+"""Calling a large cached kernel by a symbol of its own instead of linking its code into every caller.
+
+numba links a jitted callee's code into the library of every function that calls it, and optimises and
+generates machine code for it again there.  The float tensor-core kernel (``tc_warps_one``, ~20,000
+instructions) cost ~3.5 s in each generated function of a compiled PTX kernel that runs an ``mma`` and again in
+the kernel that calls those functions.  :func:`unlinked` calls a build of the callee through a name of this
+module's making instead, ``warpsim_unlinked_<callee>_<digest of the argument types>``, which the JIT resolves
+against the address this process registered for it (``llvmlite.binding.add_symbol``).  numba's own symbol names
+carry a per-process serial number; this one names every build of the callee for those types alike, so a cached
+caller finds whichever build a process has.  A process must have loaded one before it loads a cached caller:
+:func:`missing` loads the callee's builds numba has cached for this CPU and says which of a caller's names are
+still not there, so that the caller is compiled again instead of loaded (an unresolved name is a crash, not an
+error).
+
+Only functions compiled in the process (the generated kernels and the wrappers they inline) may call through
+:func:`unlinked`; a ``cache=True`` function that did would be loadable before its callee.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from numba.core import types
+from numba.extending import intrinsic
+
+#: the functions called through :func:`unlinked`, and the names registered for their builds (name -> address)
+_CALLEES: list = []
+_NAMES: dict = {}
+PREFIX = "warpsim_unlinked_"
+
+
+def _name(disp, argtypes) -> str:
+    return f"{PREFIX}{disp.py_func.__name__}_{hashlib.sha1(str(argtypes).encode()).hexdigest()[:16]}"
+
+
+def _register(disp, argtypes) -> str:
+    """The name of ``disp``'s build for ``argtypes`` (compiled or loaded in this process), registered with the JIT."""
+    import llvmlite.binding as ll
+
+    name = _name(disp, argtypes)
+    if name not in _NAMES:
+        cres = disp.overloads[argtypes]
+        _NAMES[name] = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
+        ll.add_symbol(name, _NAMES[name])
+    return name
+
+
+def unlinked(disp):
+    """An intrinsic ``call(args)`` running the jitted function ``disp`` on the tuple ``args`` (compiled, or loaded
+    from numba's cache, for their types) through its registered name.  The callee must not raise (its status is
+    not checked): the kernels called this way are ``_nrt=False`` arithmetic that reports through its arrays."""
+    @intrinsic
+    def call(typingctx, args):
+        argtypes = tuple(types.unliteral(t) for t in args.types)
+        disp.compile(argtypes)
+        cres = disp.overloads[argtypes]
+        sig = cres.signature.return_type(args)
+
+        def codegen(context, builder, signature, llargs):
+            from numba.core import cgutils
+
+            (tup,) = llargs
+            values = [context.cast(builder, builder.extract_value(tup, i), t, u)
+                      for i, (t, u) in enumerate(zip(args.types, cres.fndesc.argtypes))]
+            fnty = context.call_conv.get_function_type(cres.fndesc.restype, cres.fndesc.argtypes)
+            fn = cgutils.get_or_insert_function(builder.module, fnty, _register(disp, argtypes))
+            _, res = context.call_conv.call_function(builder, fn, cres.fndesc.restype, cres.fndesc.argtypes, values)
+            return res
+        return sig, codegen
+    _CALLEES.append(disp)
+    return call
+
+
+def load_cached(disp):
+    """Load and register every build of ``disp`` numba has cached for this CPU (read afresh at each call: another
+    process may have cached one since), and those compiled in this process."""
+    from numba.core.registry import cpu_target
+
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    for key in disp._cache._cache_file._load_index():
+        if key[1] == magic and key[0] not in disp.overloads:
+            disp.compile(key[0])
+    for argtypes in list(disp.overloads):
+        _register(disp, argtypes)
+
+
+def declared(library) -> list:
+    """The names of :func:`unlinked` callees' builds that a compiled (or loaded) library refers to: the
+    declarations of its module for linking (numba keeps it with a cached build too)."""
+    return sorted(f.name for f in library._get_module_for_linking().functions
+                  if f.is_declaration and f.name.startswith(PREFIX))
+
+
+def missing(names) -> list:
+    """Those of ``names`` (a cached caller's :func:`declared`) that no build loaded in this process answers, after
+    loading every cached build of the callees."""
+    if not names or all(n in _NAMES for n in names):
+        return [n for n in names if n not in _NAMES]
+    for disp in _CALLEES:
+        load_cached(disp)
+    return [n for n in names if n not in _NAMES]
