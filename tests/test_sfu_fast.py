@@ -99,3 +99,19 @@ def test_fits_leave_few_entries_to_the_table():
         c0, c12 = fast.table("fit:" + unit)
         lim = (c12 & 0xFF) / fast._LIM_STEPS
         assert 1 - 2 * (0.5 - lim).mean() > 0.85, unit
+
+
+def test_derived_tables_are_kept_on_disk_and_derived_again_when_unreadable(tmp_path, monkeypatch):
+    """engine.sfu keeps each derived table under ~/.cache/warpsim/sfu (the ex2 ones cost ~2.8 s a process to
+    derive): the copy read back is the derived table, and a damaged file is derived and written again."""
+    from warpsim.engine import sfu
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    want = sfu._derive("rcp")
+    first = sfu._disk_cached("rcp", sfu._derive)
+    (path,) = (tmp_path / ".cache" / "warpsim" / "sfu").glob("rcp-*.npy")
+    assert np.array_equal(first, want) and first.dtype == want.dtype
+    assert np.array_equal(sfu._disk_cached("rcp", lambda name: 1 / 0), want)      # read back, not derived
+    path.write_bytes(b"not an array")
+    assert np.array_equal(sfu._disk_cached("rcp", sfu._derive), want)
+    assert np.array_equal(np.load(path), want)

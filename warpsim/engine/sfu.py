@@ -764,7 +764,39 @@ def _ex2_segments():
     return np.ascontiguousarray(np.stack([_ref._exp2_frac(j), _ref._exp2_frac(-j)]))
 
 
+def _disk_cached(name, build):
+    """``build()``'s array for table ``name``, kept on disk (``~/.cache/warpsim/sfu``, a file per table, named
+    by a digest of the captured tables and of the code that derives from them): decoding the ex2 tables costs
+    ~2.8 s in every process that runs an ex2 (a Triton softmax's first launch), loading them ~10 ms.  Best effort:
+    a directory that cannot be written only means deriving again."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for path in (os.path.join(_ref.DATA_DIR, "tables.npz"), _ref.__file__, __file__):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    d = os.path.join(os.path.expanduser("~"), ".cache", "warpsim", "sfu")
+    path = os.path.join(d, f"{name}-{h.hexdigest()[:16]}.npy")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        pass
+    out = build(name)
+    try:
+        os.makedirs(d, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp.npy"
+        np.save(tmp, out, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return out
+
+
 def _load(name):
+    return _disk_cached(name, _derive)
+
+
+def _derive(name):
     path = os.path.join(_ref.DATA_DIR, "tables.npz")
     with np.load(path) as z:
         if name not in z.files:
