@@ -28,12 +28,13 @@ from .tc import mma as _tcm
 _TC_WARPS = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tcm.tc_warps.py_func, "tc_warps_one"))
 _TC_SCRATCH = njit(cache=True, nogil=True)(named_copy(_tcm.tc_scratch.py_func, "tc_scratch_one"))
 
+
 def _tc_one_dense(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB,
                   sta, srb, zexp, ea, eb, ec, ed, S):
     """tc_warps on warp 0 alone of a dense, unscaled form: LLVM folds these constants into the copy of tc_warps
     linked into this build (as it did into the copy linked into each caller before)."""
-    _TC_WARPS(p, a, b, c, d, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, False, False, q, scale, emin, rpb,
-                     rpa, need, SFA, SFB, False, sta, srb, zexp, ea, eb, ec, ed, S)
+    _TC_WARPS(p, a, b, c, d, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, False, False, q, scale, emin, rpb, rpa,
+              need, SFA, SFB, False, sta, srb, zexp, ea, eb, ec, ed, S)
 
 
 #: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
