@@ -841,3 +841,23 @@ def test_f32_to_half_rounds_to_nearest_even(word, f16, bf16):
     from warpsim.ptx.native.rt_tc import f32_to_half
 
     assert (int(f32_to_half(word, 5, 10, 0x7FFF)), int(f32_to_half(word, 8, 7, 0x7FFF))) == (f16, bf16)
+
+
+def test_dropping_a_kernels_cached_build_keeps_other_cpus_builds(tmp_path, monkeypatch):
+    """linking.drop_cached removes this CPU's builds of a function from numba's index and leaves the others (an
+    AVX2 build shares the index with the host's: emptying it made the other build compile again)."""
+    import importlib
+
+    from warpsim.engine import linking
+
+    (tmp_path / "dropmod.py").write_text("from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("dropmod")
+    assert mod.f(1) == 2
+    cache = mod.f._cache._cache_file
+    index = cache._load_index()
+    (mine,) = index
+    other = (mine[0], ("another cpu",) + tuple(mine[1][1:]), mine[2])
+    cache._save_index({**index, other: index[mine]})
+    linking.drop_cached(mod.f)
+    assert list(cache._load_index()) == [other]

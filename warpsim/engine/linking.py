@@ -99,3 +99,16 @@ def missing(names) -> list:
     for disp in _CALLEES:
         load_cached(disp)
     return [n for n in names if n not in _NAMES]
+
+
+def drop_cached(disp):
+    """Drop ``disp``'s cached builds for this CPU from numba's index (a caller whose callees are not there must
+    be compiled again), leaving other CPUs' builds -- numba's own ``flush`` empties the whole index."""
+    from numba.core.registry import cpu_target
+
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    cache = disp._cache._cache_file
+    index = cache._load_index()
+    keep = {k: v for k, v in index.items() if k[1] != magic}
+    if len(keep) != len(index):
+        cache._save_index(keep)

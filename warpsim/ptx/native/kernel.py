@@ -305,7 +305,8 @@ def _ready(ir, args):
 def _check_callees(fn, key):
     """Before a kernel is loaded from numba's cache: the builds it calls by symbol (engine/linking.py; listed in
     its marker) loaded, or, when one is not there (a callee's cache entry gone stale, or no marker), the kernel's
-    cache entry dropped so that it is compiled again."""
+    cache entry for this CPU dropped so that it is compiled again (other CPUs' builds in the same index stay: an
+    AVX2 build shares the file with the host's)."""
     from ...engine import linking
 
     try:
@@ -314,7 +315,7 @@ def _check_callees(fn, key):
     except OSError:
         need = None
     if need is None or linking.missing(need):
-        fn._cache.flush()
+        linking.drop_cached(fn)
 
 
 def _write_marker(key, fn):
