@@ -861,3 +861,20 @@ def test_dropping_a_kernels_cached_build_keeps_other_cpus_builds(tmp_path, monke
     cache._save_index({**index, other: index[mine]})
     linking.drop_cached(mod.f)
     assert list(cache._load_index()) == [other]
+
+
+def test_a_kernel_source_written_twice_keeps_its_first_file(tmp_path):
+    """Two processes compiling one kernel at once write its source file once: a second write of the same text
+    would give the file a new time, and numba would then drop the first process's cached build as stale."""
+    import time
+
+    from warpsim.ptx.native.kernel import _write_once
+
+    path = tmp_path / "k.py"
+    _write_once(str(path), "x = 1\n")
+    first = path.stat().st_mtime_ns
+    time.sleep(0.02)
+    _write_once(str(path), "x = 1\n")
+    assert path.stat().st_mtime_ns == first and [p.name for p in tmp_path.iterdir()] == ["k.py"]
+    _write_once(str(path), "x = 2\n")
+    assert path.read_text() == "x = 2\n" and [p.name for p in tmp_path.iterdir()] == ["k.py"]

@@ -181,6 +181,27 @@ def _no_gc():
             gc.enable()
 
 
+def _write_once(path, text):
+    """Write a kernel's source file unless another process has just written it: numba stamps a cached build with
+    its source file's time, so a second write of the same text (two processes compiling one kernel at once: the
+    bench's warm-ups, pytest's workers) made the first one's build stale.  A hard link publishes the whole file
+    at once and fails where one exists."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        with open(path) as f:
+            if f.read() != text:        # another text under this key (the key is the text's digest): replaced
+                os.replace(tmp, path)
+                return
+    except OSError:                     # no hard links here
+        os.replace(tmp, path)
+        return
+    os.remove(tmp)
+
+
 def compiled(ir, threads):
     """The jitted kernel of a KernelIR for runs of ``threads`` threads (compiled on first use; from numba's disk
     cache if there)."""
@@ -197,10 +218,7 @@ def compiled(ir, threads):
         with open(path) as f:
             have = f.read()
     if have != src:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(src)
-        os.replace(tmp, path)
+        _write_once(path, src)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod             # numba's cache finds the kernel's callees by module name
