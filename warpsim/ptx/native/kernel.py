@@ -10,6 +10,7 @@ process loads the kernel instead of compiling it.  The directory is ``WARPSIM_NA
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import glob
 import hashlib
@@ -75,11 +76,13 @@ def _key(src):
     return h.hexdigest()[:24]
 
 
+@functools.lru_cache(maxsize=None)
 def _host():
-    """The CPU numba compiles for (a built kernel is marked per host)."""
-    import llvmlite.binding as llvm
+    """The CPU numba compiles for (its target triple, CPU name and features: an AVX2 build on an AVX-512 host is
+    another), which names a kernel's module file and its built marker."""
+    from numba.core.registry import cpu_target
 
-    return hashlib.sha256((llvm.get_host_cpu_name() + llvm.get_host_cpu_features().flatten()).encode()).hexdigest()[:12]
+    return hashlib.sha256(repr(cpu_target.target_context.codegen().magic_tuple()).encode()).hexdigest()[:12]
 
 
 def _source(ir):
@@ -97,7 +100,10 @@ def _text(ir, threads):
 
 
 def _run_key(ir, threads):
-    return f"{_ir_key(ir)}t{threads}"
+    """The kernel's key for runs of ``threads`` threads built for this CPU: builds for two CPUs (the host's and an
+    AVX2 one) get module files, and so numba cache indexes, of their own -- two processes compiling one module
+    for two CPUs at once could each write back the index without the other's build."""
+    return f"{_ir_key(ir)}t{threads}c{_host()}"
 
 
 def _threads(args):
