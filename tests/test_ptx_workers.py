@@ -169,8 +169,23 @@ def test_default_workers(monkeypatch):
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.0, 1.0, 1.0))     # only this process runs
     monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     assert workers.default_workers() == 4
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (9.0, 9.0, 9.0))     # every core busy
     assert workers.default_workers() == 1
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (2.0, 2.0, 2.0))     # one other job: three idle
+    assert workers.default_workers() == 3
+
+
+def test_default_workers_of_a_pinned_process_leave_the_other_cpus_load_outside(monkeypatch):
+    # pinned to 2 of 16 CPUs (taskset) while 14 other jobs ran: the load fits on the other 14 CPUs
+    monkeypatch.delenv("WARPSIM_PTX_WORKERS", raising=False)
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (15.0, 12.0, 6.0))
+    assert workers.default_workers() == 2
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (16.0, 12.0, 6.0))     # one more: one of ours busy
+    assert workers.default_workers() == 1
+    assert [workers.workers_for_load(2, 2, x) for x in (0.0, 1.0, 1.4, 1.6, 2.0, 8.0)] == [2, 2, 2, 1, 1, 1]
 
 
 @ENGINES

@@ -414,6 +414,15 @@ def _path_call(kind, opcode, arch, macs, quick):
     raise ValueError(f"unknown path kind {kind!r}")
 
 
+def _ptx_workers() -> int:
+    """The workers of a PTX GEMM row's launches: the threads warpsim.gemm runs on in the same row (numba's), so
+    that both sides use the same CPUs -- not the launch's default, which judges idle CPUs by the load average
+    (a bench run right after a compile, or beside the other build's, would get fewer)."""
+    import numba
+
+    return numba.get_num_threads()
+
+
 def _cutlass_launch(text, launch, params, ins, M, N, cluster):
     """(run a CUTLASS GEMM from its PTX once -- its buffers mapped at the addresses its parameters hold -- on
     ``ins`` (A (M, K), B (N, K) f16 words, C (M, N) f32 words), run warpsim.gemm on the same product with the
@@ -432,7 +441,7 @@ def _cutlass_launch(text, launch, params, ins, M, N, cluster):
         gm.map(np.zeros((M, N), np.uint32), address=int(launch["D"][0]))
         mod.launch(entry, tuple(map(int, launch["grid"])), tuple(map(int, launch["block"])), [params],
                    int(launch["smem"][0]), memory=gm, arch="sm_90a" if cluster else "sm_90", engine=engine,
-                   cluster=cluster)
+                   cluster=cluster, workers=_ptx_workers())
         return mod.last_engine["engine"]
 
     ptx.translation = lambda: mod.translation(entry)
@@ -503,7 +512,7 @@ def _ptx_gemm(name, size):
                                              s1=np.zeros(64, np.uint8)).items()}
         mod.launch("matmul", grid, (kern["warps"] * 32, 1, 1),
                    [ad["a"], ad["b"], ad["c"], size, size, size, ad["s0"], ad["s1"]], kern["shared"],
-                   memory=gm, arch=arch, engine=engine)
+                   memory=gm, arch=arch, engine=engine, workers=_ptx_workers())
         return mod.last_engine["engine"]
 
     ptx.translation = lambda: mod.translation("matmul")
@@ -524,7 +533,8 @@ def _engines(r) -> str:
     """A PTX row's engines: the compiled kernel's figure is the row's (its compile apart), the interpreter's beside
     it; nothing for the other rows (and for reports from before the compiled engine)."""
     if "compiled_ratio" in r:
-        return (f" (compiled; interpreter {r['interpret_ratio']:.1f}, {r['interpret_seconds']:.2f} s; compile "
+        workers = f", {r['workers']} workers" if "workers" in r else ""
+        return (f" (compiled{workers}; interpreter {r['interpret_ratio']:.1f}, {r['interpret_seconds']:.2f} s; compile "
                 f"{r['compile_s']:.1f} s)")
     return " (interpreter)" if "interpret_ratio" in r else ""
 
@@ -557,7 +567,8 @@ def bench_paths(repeat, quick, names=None):
                 ref_fn()
                 reps = 1 if quick else max(1, repeat // 3)
                 ts, rs, ratio = _time_pair(fn, ref_fn, reps)
-                row.update(size=size, shape=list(getattr(fn, "shape", (size,) * 3)), reference="warpsim.gemm", macs=n, ratio=ratio, target_ratio=TARGET_PTX_RATIO,
+                row.update(size=size, shape=list(getattr(fn, "shape", (size,) * 3)), reference="warpsim.gemm", macs=n,
+                           ratio=ratio, target_ratio=TARGET_PTX_RATIO, workers=_ptx_workers(),
                            interpret_seconds=statistics.median(ts), interpret_ratio=ratio)
                 tr = fn.translation()
                 if tr.native and (not quick or tr.ready()):       # --quick never waits for a compile

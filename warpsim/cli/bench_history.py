@@ -13,10 +13,18 @@ HISTORY = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "hist
 
 
 def _commit() -> str:
+    """The commit measured: ``git rev-parse --short HEAD``, with ``+dirty`` when the tree differs from it (a copy
+    of a working tree laid over an older commit, as a remote machine gets it, is not that commit)."""
+    here = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or "unknown"
+                             cwd=here)
+        head = out.stdout.strip()
+        if not head:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=30, cwd=here)
+        return head + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

@@ -40,8 +40,14 @@ LAST = None
 
 def default_workers() -> int:
     """``WARPSIM_PTX_WORKERS`` if set, else the CPUs this process may run on that other processes
-    leave idle (by the 1-minute load average, this process counted out): on a machine whose cores
-    are busy, workers would only queue behind them.  The result never depends on the count."""
+    leave idle: on a machine whose cores are busy, workers would only queue behind them.  The result
+    never depends on the count.
+
+    Busy CPUs are judged by the 1-minute load average, this process counted out.  The load average
+    counts the whole machine: a process pinned to some of its CPUs (``taskset``) takes the load to run
+    on the CPUs outside its set first, up to one a CPU, and counts only the rest against its own (on
+    a 16-CPU host, a process pinned to 2 CPUs while 14 others compile kept one worker before).  The
+    load average trails: a compile that just ended still counts for a minute or so."""
     env = os.environ.get("WARPSIM_PTX_WORKERS", "").strip()
     if env:
         try:
@@ -56,10 +62,17 @@ def default_workers() -> int:
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     try:
-        busy = max(os.getloadavg()[0] - 1.0, 0.0)
+        load = os.getloadavg()[0]
     except (AttributeError, OSError):
-        busy = 0.0
-    return max(1, min(n, int(n - busy + 0.5)))
+        load = 0.0
+    return workers_for_load(n, os.cpu_count() or n, load)
+
+
+def workers_for_load(mine: int, total: int, load: float) -> int:
+    """Workers for a process that may run on ``mine`` of the machine's ``total`` CPUs, at 1-minute load
+    average ``load`` (this process included): :func:`default_workers`'s rule."""
+    busy = max(load - 1.0 - max(total - mine, 0), 0.0)
+    return max(1, min(mine, int(mine - busy + 0.5)))
 
 
 class _Worker:

@@ -306,6 +306,8 @@ def _ready(ir, args):
     """The jitted kernel, compiled for these argument types (numba's disk cache or a first compile)."""
     threads = _threads(args)
     fn, key = compiled(ir, threads)
+    if key in _BUILT:       # built or loaded (numba's ``signatures`` costs ~60 us a launch: it hashes every type)
+        return fn
     if not fn.signatures:
         _check_callees(fn, key)
         try:
