@@ -220,7 +220,27 @@ assert kernel.LAUNCHES[0] == 1
     assert len(list(tmp_path.glob("*.refcount"))) == 1
 
 
-def test_a_cached_kernel_finds_the_tensor_core_kernel_it_calls_by_symbol(tmp_path):
+#: what the cached-kernel test runs: a wmma capture (the tensor-core kernel called with its arguments as they come)
+#: and an nvcc mma.sync GEMM (called with its arguments packed once a launch: the ``_packed`` trampoline)
+_BY_SYMBOL = {
+    "wmma": """
+from test_ptx_captures import _recs, test_wmma_mma_capture
+(rec,) = [r.values[0] for r in _recs("wmma_mma")
+          if r.values[0]["op"] == "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"]
+test_wmma_mma_capture(rec)
+""",
+    "mma_sync": """
+import numpy as np
+from test_ptx_kernels import CASES, KOUT, launch_case
+(case,) = [c for c in CASES if c["key"] == "ldm_small1"]
+outs, _, _ = launch_case(case, engine="compiled", workers=1)
+for suffix, got in outs.items():
+    assert np.array_equal(got, KOUT[case["key"] + suffix]), suffix
+"""}
+
+
+@pytest.mark.parametrize("form", sorted(_BY_SYMBOL))
+def test_a_cached_kernel_finds_the_tensor_core_kernel_it_calls_by_symbol(tmp_path, form):
     """A compiled kernel calls the float tensor-core kernel by its symbol (engine/linking.py), and its built marker
     lists that symbol: a second interpreter loads the cached builds and then the kernel (never compiling it), and
     gives the H100's words; when a listed build is not there (here: a marker naming another), the kernel is
@@ -234,10 +254,7 @@ sys.path.insert(0, {str(Path(__file__).parent)!r})
 os.environ["WARPSIM_NATIVE_CACHE"] = {str(tmp_path)!r}
 os.environ["WARPSIM_PTX_ENGINE"] = "compiled"
 from warpsim.ptx.native import kernel
-from test_ptx_captures import _recs, test_wmma_mma_capture
-(rec,) = [r.values[0] for r in _recs("wmma_mma")
-          if r.values[0]["op"] == "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"]
-test_wmma_mma_capture(rec)
+{_BY_SYMBOL[form]}
 assert kernel.LAUNCHES[0] == 1
 print(sum(kernel.COMPILE_SECONDS.values()))
 """
@@ -250,12 +267,13 @@ print(sum(kernel.COMPILE_SECONDS.values()))
     first, second = run(), run()
     assert second < first / 3, (first, second)        # loaded from the cache, not compiled again
     (marker,) = tmp_path.glob("*.built")
-    (symbol,) = marker.read_text().split()
-    assert "tc_one_dense" in symbol
-    marker.write_text(symbol.replace("tc_one_dense", "tc_one_gone") + "\n")
+    symbols = marker.read_text().split()
+    assert symbols and all("tc_one_dense" in x for x in symbols), symbols
+    assert any(x.endswith("_packed") for x in symbols) == (form == "mma_sync"), symbols
+    marker.write_text("\n".join(x.replace("tc_one_dense", "tc_one_gone") for x in symbols) + "\n")
     third = run()
     assert third > 3 * second, (second, third)        # compiled again
-    assert marker.read_text().split() == [symbol]
+    assert marker.read_text().split() == symbols
 
 
 @pytest.mark.parametrize("stem", ["triton_softmax_f32_sm90a", "triton_layernorm_f32_sm90a"])
@@ -861,6 +879,43 @@ def test_dropping_a_kernels_cached_build_keeps_other_cpus_builds(tmp_path, monke
     cache._save_index({**index, other: index[mine]})
     linking.drop_cached(mod.f)
     assert list(cache._load_index()) == [other]
+
+
+def test_a_packed_call_passes_every_argument_through_its_block():
+    """linking.packed: the arguments stored once in a block (arrays of several ranks and types, scalars, a
+    nested tuple) reach the callee as a direct call passes them, call after call, and the callee's writes land in
+    the arrays packed; its trampoline is registered beside the build (``<name>_packed``)."""
+    from numba import njit
+
+    from warpsim.engine import linking
+
+    def body(a, b, k, x, t):
+        s = 0.0
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                s += a[i, j] * (j + 1)
+        b[0] = s + k * x + t[0][1] + t[1]
+        b[1] += 1.0
+
+    callee = njit(nogil=True, _nrt=False)(body)
+    size, pack, call = linking.packed(callee)
+
+    @njit(nogil=True)
+    def run(a, b, k, x, t, n):
+        args = (a[:, 1:], b, k, x, t)           # a strided view: its strides must come through
+        block = np.empty(-(-size(args) // 8), np.int64).view(np.uint8)
+        pack(block, args)
+        for _ in range(n):
+            call(block, args)
+
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    b = np.zeros(2)
+    t = (np.arange(3, dtype=np.int32), 0.25)
+    run(a, b, np.int64(3), np.float32(1.5), t, 4)
+    want = np.zeros(2)
+    body(a[:, 1:], want, 3, 1.5, t)
+    assert b[0] == want[0] and b[1] == 4.0
+    assert [n for n in linking._NAMES if n.startswith(linking.PREFIX + "body_")][-1].endswith("_packed")
 
 
 def test_a_kernel_source_written_twice_keeps_its_first_file(tmp_path):
