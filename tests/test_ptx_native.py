@@ -220,8 +220,8 @@ assert kernel.LAUNCHES[0] == 1
     assert len(list(tmp_path.glob("*.refcount"))) == 1
 
 
-#: what the cached-kernel test runs: a wmma capture (the tensor-core kernel called with its arguments as they come)
-#: and an nvcc mma.sync GEMM (called with its arguments packed once a launch: the ``_packed`` trampoline)
+#: what the cached-kernel test runs: a wmma capture and an nvcc mma.sync GEMM (the tensor-core kernel called from
+#: the wmma and the mma.sync wrappers)
 _BY_SYMBOL = {
     "wmma": """
 from test_ptx_captures import _recs, test_wmma_mma_capture
@@ -269,7 +269,6 @@ print(sum(kernel.COMPILE_SECONDS.values()))
     (marker,) = tmp_path.glob("*.built")
     symbols = marker.read_text().split()
     assert symbols and all("tc_one_dense" in x for x in symbols), symbols
-    assert any(x.endswith("_packed") for x in symbols) == (form == "mma_sync"), symbols
     marker.write_text("\n".join(x.replace("tc_one_dense", "tc_one_gone") for x in symbols) + "\n")
     third = run()
     assert third > 3 * second, (second, third)        # compiled again
@@ -879,43 +878,6 @@ def test_dropping_a_kernels_cached_build_keeps_other_cpus_builds(tmp_path, monke
     cache._save_index({**index, other: index[mine]})
     linking.drop_cached(mod.f)
     assert list(cache._load_index()) == [other]
-
-
-def test_a_packed_call_passes_every_argument_through_its_block():
-    """linking.packed: the arguments stored once in a block (arrays of several ranks and types, scalars, a
-    nested tuple) reach the callee as a direct call passes them, call after call, and the callee's writes land in
-    the arrays packed; its trampoline is registered beside the build (``<name>_packed``)."""
-    from numba import njit
-
-    from warpsim.engine import linking
-
-    def body(a, b, k, x, t):
-        s = 0.0
-        for i in range(a.shape[0]):
-            for j in range(a.shape[1]):
-                s += a[i, j] * (j + 1)
-        b[0] = s + k * x + t[0][1] + t[1]
-        b[1] += 1.0
-
-    callee = njit(nogil=True, _nrt=False)(body)
-    size, pack, call = linking.packed(callee)
-
-    @njit(nogil=True)
-    def run(a, b, k, x, t, n):
-        args = (a[:, 1:], b, k, x, t)           # a strided view: its strides must come through
-        block = np.empty(-(-size(args) // 8), np.int64).view(np.uint8)
-        pack(block, args)
-        for _ in range(n):
-            call(block, args)
-
-    a = np.arange(12, dtype=np.float64).reshape(3, 4)
-    b = np.zeros(2)
-    t = (np.arange(3, dtype=np.int32), 0.25)
-    run(a, b, np.int64(3), np.float32(1.5), t, 4)
-    want = np.zeros(2)
-    body(a[:, 1:], want, 3, 1.5, t)
-    assert b[0] == want[0] and b[1] == 4.0
-    assert [n for n in linking._NAMES if n.startswith(linking.PREFIX + "body_")][-1].endswith("_packed")
 
 
 def test_a_kernel_source_written_twice_keeps_its_first_file(tmp_path):

@@ -21,7 +21,7 @@ from numba import njit
 from . import kernel as _k
 from .hostfpu import PROBE32, PROBE64
 from .jitcache import named_copy
-from .linking import packed, unlinked
+from .linking import unlinked
 from .tc import mma as _tcm
 
 #: the float tensor-core kernel's warps and working arrays, built (and cached on disk) for these calls
@@ -37,22 +37,9 @@ def _tc_one_dense(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale
               need, SFA, SFB, False, sta, srb, zexp, ea, eb, ec, ed, S)
 
 
-#: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py),
-#: with its arguments as they come (_TC_ONE_CALL) or packed once a launch (_TC_ONE_PACKED, on a block of
-#: _TC_ONE_SIZE bytes _TC_ONE_PACK filled)
+#: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
 _TC_ONE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_dense, "tc_one_dense"))
 _TC_ONE_CALL = unlinked(_TC_ONE)
-_TC_ONE_SIZE, _TC_ONE_PACK, _TC_ONE_PACKED = packed(_TC_ONE)
-
-
-@njit(nogil=True, inline="always")
-def _tc_one_args(T, ra, rb, rc, rd, need, inner):
-    """_TC_ONE's arguments: the plan's constants (T, as call_args lays them out), a warp's register words as runs
-    (ra .. rd), the flag ``need`` and the kernel's working arrays ``inner``."""
-    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
-     SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
-    return (p, ra, rb, rc, rd, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB, sta,
-            srb, zexp, ea, eb, ec, ed, inner)
 
 
 #: the jitted paths, by name (what the translator's generated code calls)
@@ -130,15 +117,10 @@ def scratch_generic(G, a, b, c, d):
 def scratch_tc(T, a, b, c, d):
     """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): a flag, a .. d
     as runs (what mma_tc_own takes: views made once, as numba makes a view of a reshape in a C helper, a quarter
-    of a call), the block of mma_tc_own's packed arguments (linking.packed) and the kernel's own; T's M, K, Ka (items 2-4) and run types va .. vd (items 27-30), as
+    of a call), and the kernel's own; T's M, K, Ka (items 2-4) and run types va .. vd (items 27-30), as
     call_args lays them out."""
     runs = (_words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]))
-    need = np.zeros(1, np.int8)
-    inner = _TC_SCRATCH(T[2], T[3], T[4], *runs)
-    args = _tc_one_args(T, runs[0], runs[1], runs[2], runs[3], need, inner)
-    block = np.empty(-(-_TC_ONE_SIZE(args) // 8), np.int64).view(np.uint8)    # 8-byte aligned fields
-    _TC_ONE_PACK(block, args)
-    return (need, runs, block) + inner
+    return (np.zeros(1, np.int8), runs) + _TC_SCRATCH(T[2], T[3], T[4], *runs)
 
 
 @njit(nogil=True, inline="always")
@@ -158,15 +140,17 @@ def _tc(own):
     exploded arguments."""
     @njit(nogil=True, inline="always")
     def mma(T, S, a, b, c, d):
-        if T[11] or T[23]:      # sparse, scaled
+        (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
+         SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
+        if own:
+            ra, rb, rc, rd = S[1]
+        else:
+            ra, rb, rc, rd = _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd)
+        if sparse or scaled:
             raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
         need = S[0]
-        if own:     # the arguments scratch_tc packed
-            ra, rb, rc, rd = S[1]
-            _TC_ONE_PACKED(S[2], _tc_one_args(T, ra, rb, rc, rd, need, S[3:]))
-        else:
-            _TC_ONE_CALL(_tc_one_args(T, _words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]), need,
-                                      S[3:]))
+        _TC_ONE_CALL((p, ra, rb, rc, rd, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA,
+                      SFB, sta, srb, zexp, ea, eb, ec, ed, S[2:]))
         if need[0] == 2:
             raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
     return mma
