@@ -48,6 +48,57 @@ def _special_words(rng, n):
     return w
 
 
+_ACTIVEMASK = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry masks(.param .u64 out)
+{
+    .reg .b32 %r<12>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 16;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u32 %r5, 0;
+    mov.u32 %r6, 0;
+    and.b32 %r2, %r1, 3;
+    setp.eq.u32 %p1, %r2, 0;
+    setp.lt.u32 %p2, %r1, 40;
+    @%p1 bra QUARTER;
+    activemask.b32 %r5;
+    bra.uni JOIN;
+QUARTER:
+    @%p2 activemask.b32 %r6;
+JOIN:
+    activemask.b32 %r7;
+    st.global.v4.u32 [%rd3], {%r5, %r6, %r7, %r1};
+    ret;
+}
+"""
+
+
+def test_activemask_gives_the_lanes_executing_it():
+    """activemask on the compiled engine: the lanes of a divergent path, of a guarded statement (only the lanes
+    whose guard holds), and all lanes again where the paths meet; the interpreter's words, and the masks the
+    paths say (test_ptx_simt.py checks the interpreter's against the PTX rules)."""
+    mod = wp.load(_ACTIVEMASK)
+    assert mod.translation("masks").native, mod.translation("masks").reason
+
+    def make():
+        out = np.zeros(64 * 4, np.uint32)
+        return [out], [out]
+
+    w = _both(mod, "masks", 1, 64, make)
+    assert np.array_equal(w["interpret"][0], w["compiled"][0])
+    got = w["compiled"][0].reshape(64, 4)
+    lane = np.arange(64) % 32
+    quarter = lane % 4 == 0
+    assert (got[:, 0] == np.where(quarter, 0, 0xEEEEEEEE)).all()
+    assert (got[:, 1] == np.where(quarter & (np.arange(64) < 40), np.where(np.arange(64) < 32, 0x11111111, 0x11),
+                                  0)).all()
+    assert (got[:, 2] == 0xFFFFFFFF).all()
+
+
 def test_statement_forms_equal_the_interpreter():
     mod = wp.load(FORMS.read_text())
     tr = mod.translation("forms")

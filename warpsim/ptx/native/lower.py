@@ -749,6 +749,14 @@ def _vote(o, m):
     return "warp", lines + _warp_result(o, d, "pred", value, fold)
 
 
+@row(r"activemask\.b32")
+def _activemask(o, m):
+    """instructions._activemask: the lanes executing the statement together (its guard's lanes where it has one)."""
+    (d,) = o.need(1)
+    return "warp", ["_am = np.uint64(0)"] + _warp_result(o, d, "b32", "_am",
+                                                        ["_am |= np.uint64(1) << np.uint64(l)"])
+
+
 @row(r"redux\.sync\.(?:(?P<arith>add|min|max)\.(?P<t>u32|s32)|(?P<bit>and|or|xor)\.b32)")
 def _redux(o, m):
     """instructions._redux: add wraps mod 2^32, min / max compare as the type says, over the executing lanes."""
