@@ -39,6 +39,19 @@ def _fragments():
 D_ROW, D_COL, A_ROW, A_COL = _fragments()
 #: each D element's place in the fused kernel's panel order of a warp's 16 rows (engine.tc.wgmma.wg_panels)
 D_PANEL = (D_COL >> 3) * 16 * 8 + D_ROW * 8 + (D_COL & 7)
+
+
+def _panel_starts():
+    """Where element j of lane 0 lies in the panel order: lane l's lies 2 l further, and element j + 1 (j even) just
+    after element j -- so a pair of D registers interleaves into one contiguous run of the panel, which the
+    compiler vectorises (checked here against the layout tables rather than assumed)."""
+    starts = D_PANEL[0].copy()
+    lanes = np.arange(32)[:, None]
+    assert (D_PANEL == starts[None, :] + 2 * lanes).all() and (starts[1::2] == starts[0::2] + 1).all()
+    return starts
+
+
+D_START = _panel_starts()
 _address = njit(cache=True, nogil=True, inline="always")(element_address)
 _SWIZZLE_BYTES = (0, 128, 64, 32)
 
@@ -158,27 +171,44 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
         C[:] = 0
     elif not sd:
         RC[:] = 0
-    if sd:          # register by register, its 32 lanes innermost: a row of the file is contiguous
+    if sd and use_fused:       # elements j, j + 1 of the 32 lanes: one run of the panel (D_START)
+        for j in range(0, n // 2, 2):
+            r0, s0 = drows[j // per], np.uint64((j % per) * dbits)
+            r1, s1 = drows[(j + 1) // per], np.uint64(((j + 1) % per) * dbits)
+            b = D_START[j]
+            for l in range(32):
+                RC[b + 2 * l] = np.uint32((np.uint64(R32[r0, base + l]) >> s0) & mask)
+                RC[b + 2 * l + 1] = np.uint32((np.uint64(R32[r1, base + l]) >> s1) & mask)
+    elif sd:        # register by register, its 32 lanes innermost: a row of the file is contiguous
         for j in range(n // 2):
             row, sh = drows[j // per], np.uint64((j % per) * dbits)
             for l in range(32):
-                x = (np.uint64(R32[row, base + l]) >> sh) & mask
-                if use_fused:
-                    RC[D_PANEL[l, j]] = np.uint32(x)
-                else:
-                    C[D_ROW[l, j], D_COL[l, j]] = x
+                C[D_ROW[l, j], D_COL[l, j]] = (np.uint64(R32[row, base + l]) >> sh) & mask
     if use_fused:        # (the compiled kernel checked the host FPU's state before it started)
         fused_rows(A, B, p, q, scale, emin, rp, GS)
     else:               # the exact kernel: not a fused recipe
         dot_rows(kind, A, B, C, p, out)
-    igd = np.uint64(p[P_D + 3]) if use_fused else np.uint64(0)
-    for k in range(len(drows)):
-        row = drows[k]
-        for l in range(32):
-            x = np.uint64(0)
-            for h in range(per):
-                j = k * per + h
-                e = DB[D_PANEL[l, j]] << igd if use_fused else out[D_ROW[l, j], D_COL[l, j]]
-                x |= (e & mask) << np.uint64(h * dbits)
-            R32[row, base + l] = np.uint32(x)
+    if use_fused and per == 1:      # two registers from one run of the panel (D_START)
+        igd = np.uint64(p[P_D + 3])
+        for k in range(0, len(drows), 2):
+            r0, r1, b = drows[k], drows[k + 1], D_START[k]
+            for l in range(32):
+                R32[r0, base + l] = np.uint32((DB[b + 2 * l] << igd) & mask)
+                R32[r1, base + l] = np.uint32((DB[b + 2 * l + 1] << igd) & mask)
+    elif use_fused:                 # per == 2: a register's two elements, adjacent in the panel
+        igd = np.uint64(p[P_D + 3])
+        for k in range(len(drows)):
+            row, b = drows[k], D_START[2 * k]
+            for l in range(32):
+                R32[row, base + l] = np.uint32(((DB[b + 2 * l] << igd) & mask)
+                                               | (((DB[b + 2 * l + 1] << igd) & mask) << np.uint64(dbits)))
+    else:
+        for k in range(len(drows)):
+            row = drows[k]
+            for l in range(32):
+                x = np.uint64(0)
+                for h in range(per):
+                    j = k * per + h
+                    x |= (out[D_ROW[l, j], D_COL[l, j]] & mask) << np.uint64(h * dbits)
+                R32[row, base + l] = np.uint32(x)
     return 0, np.uint64(0)
