@@ -150,21 +150,24 @@ def operand_addresses(desc, rows: int, k: int, elem_bits: int, major: str = "K")
 
 def element_address(start, lbo, sbo, w, r, kk, elem_bits, mn_major):
     """The swizzled byte address of element (row ``r``, k ``kk``) (ints or numpy arrays; also compiled by numba
-    for the native translator): the formulas of the module docstring, W = ``w`` bytes (0: no swizzle)."""
+    for the native translator): the formulas of the module docstring, W = ``w`` bytes (0: no swizzle).  Every
+    width is a power of two (SWIZZLE_BYTES: 32, 64, 128), so its quotients and remainders are shifts and masks
+    (a division by a width known only at run time took most of a compiled wgmma's operand gathering)."""
+    lw = 5 + (w >= 64) + (w >= 128)      # log2(w) for a swizzle width
     if not mn_major:
-        kb = (kk * elem_bits) // 8
+        kb = (kk * elem_bits) >> 3
         if w:   # K beyond the swizzle width (sparse B, 32B swizzle): the next K atom sits LBO further
-            a = start + (r // 8) * sbo + (r % 8) * w + kb % w + (kb // w) * lbo
+            a = start + (r >> 3) * sbo + (r & 7) * w + (kb & (w - 1)) + (kb >> lw) * lbo
         else:
-            a = start + (r // 8) * sbo + (kb // 16) * lbo + (r % 8) * 16 + kb % 16
+            a = start + (r >> 3) * sbo + (kb >> 4) * lbo + (r & 7) * 16 + (kb & 15)
     else:
         rb = r * 2
         if w:
-            a = start + (rb // w) * lbo + (kk // 8) * sbo + (kk % 8) * w + rb % w
+            a = start + (rb >> lw) * lbo + (kk >> 3) * sbo + (kk & 7) * w + (rb & (w - 1))
         else:
-            a = start + (rb // 16) * sbo + (kk // 8) * lbo + (kk % 8) * 16 + rb % 16
+            a = start + (rb >> 4) * sbo + (kk >> 3) * lbo + (kk & 7) * 16 + (rb & 15)
     if w:
-        a = a ^ (((a >> 7) & (w // 16 - 1)) << 4)
+        a = a ^ (((a >> 7) & ((w >> 4) - 1)) << 4)
     return a
 
 
