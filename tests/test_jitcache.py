@@ -47,3 +47,35 @@ def test_a_function_outside_the_package_keeps_numbas_own_locator():
 
     loc = caching.FunctionCache(f.py_func)._impl.locator
     assert not type(loc).__name__.startswith("Stamped")
+
+
+def test_two_processes_building_for_two_cpus_at_once_keep_both_cache_entries(tmp_path):
+    """numba read, extended and wrote a function's cache index without a lock: of two processes compiling the same
+    functions at once for two CPUs (the host's build and an AVX2 one), the later write dropped the other's entry
+    for most functions (26 of 40 in a trial) and the next process compiled them again.  Saved under the index's
+    lock (jitcache._locked_save), every index keeps both entries, each naming a data file of its own."""
+    import os
+    import subprocess
+    import sys
+
+    from warpsim.engine.hostisa import avx2_environment
+
+    n = 30
+    body = "".join(f"\n@njit(cache=True)\ndef f{i}(x):\n    s = 0\n    for j in range(x):\n        s += j * {i} + (j >> 3)\n"
+                   f"    return s\n" for i in range(n))
+    (tmp_path / "racing.py").write_text("from numba import njit\n" + body)
+    code = f"import warpsim, racing\nfor i in range({n}):\n    getattr(racing, f'f{{i}}')(10)\n"
+    env = dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=e, cwd=tmp_path, stderr=subprocess.PIPE)
+            for e in (env, dict(env, **avx2_environment()))]
+    for p in runs:
+        err = p.communicate(timeout=600)[1]
+        assert p.returncode == 0, err.decode()[-2000:]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import racing
+    finally:
+        sys.path.remove(str(tmp_path))
+    for i in range(n):
+        index = getattr(racing, f"f{i}")._cache._cache_file._load_index()
+        assert len(index) == 2 and len(set(index.values())) == 2, (i, index)

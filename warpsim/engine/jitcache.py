@@ -14,11 +14,20 @@ source stamp that also holds a digest of the package's layers below and at the f
 (``LAYERS``).  An edit to a callee anywhere in those layers then recompiles the kernels that may
 have inlined it, instead of loading machine code built from the old source (seen: a ``wgmma``
 kernel 1 ulp off its interpreter after an edit to a tensor-core intrinsic in another file).
+
+:func:`install` also makes numba's cache index safe for processes that compile at once (:func:`_locked_save`):
+numba reads a function's index, adds its entry and writes the index back, so of two processes building the same
+function for two CPUs (the host's and an AVX2 build, ``warpsim bench --codegen``; workers sharing a cache) the
+later write dropped the earlier entry -- 26 of 40 functions lost one in a trial -- and both could pick the same
+data file.  The next process then compiled those functions again (the Xeon bench's whole-kernel rows "compiled"
+10-36 s in their timed runs after the two builds had warmed side by side).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
 import types
 
@@ -106,9 +115,43 @@ def _stamped(base):
     return Stamped
 
 
+@contextlib.contextmanager
+def _index_lock(index_path):
+    """An exclusive lock on a cache index (a ``.lock`` file beside it) where the OS has ``flock``; else nothing."""
+    try:
+        import fcntl
+    except ImportError:         # not POSIX: numba's own behaviour
+        yield
+        return
+    with open(index_path + ".lock", "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _locked_save(self, key, data):
+    """numba's ``IndexDataCacheFile.save`` with the index read, extended and written under a lock, and the data
+    file written before the index names it (a reader never finds an entry without its data)."""
+    with _index_lock(self._index_path):
+        overloads = self._load_index()
+        name = overloads.get(key)
+        if name is None:
+            existing = set(overloads.values())
+            name = next(n for n in (self._data_name(i) for i in itertools.count(1)) if n not in existing)
+            self._save_data(name, data)
+            overloads[key] = name
+            self._save_index(overloads)
+            return
+        self._save_data(name, data)
+
+
 def install():
     """Put the stamped locators first in numba's list (once): numba takes the first locator that accepts a
-    function, so the package's files get theirs and every other file numba's own."""
+    function, so the package's files get theirs and every other file numba's own; and save every cache entry
+    of the process under its index's lock (:func:`_locked_save`)."""
+    _caching.IndexDataCacheFile.save = _locked_save
     classes = _caching.CacheImpl._locator_classes
     if any(getattr(c, "__name__", "").startswith("Stamped") for c in classes):
         return
