@@ -19,8 +19,7 @@ kernel 1 ulp off its interpreter after an edit to a tensor-core intrinsic in ano
 numba reads a function's index, adds its entry and writes the index back, so of two processes building the same
 function for two CPUs (the host's and an AVX2 build, ``warpsim bench --codegen``; workers sharing a cache) the
 later write dropped the earlier entry -- 26 of 40 functions lost one in a trial -- and both could pick the same
-data file.  The next process then compiled those functions again (the Xeon bench's whole-kernel rows "compiled"
-10-36 s in their timed runs after the two builds had warmed side by side).
+data file.  The next process then compiled those functions again.
 """
 
 from __future__ import annotations
