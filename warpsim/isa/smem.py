@@ -152,7 +152,8 @@ def element_address(start, lbo, sbo, w, r, kk, elem_bits, mn_major):
     """The swizzled byte address of element (row ``r``, k ``kk``) (ints or numpy arrays; also compiled by numba
     for the native translator): the formulas of the module docstring, W = ``w`` bytes (0: no swizzle).  Every
     width is a power of two (SWIZZLE_BYTES: 32, 64, 128), so its quotients and remainders are shifts and masks
-    (a division by a width known only at run time took most of a compiled wgmma's operand gathering)."""
+    (a division by a width known only at run time costs tens of cycles, and the compiled wgmma computes an
+    address for every 16-byte chunk it gathers)."""
     lw = 5 + (w >= 64) + (w >= 128)      # log2(w) for a swizzle width
     if not mn_major:
         kb = (kk * elem_bits) >> 3
