@@ -99,6 +99,19 @@ def test_activemask_gives_the_lanes_executing_it():
     assert (got[:, 2] == 0xFFFFFFFF).all()
 
 
+@pytest.mark.parametrize("reg", ["%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo",
+                                 "%is_explicit_cluster"])
+def test_special_registers_the_translator_lacks_are_refused_not_read_as_registers(reg):
+    """The interpreter's clocks count its scheduler steps and %is_explicit_cluster is the launch's; the translator
+    keeps neither, so a kernel reading one runs on the interpreter, the reason naming the register (the 32-bit
+    clocks were read as ordinary, zeroed registers before)."""
+    bits = 64 if reg in ("%clock64", "%globaltimer") else 32
+    text = _ACTIVEMASK.replace("activemask.b32 %r7;", f"mov.u{bits} %r{'d3' if bits == 64 else '7'}, {reg};")
+    text = text.replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<5>;")
+    tr = wp.load(text).translation("masks")
+    assert not tr.native and f"special register {reg}" in tr.reason, tr.reason
+
+
 def test_statement_forms_equal_the_interpreter():
     mod = wp.load(FORMS.read_text())
     tr = mod.translation("forms")

@@ -21,6 +21,7 @@ from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
 from ..memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from ..regfile import _SPECIAL as _INTERPRETER_SPECIAL
 from ..regfile import NSM
 from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
@@ -127,6 +128,11 @@ class Operands:
             kind, axis, other = m.groups()
             return _SPECIAL_AXES[kind].format(axis.upper() if kind == "cluster_nctaid" else axis) if kind \
                 else _SPECIAL_WORDS[other]
+        m = _INTERPRETER_SPECIAL.match(op)
+        if m:       # one the interpreter has and the translator does not take
+            self.fail(f"special register {op}" + (": the clocks count the interpreter's scheduler steps, which the "
+                                                  "compiled engine does not keep" if "clock" in m[1]
+                                                  or "globaltimer" in m[1] else ""))
         if op.startswith("%") or self.ir.regs.get(op) is not None:     # (inline asm's registers: p$b1)
             self.reads.append(op)
             return self._reg(op, bits)
