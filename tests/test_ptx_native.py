@@ -320,22 +320,27 @@ os.environ["WARPSIM_PTX_ENGINE"] = "compiled"
 from warpsim.ptx.native import kernel
 {_BY_SYMBOL[form]}
 assert kernel.LAUNCHES[0] == 1
+print(sorted(kernel.COMPILED_WHY.values()))
 print(sum(kernel.COMPILE_SECONDS.values()))
 """
+    whys = []
 
     def run():
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
+        whys.append(done.stdout.splitlines()[-2])
         return float(done.stdout.split()[-1])
 
     first, second = run(), run()
     assert second < first / 3, (first, second)        # loaded from the cache, not compiled again
+    assert "not built here before" in whys[0] and whys[1] == "[]", whys        # kernel.COMPILED_WHY
     (marker,) = tmp_path.glob("*.built")
     symbols = marker.read_text().split()
     assert symbols and all("tc_one_dense" in x for x in symbols), symbols
     marker.write_text("\n".join(x.replace("tc_one_dense", "tc_one_gone") for x in symbols) + "\n")
     third = run()
     assert third > 3 * second, (second, third)        # compiled again
+    assert "a build it calls by symbol is missing" in whys[2], whys
     assert marker.read_text().split() == symbols
 
 

@@ -108,12 +108,17 @@ def bench_kernels(repeat, quick, names=None):
             row["ptx_lines"] = lines
             t0 = time.perf_counter()
             compiled = False
+            from ..ptx.native import kernel as _native
+
+            why = dict(_native.COMPILED_WHY)
             if not quick or launch.built():       # --quick never waits for a compile
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")      # a kernel that does not translate: the reason below
                     compiled = launch("compiled") == "compiled"
             if compiled:      # the first compiled launch: compiling the kernel (or loading it from the disk cache)
                 row["compile_s"] = time.perf_counter() - t0
+                # why it was compiled, not loaded (nothing: loaded)
+                row["compiled_why"] = [v for k, v in _native.COMPILED_WHY.items() if why.get(k) != v]
             ref()
             ts, cs, rs = [], [], []
             for _ in range(max(1, repeat if quick else max(3, repeat // 2))):

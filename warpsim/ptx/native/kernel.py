@@ -33,6 +33,9 @@ _COMPILED: dict = {}
 LAUNCHES = [0]
 #: seconds spent generating and compiling each kernel in this process (key -> seconds), for reports
 COMPILE_SECONDS: dict = {}
+#: why each kernel this process compiled instead of loading it from numba's disk cache (key -> the words of
+#: :func:`_disk_state`); `warpsim bench` reports them beside a first launch's time
+COMPILED_WHY: dict = {}
 #: LLVM optimisation level of the generated kernels (numba's default is 3)
 OPT_LEVEL = int(os.environ.get("WARPSIM_NATIVE_OPT", "1"))
 
@@ -309,9 +312,8 @@ def _ready(ir, args):
     if key in _BUILT:       # built or loaded (numba's ``signatures`` costs ~60 us a launch: it hashes every type)
         return fn
     if not fn.signatures:
-        _check_callees(fn, key)
         try:
-            _compile(fn, key, args)
+            _load_or_compile(fn, key, args)
         except Exception:       # noqa: BLE001 -- compiled again with reference counting; a real error recurs
             if ir.refcount_all:
                 raise
@@ -320,12 +322,27 @@ def _ready(ir, args):
             ir.refcount_all, ir._source, ir._key = True, None, None
             fn, key = compiled(ir, threads)
             if not fn.signatures:
-                _check_callees(fn, key)
-                _compile(fn, key, args)
+                _load_or_compile(fn, key, args)
     if key not in _BUILT:
         _BUILT.add(key)
         _write_marker(key, fn)
     return fn
+
+
+def _disk_state(fn, key):
+    """What the disk holds of the kernel's build for this CPU, read before numba loads or compiles it: the reason
+    a compile was needed when numba then compiles it (COMPILED_WHY)."""
+    from numba.core.registry import cpu_target
+
+    if not os.path.exists(_marker(key)):
+        return "no built marker for this CPU: not built here before"
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    index = fn._cache._cache_file._load_index()
+    if not index:
+        return "numba's cache index is missing, or stale (the module file's time or size differs from its stamp)"
+    if not any(k[1] == magic for k in index):
+        return "numba's cache index holds no build for this CPU"
+    return "numba's cache index holds a build for this CPU that did not load"
 
 
 def _check_callees(fn, key):
@@ -342,6 +359,8 @@ def _check_callees(fn, key):
         need = None
     if need is None or linking.missing(need):
         linking.drop_cached(fn)
+        return True
+    return False
 
 
 def _write_marker(key, fn):
@@ -368,6 +387,17 @@ def _forget_failed_compiles():
         for obj in gc.get_objects():
             if isinstance(obj, _FunctionCompiler):
                 obj._failed_cache.clear()
+
+
+def _load_or_compile(fn, key, args):
+    """The kernel loaded from numba's disk cache, or compiled (then COMPILED_WHY says why)."""
+    state = _disk_state(fn, key)
+    if _check_callees(fn, key) and os.path.exists(_marker(key)):
+        state = "a build it calls by symbol is missing (engine/linking.py)"
+    misses = sum(fn._cache_misses.values())
+    _compile(fn, key, args)
+    if sum(fn._cache_misses.values()) > misses:
+        COMPILED_WHY[key] = state
 
 
 def _compile(fn, key, args):
