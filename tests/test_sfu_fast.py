@@ -115,3 +115,17 @@ def test_derived_tables_are_kept_on_disk_and_derived_again_when_unreadable(tmp_p
     path.write_bytes(b"not an array")
     assert np.array_equal(sfu._disk_cached("rcp", sfu._derive), want)
     assert np.array_equal(np.load(path), want)
+
+
+def test_a_table_read_from_the_disk_has_the_numba_type_of_a_derived_one(tmp_path, monkeypatch):
+    """The compiled kernels take the tables as arguments: a table read back from ~/.cache/warpsim/sfu was writeable
+    where the derived one was read-only, so a kernel built in the process that derived the tables was compiled again
+    (two numba signatures) by the next process, which read them -- 7-36 s in the Xeon bench's timed runs."""
+    from numba import typeof
+
+    from warpsim.engine import sfu
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    derived = sfu._disk_cached("rcp", sfu._derive)
+    read = sfu._disk_cached("rcp", lambda name: 1 / 0)
+    assert typeof(read) == typeof(derived) and not read.flags.writeable

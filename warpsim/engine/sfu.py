@@ -768,7 +768,9 @@ def _disk_cached(name, build):
     """``build()``'s array for table ``name``, kept on disk (``~/.cache/warpsim/sfu``, a file per table, named
     by a digest of the captured tables and of the code that derives from them): decoding the ex2 tables costs
     ~2.8 s in every process that runs an ex2 (a Triton softmax's first launch), loading them ~10 ms.  Best effort:
-    a directory that cannot be written only means deriving again."""
+    a directory that cannot be written only means deriving again.  Read-only either way: a table read from the disk
+    was writeable where a derived one was not, so the compiled kernels that take it as an argument had two numba
+    signatures, and the first process to read the file compiled every such kernel again."""
     import hashlib
 
     h = hashlib.sha1()
@@ -778,10 +780,13 @@ def _disk_cached(name, build):
     d = os.path.join(os.path.expanduser("~"), ".cache", "warpsim", "sfu")
     path = os.path.join(d, f"{name}-{h.hexdigest()[:16]}.npy")
     try:
-        return np.load(path, allow_pickle=False)
+        out = np.load(path, allow_pickle=False)
+        out.setflags(write=False)
+        return out
     except (OSError, ValueError):
         pass
     out = build(name)
+    out.setflags(write=False)
     try:
         os.makedirs(d, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp.npy"
