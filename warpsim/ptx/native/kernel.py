@@ -329,9 +329,9 @@ def _ready(ir, args):
     return fn
 
 
-def _disk_state(fn, key):
-    """What the disk holds of the kernel's build for this CPU, read before numba loads or compiles it: the reason
-    a compile was needed when numba then compiles it (COMPILED_WHY)."""
+def _disk_state(fn, key, sig):
+    """What the disk holds of the kernel's build for this CPU and argument types ``sig``, read before numba loads or
+    compiles it: the reason a compile was needed when numba then compiles it (COMPILED_WHY)."""
     from numba.core.registry import cpu_target
 
     if not os.path.exists(_marker(key)):
@@ -340,9 +340,14 @@ def _disk_state(fn, key):
     index = fn._cache._cache_file._load_index()
     if not index:
         return "numba's cache index is missing, or stale (the module file's time or size differs from its stamp)"
-    if not any(k[1] == magic for k in index):
+    mine = [k[0] for k in index if k[1] == magic]
+    if not mine:
         return "numba's cache index holds no build for this CPU"
-    return "numba's cache index holds a build for this CPU that did not load"
+    if sig in mine:
+        return "numba's cache index holds this build, which did not load"
+    other = mine[0]
+    diff = [f"argument {i}: {b} there, {a} now" for i, (a, b) in enumerate(zip(sig, other)) if a != b]
+    return "numba's cache index holds builds for other argument types (" + "; ".join(diff[:3]) + ")"
 
 
 def _check_callees(fn, key):
@@ -391,7 +396,7 @@ def _forget_failed_compiles():
 
 def _load_or_compile(fn, key, args):
     """The kernel loaded from numba's disk cache, or compiled (then COMPILED_WHY says why)."""
-    state = _disk_state(fn, key)
+    state = _disk_state(fn, key, tuple(typeof(a) for a in args))
     if _check_callees(fn, key) and os.path.exists(_marker(key)):
         state = "a build it calls by symbol is missing (engine/linking.py)"
     misses = sum(fn._cache_misses.values())
