@@ -578,7 +578,7 @@ def bench_paths(repeat, quick, names=None):
                     t0 = time.perf_counter()
                     if fn("compiled") == "compiled":    # the first compiled launch: compiling (or loading) it
                         row["compile_s"] = time.perf_counter() - t0
-                        row["compiled_why"] = [v for k, v in _native.COMPILED_WHY.items() if why.get(k) != v]
+                        row["compiled_why"] = _native.compiled_since(why)
                         # a compiled 256^3 launch takes tens of ms: enough pairs for a steady median
                         ts, rs, ratio = _time_pair(lambda: fn("compiled"), ref_fn, 3 if quick else max(3 * repeat, 9))
                         row.update(engine="compiled", compiled_seconds=statistics.median(ts), compiled_ratio=ratio,

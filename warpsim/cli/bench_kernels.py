@@ -118,7 +118,7 @@ def bench_kernels(repeat, quick, names=None):
             if compiled:      # the first compiled launch: compiling the kernel (or loading it from the disk cache)
                 row["compile_s"] = time.perf_counter() - t0
                 # why it was compiled, not loaded (nothing: loaded)
-                row["compiled_why"] = [v for k, v in _native.COMPILED_WHY.items() if why.get(k) != v]
+                row["compiled_why"] = _native.compiled_since(why)
             ref()
             ts, cs, rs = [], [], []
             for _ in range(max(1, repeat if quick else max(3, repeat // 2))):

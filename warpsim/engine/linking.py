@@ -71,13 +71,25 @@ def unlinked(disp):
     return call
 
 
+def this_cpu():
+    """numba's name for the CPU it generates code for (target triple, CPU name, features; an AVX2 build on an
+    AVX-512 host is another): the second item of a key of its cache index."""
+    from numba.core.registry import cpu_target
+
+    return cpu_target.target_context.codegen().magic_tuple()
+
+
+def cached_index(disp) -> dict:
+    """numba's on-disk cache index of the jitted function ``disp``, read afresh ({(argument types, CPU, ...): data
+    file}; empty when missing or stale)."""
+    return disp._cache._cache_file._load_index()
+
+
 def load_cached(disp):
     """Load and register every build of ``disp`` numba has cached for this CPU (read afresh at each call: another
     process may have cached one since), and those compiled in this process."""
-    from numba.core.registry import cpu_target
-
-    magic = cpu_target.target_context.codegen().magic_tuple()
-    for key in disp._cache._cache_file._load_index():
+    magic = this_cpu()
+    for key in cached_index(disp):
         if key[1] == magic and key[0] not in disp.overloads:
             disp.compile(key[0])
     for argtypes in list(disp.overloads):
@@ -104,11 +116,8 @@ def missing(names) -> list:
 def drop_cached(disp):
     """Drop ``disp``'s cached builds for this CPU from numba's index (a caller whose callees are not there must
     be compiled again), leaving other CPUs' builds -- numba's own ``flush`` empties the whole index."""
-    from numba.core.registry import cpu_target
-
-    magic = cpu_target.target_context.codegen().magic_tuple()
-    cache = disp._cache._cache_file
-    index = cache._load_index()
+    magic = this_cpu()
+    index = cached_index(disp)
     keep = {k: v for k, v in index.items() if k[1] != magic}
     if len(keep) != len(index):
-        cache._save_index(keep)
+        disp._cache._cache_file._save_index(keep)

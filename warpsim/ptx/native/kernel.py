@@ -83,9 +83,9 @@ def _key(src):
 def _host():
     """The CPU numba compiles for (its target triple, CPU name and features: an AVX2 build on an AVX-512 host is
     another), which names a kernel's module file and its built marker."""
-    from numba.core.registry import cpu_target
+    from ...engine.linking import this_cpu
 
-    return hashlib.sha256(repr(cpu_target.target_context.codegen().magic_tuple()).encode()).hexdigest()[:12]
+    return hashlib.sha256(repr(this_cpu()).encode()).hexdigest()[:12]
 
 
 def _source(ir):
@@ -329,15 +329,21 @@ def _ready(ir, args):
     return fn
 
 
+def compiled_since(before) -> list:
+    """The COMPILED_WHY reasons added or changed since ``before`` (a copy taken earlier): why the launches between
+    compiled kernels instead of loading them (nothing: every one loaded)."""
+    return [v for k, v in COMPILED_WHY.items() if before.get(k) != v]
+
+
 def _disk_state(fn, key, sig):
     """What the disk holds of the kernel's build for this CPU and argument types ``sig``, read before numba loads or
     compiles it: the reason a compile was needed when numba then compiles it (COMPILED_WHY)."""
-    from numba.core.registry import cpu_target
+    from ...engine.linking import cached_index, this_cpu
 
     if not os.path.exists(_marker(key)):
         return "no built marker for this CPU: not built here before"
-    magic = cpu_target.target_context.codegen().magic_tuple()
-    index = fn._cache._cache_file._load_index()
+    magic = this_cpu()
+    index = cached_index(fn)
     if not index:
         return "numba's cache index is missing, or stale (the module file's time or size differs from its stamp)"
     mine = [k[0] for k in index if k[1] == magic]
