@@ -97,6 +97,14 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out):
     return 0, np.uint64(0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _lanes(file, row, base):
+    """A warp's 32 lanes of a register row, as a view: loops over it compile to vector code (indexing the file
+    by (row, base + l) in the loop leaves the compiler unsure the rows do not overlap what the loop writes;
+    several times slower)."""
+    return file[row, base:base + 32]
+
+
 @njit(cache=True, nogil=True)
 def _uniform(file, row, base):
     for l in range(1, 32):
@@ -173,12 +181,12 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
         RC[:] = 0
     if sd and use_fused:       # elements j, j + 1 of the 32 lanes: one run of the panel (D_START)
         for j in range(0, n // 2, 2):
-            r0, s0 = drows[j // per], np.uint64((j % per) * dbits)
-            r1, s1 = drows[(j + 1) // per], np.uint64(((j + 1) % per) * dbits)
-            b = D_START[j]
+            s0, s1 = np.uint64((j % per) * dbits), np.uint64(((j + 1) % per) * dbits)
+            x0, x1 = _lanes(R32, drows[j // per], base), _lanes(R32, drows[(j + 1) // per], base)
+            run = RC[D_START[j]:D_START[j] + 64]
             for l in range(32):
-                RC[b + 2 * l] = np.uint32((np.uint64(R32[r0, base + l]) >> s0) & mask)
-                RC[b + 2 * l + 1] = np.uint32((np.uint64(R32[r1, base + l]) >> s1) & mask)
+                run[2 * l] = np.uint32((np.uint64(x0[l]) >> s0) & mask)
+                run[2 * l + 1] = np.uint32((np.uint64(x1[l]) >> s1) & mask)
     elif sd:        # register by register, its 32 lanes innermost: a row of the file is contiguous
         for j in range(n // 2):
             row, sh = drows[j // per], np.uint64((j % per) * dbits)
@@ -191,17 +199,17 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
     if use_fused and per == 1:      # two registers from one run of the panel (D_START)
         igd = np.uint64(p[P_D + 3])
         for k in range(0, len(drows), 2):
-            r0, r1, b = drows[k], drows[k + 1], D_START[k]
+            y0, y1 = _lanes(R32, drows[k], base), _lanes(R32, drows[k + 1], base)
+            run = DB[D_START[k]:D_START[k] + 64]
             for l in range(32):
-                R32[r0, base + l] = np.uint32((DB[b + 2 * l] << igd) & mask)
-                R32[r1, base + l] = np.uint32((DB[b + 2 * l + 1] << igd) & mask)
+                y0[l] = np.uint32((run[2 * l] << igd) & mask)
+                y1[l] = np.uint32((run[2 * l + 1] << igd) & mask)
     elif use_fused:                 # per == 2: a register's two elements, adjacent in the panel
         igd = np.uint64(p[P_D + 3])
         for k in range(len(drows)):
-            row, b = drows[k], D_START[2 * k]
+            y, run = _lanes(R32, drows[k], base), DB[D_START[2 * k]:D_START[2 * k] + 64]
             for l in range(32):
-                R32[row, base + l] = np.uint32(((DB[b + 2 * l] << igd) & mask)
-                                               | (((DB[b + 2 * l + 1] << igd) & mask) << np.uint64(dbits)))
+                y[l] = np.uint32(((run[2 * l] << igd) & mask) | (((run[2 * l + 1] << igd) & mask) << np.uint64(dbits)))
     else:
         for k in range(len(drows)):
             row = drows[k]
