@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from .jitcache import named_copy
 from .kernel import DOT_KINDS, _dot
-from .tc.wgmma import wg_panels, wg_scratch
+from .tc.wgmma import wg_gathered, wg_scratch
 
 #: wgmma has no block scales: the dot's scale operands are empty
 _NOSCALE = np.zeros(1, np.uint64)
@@ -59,9 +59,9 @@ def _dot_rows(kind, A, B, C, p, out):
 #: _dot_rows for a caller already in jitted code (the native translator's warps, each computing its 16 rows of D)
 dot_rows = njit(cache=True, nogil=True)(named_copy(_dot_rows, "_dot_rows"))
 #: the float tensor-core kernel of single-pass fused wgmma recipes (engine.tensorcore.wgmma_runner's) on one group
-#: of any number of rows M (a multiple of 4; C and D in panel order) and its working arrays, serially: for a caller
-#: already in jitted code
-fused_rows = njit(cache=True, nogil=True, _nrt=False)(named_copy(wg_panels.py_func, "_wg_panels"))
+#: of any number of rows M (a multiple of 4) whose raw A, B and C the caller has put in its working arrays (A by
+#: row, B and C in panel order: tc.wgmma.wg_gathered), serially: for a caller already in jitted code
+fused_rows = njit(cache=True, nogil=True, _nrt=False)(named_copy(wg_gathered.py_func, "_wg_gathered"))
 fused_scratch = njit(cache=True, nogil=True)(named_copy(wg_scratch.py_func, "_wg_scratch"))
 
 

@@ -75,10 +75,16 @@ def wg_panels(A, B, p, q, scale, emin, rp, S):
     (K, 8) panels) and every 8-column panel is one _rows_fused call, as an m16n8 warp is.  NaN / inf elements are
     decided per element (_decode).  The caller has checked the host FPU's state."""
     M, K = A.shape
-    N = B.shape[0]
+    _gather_ab(A, B, S[0], S[1])
+    wg_gathered(M, B.shape[0], K, p, q, scale, emin, rp, S)
+
+
+@njit(nogil=True)
+def wg_gathered(M, N, K, p, q, scale, emin, rp, S):
+    """wg_panels on a group whose raw elements are in place already (RA = S[0] by row, RB = S[1] as N/8 row-major
+    (K, 8) panels, RC = S[2] in panel order): what a caller that gathers A and B straight into that order calls."""
     fracf = np.float64(p[P_FRAC])
     RA, RB, RC, AV, AE, BV, BE, CV, CE, VM, DB = S
-    _gather_ab(A, B, RA, RB)
     special = _decode_abc(RA, RB, RC, q, scale, emin, AV, AE, BV, BE, CV, CE)
     M8 = M * 8
     for jc in range(N // 8):

@@ -61,9 +61,16 @@ def _peek(p, nb):
     return peek2(p) if nb == 2 else peek1(p) if nb == 1 else peek4(p)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _place(i, k, K, panels):
+    """Where element (i, k) of a (rows, K) operand goes in a flat array: by row, or (``panels``: B^T for the fused
+    kernel) as row-major (K, 8) panels of 8 rows each (tc.wgmma.wg_gathered's RB)."""
+    return ((i >> 3) * K * 8 + (i & 7) + k * 8) if panels else i * K + k
+
+
 @njit(cache=True, nogil=True)
-def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out):
-    """out[i, k] = the ``ebits``-bit element (row0 + i, k) a descriptor reads (-> 0 or OUTSIDE.., address).
+def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out, panels):
+    """out[_place(i, k)] = the ``ebits``-bit element (row0 + i, k) a descriptor reads (-> 0 or OUTSIDE.., address).
     A 16-byte aligned chunk of elements (8 rows of a 16-bit MN-major operand, 16 bytes of a K-major row) is
     contiguous in shared memory, swizzled or not (every start, LBO, SBO and swizzle width is a multiple of 16
     bytes; the swizzle permutes whole chunks): one address a chunk (element by element where a chunk leaves
@@ -84,16 +91,43 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, mn_major, out):
             if a >= 0 and a + 16 <= smem_bytes:
                 for j in range(per):
                     if mn_major:
-                        out[i0 + j, k0] = _peek(smem + a + j * nb, nb)
+                        out[_place(i0 + j, k0, K, panels)] = _peek(smem + a + j * nb, nb)
                     else:
-                        out[i0, k0 + j] = _peek(smem + a + j * nb, nb)
+                        out[_place(i0, k0 + j, K, panels)] = _peek(smem + a + j * nb, nb)
                 continue
             for j in range(per):
                 i, k = (i0 + j, k0) if mn_major else (i0, k0 + j)
                 a = _address(start, lbo, sbo, w, row0 + i, k, ebits, mn_major)
                 if a < 0 or a + nb > smem_bytes:
                     return OUTSIDE, np.uint64(a)
-                out[i, k] = _peek(smem + a, nb)
+                out[_place(i, k, K, panels)] = _peek(smem + a, nb)
+    return 0, np.uint64(0)
+
+
+@njit(cache=True, nogil=True)
+def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow, sa, sb, ta, tb, A, B, panels):
+    """Warp w's 16 rows of A (flat, by row) and all of B^T (flat: by row, or as the fused kernel's panels) from
+    its registers / descriptors, imm-scale -1 applied (-> 0 or a code of warp_mma, value)."""
+    K = K_BITS // ebits
+    if adrow < 0:
+        for l in range(32):
+            for j in range(8):
+                x = np.uint64(R32[arows[j // 2], base + l])
+                A[A_ROW[l, j] * K + A_COL[l, j]] = (x >> np.uint64(16 * (j % 2))) & np.uint64(0xFFFF)
+    else:
+        e, v = _gather(smem, smem_bytes, R64[adrow, base], 16 * (w % 4), 16, ebits, ta, A, False)
+        if e:
+            return e, v
+    e, v = _gather(smem, smem_bytes, R64[bdrow, base], 0, n, ebits, tb, B, panels)
+    if e:
+        return e, v
+    sign = np.uint64(1) << np.uint64(ebits - 1)      # imm-scale -1 (float types only) flips the sign bits
+    if sa < 0:
+        for x in range(A.size):
+            A[x] = np.uint64(A[x]) ^ sign
+    if sb < 0:
+        for x in range(B.size):
+            B[x] = np.uint64(B[x]) ^ sign
     return 0, np.uint64(0)
 
 
@@ -154,23 +188,14 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
                 return UNEVEN, np.uint64(0)
         sd = 1 if P[sdrow, base] else 0
     A, B, C, out, p, q, scale, emin, rp, GS = S
-    if adrow < 0:
-        for l in range(32):
-            for j in range(8):
-                x = np.uint64(R32[arows[j // 2], base + l])
-                A[A_ROW[l, j], A_COL[l, j]] = (x >> np.uint64(16 * (j % 2))) & np.uint64(0xFFFF)
+    if use_fused:       # straight into the fused kernel's working arrays (wg_gathered: A by row, B as panels)
+        e, v = _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow, sa, sb, ta, tb, GS[0],
+                         GS[1], True)
     else:
-        e, v = _gather(smem, smem_bytes, R64[adrow, base], 16 * (w % 4), 16, ebits, ta, A)
-        if e:
-            return e, v
-    e, v = _gather(smem, smem_bytes, R64[bdrow, base], 0, n, ebits, tb, B)
+        e, v = _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow, sa, sb, ta, tb,
+                         A.reshape(A.size), B.reshape(B.size), False)
     if e:
         return e, v
-    sign = np.uint64(1) << np.uint64(ebits - 1)      # imm-scale -1 (float types only) flips the sign bits
-    if sa < 0:
-        A ^= sign
-    if sb < 0:
-        B ^= sign
     per = 32 // dbits
     mask = np.uint64((1 << dbits) - 1)
     # C's and D's elements: in the fused kernel's panel order (D_PANEL), else as the (16, n) matrix
@@ -193,7 +218,7 @@ def warp_mma(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, dbits, dr
             for l in range(32):
                 C[D_ROW[l, j], D_COL[l, j]] = (np.uint64(R32[row, base + l]) >> sh) & mask
     if use_fused:        # (the compiled kernel checked the host FPU's state before it started)
-        fused_rows(A, B, p, q, scale, emin, rp, GS)
+        fused_rows(16, n, K_BITS // ebits, p, q, scale, emin, rp, GS)
     else:               # the exact kernel: not a fused recipe
         dot_rows(kind, A, B, C, p, out)
     if use_fused and per == 1:      # two registers from one run of the panel (D_START)
