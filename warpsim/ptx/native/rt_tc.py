@@ -17,7 +17,7 @@ from .rt import (BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, READ, find, pee
                  round16, track)
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def warp_status(act):
     """-1: no lane of the warp is active (a guard: it skips the statement); 0: every lane is; else the
     PARTIAL_WARP status word of :func:`ldmatrix`."""
@@ -88,7 +88,7 @@ scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int
                                                                    _j.scratch_generic))
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _rows_ok(act, rows, n, smem_bytes):
     """0, or the status word of the first of the 8n row addresses (rows[l], from lane l) that is not 16-byte
     aligned or not inside the CTA's shared memory; a warp only some of whose lanes are active first."""
@@ -103,7 +103,7 @@ def _rows_ok(act, rows, n, smem_bytes):
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def ldmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
     """Matrix k of ``regs`` (8x8 b16) from the shared-memory rows rows[8k..8k+7] (offsets from ``smem``,
     the CTA's shared memory): lane l takes row l/4, columns 2(l%4), 2(l%4)+1, of the matrix or (``trans``)
@@ -123,7 +123,7 @@ def ldmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
     """The inverse of :func:`ldmatrix`: each lane's word of matrix k to the rows rows[8k..8k+7]."""
     st = _rows_ok(act, rows, len(regs), smem_bytes)
@@ -140,7 +140,7 @@ def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """cp.async of ``n`` bytes for each active lane l: src-size size[l] bytes from global address src[l]
     (int64 bits), zeros after them, to the shared-memory offset dst[l] (global reads recorded: rt.track).
@@ -182,7 +182,7 @@ def cp_async(act, dst, src, size, n, smem, smem_bytes, bases, sizes, ptrs, trk, 
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def f32_to_half(w, eb, mb, nan):
     """The f32 word ``w`` rounded to nearest even in a 16-bit float of ``eb`` exponent and ``mb`` mantissa bits
     (f16: 5, 10; bf16: 8, 7) with infinities: overflow gives infinity, NaN the word ``nan`` (the
@@ -198,7 +198,7 @@ def f32_to_half(w, eb, mb, nan):
     return round16(sign, full, lsb, eb, mb)
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def flush32(w):
     """.ftz: an f32 subnormal word becomes the zero of its sign."""
     w = np.uint32(w)

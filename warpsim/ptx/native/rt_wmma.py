@@ -19,7 +19,7 @@ from .rt import (BAD_ADDRESS, MISALIGNED, READ, WMMA_OPERANDS, WRITTEN, find, pe
 from .rt_tc import warp_status
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _operands(act, addr, ldm):
     st = warp_status(act)
     if st != 0:
@@ -32,7 +32,7 @@ def _operands(act, addr, ldm):
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff, how):
     """The host address of lane l's element j (-1: outside memory; addr[l] then holds its address); a global
     element is recorded as ``how`` (rt.track)."""
@@ -51,7 +51,7 @@ def _element(tab, l, j, addr, ld, col, esize, shared, smem, smem_bytes, bases, s
     return ptrs[k] + np.int64(ea - bases[k])
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """wmma.load: lane l's element j, at (row, col) tab[l, j] of the matrix at addr (every lane's the same)
     with leading dimension ldm (elements), row- or column-major (``col``), into its registers."""
@@ -75,7 +75,7 @@ def load(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_bytes, bases, sizes, ptrs, trk, toff):
     """wmma.store.d: the inverse of :func:`load` (lanes in order, elements in order)."""
     st = _operands(act, addr, ldm)
@@ -100,7 +100,7 @@ def store(R, base, act, regs, tab, bits, addr, ldm, col, shared, smem, smem_byte
     return 0
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _unpack(R, base, regs, tab, bits, rows, cols):
     """A fragment's registers as a (rows, cols) matrix of elements; the first copy of a duplicated one."""
     out = np.zeros((rows, cols), np.uint64)
@@ -112,7 +112,7 @@ def _unpack(R, base, regs, tab, bits, rows, cols):
     return out
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _words(mat, r0, c0, lay, bits):
     """(1, 32, words) of an mma.sync operand: lane l's element j is mat[r0 + row, c0 + col] of lay[l, j]."""
     out = np.zeros((1, 32, lay.shape[1] * bits // 32), np.uint32)
