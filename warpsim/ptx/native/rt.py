@@ -314,7 +314,8 @@ def apply_written(trk, data, out, o):
             b1 = b + 8
             while b1 < e and t8[(o + b1) // 8] & _WRITTEN8 == _WRITTEN8:
                 b1 += 8
-            out[b:b1] = data[o + b:o + b1]
+            for q in range(b, b1):          # not a slice assignment: that compiles numba's shape-error text
+                out[q] = data[o + q]
             b = b1
             continue
         if m:
