@@ -199,3 +199,25 @@ def test_arrays_sharing_host_memory_run_sequentially(engine):
     mod.launch("k", 8, 32, [par, par[:8]], ctas_per_batch=2, workers=2, engine=engine)
     assert workers.LAST is None and np.array_equal(par, seq)      # the workers were not asked
     assert seq[64] == 64 * 3 + seq[2]                             # CTA 2 read what CTA 0 wrote
+
+
+def test_a_tracked_access_marks_exactly_its_bytes():
+    """rt.track: an access of n bytes at offset off of mapped array k sets its flag in those n bytes of the track
+    and in no other (2, 4, 8 and 16 bytes take word-wide read-modify-writes, any other size byte by byte; the
+    arrays' starts need not be aligned)."""
+    from warpsim.ptx.native import rt
+
+    trk = np.zeros(64, np.uint8)
+    toff = np.array([0, 5], np.int64)            # array 1 starts at an odd byte of the track
+    for k, off, n, how in [(1, 3, 2, rt.READ), (1, 3, 4, rt.WRITTEN), (0, 16, 16, rt.READ), (0, 40, 3, rt.WRITTEN),
+                           (0, 50, 8, rt.WRITTEN), (1, 57, 1, rt.READ)]:
+        rt.track(trk, toff, k, off, n, how)
+    want = np.zeros(64, np.uint8)
+    want[8:10] = rt.READ | rt.WRITTEN
+    want[10:12] = rt.WRITTEN
+    want[16:32] = rt.READ
+    want[40:43] = rt.WRITTEN
+    want[50:58] = rt.WRITTEN
+    want[62] = rt.READ
+    assert trk.tolist() == want.tolist()
+    rt.track(np.zeros(0, np.uint8), toff, 0, 0, 16, rt.READ)      # an untracked launch: nothing to mark

@@ -260,6 +260,7 @@ def find(bases, sizes, addr, n):
 
 #: what a tracked launch records of each global-memory byte it touches (``track``)
 READ, WRITTEN = 1, 2
+_EVERY_BYTE = np.uint64(0x0101010101010101)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -268,11 +269,24 @@ def track(trk, toff, k, off, n, how):
     WRITTEN) when the launch is tracked (``trk``: one byte per byte of every mapped array, ``toff``
     where each array's bytes start; an empty ``trk`` tracks nothing).  A tracked run of some of a
     launch's CTAs is merged with the runs of the others only when no run read what another wrote
-    (:mod:`warpsim.ptx.workers`)."""
+    (:mod:`warpsim.ptx.workers`).  An access of 2, 4, 8 or 16 bytes marks its bytes with one or two word-wide
+    read-modify-writes (the flag in every byte), not byte by byte: tracking is most of what a tracked run costs
+    over an untracked one."""
     if trk.size:
         o = toff[k] + off
-        for i in range(n):
-            trk[o + i] |= np.uint8(how)
+        if n == 2 or n == 4 or n == 8 or n == 16:
+            p = np.int64(trk.ctypes.data) + o
+            f = _EVERY_BYTE * np.uint64(how)
+            if n == 2:
+                poke2(p, peek2(p) | f)
+            elif n == 4:
+                poke4(p, peek4(p) | f)
+            else:
+                for j in range(0, n, 8):
+                    poke8(p + j, peek8(p + j) | f)
+        else:
+            for i in range(n):
+                trk[o + i] |= np.uint8(how)
 
 
 _READ8, _WRITTEN8 = np.uint64(0x0101010101010101), np.uint64(0x0202020202020202)
