@@ -23,16 +23,21 @@ def _scratch(M, N, K):
 
 
 @njit(nogil=True, inline="always")
+def b_place(j, t, K):
+    """Where element (j, t) of a group's B^T (N, K) lies in its working array RB: N/8 row-major (K, 8) panels."""
+    return (j >> 3) * K * 8 + (j & 7) + t * 8
+
+
+@njit(nogil=True, inline="always")
 def _gather_ab(A, B, RA, RB):
-    """A group's A (M, K) by row into RA and B^T (N, K) as N/8 row-major (K, 8) panels into RB."""
+    """A group's A (M, K) by row into RA and B^T (N, K) as panels into RB (b_place)."""
     M, K = A.shape
     for i in range(M):
         for t in range(K):
             RA[i * K + t] = np.uint32(A[i, t])
     for j in range(B.shape[0]):
-        o = (j >> 3) * K * 8 + (j & 7)
         for t in range(K):
-            RB[o + t * 8] = np.uint32(B[j, t])
+            RB[b_place(j, t, K)] = np.uint32(B[j, t])
 
 
 @njit(nogil=True, inline="always")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...engine.tc.wgmma import b_place
 from ...engine.wgmma import dot_rows, fused_rows, fused_scratch
 from ...numerics.fused import P_D
 from ...isa.layouts import layout
@@ -64,8 +65,15 @@ def _peek(p, nb):
 @njit(cache=True, nogil=True, inline="always")
 def _place(i, k, K, panels):
     """Where element (i, k) of a (rows, K) operand goes in a flat array: by row, or (``panels``: B^T for the fused
-    kernel) as row-major (K, 8) panels of 8 rows each (tc.wgmma.wg_gathered's RB)."""
-    return ((i >> 3) * K * 8 + (i & 7) + k * 8) if panels else i * K + k
+    kernel) as the fused kernel's B panels (tc.wgmma.b_place)."""
+    return b_place(i, k, K) if panels else i * K + k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _flip(x, sign):
+    """imm-scale -1: the sign bit of every element of x flipped."""
+    for i in range(x.size):
+        x[i] = np.uint64(x[i]) ^ sign
 
 
 @njit(cache=True, nogil=True)
@@ -123,11 +131,9 @@ def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow
         return e, v
     sign = np.uint64(1) << np.uint64(ebits - 1)      # imm-scale -1 (float types only) flips the sign bits
     if sa < 0:
-        for x in range(A.size):
-            A[x] = np.uint64(A[x]) ^ sign
+        _flip(A, sign)
     if sb < 0:
-        for x in range(B.size):
-            B[x] = np.uint64(B[x]) ^ sign
+        _flip(B, sign)
     return 0, np.uint64(0)
 
 
