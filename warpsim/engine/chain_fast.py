@@ -34,7 +34,7 @@ from ..numerics.chain import (COMBINE_C_FIRST, FIRST_FFMA_ZERO, FIRST_FMUL, FIRS
                               P_FIRST, P_KIND, P_KORDER, P_NAN, P_NAN_BITS, P_W_E, P_W_M)
 from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
-from .hostfpu import PROBE32, PROBE64, fma_native, fma_row8c, fma_rows8, fma_rows8s, fp_env_ok, nan_words8
+from .hostfpu import PROBE32, PROBE64, first_nan_steps, fma_native, fma_row8c, fma_rows8, fma_rows8m, fma_rows8s, fp_env_ok, nan_words8
 from .jitcache import named_copy
 
 
@@ -138,15 +138,14 @@ _TINY64 = U64((_TINYF + 1) << 52)           # |u| below it: exponent field at mo
 #
 # How the steps are laid out (all of a warp's fmas are vector fmas of one row's eight lanes):
 # (R) Rows are independent.  A warp without a NaN of A or a subnormal C runs in one pass (fma_rows8 / fma_rows8s,
-#     four rows' chains interleaved).  Otherwise rows differ, and still share that one pass (fma_rows8s) where
-#     each row's steps it must not take are masked: the pair (-0, +0), whose exact product -0 leaves every
-#     accumulator as it is (x + -0 = x for x != 0, ±0 + -0 = ±0, inf / NaN stay).
-# (A) A NaN of A at chain step rn makes the row's accumulators NaN for good: the steps from rn on are masked,
-#     and the accumulators before rn (SN) are what the NaN words need (see the end of _chain_f64).
+#     four rows' chains interleaved).  Otherwise rows differ: row i takes chain steps lo[i] <= s < hi[i] in one
+#     pass (hostfpu.fma_rows8m), a row at a time (masking steps inside an interleaved pass costs more than the
+#     interleaving gains).
+# (A) A NaN of A at chain step rn makes the row's accumulators NaN for good: the row stops before step rn
+#     (hi = rn), and the accumulators there (SN) are what the NaN words need (see the end of _chain_f64).
 # (S) A row with a subnormal C first takes branch-free vector steps that apply (C) lane by lane
-#     (hostfpu.fma_row8c) while some accumulator is subnormal; those steps are masked in the pass (a row that
-#     reaches its end this way is set aside and runs on zeros).  Later subnormal accumulators (cancellation)
-#     are computed as they are.
+#     (hostfpu.fma_row8c) while some accumulator is subnormal; the pass starts after them (lo).  Later subnormal
+#     accumulators (cancellation) are computed as they are.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -193,16 +192,19 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                            Du.view(np.float64))
     XS = np.empty(M * K, np.float64)           # the A operands, subnormals times 2^64 (P)
     XSu = XS.view(np.uint64)
-    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN, 2 KN (3 KN: masked)
-    BVu = np.zeros(4 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a; +0 (masked)
+    VI = np.zeros(M * K, np.int64)             # the B version each A element pairs with: at 0, KN, 2 KN
+    BVu = np.zeros(3 * KN, np.uint64)          # B against a normal a / a tiny a / a subnormal a
     BV = BVu.view(np.float64)
-    SA = np.ones(4 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
-    H = np.empty(M * N, np.float64)            # rows set aside
-    done = np.empty(M, np.bool_)
+    SA = np.ones(3 * KN, np.float64)           # factor of a in each lane (2^-64 against a subnormal b)
+    lo = np.empty(M, np.int64)                 # the chain steps each row takes in the pass
+    hi = np.empty(M, np.int64)
     SN = np.empty(M * N, np.float64)           # the accumulators before each row's first NaN of A
     SNu = SN.view(np.uint64)
     desc = p[P_KORDER] == 1
     rn = np.empty(M, np.int64)
+    STEP = np.empty(K, np.int64)               # the chain step of each k
+    for k in range(K):
+        STEP[k] = K - 1 - k if desc else k
     rw = np.empty(M, np.uint64)
     for w in range(w0, w1):
         for t in range(ta.shape[0]):
@@ -216,25 +218,25 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
         xa, ma = _Z64, ~_Z64
         for t in range(M * K):
             u = Au[t] & _ABS64
-            xa = max(xa, u)
-            ma = min(ma, u - U64(1))
+            xa = u if u > xa else xa
+            ma = u - U64(1) if u - U64(1) < ma else ma
         xb, mb = _Z64, ~_Z64
         for t in range(KN):
             u = Bu[t] & _ABS64
-            xb = max(xb, u)
-            mb = min(mb, u - U64(1))
+            xb = u if u > xb else xb
+            mb = u - U64(1) if u - U64(1) < mb else mb
         mc, mz = ~_Z64, ~_Z64
         for t in range(M * N):
             u = Cu[t] & _ABS64
-            mc = min(mc, u - U64(1))
-            mz = min(mz, u)
+            mc = u - U64(1) if u - U64(1) < mc else mc
+            mz = u if u < mz else mz
         rep = min(ma, mb) < _MANT64
         subc = mc < _MANT64
         nana = xa > _EXP64
         allneg = max(_field(xa), 1) + max(_field(xb), 1) <= _NEGL
         careful = subc and not allneg
         subst = subc and allneg
-        rep = rep or nana or careful          # rows that differ run on the pairs (masked steps below)
+        rep = rep or nana or careful          # rows that differ run on the pairs (ranges of steps below)
         if rep:       # integer compares on |u| (no branches, no int -> float conversion): these loops vectorise
             for t in range(M * K):
                 u = Au[t]
@@ -257,12 +259,12 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
                 u = Cu[t]
                 C2[t] = ((u & _SIGN64) | _MINNORM64) if _is_sub(u) else u
         # each row's first NaN of A in chain order: step rn (K if none), and that NaN quieted
+        if nana:
+            first_nan_steps(Au, STEP, rn, M, K)
+        else:
+            rn[:] = K
         for i in range(M):
-            r = K
-            if nana:
-                for k in range(K):
-                    r = min(r, (K - 1 - k if desc else k) if (Au[i * K + k] & _ABS64) > _EXP64 else K)
-            rn[i] = r
+            r = rn[i]
             rw[i] = Au[i * K + min(max(K - 1 - r if desc else r, 0), K - 1)] | _QUIET64
         plain = not (rep or subc)      # the ordinary warp: no replacement, no NaN of A, no subnormal C
         if plain:
@@ -282,43 +284,34 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             else:
                 fma_rows8(Df, Df, Af, Bf, 0, M, K, 0, K, desc)
         else:
-            # rows that differ (R): careful steps first (S), the steps not taken in the pass masked (R, A)
+            # rows that differ (R): careful steps first (S), then one pass in which row i takes its steps
+            # lo[i] <= s < hi[i] (A: none from its first NaN of A on)
             for i in range(M):
                 o = i * N
                 e = rn[i]
                 s = 0
-                nsub = 0
                 if careful:
+                    nsub = 0
                     for j in range(N):
                         nsub += _is_sub(Du[o + j])
-                while nsub and s < e:
-                    k = K - 1 - s if desc else s
-                    nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
-                    s += 1
-                done[i] = s == e
-                if s == e:
-                    for j in range(N):
-                        H[o + j] = Df[o + j]
-                        Df[o + j] = 0.0
-                elif s > 0 or e < K:
-                    for k in range(K):
-                        sk = K - 1 - k if desc else k
-                        m = (sk < s) | (sk >= e)
-                        VI[i * K + k] = 3 * KN if m else VI[i * K + k]
-                        XS[i * K + k] = -0.0 if m else XS[i * K + k]
-            fma_rows8s(Df, XS, VI, SA, BV, 0, M, K, 0, K, desc)
-            for i in range(M):
-                o = i * N
-                if done[i]:
-                    for j in range(N):
-                        Df[o + j] = H[o + j]
-                if rn[i] < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
-                    for j in range(N):
-                        SN[o + j] = Df[o + j]
-                        Du[o + j] = F64_DEFAULT_NAN
+                    while nsub and s < e:
+                        k = K - 1 - s if desc else s
+                        nsub = fma_row8c(Df, o, XS[i * K + k], SA, BV, VI[i * K + k] + k * 8, _NEGL, _COARSE)
+                        s += 1
+                lo[i] = s
+                hi[i] = e
+            fma_rows8m(Df, XS, VI, SA, BV, 0, M, K, lo, hi, desc)
+            if nana:
+                for i in range(M):
+                    if rn[i] < K:      # keep the accumulators before the row's first NaN of A; the row is NaN
+                        o = i * N
+                        for j in range(N):
+                            SN[o + j] = Df[o + j]
+                            Du[o + j] = F64_DEFAULT_NAN
         xd = _Z64
         for t in range(M * N):
-            xd = max(xd, Du[t] & _ABS64)
+            u = Du[t] & _ABS64
+            xd = u if u > xd else xd
         if subst:
             for t in range(M * N):
                 Du[t] = Cu[t] if _is_sub(Cu[t]) else Du[t]
@@ -514,7 +507,8 @@ def chain_runner(ins: Instruction, params, tables, chunk: int, threshold: int):
         return None
     mode = fast_mode(params)
     tabs = _fast_tables(ins, tables) if mode != FAST_NONE else None
-    if tabs is None or (mode == FAST_F64 and (ins.products != 1 or ins.mnk[1] != 8)):   # DMMA: n = 8 (one vector)
+    # DMMA: n = 8 (one vector a row), k a multiple of 4 (hostfpu.first_nan_steps)
+    if tabs is None or (mode == FAST_F64 and (ins.products != 1 or ins.mnk[1] != 8 or ins.mnk[2] % 4)):
         return None
     m, n, k = ins.mnk
     bits = [t[3] for t in tables]

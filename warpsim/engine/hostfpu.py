@@ -185,6 +185,47 @@ def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
 
 
 @_intrinsic
+def fma_rows8m(typingctx, d, xs, vi, sa, bv, r0, r1, k, lo, hi, desc):
+    """:func:`fma_rows8s` with a range of chain steps per row: row i takes steps lo[i] <= s < hi[i] only, a row
+    at a time (rows that stop at different steps -- a NaN of A, careful steps first -- share no mask)."""
+    if not (_is_f64_array(d) and _is_f64_array(xs) and _is_f64_array(sa) and _is_f64_array(bv)
+            and all(isinstance(t, _nbt.Array) and t.dtype == _nbt.int64 for t in (vi, lo, hi))):
+        return None
+    sig = _nbt.void(d, xs, vi, sa, bv, _nbt.intp, _nbt.intp, _nbt.intp, lo, hi, _nbt.boolean)
+
+    def codegen(context, builder, signature, args):
+        dv, xv, vv, sv, bv_, r0, r1, k, lov, hiv, desc = args
+        i64 = ir.IntType(64)
+        one = ir.Constant(i64, 1)
+        vt = ir.VectorType(ir.DoubleType(), 8)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), "llvm.fma.v8f64")
+        da, xa, va, sa_, ba, la, ha = (context.make_array(t)(context, builder, v)
+                                       for t, v in zip(signature.args[:5] + signature.args[8:10],
+                                                       (dv, xv, vv, sv, bv_, lov, hiv)))
+
+        def at8(arr, q):
+            return builder.bitcast(builder.gep(arr.data, [q]), vt.as_pointer())
+
+        with cgutils.for_range_slice(builder, r0, r1, one, inc=True) as (i, _):
+            dp = at8(da, builder.mul(i, ir.Constant(i64, 8)))
+            accp = cgutils.alloca_once(builder, vt)
+            builder.store(builder.load(dp, align=8), accp)
+            s0 = builder.load(builder.gep(la.data, [i]))
+            s1 = builder.load(builder.gep(ha.data, [i]))
+            with cgutils.for_range_slice(builder, s0, s1, one, inc=True) as (s, _):
+                kk = builder.select(desc, builder.sub(builder.sub(k, one), s), s)
+                ik = builder.add(builder.mul(i, k), kk)
+                x = builder.load(builder.gep(xa.data, [ik]))
+                q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
+                xv8 = builder.fmul(_splat8(builder, x), builder.load(at8(sa_, q), align=8))
+                builder.store(builder.call(fn, [xv8, builder.load(at8(ba, q), align=8), builder.load(accp)]), accp)
+            builder.store(builder.load(accp), dp, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@_intrinsic
 def fma_row8c(typingctx, d, o, x, s, b, q, negl, coarse):
     """One step fma(x * s[q:q+8], b[q:q+8], d[o:o+8]) (as :func:`fma_rows8s`) for accumulators that may be
     subnormal, branch-free over the eight lanes; returns how
@@ -247,6 +288,44 @@ def fma_row8c(typingctx, d, o, x, s, b, q, negl, coarse):
 
 def _is_u64_array(t):
     return isinstance(t, _nbt.Array) and t.dtype == _nbt.uint64 and t.ndim == 1
+
+
+@_intrinsic
+def first_nan_steps(typingctx, au, steps, rn, m, k):
+    """rn[i] = the smallest steps[j] over the NaN words au[i*k + j] of row i (k if none), for rows 0..m-1, four
+    words a vector (k a multiple of 4: a scalar loop of k = 16 iterations is too short for LLVM to vectorise,
+    and its min is a chain).  Lane and / compare / select / signed min only; no bounds check."""
+    if not (_is_u64_array(au) and all(isinstance(t, _nbt.Array) and t.dtype == _nbt.int64 for t in (steps, rn))):
+        return None
+    sig = _nbt.void(au, steps, rn, _nbt.intp, _nbt.intp)
+
+    def codegen(context, builder, signature, args):
+        auv, stv, rnv, m, k = args
+        i64 = ir.IntType(64)
+        it = ir.VectorType(i64, 4)
+        one = ir.Constant(i64, 1)
+        aa, sa_, ra = (context.make_array(t)(context, builder, v) for t, v in zip(signature.args[:3], args[:3]))
+
+        def at4(arr, q):
+            return builder.bitcast(builder.gep(arr.data, [q]), it.as_pointer())
+
+        smin = cgutils.get_or_insert_function(builder.module, ir.FunctionType(it, [it, it]), "llvm.smin.v4i64")
+        red = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [it]), "llvm.vector.reduce.smin.v4i64")
+        e = builder.insert_element(ir.Constant(it, ir.Undefined), k, ir.Constant(ir.IntType(32), 0))
+        k4 = builder.shuffle_vector(e, ir.Constant(it, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), 4), [0] * 4))
+        with cgutils.for_range_slice(builder, ir.Constant(i64, 0), m, one, inc=True) as (i, _):
+            accp = cgutils.alloca_once(builder, it)
+            builder.store(k4, accp)
+            with cgutils.for_range_slice(builder, ir.Constant(i64, 0), k, ir.Constant(i64, 4), inc=True) as (j, _):
+                u = builder.and_(builder.load(at4(aa, builder.add(builder.mul(i, k), j)), align=8),
+                                 ir.Constant(it, [0x7FFFFFFFFFFFFFFF] * 4))
+                isnan = builder.icmp_unsigned(">", u, ir.Constant(it, [0x7FF0000000000000] * 4))
+                st = builder.select(isnan, builder.load(at4(sa_, j), align=8), k4)
+                builder.store(builder.call(smin, [builder.load(accp), st]), accp)
+            builder.store(builder.call(red, [builder.load(accp)]), builder.gep(ra.data, [i]))
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @_intrinsic
