@@ -745,7 +745,7 @@ def _fence(ctx, m):
 
 
 # ----------------------------------------------------------------------------------------------
-# warp-wide exchange: shfl, vote, activemask (.sync forms: the executing lanes must be the membermask)
+# warp-wide exchange: shfl, vote, redux, match, activemask (.sync forms: the executing lanes must be the membermask)
 
 @instr(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(ctx, m):
@@ -827,6 +827,35 @@ def _redux(ctx, m):
             big = np.iinfo(np.int64).max
             r = (np.where(on, v, big).min(axis=1) if m["arith"] == "min" else np.where(on, v, -big).max(axis=1))
     ctx.write(d, np.broadcast_to(r[:, None], ctx.shape), typ)
+
+
+@instr(r"match\.(?P<mode>any|all)\.sync\.(?P<t>b32|b64)")
+def _match(ctx, m):
+    """match.any: each member gets the mask of the members whose a equals its own; match.all: the
+    membermask (and p true) for every member when all members' a are equal, else 0 (p false)."""
+    ops = ctx.operands
+    if len(ops) != 3:
+        ctx.fail(f"{ctx.opcode} takes d{'[|p]' if m['mode'] == 'all' else ''}, a, membermask; got {len(ops)} operands")
+    dst, p = ops[0], None
+    if isinstance(dst, str) and "|" in dst:
+        if m["mode"] == "any":
+            ctx.fail("match.any.sync has no predicate destination (d|p is match.all's)", token=dst)
+        dst, p = [x.strip() for x in dst.split("|")]
+    ctx.require_members(ctx.read(ops[2], "b32"))
+    on = np.ones(ctx.shape, dtype=bool) if ctx.mask is None else ctx.mask
+    a = ctx.read(ops[1], m["t"])
+    lanes = np.uint64(1) << np.arange(32, dtype=np.uint64)
+    same = (a[:, :, None] == a[:, None, :]) & on[:, None, :]          # [warp, lane, other member]
+    if m["mode"] == "any":
+        d = (same.astype(np.uint64) * lanes).sum(axis=2).astype(np.uint32)
+    else:
+        members = (on.astype(np.uint64) * lanes).sum(axis=1)
+        alleq = (same.sum(axis=2) == on.sum(axis=1)[:, None]) | ~on      # every member equal to this lane's a
+        alleq = np.broadcast_to(alleq.all(axis=1)[:, None], ctx.shape)
+        d = np.where(alleq, members[:, None], 0).astype(np.uint32)
+        if p is not None:
+            ctx.write(p, alleq, "pred")
+    ctx.write(dst, d, "b32")
 
 
 @instr(r"bar\.warp\.sync")

@@ -779,6 +779,32 @@ def _redux(o, m):
     return "warp", lines + _warp_result(o, d, t, "np.uint64(_r) & np.uint64(0xFFFFFFFF)", [f"_v = {x}", f"_r = {step}"])
 
 
+@row(r"match\.(?P<mode>any|all)\.sync\.(?P<t>b32|b64)")
+def _match(o, m):
+    """instructions._match: every lane's a first (SHV), then each member's mask of the members equal to it
+    (any), or the membermask and true when all members are equal (all)."""
+    d, a, mask = o.need(3)
+    if not isinstance(d, str):
+        o.fail(f"match destination {d!r}")
+    d, p = [x.strip() for x in d.split("|")] if "|" in d else (d, None)
+    if p is not None and m["mode"] == "any":
+        o.fail("match.any.sync has no predicate destination (d|p is match.all's)")
+    lines = _members(o, mask) + [
+        "for l in range(32):", "    t = w * 32 + l", f"    SHV[l] = np.uint64({o.src(a, m['t'])})",
+        "_mm = np.uint64(0)", "_eq = True", "_f = -1", "for l in range(32):", "    if act[l]:",
+        "        _mm |= np.uint64(1) << np.uint64(l)", "        if _f < 0:", "            _f = l",
+        "        elif SHV[l] != SHV[_f]:", "            _eq = False"]
+    if m["mode"] == "any":
+        per_lane = ["_m = np.uint64(0)", "for _k in range(32):", "    if act[_k] and SHV[_k] == SHV[l]:",
+                    "        _m |= np.uint64(1) << np.uint64(_k)", f"{o.dst(d, 'b32')} = _m"]
+    else:
+        per_lane = [f"{o.dst(d, 'b32')} = _mm if _eq else np.uint64(0)"]
+        if p is not None:
+            per_lane.append(f"{o.dst(p, 'pred')} = _eq")
+    return "warp", lines + ["for l in range(32):", "    if act[l]:", "        t = w * 32 + l",
+                            *("        " + x for x in per_lane)]
+
+
 @row(r"shfl\.sync\.(?P<mode>up|down|bfly|idx)\.b32")
 def _shfl(o, m):
     d, a, b, c, mask = o.need(5)
