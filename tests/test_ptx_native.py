@@ -237,9 +237,10 @@ def test_local_memory_equals_the_interpreter():
 
 
 #: wmma.mma forms of tests/ptx/data/cap_wmma_mma.npz (with their wmma.load / wmma.store): each shape, the engine's
-#: three mma paths, both layouts, .satfinite (bf16 takes the tensor-core path wmma_gemm_epilogue takes, s8 the
-#: integer one of u8)
+#: three mma paths, both layouts, .satfinite, f16 C with f32 D and f32 C with f16 D (bf16 takes the tensor-core path
+#: wmma_gemm_epilogue takes, s8 the integer one of u8)
 WMMA_CAPTURES = ["row.col.m8n32k16.s32.u8.u8.s32.satfinite", "col.row.m16n16k8.f32.tf32.tf32.f32",
+                 "row.col.m16n16k16.f32.f16", "col.row.m8n32k16.f16.f32",
                  pytest.param("col.col.m32n8k16.f32.bf16.bf16.f32", marks=REPEATS_A_PATH),
                  pytest.param("row.row.m16n16k16.s32.s8.s8.s32", marks=REPEATS_A_PATH)]
 

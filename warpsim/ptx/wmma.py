@@ -174,6 +174,15 @@ def _pack(mat, tab, bits):
     return elements_to_words(el, bits)
 
 
+@lru_cache(maxsize=None)
+def f16_c_as_f32() -> np.ndarray:
+    """f16 C word -> the f32 word an f32-accumulating wmma.mma starts from (every f16 word; uint64): the
+    interpreter's conversion and the compiled engine's (rt_wmma) table."""
+    from .convert import decode
+
+    return decode(np.arange(1 << 16, dtype=np.uint64), "f16").astype(np.float32).view(np.uint32).astype(np.uint64)
+
+
 @instr(_MMA)
 def _wmma_mma(ctx, m):
     from ..engine.warp_mma import execute as mma
@@ -218,8 +227,7 @@ def _wmma_mma(ctx, m):
         acc = "f32" if "f32" in (dt, ct) else "f16"
         opcode = f"mma.sync.aligned.m16n8k16.row.col.{acc}.f16.f16.{acc}"
         if acc == "f32" and ct == "f16":
-            from .convert import decode
-            C = decode(C, "f16").astype(np.float32).view(np.uint32).astype(np.uint64)
+            C = f16_c_as_f32()[C]
     elif at == "bf16":
         acc, opcode = "f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
     elif at == "tf32":   # captured: two chained k4 products, not one k8 product

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..wmma import BITS, SHAPES, AB_TYPES, _dims, fragment, registers
+from ..wmma import BITS, SHAPES, AB_TYPES, _dims, f16_c_as_f32, fragment, registers
 from .lower import row
 from .lower_mma import _checked, _register_rows, engine_path, mma_values
 
@@ -92,9 +92,9 @@ def _wmma_mma(o, m):
     intk = at in ("s8", "u8")
     if at != bt or at not in AB_TYPES[shape] or intk != (dt == "s32") or intk != (ct == "s32"):
         o.fail(f"{o.st.opcode}: A, B, C and D types the interpreter refuses")
-    if (dt == "f16") != (ct == "f16") or (m["sat"] and not intk):
-        o.fail(f"{o.st.opcode}: f16 C with f32 D (or the reverse) and float .satfinite are not translated")
-    half = dt == "f16"                 # f16 C and D: the f16-accumulating mma, 16-bit elements in C's words
+    if m["sat"] and not intk:
+        o.fail(f"{o.st.opcode}: .satfinite on a floating-point wmma.mma (the interpreter refuses it too)")
+    half = dt == ct == "f16"           # f16 C and D: the f16-accumulating mma, 16-bit elements in C's words
     if half:
         op = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
     elif at == "tf32":
@@ -112,10 +112,11 @@ def _wmma_mma(o, m):
         if len(regs[role]) != registers("c" if role == "d" else role, shape, typ):
             o.fail(f"operand {role.upper()} of {o.st.opcode} needs {registers(role, shape, typ)} registers")
     rows = {r: _register_rows(o, regs[r], r == "d") for r in "abcd"}
-    tables = tuple(_table(o, f, shape, t) for f, t in (("a", at), ("b", bt), ("c", ct))) + \
-        tuple(layout(op, r) for r in "abc")
+    tables = tuple(_table(o, f, shape, t) for f, t in (("a", at), ("b", bt), ("c", ct), ("c", dt))) + \
+        tuple(layout(op, r) for r in "abc") + (f16_c_as_f32(),)
     name = _argument(o, o.st.opcode, _Tables(tables, op, path))
     M, N, K = SHAPES[shape]
     kk = 4 if at == "tf32" else K
     return "warp", _checked(f"rt_wmma_mma_{path}({name}, R32, base, act, {rows['a']}, {rows['b']}, {rows['c']}, "
-                            f"{rows['d']}, {M}, {N}, {K}, {kk}, {BITS[at]}, {16 if half else 32})", o.st.line)
+                            f"{rows['d']}, {M}, {N}, {K}, {kk}, {BITS[at]}, {16 if half else 32}, {BITS[ct]}, "
+                            f"{BITS[dt]})", o.st.line)

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from ...engine import warp_mma_jit as _j
+from ...engine.chain_fast import f32_to_f16_rne
 from .rt import (BAD_ADDRESS, MISALIGNED, READ, WMMA_OPERANDS, WRITTEN, find, peek1, peek2, peek4, poke1, poke2, poke4,
                  track)
 from .rt_tc import warp_status
@@ -127,18 +128,24 @@ def _words(mat, r0, c0, lay, bits):
 def _mma(fn, scratch):
     """``wmma.mma`` through ``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`, ``scratch`` its working
     arrays, made once a statement) on one m16n8 tile at a time:
-    tables = (plan, A, B, C fragment tables, the mma's A, B, C layouts); M x N x K the wmma shape, kk the
-    mma's k, abits / cbits the element widths (D's table is C's: 32-bit C and D)."""
+    tables = (plan, A, B, C, D fragment tables, the mma's A, B, C layouts, f16 C word -> f32 word); M x N x K the
+    wmma shape, kk the mma's k, abits the A / B element width, cbits the mma's C / D width, cin / dout C's and D's
+    widths in their registers (16 with cbits 32: an f16 C converted exactly, an f32 D rounded to f16, as
+    wmma._wmma_mma)."""
     @njit(nogil=True)
-    def call(tables, R, base, act, ra, rb, rc, rd, M, N, K, kk, abits, cbits):
-        plan, ta, tb, tc, la, lb, lc = tables
+    def call(tables, R, base, act, ra, rb, rc, rd, M, N, K, kk, abits, cbits, cin, dout):
+        plan, ta, tb, tc, td, la, lb, lc, h2f = tables
         st = warp_status(act)
         if st != 0:
             return max(st, 0)
         mp = max(M, 16)       # m8n32k16: A's 8 rows padded with zero rows (rows of an mma are independent)
         a = _unpack(R, base, ra, ta, abits, mp, K)
         b = _unpack(R, base, rb, tb, abits, K, N)
-        c = _unpack(R, base, rc, tc, cbits, mp, N)
+        c = _unpack(R, base, rc, tc, cin, mp, N)
+        if cin != cbits:
+            for i in range(mp):
+                for j in range(N):
+                    c[i, j] = h2f[c[i, j]]
         d = np.zeros((mp, N), np.uint64)
         cmask = np.uint64((1 << cbits) - 1)
         S = scratch(plan, _words(a, 0, 0, la, abits), _words(b, 0, 0, lb, abits), _words(c, 0, 0, lc, cbits),
@@ -154,16 +161,21 @@ def _mma(fn, scratch):
                     for j in range(lc.shape[1]):
                         w = np.uint64(acc[0, l, (j * cbits) // 32]) >> np.uint64((j * cbits) % 32)
                         d[mi * 16 + lc[l, j, 1], ni * 8 + lc[l, j, 2]] = w & cmask
+        if dout != cbits:
+            for i in range(mp):
+                for j in range(N):
+                    d[i, j] = np.uint64(f32_to_f16_rne(d[i, j]))
         for l in range(32):
             for i in range(len(rd)):
                 R[rd[i], base + l] = 0
-            for j in range(tc.shape[1]):
-                i = (j * cbits) // 32
-                R[rd[i], base + l] |= np.uint32(d[tc[l, j, 0], tc[l, j, 1]] << np.uint64((j * cbits) % 32))
+            for j in range(td.shape[1]):
+                i = (j * dout) // 32
+                R[rd[i], base + l] |= np.uint32(d[td[l, j, 0], td[l, j, 1]] << np.uint64((j * dout) % 32))
         return 0
     return call
 
 
-#: mma_<path>(tables, R, base, act, A rows, B rows, C rows, D rows, M, N, K, kk, abits, cbits) for each engine path
+#: mma_<path>(tables, R, base, act, A rows, B rows, C rows, D rows, M, N, K, kk, abits, cbits, cin, dout) for each
+#: engine path
 mma_int, mma_tc, mma_generic = (_mma(f, s) for f, s in ((_j.mma_int, _j.scratch_int), (_j.mma_tc, _j.scratch_tc),
                                                         (_j.mma_generic, _j.scratch_generic)))
