@@ -99,17 +99,34 @@ def test_activemask_gives_the_lanes_executing_it():
     assert (got[:, 2] == 0xFFFFFFFF).all()
 
 
-@pytest.mark.parametrize("reg", ["%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo",
-                                 "%is_explicit_cluster"])
+@pytest.mark.parametrize("reg", ["%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo"])
 def test_special_registers_the_translator_lacks_are_refused_not_read_as_registers(reg):
-    """The interpreter's clocks count its scheduler steps and %is_explicit_cluster is the launch's; the translator
-    keeps neither, so a kernel reading one runs on the interpreter, the reason naming the register (the 32-bit
-    clocks were read as ordinary, zeroed registers before)."""
+    """The interpreter's clocks count its scheduler steps; the translator does not keep them, so a kernel reading
+    one runs on the interpreter, the reason naming the register (the 32-bit clocks were read as ordinary, zeroed
+    registers before)."""
     bits = 64 if reg in ("%clock64", "%globaltimer") else 32
     text = _ACTIVEMASK.replace("activemask.b32 %r7;", f"mov.u{bits} %r{'d3' if bits == 64 else '7'}, {reg};")
     text = text.replace(".reg .b64 %rd<4>;", ".reg .b64 %rd<5>;")
     tr = wp.load(text).translation("masks")
     assert not tr.native and f"special register {reg}" in tr.reason, tr.reason
+
+
+@pytest.mark.parametrize("how", [{}, {"cluster": (2, 1, 1)}, {"cluster": (1, 1, 1)}])
+def test_is_explicit_cluster_is_the_launchs(how):
+    """%is_explicit_cluster on the compiled engine: 1 when the launch names a cluster (cluster=, even of one CTA),
+    0 otherwise, as the interpreter has it (the PTX ISA's rule); a launch argument of the kernel, not compiled
+    into it: both launches run one build."""
+    text = _ACTIVEMASK.replace("activemask.b32 %r7;", "mov.u32 %r7, %is_explicit_cluster;").replace(
+        ".target sm_90", ".target sm_90a")
+    mod = wp.load(text)
+    assert mod.translation("masks").native, mod.translation("masks").reason
+    got = {}
+    for engine in ("interpret", "compiled"):
+        out = np.zeros(4 * 64 * 2, np.uint32)
+        mod.launch("masks", 2, 64, [out], engine=engine, **how)
+        got[engine] = out.reshape(-1, 4)
+    assert (got["compiled"] == got["interpret"]).all()
+    assert (got["compiled"][:64, 2] == (1 if how else 0)).all()      # (both CTAs write rows 0-63)
 
 
 def test_statement_forms_equal_the_interpreter():

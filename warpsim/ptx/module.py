@@ -309,7 +309,7 @@ class Module:
 
             why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
                                   _Kernel.bind, arch, default_workers() if workers is None else int(workers), client,
-                                  progress, _compiled_batch)
+                                  progress, _compiled_batch, explicit)
             if why is None:
                 return
             self._fall_back(entry, engine, f"{entry}: {why}")
@@ -375,9 +375,9 @@ def _compiled_batch(text, ident, entry, geom, ctas, params, bases, datas):
     from .native import kernel
 
     ir = _worker_module(text, ident).translation(entry).ir
-    grid, block, shared_bytes, max_steps, arch, cluster, gsym = geom
+    grid, block, shared_bytes, max_steps, arch, cluster, gsym, explicit = geom
     return kernel.run_tracked(ir, grid, block, shared_bytes, params, bases, [np.array(d) for d in datas], ctas[0],
-                              ctas[1], max_steps, ir.launch_values(arch), cluster, gsym)
+                              ctas[1], max_steps, ir.launch_values(arch, explicit), cluster, gsym)
 
 
 def _batch_worker(text, ident, entry, geom, firsts, params, offsets, max_steps, strict, bases, datas, syms):

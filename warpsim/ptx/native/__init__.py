@@ -31,7 +31,7 @@ class _Mapper:
 
 
 def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_bytes, memory, max_steps, bind, arch,
-                    workers=1, client=None, progress=False, remote=None):
+                    workers=1, client=None, progress=False, remote=None, explicit=False):
     """Run a launch on the entry's compiled kernel (``bind``: the interpreter's argument binding, so
     both engines lay out parameters and map arrays alike).  Returns None, or why it must go to the
     interpreter instead (nothing has run then): a host FPU not in its IEEE default state, an ``arch`` whose per-launch arguments the kernel cannot take (``ir.launch_values``).
@@ -42,7 +42,8 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
     global memory, recording what it read and wrote; their writes are merged in CTA order when no
     run read what another wrote (:func:`warpsim.ptx.workers.merge`), which is the sequential
     launch's result; otherwise, or when a run stopped, the launch runs sequentially.  remote: the function a
-    dask task runs (``module._compiled_batch``: it rebuilds the module from its text on the worker)."""
+    dask task runs (``module._compiled_batch``: it rebuilds the module from its text on the worker); explicit:
+    whether the launch named its cluster (%is_explicit_cluster)."""
     from . import kernel
     from .lower import Untranslatable
 
@@ -57,11 +58,11 @@ def launch_compiled(module, prog, entry, grid, block, cluster, args, shared_byte
         return "the parameter layout differs from the translator's"
     params = np.frombuffer(binder.params, np.uint8) if binder.params else np.zeros(1, np.uint8)
     try:
-        values = ir.launch_values(arch)
+        values = ir.launch_values(arch, explicit)
     except Untranslatable as exc:
         return str(exc)
     n = grid[0] * grid[1] * grid[2] // (cluster[0] * cluster[1] * cluster[2])       # clusters (CTAs without)
-    geom = (grid, block, shared_bytes, max_steps, arch, cluster, gsym)
+    geom = (grid, block, shared_bytes, max_steps, arch, cluster, gsym, explicit)
     if n > 1 and not prog.cross_cta and (workers > 1 or client is not None):
         from ..workers import aliased
 
@@ -93,7 +94,7 @@ def _side_by_side(module, entry, ir, geom, params, memory, values, n, workers, c
     from .. import workers as _w
     from . import kernel
 
-    grid, block, shared_bytes, max_steps, arch, cluster, gsym = geom
+    grid, block, shared_bytes, max_steps, arch, cluster, gsym, _ = geom
     bases = list(memory.bases)
     if client is not None:
         runs = _w.split(range(n), 4 * sum(client.ncores().values()))

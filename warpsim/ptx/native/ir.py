@@ -144,10 +144,12 @@ class KernelIR:
                     return b.start + k
         raise KeyError(st)
 
-    def launch_values(self, arch):
-        """The per-launch kernel arguments for ``arch``, in the order of sorted(launch_args) (Untranslatable:
-        this launch cannot run compiled, with the reason)."""
-        return tuple(self.launch_args[name](arch) for name in sorted(self.launch_args))
+    def launch_values(self, arch, explicit=False):
+        """The per-launch kernel arguments for ``arch`` (and, for those that say ``per_launch``, whether the
+        launch named its cluster), in the order of sorted(launch_args) (Untranslatable: this launch cannot run
+        compiled, with the reason)."""
+        return tuple(f(arch, explicit) if getattr(f, "per_launch", False) else f(arch)
+                     for f in (self.launch_args[name] for name in sorted(self.launch_args)))
 
     def _layout(self, prog):
         """Kernel-parameter offsets as Module.launch binds them; shared and local symbols as the interpreter lays

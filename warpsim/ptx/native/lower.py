@@ -44,9 +44,23 @@ class Lowered:
     refcounted: bool = False      # its code makes arrays: its group function keeps numba's reference counting
 
 
+class ExplicitCluster:
+    """values(arch, explicit) of %is_explicit_cluster's launch argument: whether the launch named its cluster
+    (``cluster=``, .reqnctapercluster or .explicitcluster; Module.launch), not a property of the arch."""
+    per_launch = True
+
+    def __call__(self, arch, explicit=False):
+        import numpy as np
+
+        return np.uint32(bool(explicit))
+
+
+EXPLICIT_CLUSTER = ExplicitCluster()
+
+
 _SPECIAL = re.compile(r"%(tid|ntid|ctaid|nctaid|cluster_ctaid|cluster_nctaid|clusterid|nclusterid)\.([xyz])\Z|"
                       r"%(laneid|warpid|nwarpid|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|lt|le|gt|ge)|smid|nsmid|"
-                      r"gridid|dynamic_smem_size|total_smem_size|aggr_smem_size)\Z")
+                      r"gridid|dynamic_smem_size|total_smem_size|aggr_smem_size|is_explicit_cluster)\Z")
 #: special registers -> the generated code's values (per thread, CTA, warp or launch; the kernel sets them)
 _SPECIAL_AXES = {"tid": "TID_{}[t]", "ntid": "NTID_{}", "ctaid": "CTAID_{}", "nctaid": "NCTAID_{}",
                  "cluster_ctaid": "CCTA_{}", "cluster_nctaid": "np.uint32(C{})", "clusterid": "CLID_{}",
@@ -62,7 +76,8 @@ _SPECIAL_WORDS = {"laneid": "np.uint32(l)", "warpid": "np.uint32(w % W)", "nwarp
                   "smid": f"np.uint32((CTAID_x + NCTAID_x * (CTAID_y + NCTAID_y * CTAID_z)) % {NSM})",
                   "nsmid": f"np.uint32({NSM})", "gridid": "np.uint32(1)",
                   "dynamic_smem_size": "np.uint32(SMEM_BYTES - SMEM_STATIC)",
-                  "total_smem_size": "np.uint32(SMEM_BYTES)", "aggr_smem_size": "np.uint32(SMEM_BYTES)"}
+                  "total_smem_size": "np.uint32(SMEM_BYTES)", "aggr_smem_size": "np.uint32(SMEM_BYTES)",
+                  "is_explicit_cluster": "np.uint32(XCLUSTER)"}      # a launch argument (ExplicitCluster)
 _ADDR = re.compile(r"\[\s*([%\w$.]+)\s*(?:([+-])\s*(-?\w+))?\s*\]\Z")
 
 
@@ -126,6 +141,8 @@ class Operands:
             if bits != 32:
                 self.fail(f"special register {op} read as {bits}-bit")
             kind, axis, other = m.groups()
+            if other == "is_explicit_cluster":
+                self.launch_args.append(("XCLUSTER", EXPLICIT_CLUSTER))
             return _SPECIAL_AXES[kind].format(axis.upper() if kind == "cluster_nctaid" else axis) if kind \
                 else _SPECIAL_WORDS[other]
         m = _INTERPRETER_SPECIAL.match(op)
