@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..instructions import TYPES
 from ..syntax import immediate_bits, parse_int
 from ..memory import _WINDOW as WINDOW
@@ -50,8 +52,6 @@ class ExplicitCluster:
     per_launch = True
 
     def __call__(self, arch, explicit=False):
-        import numpy as np
-
         return np.uint32(bool(explicit))
 
 
