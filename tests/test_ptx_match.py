@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import warpsim.ptx as wp
+from warpsim.hw.golden import open_golden
 from warpsim.hw.match_capture import PTX, THREADS, inputs
 
 CAP = Path(__file__).resolve().parent / "ptx" / "data" / "cap_match.npz"
@@ -15,7 +16,7 @@ CAP = Path(__file__).resolve().parent / "ptx" / "data" / "cap_match.npz"
 
 @pytest.fixture(scope="module")
 def captured():
-    return np.load(CAP)
+    return open_golden(CAP)
 
 
 def test_the_capture_is_of_these_inputs(captured):

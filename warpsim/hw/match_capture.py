@@ -1,7 +1,8 @@
 """Capture of ``tests/ptx/data/match_sync.ptx`` on the GPU: match.any / match.all over warps of chosen values.
 
 ``python -m warpsim.hw.match_capture OUT.npz`` (on the GPU machine, with CuPy): the inputs (:func:`inputs`) and the
-words the GPU wrote; ``tests/test_ptx_match.py`` replays them on both engines."""
+words the GPU wrote, in the compact golden format (``hw.golden``); ``tests/test_ptx_match.py`` replays them on
+both engines."""
 
 from __future__ import annotations
 
@@ -37,8 +38,11 @@ def main(out):
     d_out = cp.zeros(THREADS * 8, cp.uint32)
     fn((1,), (THREADS,), (d_out, cp.asarray(v32), cp.asarray(v64)))
     cp.cuda.Device().synchronize()
+    from .golden import save_golden
+
     name = cp.cuda.runtime.getDeviceProperties(0)["name"]
-    np.savez_compressed(out, v32=v32, v64=v64, out=cp.asnumpy(d_out), device=np.array(name))
+    save_golden(out, {"v32": v32, "v64": v64, "out": cp.asnumpy(d_out), "device": np.array(name)},
+                info={"capture": "python -m warpsim.hw.match_capture", "device": str(name)})
 
 
 if __name__ == "__main__":
