@@ -149,6 +149,18 @@ def fma_rows8(typingctx, d, c, a, b, r0, r1, k, s0, s1, desc):
     return sig, codegen
 
 
+def _replaced_step(builder, fn, xa, va, sa, ba, i, k, kk, acc):
+    """Step kk of row i on the replaced pairs (fma_rows8s / fma_rows8m): fma(xs[i*k + kk] * sa[q:q+8],
+    bv[q:q+8], acc) with q = vi[i*k + kk] + 8 kk (xa .. ba: the arrays' structs)."""
+    i64 = ir.IntType(64)
+    vp = ir.VectorType(ir.DoubleType(), 8).as_pointer()
+    ik = builder.add(builder.mul(i, k), kk)
+    x = builder.load(builder.gep(xa.data, [ik]))
+    q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
+    xv8 = builder.fmul(_splat8(builder, x), builder.load(builder.bitcast(builder.gep(sa.data, [q]), vp), align=8))
+    return builder.call(fn, [xv8, builder.load(builder.bitcast(builder.gep(ba.data, [q]), vp), align=8), acc])
+
+
 @_intrinsic
 def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
     """:func:`fma_rows8` with replaced operand pairs: step kk of row i is fma(xs[i*k + kk] * sa[q:q+8],
@@ -170,11 +182,7 @@ def fma_rows8s(typingctx, d, xs, vi, sa, bv, r0, r1, k, s0, s1, desc):
             return builder.bitcast(builder.gep(arr.data, [q]), vt.as_pointer())
 
         def step(i, kk, acc):
-            ik = builder.add(builder.mul(i, k), kk)
-            x = builder.load(builder.gep(xa.data, [ik]))
-            q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
-            xv8 = builder.fmul(_splat8(builder, x), builder.load(at8(sa_, q), align=8))
-            return builder.call(fn, [xv8, builder.load(at8(ba, q), align=8), acc])
+            return _replaced_step(builder, fn, xa, va, sa_, ba, i, k, kk, acc)
 
         _rows_loop(builder, r0, r1, s0, s1, k, desc,
                    lambda i: builder.load(at8(da, builder.mul(i, ir.Constant(i64, 8))), align=8), step,
@@ -214,11 +222,7 @@ def fma_rows8m(typingctx, d, xs, vi, sa, bv, r0, r1, k, lo, hi, desc):
             s1 = builder.load(builder.gep(ha.data, [i]))
             with cgutils.for_range_slice(builder, s0, s1, one, inc=True) as (s, _):
                 kk = builder.select(desc, builder.sub(builder.sub(k, one), s), s)
-                ik = builder.add(builder.mul(i, k), kk)
-                x = builder.load(builder.gep(xa.data, [ik]))
-                q = builder.add(builder.load(builder.gep(va.data, [ik])), builder.mul(kk, ir.Constant(i64, 8)))
-                xv8 = builder.fmul(_splat8(builder, x), builder.load(at8(sa_, q), align=8))
-                builder.store(builder.call(fn, [xv8, builder.load(at8(ba, q), align=8), builder.load(accp)]), accp)
+                builder.store(_replaced_step(builder, fn, xa, va, sa_, ba, i, k, kk, builder.load(accp)), accp)
             builder.store(builder.load(accp), dp, align=8)
         return context.get_dummy_value()
 
