@@ -1,7 +1,7 @@
 """Calling a large cached kernel by a symbol of its own instead of linking its code into every caller.
 
 numba links a jitted callee's code into the library of every function that calls it, and optimises and
-generates machine code for it again there.  The float tensor-core kernel (``tc_warps_one``, ~20,000
+generates machine code for it again there.  The float tensor-core kernel (``tc_one_matrix``, ~20,000
 instructions) cost ~3.5 s in each generated function of a compiled PTX kernel that runs an ``mma`` and again in
 the kernel that calls those functions.  :func:`unlinked` calls a build of the callee through a name of this
 module's making instead, ``warpsim_unlinked_<callee>_<digest of the argument types>``, which the JIT resolves

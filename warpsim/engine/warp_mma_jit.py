@@ -17,28 +17,29 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from . import kernel as _k
 from .hostfpu import PROBE32, PROBE64
 from .jitcache import named_copy
 from .linking import unlinked
 from .tc import mma as _tcm
+from .tc.mma import _gather
 
-#: the float tensor-core kernel's warps and working arrays, built (and cached on disk) for these calls
-_TC_WARPS = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tcm.tc_warps.py_func, "tc_warps_one"))
+#: the float tensor-core kernel's working arrays, built (and cached on disk) for these calls
 _TC_SCRATCH = njit(cache=True, nogil=True)(named_copy(_tcm.tc_scratch.py_func, "tc_scratch_one"))
 
 
-def _tc_one_dense(p, a, b, c, d, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB,
-                  sta, srb, zexp, ea, eb, ec, ed, S):
-    """tc_warps on warp 0 alone of a dense, unscaled form: LLVM folds these constants into the copy of tc_warps
-    linked into this build (as it did into the copy linked into each caller before)."""
-    _TC_WARPS(p, a, b, c, d, e, 0, 1, M, K, Ka, pa, pb, pc, pd, ri0, spt, False, False, q, scale, emin, rpb, rpa,
-              need, SFA, SFB, False, sta, srb, zexp, ea, eb, ec, ed, S)
+def _tc_one_matrix(p, e, M, K, Ka, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB, sta, srb, zexp, ea, eb, ec, ed,
+                   S):
+    """tc_warp on one warp of a dense, unscaled form, its elements already gathered into S (tc_scratch) by the
+    caller: LLVM folds these constants into this build."""
+    need[0] = _tcm.tc_warp(p, e, 0, M, K, Ka, ri0, spt, False, False, q, scale, emin, rpb, rpa, SFA, SFB, False, sta,
+                           srb, zexp, ea, eb, ec, ed, S)
 
 
 #: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
-_TC_ONE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_dense, "tc_one_dense"))
+_TC_ONE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_matrix, "tc_one_matrix"))
 _TC_ONE_CALL = unlinked(_TC_ONE)
 
 
@@ -80,9 +81,99 @@ def call_args(pl) -> tuple:
     ft = pl.ftab
     runs = tuple(np.empty(0, t) for t in ft["wide"])
     elems = tuple(np.empty(0, _DTYPE[x]) for x in ft["bits"])
+    units = tuple(_register_units(g, t) for g, t in zip(ft["gpos"], ft["wide"]))
     return (pl.params, _k._NO_META, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse,
             ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], 1, PROBE64, PROBE32,
-            _k._NO_SCALES, _k._NO_SCALES, False, ft["sta"], ft["srb"], ft["zexp"], *runs, *elems)
+            _k._NO_SCALES, _k._NO_SCALES, False, ft["sta"], ft["srb"], ft["zexp"], *runs, *elems,
+            *(u[0] for u in units), *(u[1] for u in units))
+
+
+def _register_units(gpos, run):
+    """(places, unit): where each unit of an operand's register words goes among its elements in matrix order, for
+    :func:`units_in` / :func:`units_out`.  A unit is a run of elements (gpos: the runs' places) no wider than a
+    word, or a word of a wider run; the words are taken lane by lane, each lane's words in order, a word's units
+    from its low bits up.  unit: an empty array of the units' type."""
+    rbits = run.itemsize * 8
+    g = min(rbits, 32)
+    per_run = rbits // g
+    u = np.arange(gpos.size * per_run, dtype=np.int64)
+    return (np.ascontiguousarray(gpos.astype(np.int64)[u // per_run] * per_run + u % per_run, dtype=np.uint32),
+            np.empty(0, _UNIT[g]))
+
+
+_UNIT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
+
+
+def units_in(dst, places, R, base, regs):
+    """dst[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R,
+    threads base .. base + 31); dst: the elements in matrix order viewed as units (_register_units)."""
+
+
+def units_out(R, base, regs, src, places):
+    """The inverse of :func:`units_in`: the warp's registers ``regs`` from the units src[places[...]]."""
+
+
+@overload(units_in, inline="always")
+def _units_in(dst, places, R, base, regs):
+    g = dst.dtype.bitwidth
+    m = np.uint64((1 << g) - 1)
+    s1, s2, s3 = np.uint64(g), np.uint64(2 * g), np.uint64(3 * g)
+    if g == 32:
+        def impl(dst, places, R, base, regs):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    dst[places[np.uint64(l * n + i)]] = R[np.uint64(regs[i]), np.uint64(base + l)]
+    elif g == 16:
+        def impl(dst, places, R, base, regs):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    w = np.uint64(R[np.uint64(regs[i]), np.uint64(base + l)])
+                    x = np.uint64(2 * (l * n + i))
+                    dst[places[x]] = w & m
+                    dst[places[x + np.uint64(1)]] = w >> s1
+    else:
+        def impl(dst, places, R, base, regs):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    w = np.uint64(R[np.uint64(regs[i]), np.uint64(base + l)])
+                    x = np.uint64(4 * (l * n + i))
+                    dst[places[x]] = w & m
+                    dst[places[x + np.uint64(1)]] = (w >> s1) & m
+                    dst[places[x + np.uint64(2)]] = (w >> s2) & m
+                    dst[places[x + np.uint64(3)]] = w >> s3
+    return impl
+
+
+@overload(units_out, inline="always")
+def _units_out(R, base, regs, src, places):
+    g = src.dtype.bitwidth
+    s1, s2, s3 = np.uint64(g), np.uint64(2 * g), np.uint64(3 * g)
+    if g == 32:
+        def impl(R, base, regs, src, places):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    R[np.uint64(regs[i]), np.uint64(base + l)] = src[places[np.uint64(l * n + i)]]
+    elif g == 16:
+        def impl(R, base, regs, src, places):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    x = np.uint64(2 * (l * n + i))
+                    R[np.uint64(regs[i]), np.uint64(base + l)] = np.uint64(src[places[x]]) | (np.uint64(src[places[x + np.uint64(1)]]) << s1)
+    else:
+        def impl(R, base, regs, src, places):
+            n = len(regs)
+            for l in range(32):
+                for i in range(n):
+                    x = np.uint64(4 * (l * n + i))
+                    R[np.uint64(regs[i]), np.uint64(base + l)] = (np.uint64(src[places[x]]) | (np.uint64(src[places[x + np.uint64(1)]]) << s1)
+                                            | (np.uint64(src[places[x + np.uint64(2)]]) << s2)
+                                            | (np.uint64(src[places[x + np.uint64(3)]]) << s3))
+    return impl
 
 
 @njit(nogil=True, inline="always")
@@ -115,12 +206,11 @@ def scratch_generic(G, a, b, c, d):
 
 @njit(nogil=True, inline="always")
 def scratch_tc(T, a, b, c, d):
-    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): a flag, a .. d
-    as runs (what mma_tc_own takes: views made once, as numba makes a view of a reshape in a C helper, a quarter
-    of a call), and the kernel's own; T's M, K, Ka (items 2-4) and run types va .. vd (items 27-30), as
-    call_args lays them out."""
-    runs = (_words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]))
-    return (np.zeros(1, np.int8), runs) + _TC_SCRATCH(T[2], T[3], T[4], *runs)
+    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): a flag and the
+    kernel's own (tc_scratch: S[6], S[7], S[8] the A, B, C elements in matrix order, S[4] D's); T's M, K, Ka (items
+    2-4) and run types va .. vd (items 27-30), as call_args lays them out."""
+    return (np.zeros(1, np.int8),) + _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]), _words(c, T[29]),
+                                                 _words(d, T[30]))
 
 
 @njit(nogil=True, inline="always")
@@ -130,35 +220,49 @@ def _words(x, v):
     return y.reshape(1, y.shape[1] * y.shape[2])
 
 
-def _tc(own):
-    """The float tensor-core kernel (``tc.mma.tc_warps``) on one warp, on the working arrays S (scratch_tc); with
-    ``own``, on the very arrays a .. d that S was made for (their runs come from S).  It leaves a warp to the
-    exact kernel only for tf32 sparse metadata that splices B halves, block-scaled warps or a host FPU off its
-    default state: never for the dense, unscaled forms taken here on a checked FPU (the compiled kernel checks
-    the FPU before it starts; the kernel itself is its dense one-warp build, called by symbol).  One body, not a
-    shared callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its
-    exploded arguments."""
-    @njit(nogil=True, inline="always")
-    def mma(T, S, a, b, c, d):
-        (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
-         SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed) = T
-        if own:
-            ra, rb, rc, rd = S[1]
-        else:
-            ra, rb, rc, rd = _words(a, va), _words(b, vb), _words(c, vc), _words(d, vd)
-        if sparse or scaled:
-            raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
-        need = S[0]
-        _TC_ONE_CALL((p, ra, rb, rc, rd, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, q, scale, emin, rpb, rpa, need, SFA,
-                      SFB, sta, srb, zexp, ea, eb, ec, ed, S[2:]))
-        if need[0] == 2:
-            raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
-    return mma
+@njit(nogil=True, inline="always")
+def mma_tc(T, S, a, b, c, d):
+    """The float tensor-core kernel (``tc.mma.tc_warp``) on one warp's register words a .. d, on the working arrays
+    S (scratch_tc).  It leaves a warp to the exact kernel only for tf32 sparse metadata that splices B halves,
+    block-scaled warps or a host FPU off its default state: never for the dense, unscaled forms taken here on a
+    checked FPU (the compiled kernel checks the FPU before it starts; the kernel itself is its dense one-warp
+    build, called by symbol)."""
+    pa, pb, pc, pd, va, vb, vc, vd = T[5], T[6], T[7], T[8], T[27], T[28], T[29], T[30]
+    _gather(S[6], _words(a, va)[0], pa)
+    _gather(S[7], _words(b, vb)[0], pb)
+    _gather(S[8], _words(c, vc)[0], pc)
+    mma_tc_gathered(T, S)
+    rd, DBw = _words(d, vd), S[4]
+    for t in range(pd.shape[0]):
+        rd[0, t] = DBw[pd[t]]
 
 
-mma_tc, mma_tc_own = _tc(False), _tc(True)
+@njit(nogil=True, inline="always")
+def mma_tc_gathered(T, S):
+    """The float tensor-core kernel on the one warp whose A, B and C elements are in S's matrix-order arrays
+    (scratch_tc); D's words in matrix order to S[4].  For callers that gather the elements themselves: straight
+    from a compiled kernel's registers (:func:`tc_register_units`, :func:`units_in`).  One body, not a shared
+    callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its exploded
+    arguments."""
+    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
+     SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed, wpa, wpb, wpc, wpd, ua, ub, uc, ud) = T
+    if sparse or scaled:
+        raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
+    need = S[0]
+    _TC_ONE_CALL((p, e, M, K, Ka, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB, sta, srb, zexp, ea, eb, ec, ed,
+                  S[1:]))
+    if need[0] == 2:
+        raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
 
 
-#: mma_<path> for callers that pass the arrays their working arrays were made for (``<path>_own`` where a path
-#: has one)
-OWN = {"int": mma_int, "tc": mma_tc_own, "generic": mma_generic}
+@njit(nogil=True, inline="always")
+def tc_register_units(T, S):
+    """(A, B, C, D's elements in matrix order as units, and the units' places): what :func:`units_in` and
+    :func:`units_out` take around :func:`mma_tc_gathered` (T: call_args' items 35-42, S: scratch_tc)."""
+    return (S[6].view(T[39].dtype), S[7].view(T[40].dtype), S[8].view(T[41].dtype), S[4].view(T[42].dtype), T[35],
+            T[36], T[37], T[38])
+
+
+#: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's
+#: callers gather their registers themselves: mma_tc_gathered)
+OWN = {"int": mma_int, "generic": mma_generic}

@@ -31,7 +31,7 @@ def warp_status(act):
 def _gather(x, rows, R, base, l, wide):
     """Lane l's words of registers ``rows`` into x[0, l] (64-bit registers: two words each, low first)."""
     for i in range(len(rows)):
-        w = np.uint64(R[rows[i], base + l])
+        w = np.uint64(R[np.uint64(rows[i]), np.uint64(base + l)])
         if wide:
             x[0, l, 2 * i] = np.uint32(w & np.uint64(0xFFFFFFFF))
             x[0, l, 2 * i + 1] = np.uint32(w >> np.uint64(32))
@@ -58,9 +58,10 @@ def _on_registers(fn, wide=False):
         for l in range(32):
             for i in range(len(rd)):
                 if wide:
-                    R[rd[i], base + l] = np.uint64(d[0, l, 2 * i]) | (np.uint64(d[0, l, 2 * i + 1]) << np.uint64(32))
+                    R[np.uint64(rd[i]), np.uint64(base + l)] = (np.uint64(d[0, l, 2 * i])
+                                                                | (np.uint64(d[0, l, 2 * i + 1]) << np.uint64(32)))
                 else:
-                    R[rd[i], base + l] = d[0, l, i]
+                    R[np.uint64(rd[i]), np.uint64(base + l)] = d[0, l, i]
         return 0
     return call
 
@@ -79,9 +80,26 @@ def _scratch(fn):
     return make
 
 
+@njit(nogil=True, inline="always")
+def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
+    """The float tensor-core path on the warp's registers: the elements gathered straight from the register file
+    into the kernel's matrix order, D's scattered straight back (one copy each way, not two); as _on_registers."""
+    st = warp_status(act)
+    if st != 0:
+        return max(st, 0)
+    inner = S[4]
+    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
+    _j.units_in(A, pa, R, base, ra)
+    _j.units_in(B, pb, R, base, rb)
+    _j.units_in(C, pc, R, base, rc)
+    _j.mma_tc_gathered(plan, inner)
+    _j.units_out(R, base, rd, D, pd)
+    return 0
+
+
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
 #: scratch_<path>(plan, A, B, C, D registers) its working arrays S
-mma_int, mma_tc, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "tc", "generic"))
+mma_int, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "generic"))
 #: the same on 64-bit registers (f64 mma: the generic path, the host-FPU chain's words)
 mma64_generic = _on_registers(_j.OWN["generic"], wide=True)
 scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_tc,
@@ -107,19 +125,20 @@ def _rows_ok(act, rows, n, smem_bytes):
 def ldmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
     """Matrix k of ``regs`` (8x8 b16) from the shared-memory rows rows[8k..8k+7] (offsets from ``smem``,
     the CTA's shared memory): lane l takes row l/4, columns 2(l%4), 2(l%4)+1, of the matrix or (``trans``)
-    of its transpose.  Returns 0, or a status word: code << 8 | the lane at fault (nothing ran then)."""
+    of its transpose.  Returns 0, or a status word: code << 8 | the lane at fault (nothing ran then).
+    Indices computed here are unsigned: numba then adds no negative-index wrap-around to each access."""
     st = _rows_ok(act, rows, len(regs), smem_bytes)
     if st != 0:
         return max(st, 0)
     for k in range(len(regs)):
         for l in range(32):
             if trans:
-                r0 = smem + np.int64(rows[8 * k + 2 * (l & 3)]) + 2 * (l >> 2)
-                r1 = smem + np.int64(rows[8 * k + 2 * (l & 3) + 1]) + 2 * (l >> 2)
+                r0 = smem + np.int64(rows[np.uint64(8 * k + 2 * (l & 3))]) + 2 * (l >> 2)
+                r1 = smem + np.int64(rows[np.uint64(8 * k + 2 * (l & 3) + 1)]) + 2 * (l >> 2)
                 v = peek2(r0) | (peek2(r1) << np.uint64(16))
             else:
-                v = peek4(smem + np.int64(rows[8 * k + (l >> 2)]) + 4 * (l & 3))
-            R[regs[k], base + l] = np.uint32(v)
+                v = peek4(smem + np.int64(rows[np.uint64(8 * k + (l >> 2))]) + 4 * (l & 3))
+            R[np.uint64(regs[k]), np.uint64(base + l)] = np.uint32(v)
     return 0
 
 
@@ -131,12 +150,12 @@ def stmatrix(R, base, act, regs, smem, smem_bytes, rows, trans):
         return max(st, 0)
     for k in range(len(regs)):
         for l in range(32):
-            v = R[regs[k], base + l]
+            v = R[np.uint64(regs[k]), np.uint64(base + l)]
             if trans:
-                poke2(smem + np.int64(rows[8 * k + 2 * (l & 3)]) + 2 * (l >> 2), v & np.uint32(0xFFFF))
-                poke2(smem + np.int64(rows[8 * k + 2 * (l & 3) + 1]) + 2 * (l >> 2), v >> np.uint32(16))
+                poke2(smem + np.int64(rows[np.uint64(8 * k + 2 * (l & 3))]) + 2 * (l >> 2), v & np.uint32(0xFFFF))
+                poke2(smem + np.int64(rows[np.uint64(8 * k + 2 * (l & 3) + 1)]) + 2 * (l >> 2), v >> np.uint32(16))
             else:
-                poke4(smem + np.int64(rows[8 * k + (l >> 2)]) + 4 * (l & 3), v)
+                poke4(smem + np.int64(rows[np.uint64(8 * k + (l >> 2))]) + 4 * (l & 3), v)
     return 0
 
 
