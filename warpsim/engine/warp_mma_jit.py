@@ -30,12 +30,12 @@ from .tc.mma import _gather
 _TC_SCRATCH = njit(cache=True, nogil=True)(named_copy(_tcm.tc_scratch.py_func, "tc_scratch_one"))
 
 
-def _tc_one_matrix(p, e, M, K, Ka, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB, sta, srb, zexp, ea, eb, ec, ed,
-                   S):
+def _tc_one_matrix(p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S):
     """tc_warp on one warp of a dense, unscaled form, its elements already gathered into S (tc_scratch) by the
-    caller: LLVM folds these constants into this build."""
-    need[0] = _tcm.tc_warp(p, e, 0, M, K, Ka, ri0, spt, False, False, q, scale, emin, rpb, rpa, SFA, SFB, False, sta,
-                           srb, zexp, ea, eb, ec, ed, S)
+    caller; returns tc_warp's code.  LLVM folds these constants into this build, and no argument of the sparse
+    or block-scaled forms is passed (each array argument is several words on the stack of every call)."""
+    return _tcm.tc_warp(p, None, 0, M, K, Ka, ri0, None, False, False, q, scale, emin, rpb, rpa, None, None, False,
+                        None, None, zexp, ea, eb, ec, ed, S)
 
 
 #: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
@@ -206,11 +206,10 @@ def scratch_generic(G, a, b, c, d):
 
 @njit(nogil=True, inline="always")
 def scratch_tc(T, a, b, c, d):
-    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): a flag and the
-    kernel's own (tc_scratch: S[6], S[7], S[8] the A, B, C elements in matrix order, S[4] D's); T's M, K, Ka (items
-    2-4) and run types va .. vd (items 27-30), as call_args lays them out."""
-    return (np.zeros(1, np.int8),) + _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]), _words(c, T[29]),
-                                                 _words(d, T[30]))
+    """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): the kernel's own
+    (tc_scratch: S[5], S[6], S[7] the A, B, C elements in matrix order, S[3] D's); T's M, K, Ka (items 2-4) and run
+    types va .. vd (items 27-30), as call_args lays them out."""
+    return _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]))
 
 
 @njit(nogil=True, inline="always")
@@ -228,11 +227,11 @@ def mma_tc(T, S, a, b, c, d):
     checked FPU (the compiled kernel checks the FPU before it starts; the kernel itself is its dense one-warp
     build, called by symbol)."""
     pa, pb, pc, pd, va, vb, vc, vd = T[5], T[6], T[7], T[8], T[27], T[28], T[29], T[30]
-    _gather(S[6], _words(a, va)[0], pa)
-    _gather(S[7], _words(b, vb)[0], pb)
-    _gather(S[8], _words(c, vc)[0], pc)
+    _gather(S[5], _words(a, va)[0], pa)
+    _gather(S[6], _words(b, vb)[0], pb)
+    _gather(S[7], _words(c, vc)[0], pc)
     mma_tc_gathered(T, S)
-    rd, DBw = _words(d, vd), S[4]
+    rd, DBw = _words(d, vd), S[3]
     for t in range(pd.shape[0]):
         rd[0, t] = DBw[pd[t]]
 
@@ -240,7 +239,7 @@ def mma_tc(T, S, a, b, c, d):
 @njit(nogil=True, inline="always")
 def mma_tc_gathered(T, S):
     """The float tensor-core kernel on the one warp whose A, B and C elements are in S's matrix-order arrays
-    (scratch_tc); D's words in matrix order to S[4].  For callers that gather the elements themselves: straight
+    (scratch_tc); D's words in matrix order to S[3].  For callers that gather the elements themselves: straight
     from a compiled kernel's registers (:func:`tc_register_units`, :func:`units_in`).  One body, not a shared
     callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its exploded
     arguments."""
@@ -248,10 +247,7 @@ def mma_tc_gathered(T, S):
      SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed, wpa, wpb, wpc, wpd, ua, ub, uc, ud) = T
     if sparse or scaled:
         raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
-    need = S[0]
-    _TC_ONE_CALL((p, e, M, K, Ka, ri0, spt, q, scale, emin, rpb, rpa, need, SFA, SFB, sta, srb, zexp, ea, eb, ec, ed,
-                  S[1:]))
-    if need[0] == 2:
+    if _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
         raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
 
 
@@ -259,7 +255,7 @@ def mma_tc_gathered(T, S):
 def tc_register_units(T, S):
     """(A, B, C, D's elements in matrix order as units, and the units' places): what :func:`units_in` and
     :func:`units_out` take around :func:`mma_tc_gathered` (T: call_args' items 35-42, S: scratch_tc)."""
-    return (S[6].view(T[39].dtype), S[7].view(T[40].dtype), S[8].view(T[41].dtype), S[4].view(T[42].dtype), T[35],
+    return (S[5].view(T[39].dtype), S[6].view(T[40].dtype), S[7].view(T[41].dtype), S[3].view(T[42].dtype), T[35],
             T[36], T[37], T[38])
 
 

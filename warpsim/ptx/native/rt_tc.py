@@ -17,7 +17,7 @@ from .rt import (BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, READ, find, pee
                  round16, track)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def warp_status(act):
     """-1: no lane of the warp is active (a guard: it skips the statement); 0: every lane is; else the
     PARTIAL_WARP status word of :func:`ldmatrix`."""
