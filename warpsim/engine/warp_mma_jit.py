@@ -67,8 +67,16 @@ def _generic_args(pl):
             pl.sparse_tab, ins.is_sparse, ins.atype == "tf32", 1, _k._NO_SCALES, _k._NO_SCALES, False)
 
 
+#: the items of the float tensor-core path's arguments (call_args) a caller that gathers the registers itself takes
+TC_REGISTER_ITEMS = 27
+
+
 def call_args(pl) -> tuple:
-    """The constant arguments of ``mma_<path(pl)>`` for a dense, unscaled plan."""
+    """The constant arguments of ``mma_<path(pl)>`` for a dense, unscaled plan.  The float tensor-core path's
+    (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, the element types ea .. ed, the run types va .. vd,
+    the units' places wpa .. wpd and types ua .. ud (_register_units) -- what mma_tc_gathered and
+    tc_register_units take, the first TC_REGISTER_ITEMS, each a word or more on the stack of every call that
+    passes them -- then the runs' places pa .. pd (mma_tc)."""
     ins = pl.ins
     m, n, k = ins.mnk
     p = path(pl)
@@ -78,14 +86,14 @@ def call_args(pl) -> tuple:
         return (pl.params, _k._NO_META, m, n, k, *pl.itab, ins.is_sparse, 1)
     from .tc.tables import _DTYPE
 
+    if ins.is_sparse or ins.block_scaled:
+        raise ValueError(f"{ins.opcode}: the one-warp tensor-core call takes dense, unscaled forms only")
     ft = pl.ftab
     runs = tuple(np.empty(0, t) for t in ft["wide"])
     elems = tuple(np.empty(0, _DTYPE[x]) for x in ft["bits"])
     units = tuple(_register_units(g, t) for g, t in zip(ft["gpos"], ft["wide"]))
-    return (pl.params, _k._NO_META, m, k, ft["ka"], *ft["gpos"], ft["ri0"], ft["spt"], ins.is_sparse,
-            ins.atype == "tf32", ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], 1, PROBE64, PROBE32,
-            _k._NO_SCALES, _k._NO_SCALES, False, ft["sta"], ft["srb"], ft["zexp"], *runs, *elems,
-            *(u[0] for u in units), *(u[1] for u in units))
+    return (pl.params, m, k, ft["ka"], ft["ri0"], ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], ft["zexp"],
+            *elems, *runs, *(u[0] for u in units), *(u[1] for u in units), *ft["gpos"])
 
 
 def _register_units(gpos, run):
@@ -207,9 +215,9 @@ def scratch_generic(G, a, b, c, d):
 @njit(nogil=True, inline="always")
 def scratch_tc(T, a, b, c, d):
     """mma_tc's working arrays for warps of the shape of a .. d (made once, reused by every call): the kernel's own
-    (tc_scratch: S[5], S[6], S[7] the A, B, C elements in matrix order, S[3] D's); T's M, K, Ka (items 2-4) and run
-    types va .. vd (items 27-30), as call_args lays them out."""
-    return _TC_SCRATCH(T[2], T[3], T[4], _words(a, T[27]), _words(b, T[28]), _words(c, T[29]), _words(d, T[30]))
+    (tc_scratch: S[5], S[6], S[7] the A, B, C elements in matrix order, S[3] D's); T's M, K, Ka (items 1-3) and run
+    types va .. vd (items 15-18), as call_args lays them out."""
+    return _TC_SCRATCH(T[1], T[2], T[3], _words(a, T[15]), _words(b, T[16]), _words(c, T[17]), _words(d, T[18]))
 
 
 @njit(nogil=True, inline="always")
@@ -226,7 +234,7 @@ def mma_tc(T, S, a, b, c, d):
     block-scaled warps or a host FPU off its default state: never for the dense, unscaled forms taken here on a
     checked FPU (the compiled kernel checks the FPU before it starts; the kernel itself is its dense one-warp
     build, called by symbol)."""
-    pa, pb, pc, pd, va, vb, vc, vd = T[5], T[6], T[7], T[8], T[27], T[28], T[29], T[30]
+    va, vb, vc, vd, pa, pb, pc, pd = T[15], T[16], T[17], T[18], T[27], T[28], T[29], T[30]
     _gather(S[5], _words(a, va)[0], pa)
     _gather(S[6], _words(b, vb)[0], pb)
     _gather(S[7], _words(c, vc)[0], pc)
@@ -243,10 +251,7 @@ def mma_tc_gathered(T, S):
     from a compiled kernel's registers (:func:`tc_register_units`, :func:`units_in`).  One body, not a shared
     callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its exploded
     arguments."""
-    (p, e, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, rpa, chunk, q64, q32, SFA,
-     SFB, scaled, sta, srb, zexp, va, vb, vc, vd, ea, eb, ec, ed, wpa, wpb, wpc, wpd, ua, ub, uc, ud) = T
-    if sparse or scaled:
-        raise RuntimeError("warpsim: a sparse or block-scaled plan on the dense one-warp tensor-core call")
+    p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
     if _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
         raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
 
@@ -254,9 +259,9 @@ def mma_tc_gathered(T, S):
 @njit(nogil=True, inline="always")
 def tc_register_units(T, S):
     """(A, B, C, D's elements in matrix order as units, and the units' places): what :func:`units_in` and
-    :func:`units_out` take around :func:`mma_tc_gathered` (T: call_args' items 35-42, S: scratch_tc)."""
-    return (S[5].view(T[39].dtype), S[6].view(T[40].dtype), S[7].view(T[41].dtype), S[3].view(T[42].dtype), T[35],
-            T[36], T[37], T[38])
+    :func:`units_out` take around :func:`mma_tc_gathered` (T: call_args' items 19-26, S: scratch_tc)."""
+    return (S[5].view(T[23].dtype), S[6].view(T[24].dtype), S[7].view(T[25].dtype), S[3].view(T[26].dtype), T[19],
+            T[20], T[21], T[22])
 
 
 #: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's

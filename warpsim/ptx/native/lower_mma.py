@@ -76,8 +76,9 @@ def engine_path(o, op):
     o.fail(f"{op} has no recipe")
 
 
-def mma_values(opcode, path, arch):
-    """The launch argument of an mma statement: its plan's constant arguments for ``arch``."""
+def mma_values(opcode, path, arch, registers=False):
+    """The launch argument of an mma statement: its plan's constant arguments for ``arch`` (``registers``: for
+    rt_tc's mma_<path>, which gathers the registers itself: of the float tensor-core path's, the ones it takes)."""
     from ...engine import warp_mma_jit
 
     try:
@@ -87,17 +88,18 @@ def mma_values(opcode, path, arch):
     if warp_mma_jit.path(pl) != path:
         raise Untranslatable(f"{opcode} takes the engine's {warp_mma_jit.path(pl)} path on {arch}; the compiled "
                              f"kernel calls its {path} path")
-    return warp_mma_jit.call_args(pl)
+    args = warp_mma_jit.call_args(pl)
+    return args[:warp_mma_jit.TC_REGISTER_ITEMS] if registers and path == "tc" else args
 
 
 class _Values:
-    """values(arch) of one mma opcode's launch argument (a named callable: the IR keeps it)."""
+    """values(arch) of one mma.sync opcode's launch argument (a named callable: the IR keeps it)."""
 
     def __init__(self, opcode, path):
         self.opcode, self.path = opcode, path
 
     def __call__(self, arch):
-        return mma_values(self.opcode, self.path, arch)
+        return mma_values(self.opcode, self.path, arch, registers=True)
 
 
 def _checked(call, line):

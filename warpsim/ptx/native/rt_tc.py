@@ -87,14 +87,20 @@ def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
     st = warp_status(act)
     if st != 0:
         return max(st, 0)
-    inner = S[4]
-    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
+    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, S)
     _j.units_in(A, pa, R, base, ra)
     _j.units_in(B, pb, R, base, rb)
     _j.units_in(C, pc, R, base, rc)
-    _j.mma_tc_gathered(plan, inner)
+    _j.mma_tc_gathered(plan, S)
     _j.units_out(R, base, rd, D, pd)
     return 0
+
+
+@njit(nogil=True, inline="always")
+def scratch_tc(plan, na, nb, nc, nd):
+    """mma_tc's working arrays: the kernel's own only (the registers are gathered straight into them)."""
+    return _j.scratch_tc(plan, np.empty((1, 32, na), np.uint32), np.empty((1, 32, nb), np.uint32),
+                         np.empty((1, 32, nc), np.uint32), np.empty((1, 32, nd), np.uint32))
 
 
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
@@ -102,8 +108,7 @@ def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
 mma_int, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "generic"))
 #: the same on 64-bit registers (f64 mma: the generic path, the host-FPU chain's words)
 mma64_generic = _on_registers(_j.OWN["generic"], wide=True)
-scratch_int, scratch_tc, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_tc,
-                                                                   _j.scratch_generic))
+scratch_int, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_generic))
 
 
 @njit(cache=True, nogil=True)
