@@ -638,6 +638,35 @@ def test_f64_mma_on_64_bit_registers_equals_the_interpreter():
     assert (np.isfinite(b) & (b != 0)).sum() > 64             # outputs, not only NaN or zeros
 
 
+def test_sparse_mma_equals_the_interpreter():
+    """mma.sp and mma.sp::ordered_metadata (f16 / bf16 / e4m3 inputs, f32 and f16 accumulators, selectors 0-2) on
+    normal values, random words (NaN, infinities, subnormals among them) and metadata of valid 2:4 pairs, with
+    random words in some lanes: the interpreter's words (its mma.sp forms verified on the H100, test_golden)."""
+    mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_mma_sp.ptx").read_text())
+    assert mod.translation("mma_sp").native, mod.translation("mma_sp").reason
+    rng = np.random.default_rng(11)
+    h = rng.standard_normal(64 * 32).astype(np.float16).view(np.uint32)
+    words = np.where(rng.integers(0, 5, h.size) == 0, rng.integers(0, 2**32, h.size, dtype=np.uint64), h)
+    pairs = np.array([0b0100, 0b1000, 0b1100, 0b1001, 0b1101, 0b1110], np.uint64)
+    meta = np.zeros(128, np.uint64)
+    for k in range(8):
+        meta |= pairs[rng.integers(0, 6, 128)] << np.uint64(4 * k)
+    meta[::7] = rng.integers(0, 2**32, meta[::7].size, dtype=np.uint64)
+    inp = np.zeros(2304, np.uint32)
+    inp[:1024] = words[:1024]
+    inp[2048:2176] = meta
+
+    def make():
+        out = np.zeros(64 * 18, np.uint32)
+        return [out, inp.copy()], [out]
+
+    w = _both(mod, "mma_sp", 1, 64, make)
+    a, b = w["interpret"][0].reshape(64, 18), w["compiled"][0].reshape(64, 18)
+    assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, columns {sorted(set(np.nonzero(a != b)[1]))}"
+    f = b[:, :4].view(np.float32)
+    assert (np.isfinite(f) & (f != 0)).sum() > 64               # outputs, not only NaN or zeros
+
+
 def test_wmma_with_f16_c_and_d_equals_the_interpreter():
     """wmma.mma m16n16k16 .f16.f16 (the f16-accumulating mma, two 16-bit elements a register) with infinities,
     NaN, subnormals and the largest finite among A and C: the interpreter's words (captured forms, wmma.py)."""
@@ -679,6 +708,14 @@ def test_untranslatable_kernels_fall_back_with_the_reason():
     lanes = (FORMS.parent / "native_forms2.ptx").read_text().replace("[%rd3+44], %r53, 9", "[%rd3+44], %r10, 9")
     tr = wp.load(lanes).translation("forms2")       # a cas whose compared word differs from lane to lane
     assert not tr.native and "reads %r10, which is not one constant in every thread" in tr.reason
+    sparse = (FORMS.parent / "native_mma_sp.ptx").read_text()
+    for old, new, why in (
+            ("mma.sp.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%r44, %r45, %r46, %r47}, {%r10, %r11}, {%r14, %r15}",
+             "mma.sp.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r44, %r45, %r46, %r47}, {%r10, %r11}, {%r14, %r15}",
+             "not its int path"),                               # sparse integer forms stay on the interpreter
+            ("%r27, 0x1;", "%r27, 0x3;", "the sparsity selector '0x3'")):     # m16n8k32 takes selectors 0 and 1
+        tr = wp.load(sparse.replace(old, new, 1)).translation("mma_sp")
+        assert not tr.native and why in tr.reason, tr.reason
     text = FORMS.read_text().replace("\tbar.sync 0;\n", "\tbar.sync 0;\n\tpopc.b32 %r63, %r62;\n")
     mod = wp.load(text)
     x = np.zeros(2 * 64 * 4, np.uint32)

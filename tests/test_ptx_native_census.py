@@ -60,6 +60,7 @@ CENSUS = {
     "tests/ptx/data/native_forms.ptx": "test_ptx_native::test_statement_forms_equal_the_interpreter",
     "tests/ptx/data/native_forms2.ptx": "test_ptx_native::test_scalar_forms_equal_the_interpreter",
     "tests/ptx/data/native_dmma.ptx": "test_ptx_native::test_f64_mma_on_64_bit_registers_equals_the_interpreter",
+    "tests/ptx/data/native_mma_sp.ptx": "test_ptx_native::test_sparse_mma_equals_the_interpreter",
     "tests/ptx/data/native_wmma16.ptx": "test_ptx_native::test_wmma_with_f16_c_and_d_equals_the_interpreter",
     "tests/ptx/data/native_halves.ptx": "test_ptx_native::test_half_and_packed_half_arithmetic_equals_the_interpreter",
     "tests/ptx/data/native_specials.ptx": "test_ptx_native::test_special_registers_lane_masks_sms_and_shared_sizes",
@@ -223,7 +224,7 @@ def test_census_names_every_kept_kernel_and_why_it_falls_back():
             else:
                 module, test = how.split("::")
                 assert callable(getattr(importlib.import_module(module), test, None)), how
-    assert sum(tr.native for _, _, tr in rows) == 35 and len(rows) == 35
+    assert sum(tr.native for _, _, tr in rows) == 36 and len(rows) == 36
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=REPEATS_A_PATH) if p in REPEATS else p for p in sorted(LAUNCH)])

@@ -38,9 +38,18 @@ def _tc_one_matrix(p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec,
                         None, None, zexp, ea, eb, ec, ed, S)
 
 
-#: the compiled PTX kernels' float tensor-core kernel, called by its symbol (not linked into each: engine/linking.py)
+def _tc_one_sparse(p, M, K, Ka, ri0, spt, e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S):
+    """_tc_one_matrix for a sparse (mma.sp), unscaled form: e, the warp's (1, 32) metadata words."""
+    return _tcm.tc_warp(p, e, 0, M, K, Ka, ri0, spt, True, False, q, scale, emin, rpb, rpa, None, None, False,
+                        None, None, zexp, ea, eb, ec, ed, S)
+
+
+#: the compiled PTX kernels' float tensor-core kernels, called by their symbols (not linked into each:
+#: engine/linking.py)
 _TC_ONE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_matrix, "tc_one_matrix"))
 _TC_ONE_CALL = unlinked(_TC_ONE)
+_TC_SPARSE = njit(cache=True, nogil=True, _nrt=False)(named_copy(_tc_one_sparse, "tc_one_sparse"))
+_TC_SPARSE_CALL = unlinked(_TC_SPARSE)
 
 
 #: the jitted paths, by name (what the translator's generated code calls)
@@ -68,15 +77,16 @@ def _generic_args(pl):
 
 
 #: the items of the float tensor-core path's arguments (call_args) a caller that gathers the registers itself takes
-TC_REGISTER_ITEMS = 27
+TC_REGISTER_ITEMS = 28
 
 
 def call_args(pl) -> tuple:
-    """The constant arguments of ``mma_<path(pl)>`` for a dense, unscaled plan.  The float tensor-core path's
-    (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, the element types ea .. ed, the run types va .. vd,
-    the units' places wpa .. wpd and types ua .. ud (_register_units) -- what mma_tc_gathered and
-    tc_register_units take, the first TC_REGISTER_ITEMS, each a word or more on the stack of every call that
-    passes them -- then the runs' places pa .. pd (mma_tc)."""
+    """The constant arguments of ``mma_<path(pl)>`` for an unscaled plan (dense; or sparse on the float tensor-core
+    path, for mma_tc_gathered_sparse).  The float tensor-core path's (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb,
+    rpa, zexp, the element types ea .. ed, the run types va .. vd, the units' places wpa .. wpd and types ua .. ud
+    (_register_units), the sparse metadata's table spt -- what mma_tc_gathered(_sparse) and tc_register_units take,
+    the first TC_REGISTER_ITEMS, each a word or more on the stack of every call that passes them -- then the runs'
+    places pa .. pd (mma_tc, dense)."""
     ins = pl.ins
     m, n, k = ins.mnk
     p = path(pl)
@@ -86,14 +96,14 @@ def call_args(pl) -> tuple:
         return (pl.params, _k._NO_META, m, n, k, *pl.itab, ins.is_sparse, 1)
     from .tc.tables import _DTYPE
 
-    if ins.is_sparse or ins.block_scaled:
-        raise ValueError(f"{ins.opcode}: the one-warp tensor-core call takes dense, unscaled forms only")
+    if ins.block_scaled or (ins.is_sparse and ins.atype == "tf32"):
+        raise ValueError(f"{ins.opcode}: the one-warp tensor-core call takes unscaled forms, sparse ones but tf32")
     ft = pl.ftab
     runs = tuple(np.empty(0, t) for t in ft["wide"])
     elems = tuple(np.empty(0, _DTYPE[x]) for x in ft["bits"])
     units = tuple(_register_units(g, t) for g, t in zip(ft["gpos"], ft["wide"]))
     return (pl.params, m, k, ft["ka"], ft["ri0"], ft["q"], ft["scale"], ft["emin"], ft["rpb"], ft["rpa"], ft["zexp"],
-            *elems, *runs, *(u[0] for u in units), *(u[1] for u in units), *ft["gpos"])
+            *elems, *runs, *(u[0] for u in units), *(u[1] for u in units), ft["spt"], *ft["gpos"])
 
 
 def _register_units(gpos, run):
@@ -234,7 +244,7 @@ def mma_tc(T, S, a, b, c, d):
     block-scaled warps or a host FPU off its default state: never for the dense, unscaled forms taken here on a
     checked FPU (the compiled kernel checks the FPU before it starts; the kernel itself is its dense one-warp
     build, called by symbol)."""
-    va, vb, vc, vd, pa, pb, pc, pd = T[15], T[16], T[17], T[18], T[27], T[28], T[29], T[30]
+    va, vb, vc, vd, pa, pb, pc, pd = T[15], T[16], T[17], T[18], T[28], T[29], T[30], T[31]
     _gather(S[5], _words(a, va)[0], pa)
     _gather(S[6], _words(b, vb)[0], pb)
     _gather(S[7], _words(c, vc)[0], pc)
@@ -254,6 +264,14 @@ def mma_tc_gathered(T, S):
     p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
     if _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
         raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
+
+
+@njit(nogil=True, inline="always")
+def mma_tc_gathered_sparse(T, S, e):
+    """:func:`mma_tc_gathered` for a sparse form (mma.sp, not tf32): e, the warp's (1, 32) metadata words."""
+    p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
+    if _TC_SPARSE_CALL((p, M, K, Ka, ri0, T[27], e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
+        raise RuntimeError("warpsim: the tensor-core kernel left a sparse warp to the exact kernel")
 
 
 @njit(nogil=True, inline="always")

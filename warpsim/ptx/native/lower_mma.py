@@ -28,9 +28,9 @@ from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
             "mma_generic as rt_mma_generic,\n    mma64_generic as rt_mma64_generic, mma_int as rt_mma_int, "
-            "mma_tc as rt_mma_tc, scratch_generic as "
-            "rt_scratch_generic,\n    scratch_int as rt_scratch_int, scratch_tc as rt_scratch_tc, stmatrix as "
-            "rt_stmatrix)")
+            "mma_tc as rt_mma_tc, mma_tc_sparse as rt_mma_tc_sparse,\n    scratch_generic as "
+            "rt_scratch_generic, scratch_int as rt_scratch_int, scratch_tc as rt_scratch_tc,\n    "
+            "scratch_tc_sparse as rt_scratch_tc_sparse, stmatrix as rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)
 _PATH_ARCHS = ("sm_90", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
@@ -52,15 +52,16 @@ def _engine_digest():
     return _DIGEST[0]
 
 
-def _plan(opcode, arch):
-    """The engine's plan of ``opcode`` launched for ``arch`` (as warp_mma.validate resolves it)."""
+def _plan(opcode, arch, selector=0):
+    """The engine's plan of ``opcode`` (sparse: with its sparsity ``selector``) launched for ``arch`` (as
+    warp_mma.validate resolves it)."""
     from ...engine import kernel
     from ...isa.archs import as_assembled
     from ...isa.parse import parse
     from ...numerics.arch import check_arch
 
     a = check_arch(arch)
-    return kernel.plan(as_assembled(parse(opcode, arch=arch), arch).opcode, 0, a)
+    return kernel.plan(as_assembled(parse(opcode, arch=arch), arch).opcode, selector, a)
 
 
 def engine_path(o, op):
@@ -76,13 +77,14 @@ def engine_path(o, op):
     o.fail(f"{op} has no recipe")
 
 
-def mma_values(opcode, path, arch, registers=False):
+def mma_values(opcode, path, arch, registers=False, selector=0):
     """The launch argument of an mma statement: its plan's constant arguments for ``arch`` (``registers``: for
-    rt_tc's mma_<path>, which gathers the registers itself: of the float tensor-core path's, the ones it takes)."""
+    rt_tc's mma_<path>, which gathers the registers itself: of the float tensor-core path's, the ones it takes;
+    ``selector``: an mma.sp's sparsity selector)."""
     from ...engine import warp_mma_jit
 
     try:
-        pl = _plan(opcode, arch)
+        pl = _plan(opcode, arch, selector)
     except (ValueError, KeyError) as exc:
         raise Untranslatable(f"{opcode} on {arch}: {exc}") from None
     if warp_mma_jit.path(pl) != path:
@@ -93,13 +95,13 @@ def mma_values(opcode, path, arch, registers=False):
 
 
 class _Values:
-    """values(arch) of one mma.sync opcode's launch argument (a named callable: the IR keeps it)."""
+    """values(arch) of one mma.sync / mma.sp opcode's launch argument (a named callable: the IR keeps it)."""
 
-    def __init__(self, opcode, path):
-        self.opcode, self.path = opcode, path
+    def __init__(self, opcode, path, selector=0):
+        self.opcode, self.path, self.selector = opcode, path, selector
 
     def __call__(self, arch):
-        return mma_values(self.opcode, self.path, arch, registers=True)
+        return mma_values(self.opcode, self.path, arch, registers=True, selector=self.selector)
 
 
 def _checked(call, line):
@@ -122,7 +124,7 @@ def _lanes(body, n=32):
     return [f"for l in range({n}):", "    t = base + l", *("    " + x for x in body)]
 
 
-@row(r"mma\.sync\.aligned\.m\d+n\d+k\d+\.row\.col(?:\.\w+)+")
+@row(r"mma\.(?:sync|sp(?:::ordered_metadata)?\.sync)\.aligned\.m\d+n\d+k\d+\.row\.col(?:\.\w+)+")
 def _mma(o, m):
     from ...isa.parse import parse
 
@@ -132,25 +134,40 @@ def _mma(o, m):
     except ValueError as exc:
         o.fail(str(exc))
     wide = all(ins.elem(r).bits == 64 for r in "abcd")
-    if ins.is_sparse or ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
-        o.fail(f"{op}: sparse and block-scaled mma forms are not translated")
+    if ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
+        o.fail(f"{op}: block-scaled mma forms are not translated")
     path = engine_path(o, op)
+    if ins.is_sparse and (path != "tc" or ins.atype == "tf32"):
+        o.fail(f"{op}: sparse forms are translated on the engine's float tensor-core path (f16, bf16, fp8), not "
+               f"its {path} path or tf32")
     if wide and path != "generic":
         o.fail(f"{op}: a 64-bit form on the engine's {path} path")
+    ops = o.need(6 if ins.is_sparse else 4)
+    sel, meta = 0, None
+    if ins.is_sparse:       # the metadata register and the sparsity selector, as the interpreter reads them
+        meta, token = ops[4], ops[5]
+        sel = parse_int(token) if isinstance(token, str) else None
+        if sel is None or sel not in ins.selectors:
+            o.fail(f"the sparsity selector {token!r} of {op}: an integer immediate in {list(ins.selectors)}")
+        if not isinstance(meta, str) or meta not in o.ir.index or o.ir.regs.get(meta) != 32:
+            o.fail(f"the metadata operand {meta!r} of {op} (a 32-bit register is translated)")
+        o.src(meta, "b32")
     regs = {}
-    for role, x in zip("dabc", o.need(4)):
+    for role, x in zip("dabc", ops[:4]):
         regs[role] = x if isinstance(x, list) else [x]
         if len(regs[role]) != ins.registers(role):
             o.fail(f"operand {role.upper()} of {op} needs {ins.registers(role)} registers")
     rows = {r: _register_rows(o, regs[r], r == "d", 64 if wide else 32) for r in "abcd"}
-    name = f"MMA_{hashlib.sha256(op.encode()).hexdigest()[:10]}"
+    name = f"MMA_{hashlib.sha256(f'{op} {sel}'.encode()).hexdigest()[:10]}"
     o.prelude += [_IMPORTS, _engine_digest()]
-    o.launch_args.append((name, _Values(op, path)))
+    o.launch_args.append((name, _Values(op, path, sel)))
     words = ", ".join(str(len(regs[r]) * (2 if wide else 1)) for r in "abcd")
-    o.scratch.append((f"{name}_S", f"rt_scratch_{path}({name}, {words})"))
+    kind = f"{path}_sparse" if ins.is_sparse else path
+    o.scratch.append((f"{name}_S", f"rt_scratch_{kind}({name}, {words})"))
     call, file = ("rt_mma64_", "R64") if wide else ("rt_mma_", "R32")
-    return "warp", _checked(f"{call}{path}({name}, {name}_S, {file}, base, act, {rows['a']}, {rows['b']}, "
-                            f"{rows['c']}, {rows['d']})", o.st.line)
+    more = f", np.int64({o.ir.index[meta]})" if ins.is_sparse else ""
+    return "warp", _checked(f"{call}{kind}({name}, {name}_S, {file}, base, act, {rows['a']}, {rows['b']}, "
+                            f"{rows['c']}, {rows['d']}{more})", o.st.line)
 
 
 def _row_addresses(o, where, n):

@@ -97,6 +97,31 @@ def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
 
 
 @njit(nogil=True, inline="always")
+def mma_tc_sparse(plan, S, R, base, act, ra, rb, rc, rd, re):
+    """:func:`mma_tc` of a sparse form (mma.sp): ``re``, the row of the metadata register (each lane's word, as
+    the interpreter reads it: its selector picked the plan); S: scratch_tc_sparse."""
+    st = warp_status(act)
+    if st != 0:
+        return max(st, 0)
+    inner, E = S
+    for l in range(32):
+        E[0, l] = R[np.uint64(re), np.uint64(base + l)]
+    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
+    _j.units_in(A, pa, R, base, ra)
+    _j.units_in(B, pb, R, base, rb)
+    _j.units_in(C, pc, R, base, rc)
+    _j.mma_tc_gathered_sparse(plan, inner, E)
+    _j.units_out(R, base, rd, D, pd)
+    return 0
+
+
+@njit(nogil=True, inline="always")
+def scratch_tc_sparse(plan, na, nb, nc, nd):
+    """mma_tc_sparse's working arrays: scratch_tc's and the warp's metadata words."""
+    return scratch_tc(plan, na, nb, nc, nd), np.empty((1, 32), np.uint32)
+
+
+@njit(nogil=True, inline="always")
 def scratch_tc(plan, na, nb, nc, nd):
     """mma_tc's working arrays: the kernel's own only (the registers are gathered straight into them)."""
     return _j.scratch_tc(plan, np.empty((1, 32, na), np.uint32), np.empty((1, 32, nb), np.uint32),
