@@ -639,7 +639,7 @@ def test_f64_mma_on_64_bit_registers_equals_the_interpreter():
 
 
 def test_sparse_mma_equals_the_interpreter():
-    """mma.sp and mma.sp::ordered_metadata (f16 / bf16 / e4m3 inputs, selectors 0-2) on
+    """mma.sp and mma.sp::ordered_metadata (f16 / bf16 / e4m3 / s8 inputs, selectors 0-2) on
     normal values, random words (NaN, infinities, subnormals among them) and metadata of valid 2:4 pairs, with
     random words in some lanes: the interpreter's words (its mma.sp forms verified on the H100, test_golden)."""
     mod = wp.load((Path(__file__).parent / "ptx" / "data" / "native_mma_sp.ptx").read_text())
@@ -657,11 +657,11 @@ def test_sparse_mma_equals_the_interpreter():
     inp[2048:2176] = meta
 
     def make():
-        out = np.zeros(64 * 12, np.uint32)
+        out = np.zeros(64 * 16, np.uint32)
         return [out, inp.copy()], [out]
 
     w = _both(mod, "mma_sp", 1, 64, make)
-    a, b = w["interpret"][0].reshape(64, 12), w["compiled"][0].reshape(64, 12)
+    a, b = w["interpret"][0].reshape(64, 16), w["compiled"][0].reshape(64, 16)
     assert np.array_equal(a, b), f"{int((a != b).sum())} words differ, columns {sorted(set(np.nonzero(a != b)[1]))}"
     f = b[:, :4].view(np.float32)
     assert (np.isfinite(f) & (f != 0)).sum() > 64               # outputs, not only NaN or zeros
@@ -710,9 +710,7 @@ def test_untranslatable_kernels_fall_back_with_the_reason():
     assert not tr.native and "reads %r10, which is not one constant in every thread" in tr.reason
     sparse = (FORMS.parent / "native_mma_sp.ptx").read_text()
     for old, new, why in (
-            ("mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%r34, %r35, %r36, %r37}, "
-             "{%r10, %r11}, {%r14, %r15}", "mma.sp.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r34, %r35, %r36, %r37}, "
-             "{%r10, %r11}, {%r14, %r15}", "not its int path"),  # sparse integer forms stay on the interpreter
+            ("m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k16.row.col.f32.tf32.tf32.f32", "sparse tf32 forms"),
             ("%r26, 0x1;", "%r26, 0x3;", "the sparsity selector '0x3'")):     # m16n8k32 takes selectors 0 and 1
         tr = wp.load(sparse.replace(old, new, 1)).translation("mma_sp")
         assert not tr.native and why in tr.reason, tr.reason

@@ -211,6 +211,20 @@ def mma_int(I, S, a, b, c, d):
 
 
 @njit(nogil=True, inline="always")
+def mma_int_sparse(I, S, a, b, c, d):
+    """mma_int of a sparse form (mma.sp): the warp's (1, 32) metadata words in S[0] (scratch_int_sparse; the plan's
+    own is a placeholder), which the caller has filled."""
+    params, _, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
+    _k._int_serial(params, a, b, c, S[0], d, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk)
+
+
+@njit(nogil=True, inline="always")
+def scratch_int_sparse(I, a, b, c, d):
+    """mma_int_sparse's working arrays: the warp's metadata words."""
+    return (np.empty((1, 32), np.uint32),)
+
+
+@njit(nogil=True, inline="always")
 def scratch_int(I, a, b, c, d):
     """mma_int's working arrays (none: the integer kernel keeps its own)."""
     return ()
@@ -284,4 +298,4 @@ def tc_register_units(T, S):
 
 #: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's
 #: callers gather their registers themselves: mma_tc_gathered)
-OWN = {"int": mma_int, "generic": mma_generic}
+OWN = {"int": mma_int, "generic": mma_generic, "int_sparse": mma_int_sparse}

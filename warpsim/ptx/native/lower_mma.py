@@ -28,9 +28,10 @@ from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
             "mma_generic as rt_mma_generic,\n    mma64_generic as rt_mma64_generic, mma_int as rt_mma_int, "
-            "mma_tc as rt_mma_tc, mma_tc_sparse as rt_mma_tc_sparse,\n    scratch_generic as "
-            "rt_scratch_generic, scratch_int as rt_scratch_int, scratch_tc as rt_scratch_tc,\n    "
-            "scratch_tc_sparse as rt_scratch_tc_sparse, stmatrix as rt_stmatrix)")
+            "mma_int_sparse as rt_mma_int_sparse,\n    mma_tc as rt_mma_tc, mma_tc_sparse as rt_mma_tc_sparse, "
+            "scratch_generic as rt_scratch_generic, scratch_int as rt_scratch_int,\n    scratch_int_sparse as "
+            "rt_scratch_int_sparse, scratch_tc as rt_scratch_tc, scratch_tc_sparse as rt_scratch_tc_sparse,\n    "
+            "stmatrix as rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)
 _PATH_ARCHS = ("sm_90", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
@@ -137,9 +138,10 @@ def _mma(o, m):
     if ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
         o.fail(f"{op}: block-scaled mma forms are not translated")
     path = engine_path(o, op)
-    if ins.is_sparse and (path != "tc" or ins.atype == "tf32"):
-        o.fail(f"{op}: sparse forms are translated on the engine's float tensor-core path (f16, bf16, fp8), not "
-               f"its {path} path or tf32")
+    if ins.is_sparse and ins.atype == "tf32":
+        o.fail(f"{op}: sparse tf32 forms are not translated (metadata that splices B's halves takes the exact kernel)")
+    if ins.is_sparse and path == "generic":
+        o.fail(f"{op}: a sparse form on the engine's generic path is not translated")
     if wide and path != "generic":
         o.fail(f"{op}: a 64-bit form on the engine's {path} path")
     ops = o.need(6 if ins.is_sparse else 4)

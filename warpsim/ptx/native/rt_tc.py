@@ -39,17 +39,22 @@ def _gather(x, rows, R, base, l, wide):
             x[0, l, i] = np.uint32(w)
 
 
-def _on_registers(fn, wide=False):
+def _on_registers(fn, wide=False, sparse=False):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
     gathered, D's scattered back, on the working arrays S of :func:`_scratch`; ``wide``: 64-bit registers (R: the
-    64-bit file), two words each, low first (the interpreter's f64 operands).  Returns a status word (see
-    :func:`ldmatrix`)."""
+    64-bit file), two words each, low first (the interpreter's f64 operands); ``sparse``: an mma.sp, whose
+    metadata register (row ``re``) gives each lane's word to the path's working arrays (their first).  Returns a
+    status word (see :func:`ldmatrix`)."""
     @njit(nogil=True, inline="always")
-    def call(plan, S, R, base, act, ra, rb, rc, rd):
+    def call(plan, S, R, base, act, ra, rb, rc, rd, re=-1):
         st = warp_status(act)
         if st != 0:
             return max(st, 0)
         a, b, c, d, inner = S
+        if sparse:
+            E = inner[0]
+            for l in range(32):
+                E[0, l] = R[np.uint64(re), np.uint64(base + l)]
         for l in range(32):
             _gather(a, ra, R, base, l, wide)
             _gather(b, rb, R, base, l, wide)
@@ -131,9 +136,11 @@ def scratch_tc(plan, na, nb, nc, nd):
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
 #: scratch_<path>(plan, A, B, C, D registers) its working arrays S
 mma_int, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "generic"))
+mma_int_sparse = _on_registers(_j.OWN["int_sparse"], sparse=True)
 #: the same on 64-bit registers (f64 mma: the generic path, the host-FPU chain's words)
 mma64_generic = _on_registers(_j.OWN["generic"], wide=True)
-scratch_int, scratch_generic = (_scratch(f) for f in (_j.scratch_int, _j.scratch_generic))
+scratch_int, scratch_generic, scratch_int_sparse = (
+    _scratch(f) for f in (_j.scratch_int, _j.scratch_generic, _j.scratch_int_sparse))
 
 
 @njit(cache=True, nogil=True)
