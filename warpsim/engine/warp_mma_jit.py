@@ -123,8 +123,9 @@ _UNIT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
 def units_in(dst, places, R, base, regs):
-    """dst[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R,
-    threads base .. base + 31); dst: the elements in matrix order viewed as units (_register_units)."""
+    """dst[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R, C-contiguous,
+    threads base .. base + 31; a little-endian host's views); dst: the elements in matrix order viewed as units
+    (_register_units)."""
 
 
 def units_out(R, base, regs, src, places):
@@ -133,64 +134,33 @@ def units_out(R, base, regs, src, places):
 
 @overload(units_in, inline="always")
 def _units_in(dst, places, R, base, regs):
-    g = dst.dtype.bitwidth
-    m = np.uint64((1 << g) - 1)
-    s1, s2, s3 = np.uint64(g), np.uint64(2 * g), np.uint64(3 * g)
-    if g == 32:
-        def impl(dst, places, R, base, regs):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    dst[places[np.uint64(l * n + i)]] = R[np.uint64(regs[i]), np.uint64(base + l)]
-    elif g == 16:
-        def impl(dst, places, R, base, regs):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    w = np.uint64(R[np.uint64(regs[i]), np.uint64(base + l)])
-                    x = np.uint64(2 * (l * n + i))
-                    dst[places[x]] = w & m
-                    dst[places[x + np.uint64(1)]] = w >> s1
-    else:
-        def impl(dst, places, R, base, regs):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    w = np.uint64(R[np.uint64(regs[i]), np.uint64(base + l)])
-                    x = np.uint64(4 * (l * n + i))
-                    dst[places[x]] = w & m
-                    dst[places[x + np.uint64(1)]] = (w >> s1) & m
-                    dst[places[x + np.uint64(2)]] = (w >> s2) & m
-                    dst[places[x + np.uint64(3)]] = w >> s3
+    per = 32 // dst.dtype.bitwidth       # units a word (a constant of the build: the loop over them unrolls)
+
+    def impl(dst, places, R, base, regs):
+        Ru = R.view(dst.dtype)           # the register file as units: a word's k-th from its low bits at per * t + k
+        n = len(regs)
+        for l in range(32):
+            for i in range(n):
+                x = np.uint64(per * (l * n + i))
+                t = np.uint64(per * (base + l))
+                for k in range(per):
+                    dst[places[x + np.uint64(k)]] = Ru[np.uint64(regs[i]), t + np.uint64(k)]
     return impl
 
 
 @overload(units_out, inline="always")
 def _units_out(R, base, regs, src, places):
-    g = src.dtype.bitwidth
-    s1, s2, s3 = np.uint64(g), np.uint64(2 * g), np.uint64(3 * g)
-    if g == 32:
-        def impl(R, base, regs, src, places):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    R[np.uint64(regs[i]), np.uint64(base + l)] = src[places[np.uint64(l * n + i)]]
-    elif g == 16:
-        def impl(R, base, regs, src, places):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    x = np.uint64(2 * (l * n + i))
-                    R[np.uint64(regs[i]), np.uint64(base + l)] = np.uint64(src[places[x]]) | (np.uint64(src[places[x + np.uint64(1)]]) << s1)
-    else:
-        def impl(R, base, regs, src, places):
-            n = len(regs)
-            for l in range(32):
-                for i in range(n):
-                    x = np.uint64(4 * (l * n + i))
-                    R[np.uint64(regs[i]), np.uint64(base + l)] = (np.uint64(src[places[x]]) | (np.uint64(src[places[x + np.uint64(1)]]) << s1)
-                                            | (np.uint64(src[places[x + np.uint64(2)]]) << s2)
-                                            | (np.uint64(src[places[x + np.uint64(3)]]) << s3))
+    per = 32 // src.dtype.bitwidth
+
+    def impl(R, base, regs, src, places):
+        Ru = R.view(src.dtype)
+        n = len(regs)
+        for l in range(32):
+            for i in range(n):
+                x = np.uint64(per * (l * n + i))
+                t = np.uint64(per * (base + l))
+                for k in range(per):
+                    Ru[np.uint64(regs[i]), t + np.uint64(k)] = src[places[x + np.uint64(k)]]
     return impl
 
 
