@@ -122,46 +122,38 @@ def _register_units(gpos, run):
 _UNIT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
-def units_in(dst, places, R, base, regs):
-    """dst[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R, C-contiguous,
-    threads base .. base + 31; a little-endian host's views); dst: the elements in matrix order viewed as units
+def units_in(U, places, R, base, regs):
+    """U[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R, C-contiguous,
+    threads base .. base + 31; a little-endian host's views); U: the elements in matrix order viewed as units
     (_register_units)."""
 
 
-def units_out(R, base, regs, src, places):
-    """The inverse of :func:`units_in`: the warp's registers ``regs`` from the units src[places[...]]."""
+def units_out(U, places, R, base, regs):
+    """The inverse of :func:`units_in`: the warp's registers ``regs`` from the units U[places[...]]."""
 
 
-@overload(units_in, inline="always")
-def _units_in(dst, places, R, base, regs):
-    per = 32 // dst.dtype.bitwidth       # units a word (a constant of the build: the loop over them unrolls)
+def _units(U, into):
+    """units_in (``into`` U) or units_out for U's unit type; ``per``, the units a word, and ``into`` are constants
+    of the build (the loop over a word's units unrolls, the other direction is pruned)."""
+    per = 32 // U.dtype.bitwidth
 
-    def impl(dst, places, R, base, regs):
-        Ru = R.view(dst.dtype)           # the register file as units: a word's k-th from its low bits at per * t + k
+    def impl(U, places, R, base, regs):
+        Ru = R.view(U.dtype)             # the register file as units: a word's k-th from its low bits at per * t + k
         n = len(regs)
         for l in range(32):
             for i in range(n):
                 x = np.uint64(per * (l * n + i))
                 t = np.uint64(per * (base + l))
                 for k in range(per):
-                    dst[places[x + np.uint64(k)]] = Ru[np.uint64(regs[i]), t + np.uint64(k)]
+                    if into:
+                        U[places[x + np.uint64(k)]] = Ru[np.uint64(regs[i]), t + np.uint64(k)]
+                    else:
+                        Ru[np.uint64(regs[i]), t + np.uint64(k)] = U[places[x + np.uint64(k)]]
     return impl
 
 
-@overload(units_out, inline="always")
-def _units_out(R, base, regs, src, places):
-    per = 32 // src.dtype.bitwidth
-
-    def impl(R, base, regs, src, places):
-        Ru = R.view(src.dtype)
-        n = len(regs)
-        for l in range(32):
-            for i in range(n):
-                x = np.uint64(per * (l * n + i))
-                t = np.uint64(per * (base + l))
-                for k in range(per):
-                    Ru[np.uint64(regs[i]), t + np.uint64(k)] = src[places[x + np.uint64(k)]]
-    return impl
+overload(units_in, inline="always")(lambda U, places, R, base, regs: _units(U, True))
+overload(units_out, inline="always")(lambda U, places, R, base, regs: _units(U, False))
 
 
 @njit(nogil=True, inline="always")

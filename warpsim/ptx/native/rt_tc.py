@@ -97,7 +97,7 @@ def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
     _j.units_in(B, pb, R, base, rb)
     _j.units_in(C, pc, R, base, rc)
     _j.mma_tc_gathered(plan, S)
-    _j.units_out(R, base, rd, D, pd)
+    _j.units_out(D, pd, R, base, rd)
     return 0
 
 
@@ -116,7 +116,7 @@ def mma_tc_sparse(plan, S, R, base, act, ra, rb, rc, rd, re):
     _j.units_in(B, pb, R, base, rb)
     _j.units_in(C, pc, R, base, rc)
     _j.mma_tc_gathered_sparse(plan, inner, E)
-    _j.units_out(R, base, rd, D, pd)
+    _j.units_out(D, pd, R, base, rd)
     return 0
 
 
