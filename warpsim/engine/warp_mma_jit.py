@@ -82,9 +82,9 @@ TC_REGISTER_ITEMS = 28
 
 def call_args(pl) -> tuple:
     """The constant arguments of ``mma_<path(pl)>`` for an unscaled plan (dense; or sparse on the float tensor-core
-    path, for mma_tc_gathered_sparse).  The float tensor-core path's (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb,
+    path, for mma_tc_gathered).  The float tensor-core path's (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb,
     rpa, zexp, the element types ea .. ed, the run types va .. vd, the units' places wpa .. wpd and types ua .. ud
-    (_register_units), the sparse metadata's table spt -- what mma_tc_gathered(_sparse) and tc_register_units take,
+    (_register_units), the sparse metadata's table spt -- what mma_tc_gathered and tc_register_units take,
     the first TC_REGISTER_ITEMS, each a word or more on the stack of every call that passes them -- then the runs'
     places pa .. pd (mma_tc, dense)."""
     ins = pl.ins
@@ -224,30 +224,27 @@ def mma_tc(T, S, a, b, c, d):
     _gather(S[5], _words(a, va)[0], pa)
     _gather(S[6], _words(b, vb)[0], pb)
     _gather(S[7], _words(c, vc)[0], pc)
-    mma_tc_gathered(T, S)
+    mma_tc_gathered(T, S, None)
     rd, DBw = _words(d, vd), S[3]
     for t in range(pd.shape[0]):
         rd[0, t] = DBw[pd[t]]
 
 
 @njit(nogil=True, inline="always")
-def mma_tc_gathered(T, S):
+def mma_tc_gathered(T, S, e):
     """The float tensor-core kernel on the one warp whose A, B and C elements are in S's matrix-order arrays
-    (scratch_tc); D's words in matrix order to S[3].  For callers that gather the elements themselves: straight
-    from a compiled kernel's registers (:func:`tc_register_units`, :func:`units_in`).  One body, not a shared
-    callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time with its exploded
-    arguments."""
+    (scratch_tc); D's words in matrix order to S[3].  e: None (a dense form), or a sparse form's (1, 32) metadata
+    words (mma.sp, not tf32; numba keeps the one call e's type takes).  For callers that gather the elements
+    themselves: straight from a compiled kernel's registers (:func:`tc_register_units`, :func:`units_in`).  One
+    body, not a shared callee: numba leaves a third level of inlined callees a call, a quarter of an mma's time
+    with its exploded arguments."""
     p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
-    if _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
-        raise RuntimeError("warpsim: the tensor-core kernel left a dense warp to the exact kernel")
-
-
-@njit(nogil=True, inline="always")
-def mma_tc_gathered_sparse(T, S, e):
-    """:func:`mma_tc_gathered` for a sparse form (mma.sp, not tf32): e, the warp's (1, 32) metadata words."""
-    p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
-    if _TC_SPARSE_CALL((p, M, K, Ka, ri0, T[27], e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)) == 2:
-        raise RuntimeError("warpsim: the tensor-core kernel left a sparse warp to the exact kernel")
+    if e is None:
+        code = _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S))
+    else:
+        code = _TC_SPARSE_CALL((p, M, K, Ka, ri0, T[27], e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S))
+    if code == 2:
+        raise RuntimeError("warpsim: the tensor-core kernel left a warp to the exact kernel")
 
 
 @njit(nogil=True, inline="always")

@@ -52,9 +52,7 @@ def _on_registers(fn, wide=False, sparse=False):
             return max(st, 0)
         a, b, c, d, inner = S
         if sparse:
-            E = inner[0]
-            for l in range(32):
-                E[0, l] = R[np.uint64(re), np.uint64(base + l)]
+            _metadata(inner[0], R, re, base)
         for l in range(32):
             _gather(a, ra, R, base, l, wide)
             _gather(b, rb, R, base, l, wide)
@@ -85,39 +83,39 @@ def _scratch(fn):
     return make
 
 
-@njit(nogil=True, inline="always")
-def mma_tc(plan, S, R, base, act, ra, rb, rc, rd):
+def _tc_on_registers(sparse):
     """The float tensor-core path on the warp's registers: the elements gathered straight from the register file
-    into the kernel's matrix order, D's scattered straight back (one copy each way, not two); as _on_registers."""
-    st = warp_status(act)
-    if st != 0:
-        return max(st, 0)
-    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, S)
-    _j.units_in(A, pa, R, base, ra)
-    _j.units_in(B, pb, R, base, rb)
-    _j.units_in(C, pc, R, base, rc)
-    _j.mma_tc_gathered(plan, S)
-    _j.units_out(D, pd, R, base, rd)
-    return 0
+    into the kernel's matrix order, D's scattered straight back (one copy each way, not two); as _on_registers
+    (``sparse``: an mma.sp, S from scratch_tc_sparse)."""
+    @njit(nogil=True, inline="always")
+    def call(plan, S, R, base, act, ra, rb, rc, rd, re=-1):
+        st = warp_status(act)
+        if st != 0:
+            return max(st, 0)
+        if sparse:
+            inner, E = S
+            _metadata(E, R, re, base)
+        else:
+            inner, E = S, None
+        A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
+        _j.units_in(A, pa, R, base, ra)
+        _j.units_in(B, pb, R, base, rb)
+        _j.units_in(C, pc, R, base, rc)
+        _j.mma_tc_gathered(plan, inner, E)
+        _j.units_out(D, pd, R, base, rd)
+        return 0
+    return call
 
 
 @njit(nogil=True, inline="always")
-def mma_tc_sparse(plan, S, R, base, act, ra, rb, rc, rd, re):
-    """:func:`mma_tc` of a sparse form (mma.sp): ``re``, the row of the metadata register (each lane's word, as
-    the interpreter reads it: its selector picked the plan); S: scratch_tc_sparse."""
-    st = warp_status(act)
-    if st != 0:
-        return max(st, 0)
-    inner, E = S
+def _metadata(E, R, re, base):
+    """E[0, l] = lane l's word of the metadata register (row ``re``), as the interpreter reads an mma.sp's."""
     for l in range(32):
         E[0, l] = R[np.uint64(re), np.uint64(base + l)]
-    A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
-    _j.units_in(A, pa, R, base, ra)
-    _j.units_in(B, pb, R, base, rb)
-    _j.units_in(C, pc, R, base, rc)
-    _j.mma_tc_gathered_sparse(plan, inner, E)
-    _j.units_out(D, pd, R, base, rd)
-    return 0
+
+
+#: mma_tc(_sparse)(plan, S, R, base, A rows, B rows, C rows, D rows[, metadata row])
+mma_tc, mma_tc_sparse = _tc_on_registers(False), _tc_on_registers(True)
 
 
 @njit(nogil=True, inline="always")
