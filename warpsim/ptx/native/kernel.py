@@ -411,14 +411,28 @@ def _load_or_compile(fn, key, args):
         COMPILED_WHY[key] = state
 
 
+def _group_of(kernel):
+    """Whether a numba library is one of ``kernel``'s group functions (codegen._Functions): built only to be
+    linked into the kernel (linking.linked_only)."""
+    module = sys.modules[kernel.py_func.__module__]
+    names = {k for k, v in vars(module).items() if re.fullmatch(r"g\d+", k) and hasattr(v, "py_func")}
+    tag = module.__name__
+
+    def pick(library):
+        return library.name in names and any(tag in f.name for f in library._final_module.functions)
+    return pick
+
+
 def _compile(fn, key, args):
     from numba.core import config
+
+    from ...engine import linking
 
     old = config.OPT
     config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
     try:
         t0 = time.perf_counter()
-        with _no_gc():
+        with _no_gc(), linking.linked_only(_group_of(fn)):
             fn.compile(tuple(typeof(a) for a in args))
         COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
     finally:
