@@ -751,6 +751,60 @@ def test_compiled_errors_name_the_line():
     assert err.value.line == 12
 
 
+_SPIN = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry spin(.param .u64 out, .param .u32 wait)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	ld.param.u32 %r3, [wait];
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, 0;
+	setp.ne.u32 %p2, %r3, 0;
+	@%p2 bra $L_wait;
+$L_top:
+	add.u32 %r2, %r2, 1;
+	st.global.u32 [%rd1], %r2;
+	bra.uni $L_top;
+$L_wait:
+	setp.gt.u32 %p1, %r3, 1;
+	@%p1 bra $L_named;
+	bar.sync 0, 96;
+	ret;
+$L_named:
+	setp.lt.u32 %p1, %r1, 32;
+	@%p1 bra $L_first;
+	bar.sync 2, 64;
+	ret;
+$L_first:
+	bar.sync 1, 64;
+	ret;
+}
+"""
+
+
+def test_compiled_kernels_that_never_finish_stop_with_the_reason():
+    """A kernel's loop over its CTAs leaves through one exit (codegen._one_exit: every failure sets a flag and
+    breaks out of each loop around it): an endless loop stops at max_steps, a barrier for more threads than the
+    CTA has is refused, two warps waiting at two named barriers each for the other are a deadlock; each is an
+    error naming the CTA or the line, and the launch returns."""
+    mod = wp.load(_SPIN)
+    out = np.zeros(1, np.uint32)
+    with pytest.raises(wp.PTXError, match=r"did not finish within max_steps statements in CTA \(cluster\) 0"):
+        mod.launch("spin", 2, 32, [out, np.uint32(0)], engine="compiled", max_steps=3_000)
+    with pytest.raises(wp.PTXError, match=r"did not finish within max_steps"):
+        mod.launch("spin", 2, 32, [out, np.uint32(0)], engine="interpret", max_steps=3_000)
+    with pytest.raises(wp.PTXError, match=r"PTX line 23: .*thread count 96: it must be a non-zero multiple of 32 "
+                                          r"and at most the CTA's threads"):
+        mod.launch("spin", 1, 64, [out, np.uint32(1)], engine="compiled")
+    with pytest.raises(wp.PTXError, match=r"deadlock in CTA \(cluster\) 0"):
+        mod.launch("spin", 1, 64, [out, np.uint32(2)], engine="compiled")
+
+
 _LANES = """.version 8.0
 .target sm_80
 .address_size 64
