@@ -152,8 +152,8 @@ def _units(U, into):
     return impl
 
 
-overload(units_in, inline="always")(lambda U, places, R, base, regs: _units(U, True))
-overload(units_out, inline="always")(lambda U, places, R, base, regs: _units(U, False))
+overload(units_in)(lambda U, places, R, base, regs: _units(U, True))
+overload(units_out)(lambda U, places, R, base, regs: _units(U, False))
 
 
 @njit(nogil=True, inline="always")
