@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from .ir import EXIT
-from .lower import FILES, register_file
+from .lower import FILES, SFU_BATCH, register_file, sfu_batch_lines
 from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS
 
 
@@ -64,8 +64,53 @@ def _vector_runs(items):
     return [("lane", run) for _, run in out]
 
 
+def _joins(group, st, low):
+    """Whether special-function statement ``st`` can join the warp group before it (lower.sfu_batch_lines): a
+    group of statements of the same form and guard, none of which wrote a register ``st`` reads."""
+    kind, items = group
+    first, flow = items[0]
+    if kind != "warp" or low.unit is None or flow.unit is None or len(items) >= SFU_BATCH:
+        return False
+    written = {r for _, x in items for r in x.writes}
+    return low.unit.call == flow.unit.call and st.guard == first.guard and not written & set(low.reads)
+
+
+def _touched(items):
+    """The registers statements read (their guards' too) and write."""
+    reads = {r for st, low in items for r in low.reads} | {st.guard[1] for st, _ in items if st.guard is not None}
+    return reads, {r for _, low in items for r in low.writes}
+
+
+def _units_together(stmts):
+    """The statements with each special-function statement moved down past the lane statements after it that do
+    not touch its registers, up to the next statement of its form, so that they run in one call of the unit
+    (_joins).  A Triton kernel computes each ex2's operand just before it (mul, ex2, mul, ex2, ...); only the
+    registers order those statements, and the moved ones keep their order among themselves."""
+    out, held = [], []
+    for st, low in stmts:
+        if low.unit is not None:
+            if held and _joins(("warp", held), st, low):
+                held.append((st, low))
+                continue
+            out.extend(held)
+            held = [(st, low)]
+            continue
+        if held and low.kind == "lane":
+            reads, writes = _touched(held)
+            mine_r, mine_w = _touched([(st, low)])
+            if not (mine_r & writes or mine_w & (reads | writes)):
+                out.append((st, low))
+                continue
+        out.extend(held)
+        held = []
+        out.append((st, low))
+    return out + held
+
+
 def _groups(stmts):
-    """Runs of lane statements (one lane loop each) and single warp statements, in order."""
+    """Runs of lane statements (one lane loop each) and warp statements (one each, or a run of special-function
+    statements of one form, _units_together), in order."""
+    stmts = _units_together(stmts)
     out, cur, seen = [], [], set()
 
     def close():
@@ -84,7 +129,10 @@ def _groups(stmts):
         elif low.kind in ("warp", "wait", "park"):
             close()
             cur, seen = [], set()
-            out.append(("warp", [(st, low)]))
+            if out and _joins(out[-1], st, low):
+                out[-1][1].append((st, low))
+            else:
+                out.append(("warp", [(st, low)]))
     close()
     return out
 
@@ -251,8 +299,10 @@ def _group_lines(ir, items):
             body += ["for l in range(32):", "    t = base + l", f"    GWARP[l] = act[l] and {g}", "_act0 = act",
                      "act = GWARP"]
             regs.add(st.guard[1])
-        body += low.lines + (["act = _act0"] if g else [])
-        regs.update(low.reads + low.writes)
+        body += (sfu_batch_lines([x.unit for _, x in items]) if len(items) > 1 else low.lines) + \
+            (["act = _act0"] if g else [])
+        for _, x in items:
+            regs.update(x.reads + x.writes)
         return body, regs
     body = ["for l in range(32):", "    if act[l]:", "        t = base + l"]
     for st, low in items:

@@ -25,7 +25,7 @@ from ..memory import _WINDOW as WINDOW
 from ..memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from ..regfile import _SPECIAL as _INTERPRETER_SPECIAL
 from ..regfile import NSM
-from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
+from .rt import BAD_ADDRESS, MISALIGNED, READ, SFU_BATCH, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):
@@ -44,6 +44,19 @@ class Lowered:
     launch_args: tuple = ()       # (name, values(arch)): kernel arguments chosen per launch (an mma's plan)
     scratch: tuple = ()           # (name, expression): working arrays the kernel makes once a run (an mma's)
     refcounted: bool = False      # its code makes arrays: its group function keeps numba's reference counting
+    unit: "UnitCall | None" = None   # a special-function statement, which codegen may run with its neighbours
+
+
+@dataclass(frozen=True)
+class UnitCall:
+    """A special-function statement as codegen.sfu_batch_lines runs it: its operands' expressions ``a`` and ``b``
+    (the unit's two operands: a div's, or one operand twice), its destination ``dst``, and what its call of the
+    unit passes (``call``: the form code, ftz, the tables).  Consecutive statements with the same ``call`` share
+    one call of the unit over all their lanes."""
+    a: str
+    b: str
+    dst: str
+    call: str
 
 
 class ExplicitCluster:
@@ -896,19 +909,26 @@ def _sfu(o, opcode):
     b = srcs[1] if nsrc == 2 else srcs[0]
     seg = "SEG" if t0 == "ex2_pos" else "NOSEG"
     c0, c12 = sfu_fit(code)
-    return ["_n = np.int64(0)",
-            "for l in range(32):",
-            "    if act[l]:",
-            "        t = base + l",
-            f"        SA[_n] = {srcs[0]}",
-            f"        SB[_n] = {b}",
-            "        SHJ[_n] = l",
-            "        _n += 1",
-            f"sfu_range({code}, {ftz}, SA, SB, SO, 0, _n, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}, "
-            "SP0, SP1, SSL, SLF)",
-            "for _i in range(_n):",
-            "    t = base + SHJ[_i]",
-            f"    {dst} = SO[_i]"], (t0, t1 or t0, c0, c12)
+    unit = UnitCall(srcs[0], b, dst, f"{code}, {ftz}, @, TAB_{t0}, TAB_{t1 or t0}, {seg}, TAB_{c0}, TAB_{c12}")
+    return sfu_batch_lines([unit]), (t0, t1 or t0, c0, c12), unit
+
+
+def sfu_batch_lines(units):
+    """One call of the unit (``engine.sfu.f32_range``) for consecutive statements of one form: each statement's
+    active lanes' operands gathered after the previous one's (``_m`` lanes each), one call over all of them, then
+    each statement's results written back in order.  A call per statement cost a Triton softmax or attention
+    kernel numba's typing and LLVM's code of a sixteen-argument call each, and a run of the unit on 32 lanes."""
+    lines = ["_n = np.int64(0)"]
+    for u in units:
+        lines += ["for l in range(32):", "    if act[l]:", "        t = base + l", f"        SA[_n] = {u.a}",
+                  f"        SB[_n] = {u.b}", "        SHJ[_n] = l", "        _n += 1"]
+        if u is units[0]:
+            lines.append("_m = _n")
+    lines.append(f"sfu_range({units[0].call.replace('@', 'SA, SB, SO, 0, _n')}, SP0, SP1, SSL, SLF)")
+    for k, u in enumerate(units):
+        lines += [f"for _i in range({k} * _m, {k + 1} * _m):" if k else "for _i in range(_m):",
+                  "    t = base + SHJ[_i]", f"    {u.dst} = SO[_i]"]
+    return lines
 
 
 _BAR = re.compile(r"(?:bar|barrier)(?:\.cta)?\.(?P<op>sync|arrive)(?:\.aligned)?\Z|bar\.cta\.(?P<op2>sync|arrive)\Z")
@@ -937,8 +957,8 @@ def lower(ir, st):
                  .replace(", t]", ", base]"), f"_bgiven = {len(st.operands) == 2}", f"_bsync = {not arrive}"]
         return Lowered("bar", lines, reads=tuple(o.reads))
     if op in sfu_forms():
-        lines, tabs = _sfu(o, op)
-        return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes))
+        lines, tabs, unit = _sfu(o, op)
+        return Lowered("warp", lines, sfu=tabs, reads=tuple(o.reads), writes=tuple(o.writes), unit=unit)
     mm = _LDST.match(op)
     if mm:
         return Lowered("lane", lower_memory(o, mm), reads=tuple(o.reads), writes=tuple(o.writes))
