@@ -127,20 +127,15 @@ def drop_cached(disp):
 @contextlib.contextmanager
 def linked_only(is_linked_only):
     """numba builds the libraries ``is_linked_only(library)`` picks only as modules to link into their callers:
-    no module optimisation and no machine code of their own.  numba optimises each jitted function's library
-    and generates its machine code, then does both again for every caller that links it; a compiled PTX kernel's
-    group functions are only ever linked into their kernel, whose library optimises and generates code for all
-    of them once (a flash-attention forward's first compile: 27 -> 22 s).  For the compile inside the ``with``
-    (numba's compiler lock makes compiles one at a time); the library classes' methods are restored after it."""
+    optimised, but without machine code of their own.  numba generates each jitted function's machine code, then
+    again for every caller that links it; a compiled PTX kernel's group functions are only ever linked into their
+    kernel, whose library generates code for all of them once.  (Their module optimisation stays: with the kernel's
+    library the only one to optimise them, a Triton layernorm ran 20% slower.)  For the compile inside the
+    ``with`` (numba's compiler lock makes compiles one at a time); the methods are restored after it."""
     from numba.core import codegen as cg
 
     lib_cls, gen_cls = cg.CPUCodeLibrary, cg.JITCPUCodegen
-    optimize, finalize, set_env = (lib_cls._optimize_final_module, lib_cls._finalize_final_module,
-                                   gen_cls.set_env)
-
-    def _optimize(lib):
-        if not is_linked_only(lib):
-            optimize(lib)
+    finalize, set_env = lib_cls._finalize_final_module, gen_cls.set_env
 
     def _finalize(lib):
         if not is_linked_only(lib):
@@ -153,8 +148,8 @@ def linked_only(is_linked_only):
         if codegen._engine.get_global_value_address(env_name):     # (a linked-only library's is not in the JIT)
             set_env(codegen, env_name, env)
 
-    lib_cls._optimize_final_module, lib_cls._finalize_final_module, gen_cls.set_env = _optimize, _finalize, _set_env
+    lib_cls._finalize_final_module, gen_cls.set_env = _finalize, _set_env
     try:
         yield
     finally:
-        lib_cls._optimize_final_module, lib_cls._finalize_final_module, gen_cls.set_env = optimize, finalize, set_env
+        lib_cls._finalize_final_module, gen_cls.set_env = finalize, set_env
