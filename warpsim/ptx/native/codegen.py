@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from .ir import EXIT
-from .lower import FILES, SFU_BATCH, register_file, sfu_batch_lines
-from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS
+from .lower import FILES, register_file, sfu_batch_lines
+from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
 
 
 def _guard(ir, st):

@@ -25,7 +25,7 @@ from ..memory import _WINDOW as WINDOW
 from ..memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from ..regfile import _SPECIAL as _INTERPRETER_SPECIAL
 from ..regfile import NSM
-from .rt import BAD_ADDRESS, MISALIGNED, READ, SFU_BATCH, SHFL_MEMBERS, WRITTEN
+from .rt import BAD_ADDRESS, MISALIGNED, READ, SHFL_MEMBERS, WRITTEN
 
 
 class Untranslatable(Exception):

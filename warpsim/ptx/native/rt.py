@@ -212,9 +212,9 @@ def launch_state(BX, BY, BZ, CS, n1, n16, n32, n64, depth, smem_bytes, local_str
              np.zeros((max(1, n32), T), np.uint32), np.zeros((max(1, n64), T), np.uint64))
     stacks = (np.zeros((W, depth), np.int64), np.zeros((W, depth), np.int64), np.zeros((W, depth, 32), np.bool_),
               np.zeros(W, np.int64), np.zeros((W, 32), np.bool_), np.zeros(W, np.int64))
-    lanes = (np.zeros(32, np.bool_), np.zeros(32, np.bool_), np.zeros(32, np.uint64), np.zeros(32 * SFU_BATCH, np.int64),
-             np.zeros(32 * SFU_BATCH, np.uint32), np.zeros(32 * SFU_BATCH, np.uint32), np.zeros(32 * SFU_BATCH, np.uint32),
-             np.zeros(32, np.float64),
+    n = 32 * SFU_BATCH
+    lanes = (np.zeros(32, np.bool_), np.zeros(32, np.bool_), np.zeros(32, np.uint64), np.zeros(n, np.int64),
+             np.zeros(n, np.uint32), np.zeros(n, np.uint32), np.zeros(n, np.uint32), np.zeros(32, np.float64),
              np.zeros(32, np.int64), np.zeros(32, np.uint8), np.zeros(32, np.int64))
     return tid[0], tid[1], tid[2], files, stacks, lanes, np.zeros(smem_bytes * CS, np.uint8), \
         np.zeros(T * local_stride, np.uint8)
