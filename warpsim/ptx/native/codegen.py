@@ -266,7 +266,7 @@ def _words(line):
 #: statement's code makes some (Lowered.refcounted): the mma wrappers inlined into a group take a dozen arrays out
 #: of their plan and working-array tuples a call, and each take was an atomic increment and decrement (a tenth of
 #: an sm_80 GEMM's time).
-_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True{})"
+_GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=GeneratedPipeline{})"
 
 
 class _Functions:
@@ -461,7 +461,7 @@ def generate(ir, name="native_kernel"):
     args = ["first", "count", "GX", "GY", "GZ", "BX", "BY", "BZ", "CX", "CY", "CZ", "PARAMS", "BASES", "SIZES",
             "dyn_smem", "max_steps", "status", "SEG", "NOSEG", "q64", "q32", "PTRS", "TRK", "TOFF", "NREG0", "GSYM", "TMRAW", "TMF"] + \
         [f"TAB_{t}" for t in tabs] + sorted(ir.launch_args)
-    L.append("@njit(cache=True, nogil=True)")
+    L.append("@njit(cache=True, nogil=True, pipeline_class=GeneratedPipeline)")
     L.append(f"def {name}({', '.join(args)}):")
     L.append("    if not fp_env_ok(q64, q32):")
     L.append(f"        status[0] = {7}")

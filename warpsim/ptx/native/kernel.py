@@ -168,6 +168,7 @@ from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe a
     poke2 as rt_poke2, poke4 as rt_poke4, poke8 as rt_poke8, set1 as rt_set1, set16 as rt_set16, set32 as rt_set32,
     set64 as rt_set64, settle as rt_settle, shared_at as rt_shared_at, track as rt_track, w32 as rt_w32)
 from warpsim.ptx.native import rt_sync, rt_tma
+from warpsim.ptx.native.pipeline import GeneratedPipeline
 
 
 '''
