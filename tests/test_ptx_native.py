@@ -4,6 +4,7 @@ hardware's where they were captured.  The interpreter is the reference (engine="
 Each kernel here is compiled once per host (numba's disk cache keeps it: a later run loads it)."""
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -803,6 +804,41 @@ def test_compiled_kernels_that_never_finish_stop_with_the_reason():
         mod.launch("spin", 1, 64, [out, np.uint32(1)], engine="compiled")
     with pytest.raises(wp.PTXError, match=r"deadlock in CTA \(cluster\) 0"):
         mod.launch("spin", 1, 64, [out, np.uint32(2)], engine="compiled")
+
+
+_ANNOUNCED = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry announced(.param .u64 out)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, %tid.x;
+	add.u32 %r2, %r1, 770031;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r2;
+	ret;
+}
+"""
+
+
+def test_a_first_compile_says_so_on_stderr(tmp_path, monkeypatch, capfd):
+    """A first compile takes seconds to a minute: with progress (the default where stderr is a terminal) the
+    launch says what it compiles and how long it took; a built kernel's launches say nothing."""
+    monkeypatch.setenv("WARPSIM_NATIVE_CACHE", str(tmp_path))
+    mod = wp.load(_ANNOUNCED)
+    out = np.zeros(64, np.uint32)
+    mod.launch("announced", 1, 64, [out], engine="compiled", progress=True)
+    err = capfd.readouterr().err
+    assert re.search(r"warpsim: compiling announced \(\d+ statements\) for 64 threads a run \(its first launch on "
+                     r"this host; cached in .*\) \.\.\. \d+\.\d s\n", err), err
+    assert (out == np.arange(64) + 770031).all()
+    mod.launch("announced", 1, 64, [out], engine="compiled", progress=True)
+    mod.launch("announced", 1, 64, [out], engine="compiled")
+    assert capfd.readouterr().err == ""
 
 
 _LANES = """.version 8.0

@@ -222,7 +222,8 @@ class Module:
         never run at the same time, as on a GPU too small to hold the grid; a launch with clusters
         of more than one CTA runs as one batch); a grid of more than ``max_ctas`` CTAs is refused
         (raise the limit to run it).  progress: print a batch counter to stderr (default: when
-        there is more than one batch and stderr is a terminal).  wgmma_strict: a read of an
+        there is more than one batch and stderr is a terminal) and, on the compiled engine, a line while the
+        kernel is compiled on its first launch on this host (default: when stderr is a terminal).  wgmma_strict: a read of an
         in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
         instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
         workers: processes that run the batches of a grid of several batches side by side (None:
@@ -297,6 +298,7 @@ class Module:
 
             if not is_dask_client(client):
                 raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
+        announce = sys.stderr.isatty() if progress is None else bool(progress)    # a first compile (native)
         if progress is None:
             progress = len(batches) > 1 and sys.stderr.isatty()
         if chosen == "compiled" and wgmma_strict and any(st.opcode.startswith("wgmma.") for st in prog.code):
@@ -304,12 +306,14 @@ class Module:
             chosen = "interpret"
         if chosen == "compiled":
             from .native import launch_compiled      # the translator's kernel; the interpreter if it cannot
+            from .native.kernel import announcing
 
             from .workers import default_workers
 
-            why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
-                                  _Kernel.bind, arch, default_workers() if workers is None else int(workers), client,
-                                  progress, _compiled_batch, explicit)
+            with announcing(announce):
+                why = launch_compiled(self, prog, entry, g, b, cl, args, int(shared_bytes), memory, int(max_steps),
+                                      _Kernel.bind, arch, default_workers() if workers is None else int(workers),
+                                      client, progress, _compiled_batch, explicit)
             if why is None:
                 return
             self._fall_back(entry, engine, f"{entry}: {why}")

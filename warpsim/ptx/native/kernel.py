@@ -10,6 +10,7 @@ process loads the kernel instead of compiling it.  The directory is ``WARPSIM_NA
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gc
 import glob
@@ -36,6 +37,8 @@ COMPILE_SECONDS: dict = {}
 #: why each kernel this process compiled instead of loading it from numba's disk cache (key -> the words of
 #: :func:`_disk_state`); `warpsim bench` reports them beside a first launch's time
 COMPILED_WHY: dict = {}
+#: whether a first compile is announced on stderr (``launch(progress=...)``; set around a launch by :func:`announcing`)
+_ANNOUNCE = contextvars.ContextVar("warpsim_native_announce", default=False)
 #: LLVM optimisation level of the generated kernels (numba's default is 3)
 OPT_LEVEL = int(os.environ.get("WARPSIM_NATIVE_OPT", "1"))
 
@@ -306,6 +309,17 @@ def _arguments(ir, grid, block, shared_bytes, params, bases, buffers, first, cou
     return args, status
 
 
+@contextlib.contextmanager
+def announcing(on):
+    """Inside the ``with``, a kernel this process compiles (not one it loads) says so on stderr when ``on``: a first
+    compile takes seconds to a minute, a launch otherwise milliseconds."""
+    token = _ANNOUNCE.set(bool(on))
+    try:
+        yield
+    finally:
+        _ANNOUNCE.reset(token)
+
+
 def _ready(ir, args):
     """The jitted kernel, compiled for these argument types (numba's disk cache or a first compile)."""
     threads = _threads(args)
@@ -314,7 +328,8 @@ def _ready(ir, args):
         return fn
     if not fn.signatures:
         try:
-            _load_or_compile(fn, key, args)
+            _load_or_compile(fn, key, args, f"{ir.entry} ({sum(len(b.stmts) for b in ir.blocks)} statements) for "
+                                            f"{threads} threads a run")
         except Exception:       # noqa: BLE001 -- compiled again with reference counting; a real error recurs
             if ir.refcount_all:
                 raise
@@ -323,7 +338,7 @@ def _ready(ir, args):
             ir.refcount_all, ir._source, ir._key = True, None, None
             fn, key = compiled(ir, threads)
             if not fn.signatures:
-                _load_or_compile(fn, key, args)
+                _load_or_compile(fn, key, args, f"{ir.entry} again, with reference counting")
     if key not in _BUILT:
         _BUILT.add(key)
         _write_marker(key, fn)
@@ -334,6 +349,10 @@ def compiled_since(before) -> list:
     """The COMPILED_WHY reasons added or changed since ``before`` (a copy taken earlier): why the launches between
     compiled kernels instead of loading them (nothing: every one loaded)."""
     return [v for k, v in COMPILED_WHY.items() if before.get(k) != v]
+
+
+#: _disk_state's words for a build numba should load (the reason given if it is compiled all the same)
+_LOADS = "numba's cache index holds this build, which did not load"
 
 
 def _disk_state(fn, key, sig):
@@ -351,7 +370,7 @@ def _disk_state(fn, key, sig):
     if not mine:
         return "numba's cache index holds no build for this CPU"
     if sig in mine:
-        return "numba's cache index holds this build, which did not load"
+        return _LOADS
     other = mine[0]
     diff = [f"argument {i}: {b} there, {a} now" for i, (a, b) in enumerate(zip(sig, other)) if a != b]
     return "numba's cache index holds builds for other argument types (" + "; ".join(diff[:3]) + ")"
@@ -401,13 +420,22 @@ def _forget_failed_compiles():
                 obj._failed_cache.clear()
 
 
-def _load_or_compile(fn, key, args):
-    """The kernel loaded from numba's disk cache, or compiled (then COMPILED_WHY says why)."""
+def _load_or_compile(fn, key, args, what):
+    """The kernel loaded from numba's disk cache, or compiled (then COMPILED_WHY says why; and stderr, when
+    :func:`announcing`: ``what`` is compiled, then how long it took)."""
     state = _disk_state(fn, key, tuple(typeof(a) for a in args))
     if _check_callees(fn, key) and os.path.exists(_marker(key)):
         state = "a build it calls by symbol is missing (engine/linking.py)"
-    misses = sum(fn._cache_misses.values())
-    _compile(fn, key, args)
+    say = _ANNOUNCE.get() and state != _LOADS
+    if say:
+        print(f"warpsim: compiling {what} (its first launch on this host; cached in {cache_dir()}) ...",
+              end="", file=sys.stderr, flush=True)
+    misses, t0 = sum(fn._cache_misses.values()), time.perf_counter()
+    try:
+        _compile(fn, key, args)
+    finally:
+        if say:
+            print(f" {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     if sum(fn._cache_misses.values()) > misses:
         COMPILED_WHY[key] = state
 
