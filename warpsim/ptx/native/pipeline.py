@@ -1,8 +1,8 @@
 """numba's compile pipeline for the translator's generated functions: its nopython pipeline without the passes
 that find nothing in them.
 
-The generated source (codegen.py) has no closures, comprehensions, ``with`` blocks or nested functions, and the
-code it calls holds no array expressions to fuse; it is large (a flash-attention forward: ~5,000 lines in 26
+The generated source (codegen.py) has no closures, comprehensions, ``with`` blocks or nested functions, and
+neither it nor the engine code inlined into it holds an array expression to fuse; it is large (a flash-attention forward: ~5,000 lines in 26
 functions), and the passes that look for those walk all of it: inlining closures took ~1 s of that kernel's first
 compile on the 2-core EPYC, the rewrites after typing ~1 s.  The passes before ``InlineInlinables`` see the
 generated lines only; the engine's functions inlined into them (``inline="always"``) need the later ones
