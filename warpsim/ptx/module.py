@@ -222,10 +222,11 @@ class Module:
         never run at the same time, as on a GPU too small to hold the grid; a launch with clusters
         of more than one CTA runs as one batch); a grid of more than ``max_ctas`` CTAs is refused
         (raise the limit to run it).  progress: print a batch counter to stderr (default: when
-        there is more than one batch and stderr is a terminal) and, on the compiled engine, a line while the
-        kernel is compiled on its first launch on this host (default: when stderr is a terminal).  wgmma_strict: a read of an
-        in-flight wgmma's accumulator registers is an error (the PTX ISA leaves it undefined)
-        instead of what ptxas makes of it, a wait for that wgmma with a ``WgmmaSerializedWarning``.
+        there is more than one batch and stderr is a terminal) and, on the compiled engine, a line
+        while the kernel is compiled on its first launch on this host (default: when stderr is a
+        terminal).  wgmma_strict: a read of an in-flight wgmma's accumulator registers is an error
+        (the PTX ISA leaves it undefined) instead of what ptxas makes of it, a wait for that wgmma
+        with a ``WgmmaSerializedWarning``.
         workers: processes that run the batches of a grid of several batches side by side (None:
         ``WARPSIM_PTX_WORKERS``, else the idle CPUs; 1: none); the result is the sequential launch's,
         word for word, or the launch runs sequentially (:mod:`warpsim.ptx.workers`).  client: a
