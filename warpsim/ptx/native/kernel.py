@@ -28,6 +28,7 @@ from ..instructions import TYPES
 from ..syntax import PTXError
 from . import rt, rt_sync, rt_tma
 from .codegen import generate
+from .pipeline import call_types_remembered
 
 _COMPILED: dict = {}
 #: compiled launches run in this process (a counter for tests and reports)
@@ -461,7 +462,7 @@ def _compile(fn, key, args):
     config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
     try:
         t0 = time.perf_counter()
-        with _no_gc(), linking.linked_only(_group_of(fn)):
+        with _no_gc(), linking.linked_only(_group_of(fn)), call_types_remembered():
             fn.compile(tuple(typeof(a) for a in args))
         COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
     finally:
