@@ -28,7 +28,7 @@ from ..instructions import TYPES
 from ..syntax import PTXError
 from . import rt, rt_sync, rt_tma
 from .codegen import generate
-from .pipeline import call_types_remembered
+from .pipeline import compiling_generated
 
 _COMPILED: dict = {}
 #: compiled launches run in this process (a counter for tests and reports)
@@ -441,15 +441,18 @@ def _load_or_compile(fn, key, args, what):
         COMPILED_WHY[key] = state
 
 
-def _group_of(kernel):
-    """Whether a numba library is one of ``kernel``'s group functions (codegen._Functions): built only to be
-    linked into the kernel (linking.linked_only)."""
+def _libraries_of(kernel, groups_only=True):
+    """Whether a numba library is one of ``kernel``'s group functions (codegen._Functions: built only to be
+    linked into the kernel, linking.linked_only), or with ``groups_only`` False, the kernel's own too."""
     module = sys.modules[kernel.py_func.__module__]
     names = {k for k, v in vars(module).items() if re.fullmatch(r"g\d+", k) and hasattr(v, "py_func")}
+    if not groups_only:
+        names.add(kernel.py_func.__name__)
     tag = module.__name__
 
-    def pick(library):
-        return library.name in names and any(tag in f.name for f in library._final_module.functions)
+    def pick(library, module=None):
+        """(module: an LLVM module being added to the library, else its final module)"""
+        return library.name in names and any(tag in f.name for f in (module or library._final_module).functions)
     return pick
 
 
@@ -462,7 +465,8 @@ def _compile(fn, key, args):
     config.OPT = type(old)(OPT_LEVEL)      # compile time over the last few percent of speed
     try:
         t0 = time.perf_counter()
-        with _no_gc(), linking.linked_only(_group_of(fn)), call_types_remembered():
+        with _no_gc(), linking.linked_only(_libraries_of(fn)), \
+                compiling_generated(_libraries_of(fn, groups_only=False)):
             fn.compile(tuple(typeof(a) for a in args))
         COMPILE_SECONDS[key] = COMPILE_SECONDS.get(key, 0.0) + time.perf_counter() - t0
     finally:
