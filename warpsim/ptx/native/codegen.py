@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from .ir import EXIT
-from .lower import FILES, register_file, sfu_batch_lines
+from .lower import FILES, Untranslatable, register_file, sfu_batch_lines
 from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
 
 
@@ -158,7 +158,7 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 #: needs (with sizes as int64 the softmax ran 3x slower, the wgmma kernels 2x).
 _SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
                    "rt_local_copy": (1, 2, 3), "rt_load": (1,),
-                   "rt_branch": (6, 7, 8), "rt_clear": (1,),
+                   "rt_branch": (6, 7, 8), "rt_branch_on": (10, 11, 12, 13, 14), "rt_goto": (6,), "rt_clear": (1,),
                    # the kernel's register-file and stack sizes (one call a run; a second kernel's sizes would
                    # compile it again: 2 s)
                    "rt_launch_state": tuple(range(3, 11))}
@@ -334,28 +334,27 @@ def _block_body(ir, b, ind, funcs):
     last_st, last = b.stmts[-1]
     nxt = b.next
     settle = f"{pad}if not rt_settle(spc, srpc, smask, depth, w):\n{pad}    state[w] = 2"
+    goto = f"{pad}rt_goto(spc, srpc, smask, depth, state, w, {nxt})"
     if b.end == "branch":
         tgt = ir.block_at[last_st.target]
         if last_st.guard is None:
-            lines.append(f"{pad}spc[w, depth[w]] = {tgt}")
-            lines.append(settle)
+            lines.append(f"{pad}rt_goto(spc, srpc, smask, depth, state, w, {tgt})")
+        elif ir.regs.get(last_st.guard[1]) != 1:
+            raise Untranslatable(f"line {last_st.line}: a branch guarded by {last_st.guard[1]}, not a predicate")
         else:
-            g = _guard(ir, last_st)
-            lines.append(f"{pad}for l in range(32):")
-            lines.append(f"{pad}    t = base + l")
-            lines.append(f"{pad}    GACT[l] = {g}")
+            neg, p = last_st.guard
+            ir.ref(p)                       # (gives the predicate its register index)
             r = ir.reconverge_pc.get(b.start + len(b.stmts) - 1, -1)
             rb = ir.block_at[r] if r >= 0 else EXIT
-            lines.append(f"{pad}if not rt_branch(spc, srpc, smask, depth, w, GACT, {tgt}, {nxt}, {rb}):")
-            lines.append(f"{pad}    state[w] = 2")
+            lines.append(f"{pad}rt_branch_on(spc, srpc, smask, depth, state, w, GACT, AP, T, base, {ir.index[p]}, "
+                         f"{int(bool(neg))}, {tgt}, {nxt}, {rb})")
     elif b.end == "ret":
         g = _guard(ir, last_st)
         lines.append(f"{pad}for l in range(32):")
         lines.append(f"{pad}    t = base + l")
         lines.append(f"{pad}    GACT[l] = act[l] and {g or 'True'}")
         lines.append(f"{pad}rt_leave(spc, srpc, smask, depth, live, w, GACT)")
-        lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
-        lines.append(settle)
+        lines.append(goto)
     elif b.end == "bar":
         lines.append(f"{pad}for l in range(32):")
         lines.append(f"{pad}    if act[l] != live[w, l]:")
@@ -384,8 +383,7 @@ def _block_body(ir, b, ind, funcs):
         lines += [pad + x for x in _return_lines(ir, last_st)]
         lines.append(settle)
     else:
-        lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
-        lines.append(settle)
+        lines.append(goto)
     return lines
 
 

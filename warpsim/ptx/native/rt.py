@@ -444,6 +444,27 @@ def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def goto(spc, srpc, smask, depth, state, w, target):
+    """The warp's top entry goes on at block ``target`` (a branch every lane takes, or the next block), then
+    :func:`settle`; a warp with nothing left to run is done (state 2).  One call in the kernel's block dispatch
+    instead of its lines: LLVM's function passes on the kernel's one function grow faster than linearly with its
+    size (a CUTLASS 3 kernel's: 361 blocks)."""
+    spc[w, depth[w]] = target
+    if not settle(spc, srpc, smask, depth, w):
+        state[w] = 2
+
+
+@njit(cache=True, nogil=True)
+def branch_on(spc, srpc, smask, depth, state, w, taken, ap, T, base, k, neg, target, fall, reconv):
+    """A conditional branch on predicate register ``k`` (``neg``: its negation) of warp w's lanes (``taken``: the
+    lanes' scratch), as :func:`branch`; a warp with nothing left to run is done (state 2).  See :func:`goto`."""
+    for l in range(32):
+        taken[l] = get1(ap, T, k, base + l) != (neg != 0)
+    if not branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
+        state[w] = 2
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def leave(spc, srpc, smask, depth, live, w, lanes):
     """ret / exit of the kernel: the lanes leave every entry of the warp."""
     for d in range(depth[w] + 1):
