@@ -384,8 +384,7 @@ def local_copy(base, src, dst, n):
         poke1(base + dst + i, peek1(base + src + i))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def settle(spc, srpc, smask, depth, w):
+def _settle(spc, srpc, smask, depth, w):
     """Pop warp w's finished entries (at their reconvergence block, or with no lane left); False
     when the warp has nothing left to run."""
     d = depth[w]
@@ -403,12 +402,15 @@ def settle(spc, srpc, smask, depth, w):
     return d >= 0
 
 
-@njit(cache=True, nogil=True)
-def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
-    """The warp's top entry reaches a conditional branch (``taken``: its guard per lane): all active
-    lanes one way, or a split, as the interpreter's: the top entry waits at ``reconv`` (the branch's
-    immediate post-dominator; an entry that already reconverges there is popped instead), then the
-    taken lanes, then the not-taken ones on top (they run first); no entry starts at ``reconv``."""
+settle = njit(cache=True, nogil=True, _nrt=False)(_settle)
+#: settle inlined by numba into the dispatch's calls (goto, branch_on): their code is cached whole, not a call to
+#: another cached function
+_settle_inlined = njit(nogil=True, _nrt=False, inline="always")(_settle)
+
+
+@njit(nogil=True, inline="always")
+def _split(spc, srpc, smask, depth, w, taken, target, fall, reconv):
+    """branch's lanes and entries, before :func:`settle` (inlined into branch and branch_on)."""
     d = depth[w]
     act = np.empty(32, np.bool_)
     nt = 0
@@ -440,6 +442,15 @@ def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
             for l in range(32):
                 smask[w, d, l] = act[l] and (taken[l] == want)
         depth[w] = d
+
+
+@njit(cache=True, nogil=True)
+def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
+    """The warp's top entry reaches a conditional branch (``taken``: its guard per lane): all active
+    lanes one way, or a split, as the interpreter's: the top entry waits at ``reconv`` (the branch's
+    immediate post-dominator; an entry that already reconverges there is popped instead), then the
+    taken lanes, then the not-taken ones on top (they run first); no entry starts at ``reconv``."""
+    _split(spc, srpc, smask, depth, w, taken, target, fall, reconv)
     return settle(spc, srpc, smask, depth, w)
 
 
@@ -450,7 +461,7 @@ def goto(spc, srpc, smask, depth, state, w, target):
     instead of its lines: LLVM's function passes on the kernel's one function grow faster than linearly with its
     size (a CUTLASS 3 kernel's: 361 blocks)."""
     spc[w, depth[w]] = target
-    if not settle(spc, srpc, smask, depth, w):
+    if not _settle_inlined(spc, srpc, smask, depth, w):
         state[w] = 2
 
 
@@ -460,7 +471,8 @@ def branch_on(spc, srpc, smask, depth, state, w, taken, ap, T, base, k, neg, tar
     lanes' scratch), as :func:`branch`; a warp with nothing left to run is done (state 2).  See :func:`goto`."""
     for l in range(32):
         taken[l] = get1(ap, T, k, base + l) != (neg != 0)
-    if not branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
+    _split(spc, srpc, smask, depth, w, taken, target, fall, reconv)
+    if not _settle_inlined(spc, srpc, smask, depth, w):
         state[w] = 2
 
 
