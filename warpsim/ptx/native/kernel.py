@@ -162,7 +162,7 @@ from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
 from warpsim.engine.sfu import f32_range as sfu_range
-from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe as rt_bfe, branch as rt_branch,
+from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe as rt_bfe,
     branch_on as rt_branch_on, goto as rt_goto,
     clear as rt_clear, cta_begin as rt_cta_begin, div_contracted as rt_div_contracted, divrem as rt_divrem,
     f32 as rt_f32, fail, find as rt_find, fminmax32 as rt_fminmax32, get1 as rt_get1, get16 as rt_get16,

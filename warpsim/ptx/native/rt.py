@@ -404,13 +404,17 @@ def _settle(spc, srpc, smask, depth, w):
 
 settle = njit(cache=True, nogil=True, _nrt=False)(_settle)
 #: settle inlined by numba into the dispatch's calls (goto, branch_on): their code is cached whole, not a call to
-#: another cached function
+#: another cached function (whether numba links a callee's code or calls it depends on whether it was compiled or
+#: loaded from the cache in that process)
 _settle_inlined = njit(nogil=True, _nrt=False, inline="always")(_settle)
 
 
 @njit(nogil=True, inline="always")
 def _split(spc, srpc, smask, depth, w, taken, target, fall, reconv):
-    """branch's lanes and entries, before :func:`settle` (inlined into branch and branch_on)."""
+    """The warp's top entry reaches a conditional branch (``taken``: its guard per lane): all active lanes one way,
+    or a split, as the interpreter's: the top entry waits at ``reconv`` (the branch's immediate post-dominator; an
+    entry that already reconverges there is popped instead), then the taken lanes, then the not-taken ones on top
+    (they run first); no entry starts at ``reconv``.  :func:`settle` follows (branch_on)."""
     d = depth[w]
     act = np.empty(32, np.bool_)
     nt = 0
@@ -444,16 +448,6 @@ def _split(spc, srpc, smask, depth, w, taken, target, fall, reconv):
         depth[w] = d
 
 
-@njit(cache=True, nogil=True)
-def branch(spc, srpc, smask, depth, w, taken, target, fall, reconv):
-    """The warp's top entry reaches a conditional branch (``taken``: its guard per lane): all active
-    lanes one way, or a split, as the interpreter's: the top entry waits at ``reconv`` (the branch's
-    immediate post-dominator; an entry that already reconverges there is popped instead), then the
-    taken lanes, then the not-taken ones on top (they run first); no entry starts at ``reconv``."""
-    _split(spc, srpc, smask, depth, w, taken, target, fall, reconv)
-    return settle(spc, srpc, smask, depth, w)
-
-
 @njit(cache=True, nogil=True, _nrt=False)
 def goto(spc, srpc, smask, depth, state, w, target):
     """The warp's top entry goes on at block ``target`` (a branch every lane takes, or the next block), then
@@ -468,7 +462,8 @@ def goto(spc, srpc, smask, depth, state, w, target):
 @njit(cache=True, nogil=True)
 def branch_on(spc, srpc, smask, depth, state, w, taken, ap, T, base, k, neg, target, fall, reconv):
     """A conditional branch on predicate register ``k`` (``neg``: its negation) of warp w's lanes (``taken``: the
-    lanes' scratch), as :func:`branch`; a warp with nothing left to run is done (state 2).  See :func:`goto`."""
+    lanes' scratch): :func:`_split`, then :func:`settle`; a warp with nothing left to run is done (state 2).  See
+    :func:`goto`."""
     for l in range(32):
         taken[l] = get1(ap, T, k, base + l) != (neg != 0)
     _split(spc, srpc, smask, depth, w, taken, target, fall, reconv)
