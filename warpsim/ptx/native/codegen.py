@@ -334,11 +334,14 @@ def _block_body(ir, b, ind, funcs):
     last_st, last = b.stmts[-1]
     nxt = b.next
     settle = f"{pad}if not rt_settle(spc, srpc, smask, depth, w):\n{pad}    state[w] = 2"
-    goto = f"{pad}rt_goto(spc, srpc, smask, depth, state, w, {nxt})"
+
+    def goto(blk):
+        return f"{pad}rt_goto(spc, srpc, smask, depth, state, w, {blk})"
+
     if b.end == "branch":
         tgt = ir.block_at[last_st.target]
         if last_st.guard is None:
-            lines.append(f"{pad}rt_goto(spc, srpc, smask, depth, state, w, {tgt})")
+            lines.append(goto(tgt))
         elif ir.regs.get(last_st.guard[1]) != 1:
             raise Untranslatable(f"line {last_st.line}: a branch guarded by {last_st.guard[1]}, not a predicate")
         else:
@@ -354,7 +357,7 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}    t = base + l")
         lines.append(f"{pad}    GACT[l] = act[l] and {g or 'True'}")
         lines.append(f"{pad}rt_leave(spc, srpc, smask, depth, live, w, GACT)")
-        lines.append(goto)
+        lines.append(goto(nxt))
     elif b.end == "bar":
         lines.append(f"{pad}for l in range(32):")
         lines.append(f"{pad}    if act[l] != live[w, l]:")
@@ -383,7 +386,7 @@ def _block_body(ir, b, ind, funcs):
         lines += [pad + x for x in _return_lines(ir, last_st)]
         lines.append(settle)
     else:
-        lines.append(goto)
+        lines.append(goto(nxt))
     return lines
 
 
