@@ -533,6 +533,148 @@ def test_wgmma_descriptor_outside_shared_memory_names_the_line():
     assert err.value.line == line
 
 
+#: H100 captures of wgmma (tests/golden: file, entry) replayed by one compiled kernel.  Sparse (wgmma_sp_sm90a*.npz):
+#: every family and D type, A from registers (16-, 8- and 32-bit elements) and through descriptors, both selectors,
+#: imm-trans, imm-scale -1, a scale-d 0 group, N = 8, 16 and 72, special values and random metadata (repeated
+#: indices).  Dense (wgmma_sm90a_numerics.npz): A from registers of tf32, fp8 and 8-bit integer elements (satfinite,
+#: imm-scale -1, scale-d 0 groups)
+WGMMA_CAPTURES = [("wgmma_sp_sm90a", j) for j in (0, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 26, 27, 29, 32, 33, 40, 41,
+                                                  60, 69, 75, 77, 97, 104, 105, 110, 111)] + \
+    [("wgmma_sp_sm90a_cover", 1), ("wgmma_sp_sm90a_wide", 0), ("wgmma_sp_sm90a_wide", 1)] + \
+    [("wgmma_sm90a_numerics", j) for j in (6, 8, 16, 24, 30, 149, 155)]
+
+
+def _wgmma_case(name, j):
+    """(spec, kernel arguments but ``which``, G, D words a thread, H100 D words) of a capture entry."""
+    import json
+
+    from warpsim.api.wgmma import corpus_call
+    from warpsim.hw.golden import open_golden
+
+    z = open_golden(str(ROOT / "tests" / "golden" / f"{name}.npz"))
+    spec = json.loads(bytes(z["manifest"]))["entries"][j]["spec"]
+    op, d, a, b, kw = corpus_call(z, j, spec)
+    G = d.shape[0]
+    smem = np.ascontiguousarray(kw["smem"])
+    desc = np.stack([z[f"{j}.desc"][:, 0] + np.uint64(int(z[f"{j}.base"][0]) >> 4), b], axis=1).astype(np.uint64)
+    regs = np.ascontiguousarray(a if a.dtype == np.uint32 and a.ndim == 3 else np.zeros((G, 128, 4), np.uint32))
+    meta = kw.get("e", np.zeros((G, 128), np.uint32))
+    args = [smem, smem.shape[1], np.ascontiguousarray(desc), kw["scale_d"].astype(np.uint32), regs,
+            np.ascontiguousarray(meta), d.copy()]
+    return spec, args, G, z[f"{j}.dout"]
+
+
+def _wgmma_captures_kernel(specs, smem_bytes):
+    """One warpgroup a CTA: its shared-memory image copied in, its A and B descriptors, scale-d, metadata word and
+    A registers loaded, then form ``which`` of ``specs``: D loaded, the wgmma (dense or .sp), D stored (valid PTX for
+    ptxas)."""
+    import warpsim
+    from warpsim.hw.wgmma_capture import Spec, immediates
+
+    blocks = []
+    for f, spec in enumerate(specs):
+        op, a_src, sa, sb, ta, tb, *sel = spec.split("|")
+        meta = f"%r11, {sel[0]}, " if sel else ""
+        ins = warpsim.parse(op)
+        nd, f32 = ins.words("d"), ins.dtype == "f32"
+        v = 4 if nd % 4 == 0 else 2         # D in vector loads and stores (fewer statements to compile)
+        dregs = [f"%f{i}" if f32 else f"%r{100 + i}" for i in range(nd)]
+        ty = "f32" if f32 else "b32"
+        imm = "".join(", " + x for x in immediates(Spec(ins, a_src, int(sa), int(sb), int(ta), int(tb))))
+        a = "{%r12, %r13, %r14, %r15}" if a_src == "reg" else "%rd20"
+        blocks.append("\n".join(
+            [f"$F{f}:", f"\tmul.wide.u32 %rd19, %r10, {4 * nd};", "\tadd.s64 %rd22, %rd6, %rd19;"]
+            + [f"\tld.global.v{v}.{ty} {{{', '.join(dregs[i:i + v])}}}, [%rd22+{4 * i}];" for i in range(0, nd, v)]
+            + ["\twgmma.fence.sync.aligned;",
+               f"\t{op} {{{', '.join(dregs)}}}, {a}, %rd21, {meta}%p2{imm};",
+               "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;"]
+            + [f"\tst.global.v{v}.{ty} [%rd22+{4 * i}], {{{', '.join(dregs[i:i + v])}}};" for i in range(0, nd, v)]
+            + ["\tbra.uni $Lend;"]))
+    pick = "\n".join(f"\tsetp.eq.u32 %p3, %r2, {f};\n\t@%p3 bra.uni $F{f};" for f in range(len(specs)))
+    return f""".version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry wgcap(.param .u64 img, .param .u32 nbytes, .param .u64 dsc, .param .u64 sdp, .param .u64 ap,
+    .param .u64 ep, .param .u64 cd, .param .u32 which)
+{{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<200>;
+\t.reg .f32 %f<64>;
+\t.reg .b64 %rd<32>;
+\t.shared .align 1024 .b8 buf[{smem_bytes}];
+\tld.param.u64 %rd1, [img];
+\tld.param.u32 %r1, [nbytes];
+\tld.param.u64 %rd2, [dsc];
+\tld.param.u64 %rd3, [sdp];
+\tld.param.u64 %rd4, [ap];
+\tld.param.u64 %rd5, [ep];
+\tld.param.u64 %rd6, [cd];
+\tld.param.u32 %r2, [which];
+\tcvta.to.global.u64 %rd1, %rd1;
+\tcvta.to.global.u64 %rd2, %rd2;
+\tcvta.to.global.u64 %rd3, %rd3;
+\tcvta.to.global.u64 %rd4, %rd4;
+\tcvta.to.global.u64 %rd5, %rd5;
+\tcvta.to.global.u64 %rd6, %rd6;
+\tmov.u32 %r3, %tid.x;
+\tmov.u32 %r4, %ctaid.x;
+\tmul.wide.u32 %rd7, %r4, %r1;
+\tadd.s64 %rd8, %rd1, %rd7;
+\tmov.u32 %r5, buf;
+\tshl.b32 %r6, %r3, 2;
+$Lcopy:
+\tsetp.ge.u32 %p1, %r6, %r1;
+\t@%p1 bra.uni $Lcopied;
+\tcvt.u64.u32 %rd9, %r6;
+\tadd.s64 %rd10, %rd8, %rd9;
+\tld.global.b32 %r7, [%rd10];
+\tadd.s32 %r8, %r5, %r6;
+\tst.shared.b32 [%r8], %r7;
+\tadd.s32 %r6, %r6, 512;
+\tbra.uni $Lcopy;
+$Lcopied:
+\tfence.proxy.async.shared::cta;
+\tbar.sync 0;
+\tmul.wide.u32 %rd11, %r4, 16;
+\tadd.s64 %rd12, %rd2, %rd11;
+\tld.global.b64 %rd20, [%rd12];
+\tld.global.b64 %rd21, [%rd12+8];
+\tmul.wide.u32 %rd13, %r4, 4;
+\tadd.s64 %rd14, %rd3, %rd13;
+\tld.global.b32 %r9, [%rd14];
+\tsetp.ne.u32 %p2, %r9, 0;
+\tmad.lo.s32 %r10, %r4, 128, %r3;
+\tmul.wide.u32 %rd15, %r10, 4;
+\tadd.s64 %rd16, %rd5, %rd15;
+\tld.global.b32 %r11, [%rd16];
+\tmul.wide.u32 %rd17, %r10, 16;
+\tadd.s64 %rd18, %rd4, %rd17;
+\tld.global.v4.b32 {{%r12, %r13, %r14, %r15}}, [%rd18];
+{pick}
+\tbra.uni $Lend;
+{chr(10).join(blocks)}
+$Lend:
+\tret;
+}}
+"""
+
+
+def test_wgmma_captures_compiled_give_the_h100_words():
+    """wgmma.mma_async.sp (rt_wgmma.warp_mma_sparse) and register A of 8- and 32-bit elements in a compiled kernel:
+    every D word of WGMMA_CAPTURES' entries the H100's."""
+    cases = [_wgmma_case(name, j) for name, j in WGMMA_CAPTURES]
+    size = -(-max(c[1][1] for c in cases) // 1024) * 1024
+    mod = wp.load(_wgmma_captures_kernel([c[0] for c in cases], size))
+    assert mod.translation("wgcap").native, mod.translation("wgcap").reason
+    bad = []
+    for f, (spec, args, G, dout) in enumerate(cases):
+        mod.launch("wgcap", G, 128, args + [f], engine="compiled", workers=1)
+        assert mod.last_engine["engine"] == "compiled", mod.last_engine
+        if not np.array_equal(args[6], dout):
+            bad.append((spec, int((args[6] != dout).sum()), dout.size))
+    assert not bad, bad
+
+
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)

@@ -124,22 +124,55 @@ def drop_cached(disp):
         disp._cache._cache_file._save_index(keep)
 
 
+#: a callee library of more instructions than this is linked into a linked-only library's caller instead of into it
+#: (LLVM inlines nothing that large; the runtime's helpers it does inline -- address checks, loads -- stay linked)
+LARGE_CALLEE = 1000
+
+
+def _instructions(library) -> int:
+    """The instructions of the functions a library's module for linking defines (counted once a library)."""
+    n = getattr(library, "_warpsim_instructions", None)
+    if n is None:
+        mod = library._get_module_for_linking()
+        n = sum(1 for f in mod.functions if not f.is_declaration for b in f.blocks for _ in b.instructions)
+        library._warpsim_instructions = n
+    return n
+
+
 @contextlib.contextmanager
 def linked_only(is_linked_only):
     """numba builds the libraries ``is_linked_only(library)`` picks only as modules to link into their callers:
     optimised, but without machine code of their own.  numba generates each jitted function's machine code, then
     again for every caller that links it; a compiled PTX kernel's group functions are only ever linked into their
     kernel, whose library generates code for all of them once.  (Their module optimisation stays: with the kernel's
-    library the only one to optimise them, a Triton layernorm ran 20% slower.)  For the compile inside the
-    ``with`` (numba's compiler lock makes compiles one at a time); the methods are restored after it."""
+    library the only one to optimise them, a Triton layernorm ran 20% slower.)
+
+    Their large callees (more than :data:`LARGE_CALLEE` instructions: a wgmma's warp, the special-function unit's
+    range kernels) are linked into the caller that links them, once, instead of into each of them: numba optimised a
+    callee's whole module again in every library linking it (a kernel of 28 sparse wgmma forms: 8.8 s of its groups'
+    9.7 s of module optimisation).  For the compile inside the ``with`` (numba's compiler lock makes compiles one at
+    a time); the methods are restored after it."""
     from numba.core import codegen as cg
 
     lib_cls, gen_cls = cg.CPUCodeLibrary, cg.JITCPUCodegen
-    finalize, set_env = lib_cls._finalize_final_module, gen_cls.set_env
+    finalize, finalize_module, set_env = lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env
+
+    def _finalize_linking(lib):
+        deps = lib._linking_libraries
+        if is_linked_only(lib):
+            large = [d for d in deps if _instructions(d) > LARGE_CALLEE]
+            lib._linking_libraries = [d for d in deps if d not in large]
+            lib._warpsim_for_caller = large
+        else:
+            for d in list(deps):
+                if is_linked_only(d):
+                    d._ensure_finalized()
+                    deps.extend(x for x in getattr(d, "_warpsim_for_caller", ()) if x not in deps)
+        return finalize(lib)
 
     def _finalize(lib):
         if not is_linked_only(lib):
-            return finalize(lib)
+            return finalize_module(lib)
         lib._finalize_dynamic_globals()
         lib._verify_declare_only_symbols()
         lib._finalized = True           # (not added to the JIT: its caller's library holds its code)
@@ -148,8 +181,8 @@ def linked_only(is_linked_only):
         if codegen._engine.get_global_value_address(env_name):     # (a linked-only library's is not in the JIT)
             set_env(codegen, env_name, env)
 
-    lib_cls._finalize_final_module, gen_cls.set_env = _finalize, _set_env
+    lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env = _finalize_linking, _finalize, _set_env
     try:
         yield
     finally:
-        lib_cls._finalize_final_module, gen_cls.set_env = finalize, set_env
+        lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env = finalize, finalize_module, set_env

@@ -58,6 +58,19 @@ def _dot_rows(kind, A, B, C, p, out):
 
 #: _dot_rows for a caller already in jitted code (the native translator's warps, each computing its 16 rows of D)
 dot_rows = njit(cache=True, nogil=True)(named_copy(_dot_rows, "_dot_rows"))
+
+
+def _gathered_rows(kind, A, B, C, p, out):
+    """out[i, j] = dot(A[i], B[i, j], K, C[i, j], p): some rows of one sparse wgmma (A (R, K/2) compressed, B
+    (R, N, K/2) gathered at each row's kept columns, C and out (R, N) element bits) -- :func:`_matrix`'s sum for
+    one group, serially."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            out[i, j] = _dot(kind, A[i], B[i, j], A.shape[1], C[i, j], p, _NOSCALE, _NOSCALE)
+
+
+#: _gathered_rows for the native translator's warps (a sparse wgmma's 16 rows of each warp)
+gathered_rows = njit(cache=True, nogil=True)(named_copy(_gathered_rows, "_gathered_rows"))
 #: the float tensor-core kernel of single-pass fused wgmma recipes (engine.tensorcore.wgmma_runner's) on one group
 #: of any number of rows M (a multiple of 4) whose raw A, B and C the caller has put in its working arrays (A by
 #: row, B and C in panel order: tc.wgmma.wg_gathered), serially: for a caller already in jitted code

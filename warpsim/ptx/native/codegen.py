@@ -159,6 +159,8 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 _SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
                    "rt_local_copy": (1, 2, 3), "rt_load": (1,),
                    "rt_branch_on": (10, 11, 12, 13, 14), "rt_goto": (6,), "rt_clear": (1,),
+                   # a sparse wgmma's shape, scales and kind (the exact kernel: one build for every form)
+                   "rt_wgmma_sparse": (9, 10, 11, 17, 18, 19, 20, 21, 22, 25),
                    # the kernel's register-file and stack sizes (one call a run; a second kernel's sizes would
                    # compile it again: 2 s)
                    "rt_launch_state": tuple(range(3, 11))}

@@ -1,5 +1,6 @@
 """The translator's rows for ``wgmma`` kernels (registered into :data:`.lower.ROWS`): ``wgmma.mma_async``
-(dense; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers for 16-bit types), ``wgmma.fence`` /
+(dense and sparse ``.sp``; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers or a descriptor; not
+b1), ``wgmma.fence`` /
 ``commit_group`` / ``wait_group`` and ``fence.proxy.async`` (``cvt.rn.f16x2.f32``, which feeds register A, is
 lower_mma's row).
 
@@ -23,10 +24,11 @@ import numpy as np
 from ..syntax import parse_int
 from .lower import int_tuple, row
 from .rt import BAD_ADDRESS, WGMMA_OPERANDS
-from .rt_wgmma import A_COL, A_ROW, D_COL, D_ROW, OUTSIDE
+from .rt_wgmma import A_TABLES, D_COL, D_ROW, OUTSIDE
 
 #: the generated source's import of the runtime call (a prelude line, as lower_mma's rows have theirs)
-_IMPORT = "from warpsim.ptx.native.rt_wgmma import scratch as rt_wgmma_scratch, warp_mma as rt_wgmma"
+_IMPORT = ("from warpsim.ptx.native.rt_wgmma import (scratch as rt_wgmma_scratch, warp_mma as rt_wgmma, "
+           "scratch_sparse as rt_wgmma_scratch_sparse,\n    warp_mma_sparse as rt_wgmma_sparse)")
 
 
 def _no_guard(o):
@@ -95,22 +97,47 @@ def _engine_arguments(ins):
 
 
 def _check_fragments(o, ins, reg_a):
-    """The runtime's fragment tables are this opcode's (D of N columns a prefix of N = 256's; register A 16-bit)."""
+    """The runtime's fragment tables are this opcode's (D of N columns a prefix of N = 256's; register A of its
+    element width)."""
     from ...isa.layouts import layout
 
     n = ins.mnk[1]
     d = layout(ins.opcode, "d")[:32]
     ok = np.array_equal(d[..., 1], D_ROW[:, :n // 2]) and np.array_equal(d[..., 2], D_COL[:, :n // 2])
     if reg_a:
-        if ins.elem("a").bits != 16:
-            o.fail(f"{ins.opcode}: A from registers of {ins.elem('a').bits}-bit elements (the runtime takes 16-bit)")
-        a = layout(ins.opcode, "a")[:32]
-        ok = ok and np.array_equal(a[..., 1], A_ROW) and np.array_equal(a[..., 2], A_COL)
+        a, (rows, cols) = layout(ins.opcode, "a")[:32], A_TABLES[ins.elem("a").bits]
+        ok = ok and np.array_equal(a[..., 1], rows) and np.array_equal(a[..., 2], cols)
     if not ok:
         o.fail(f"{ins.opcode}: a fragment layout other than the runtime's tables")
 
 
-@row(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.[\w.]+")
+class _Metadata:
+    """values(arch) of a sparse wgmma's launch argument: its selector's metadata table (a named callable: the IR
+    keeps it; wgmma is sm_90a's, whatever the launch's arch)."""
+
+    def __init__(self, opcode, selector):
+        self.opcode, self.selector = opcode, selector
+
+    def __call__(self, arch):
+        from ...isa.sparse import metadata_matrix
+
+        return np.array(metadata_matrix(self.opcode, self.selector), np.int64)
+
+
+def _sparse_operands(o, ins, meta, token):
+    """A sparse form's metadata register (its R32 row) and sparsity selector, as the interpreter reads them: the
+    launch argument naming the selector's table."""
+    sel = parse_int(token) if isinstance(token, str) else None
+    if sel is None or sel not in ins.selectors:
+        o.fail(f"the sparsity selector {token!r} of {ins.opcode}: an integer immediate in {list(ins.selectors)}")
+    if not isinstance(meta, str) or meta not in o.ir.index or o.ir.regs.get(meta) != 32:
+        o.fail(f"the metadata operand {meta!r} of {ins.opcode} (a 32-bit register is translated)")
+    name = f"WGSP_{hashlib.sha256(f'{ins.opcode} {sel}'.encode()).hexdigest()[:10]}"
+    o.launch_args.append((name, _Metadata(ins.opcode, sel)))
+    return _row_of(o, meta, "b32"), name
+
+
+@row(r"wgmma\.mma_async(?:\.sp)?\.sync\.aligned\.m64n\d+k\d+\.[\w.]+")
 def _mma_async(o, m):
     from ...engine.warpgroup_mma import wgmma_instruction
 
@@ -119,13 +146,14 @@ def _mma_async(o, m):
         ins = wgmma_instruction(o.st.opcode)
     except ValueError as exc:
         o.fail(str(exc))
-    if ins.is_sparse or ins.elem("a").bits not in (8, 16, 32) or ins.elem("d").bits not in (16, 32):
-        o.fail(f"{ins.opcode}: sparse, b1 or 64-bit forms")
+    if ins.elem("a").bits not in (8, 16, 32):
+        o.fail(f"{ins.opcode}: b1 forms")
     ops = o.st.operands
     reg_a = len(ops) > 1 and isinstance(ops[1], list)
     nimm = (2 if ins.imm_scale else 0) + ((1 if reg_a else 2) if ins.imm_trans else 0)
-    o.need(4 + nimm)
-    dregs, sd_tok, imms = ops[0], ops[3], ops[4:]
+    nsp = 2 if ins.is_sparse else 0         # the metadata register and the sparsity selector
+    o.need(4 + nsp + nimm)
+    dregs, sd_tok, imms = ops[0], ops[3 + nsp], ops[4 + nsp:]
     if not isinstance(dregs, list) or len(dregs) != ins.words("d") or (reg_a and len(ops[1]) != ins.words("a")):
         o.fail("D or A with the wrong number of registers (the interpreter reports it)")
     _check_fragments(o, ins, reg_a)
@@ -147,14 +175,19 @@ def _mma_async(o, m):
     kind, params, fused, tables = _engine_arguments(ins)
     line = o.st.line
     o.prelude.append(_IMPORT)
-    made = f"rt_wgmma_scratch({ins.mnk[1]}, {ins.elem('a').bits}, {params}, {tables})"
+    if ins.is_sparse:
+        erow, meta = _sparse_operands(o, ins, ops[3], ops[4])
+        made = f"rt_wgmma_scratch_sparse({ins.mnk[1]}, {ins.elem('a').bits}, {params})"
+        call, last = "rt_wgmma_sparse", f"np.int64({erow}), {meta}, {int(ins.atype == 'tf32')}"
+    else:
+        made = f"rt_wgmma_scratch({ins.mnk[1]}, {ins.elem('a').bits}, {params}, {tables})"
+        call, last = "rt_wgmma", f"{fused}"
     scratch = f"WGS_{hashlib.sha256(made.encode()).hexdigest()[:10]}"
     o.scratch.append((scratch, made))
     return "warp", [
-        f"_e, _v = rt_wgmma(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
+        f"_e, _v = {call}(R32, R64, P, act, base, w, W, SMEMP, SMEM_BYTES, {ins.mnk[1]}, {ins.elem('a').bits}, "
         f"{ins.elem('d').bits}, {drows}, {arows}, np.int64({adrow}), np.int64({bdrow}), np.int64({sdrow}), {sd}, {sa}, "
-        f"{sb}, {ta}, {tb}, {kind}, "
-        f"{fused}, {scratch})",
+        f"{sb}, {ta}, {tb}, {kind}, {last}, {scratch})",
         f"if _e == {OUTSIDE}:",
         f"    return fail(status, {BAD_ADDRESS}, {line}, base, _v)",
         "if _e != 0:",
