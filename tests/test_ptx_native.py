@@ -536,12 +536,12 @@ def test_wgmma_descriptor_outside_shared_memory_names_the_line():
 #: H100 captures of wgmma (tests/golden: file, entry) replayed by one compiled kernel.  Sparse (wgmma_sp_sm90a*.npz):
 #: every family and D type, A from registers (16-, 8- and 32-bit elements) and through descriptors, both selectors,
 #: imm-trans, imm-scale -1, a scale-d 0 group, N = 8, 16 and 72, special values and random metadata (repeated
-#: indices).  Dense (wgmma_sm90a_numerics.npz): A from registers of tf32, fp8 and 8-bit integer elements (satfinite,
-#: imm-scale -1, scale-d 0 groups)
+#: indices).  Dense (wgmma_sm90a_numerics.npz, wgmma_sm90a.npz): A from registers of tf32, fp8 and 8-bit integer
+#: elements (satfinite, imm-scale -1, scale-d 0 groups), b1 (.and.popc) from registers and descriptors
 WGMMA_CAPTURES = [("wgmma_sp_sm90a", j) for j in (0, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 26, 27, 29, 32, 33, 40, 41,
                                                   60, 69, 75, 77, 97, 104, 105, 110, 111)] + \
     [("wgmma_sp_sm90a_cover", 1), ("wgmma_sp_sm90a_wide", 0), ("wgmma_sp_sm90a_wide", 1)] + \
-    [("wgmma_sm90a_numerics", j) for j in (6, 8, 16, 24, 30, 149, 155)]
+    [("wgmma_sm90a_numerics", j) for j in (6, 8, 16, 24, 30, 40, 41, 149, 155)] + [("wgmma_sm90a", 608)]
 
 
 def _wgmma_case(name, j):
@@ -660,8 +660,8 @@ $Lend:
 
 
 def test_wgmma_captures_compiled_give_the_h100_words():
-    """wgmma.mma_async.sp (rt_wgmma.warp_mma_sparse) and register A of 8- and 32-bit elements in a compiled kernel:
-    every D word of WGMMA_CAPTURES' entries the H100's."""
+    """wgmma.mma_async.sp (rt_wgmma.warp_mma_sparse), b1 wgmma and register A of 8- and 32-bit elements in a
+    compiled kernel: every D word of WGMMA_CAPTURES' entries the H100's."""
     cases = [_wgmma_case(name, j) for name, j in WGMMA_CAPTURES]
     size = -(-max(c[1][1] for c in cases) // 1024) * 1024
     mod = wp.load(_wgmma_captures_kernel([c[0] for c in cases], size))

@@ -1,6 +1,5 @@
 """The translator's rows for ``wgmma`` kernels (registered into :data:`.lower.ROWS`): ``wgmma.mma_async``
-(dense and sparse ``.sp``; f16 / bf16 / tf32 / fp8 / 8-bit integer A and B, A from registers or a descriptor; not
-b1), ``wgmma.fence`` /
+(dense and sparse ``.sp``; f16 / bf16 / tf32 / fp8 / 8-bit integer / b1 A and B, A from registers or a descriptor), ``wgmma.fence`` /
 ``commit_group`` / ``wait_group`` and ``fence.proxy.async`` (``cvt.rn.f16x2.f32``, which feeds register A, is
 lower_mma's row).
 
@@ -82,7 +81,7 @@ def _engine_arguments(ins):
     from ...engine.tensorcore import _wg_params, wgmma_runner
     from ...numerics.arch import check_arch
 
-    if ins.elem("a").kind == "int":
+    if ins.elem("a").kind in ("int", "bits"):
         from ...numerics.integer import int_params
 
         kind, p, fused = DOT_INT, np.asarray(int_params(ins), np.int64), False
@@ -146,8 +145,6 @@ def _mma_async(o, m):
         ins = wgmma_instruction(o.st.opcode)
     except ValueError as exc:
         o.fail(str(exc))
-    if ins.elem("a").bits not in (8, 16, 32):
-        o.fail(f"{ins.opcode}: b1 forms")
     ops = o.st.operands
     reg_a = len(ops) > 1 and isinstance(ops[1], list)
     nimm = (2 if ins.imm_scale else 0) + ((1 if reg_a else 2) if ins.imm_trans else 0)
@@ -172,7 +169,10 @@ def _mma_async(o, m):
     arows = int_tuple(_row_of(o, r, "b32") for r in ops[1]) if reg_a else int_tuple((0, 0, 0, 0))
     adrow = -1 if reg_a else _row_of(o, ops[1], "b64")
     bdrow = _row_of(o, ops[2], "b64")
-    kind, params, fused, tables = _engine_arguments(ins)
+    try:
+        kind, params, fused, tables = _engine_arguments(ins)
+    except (ValueError, NotImplementedError) as exc:
+        o.fail(f"{ins.opcode}: {exc}")
     line = o.st.line
     o.prelude.append(_IMPORT)
     if ins.is_sparse:

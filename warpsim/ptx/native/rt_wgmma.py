@@ -31,21 +31,22 @@ K_BITS = 256
 _REFERENCE = "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16"
 #: the opcodes whose register A fragments are the runtime's for 8- and 32-bit elements
 _REFERENCE_A = {8: "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3",
-                32: "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32"}
+                32: "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
+                1: "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc"}
 
 
 def _fragments():
     """(row, col) of each element of warp 0's lanes: D (32, 128) of the widest N, register A (32, 8) of 16-bit
     types (warp w of a warpgroup: rows + 16 w; a narrower N's D is a prefix, checked by the lowering), then register
-    A (32, 16) of 8-bit and (32, 4) of 32-bit types."""
+    A (32, 16) of 8-bit, (32, 4) of 32-bit and (32, 128) of 1-bit types."""
     tabs = [layout(_REFERENCE, "d")[:32], layout(_REFERENCE, "a")[:32]] + \
-        [layout(_REFERENCE_A[b], "a")[:32] for b in (8, 32)]
+        [layout(_REFERENCE_A[b], "a")[:32] for b in (8, 32, 1)]
     return tuple(np.ascontiguousarray(t[..., i]) for t in tabs for i in (1, 2))
 
 
-D_ROW, D_COL, A_ROW, A_COL, A_ROW8, A_COL8, A_ROW32, A_COL32 = _fragments()
+D_ROW, D_COL, A_ROW, A_COL, A_ROW8, A_COL8, A_ROW32, A_COL32, A_ROW1, A_COL1 = _fragments()
 #: register A's (row, col) tables by element bits (the lowering checks an opcode's layout against them)
-A_TABLES = {16: (A_ROW, A_COL), 8: (A_ROW8, A_COL8), 32: (A_ROW32, A_COL32)}
+A_TABLES = {16: (A_ROW, A_COL), 8: (A_ROW8, A_COL8), 32: (A_ROW32, A_COL32), 1: (A_ROW1, A_COL1)}
 #: each D element's place in the fused kernel's panel order of a warp's 16 rows (engine.tc.wgmma.wg_panels)
 D_PANEL = (D_COL >> 3) * 16 * 8 + D_ROW * 8 + (D_COL & 7)
 
@@ -99,6 +100,8 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, K, mn_major, out, panels)
     lbo = np.int64(((d >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4))
     sbo = np.int64(((d >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4))
     w = _SWIZZLE_BYTES[np.int64(d >> np.uint64(62))]
+    if ebits == 1:
+        return _gather_bits(smem, smem_bytes, start, lbo, sbo, w, row0, rows, K, out)
     nb = ebits // 8
     per = 16 // nb                                       # elements in a chunk
     for i0 in range(0, rows, per if mn_major else 1):
@@ -121,6 +124,23 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, K, mn_major, out, panels)
 
 
 @njit(cache=True, nogil=True)
+def _gather_bits(smem, smem_bytes, start, lbo, sbo, w, row0, rows, K, out):
+    """_gather of 1-bit elements (K-major: b1 has no imm-trans): element k of a row is bit k % 8 of its byte, and a
+    16-byte chunk of 128 elements is contiguous in shared memory."""
+    one = np.uint64(1)
+    for i in range(rows):
+        for k0 in range(0, K, 128):
+            a = _address(start, lbo, sbo, w, row0 + i, k0, 1, False)
+            for j in range(16):
+                if a + j < 0 or a + j + 1 > smem_bytes:
+                    return OUTSIDE, np.uint64(a + j)
+                v = np.uint64(peek1(smem + a + j))
+                for b in range(8):
+                    out[i * K + k0 + 8 * j + b] = (v >> np.uint64(b)) & one
+    return 0, np.uint64(0)
+
+
+@njit(cache=True, nogil=True)
 def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow, sa, sb, ta, tb, A, B, panels, KB):
     """Warp w's 16 rows of A (flat, by row) and all of B^T (KB elements a row; flat: by row, or as the fused
     kernel's panels) from its registers / descriptors, imm-scale -1 applied (-> 0 or a code of warp_mma, value)."""
@@ -130,8 +150,8 @@ def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow
             for j in range(8):
                 x = np.uint64(R32[arows[j // 2], base + l])
                 A[A_ROW[l, j] * K + A_COL[l, j]] = (x >> np.uint64(16 * (j % 2))) & np.uint64(0xFFFF)
-    elif adrow < 0:     # 8- or 32-bit elements: 4 words a lane, 32 / ebits elements each
-        ar, ac = (A_ROW8, A_COL8) if ebits == 8 else (A_ROW32, A_COL32)
+    elif adrow < 0:     # 8-, 32- or 1-bit elements: 4 words a lane, 32 / ebits elements each
+        ar, ac = (A_ROW8, A_COL8) if ebits == 8 else ((A_ROW32, A_COL32) if ebits == 32 else (A_ROW1, A_COL1))
         per = 32 // ebits
         mask = np.uint64((1 << ebits) - 1)
         for l in range(32):
