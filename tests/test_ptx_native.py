@@ -675,6 +675,82 @@ def test_wgmma_captures_compiled_give_the_h100_words():
     assert not bad, bad
 
 
+#: H100 corpus entries (tests/golden/corpus_sm90.npz) of tf32 mma.sp: the exact generic kernel on the warp (metadata
+#: that splices B's halves is the exact kernel's), every selector, both metadata spellings, K = 8 and 16
+MMA_SP_TF32 = (130, 131, 132, 133, 134, 137, 138, 139, 140, 141)
+
+
+def _mma_captures_kernel(entries):
+    """Each thread loads its A, B, C and metadata words, runs form ``which`` of ``entries`` ((opcode, selector, A, B,
+    C, D words a thread)) and stores D (valid PTX for ptxas)."""
+    blocks = []
+    for f, (op, sel, na, nb, nc, nd) in enumerate(entries):
+        regs = {}
+        for role, n, first in (("a", na, 20), ("b", nb, 30), ("c", nc, 40)):
+            regs[role] = [f"%r{first + i}" for i in range(n)]
+        dregs = [f"%f{i}" for i in range(nd)]
+        lines = [f"$F{f}:"]
+        for role, param in (("a", 1), ("b", 2), ("c", 3)):
+            n = len(regs[role])
+            lines += [f"\tmul.wide.u32 %rd10, %r5, {4 * n};", f"\tadd.s64 %rd11, %rd{param}, %rd10;"]
+            lines += [f"\tld.global.b32 {r}, [%rd11+{4 * i}];" for i, r in enumerate(regs[role])]
+        lines += [f"\t{op} {{{', '.join(dregs)}}}, {{{', '.join(regs['a'])}}}, {{{', '.join(regs['b'])}}}, "
+                  f"{{{', '.join(regs['c'])}}}, %r6, {sel};",
+                  f"\tmul.wide.u32 %rd10, %r5, {4 * nd};", "\tadd.s64 %rd11, %rd5, %rd10;"]
+        lines += [f"\tst.global.f32 [%rd11+{4 * i}], {r};" for i, r in enumerate(dregs)] + ["\tbra.uni $Lend;"]
+        blocks.append("\n".join(lines))
+    pick = "\n".join(f"\tsetp.eq.u32 %p1, %r2, {f};\n\t@%p1 bra.uni $F{f};" for f in range(len(entries)))
+    params = ", ".join(f".param .u64 p{i}" for i in range(1, 6))
+    loads = "\n".join(f"\tld.param.u64 %rd{i}, [p{i}];\n\tcvta.to.global.u64 %rd{i}, %rd{i};" for i in range(1, 6))
+    return f""".version 8.5
+.target sm_90
+.address_size 64
+.visible .entry mmacap({params}, .param .u32 which)
+{{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<64>;
+\t.reg .f32 %f<8>;
+\t.reg .b64 %rd<16>;
+{loads}
+\tld.param.u32 %r2, [which];
+\tmov.u32 %r3, %tid.x;
+\tmov.u32 %r4, %ctaid.x;
+\tmad.lo.s32 %r5, %r4, 64, %r3;
+\tmul.wide.u32 %rd10, %r5, 4;
+\tadd.s64 %rd11, %rd4, %rd10;
+\tld.global.b32 %r6, [%rd11];
+{pick}
+\tbra.uni $Lend;
+{chr(10).join(blocks)}
+$Lend:
+\tret;
+}}
+"""
+
+
+def test_tf32_mma_sp_compiled_gives_the_h100_words():
+    """tf32 mma.sp / mma.sp::ordered_metadata in a compiled kernel (rt_tc.mma_generic_sparse): every D word of
+    MMA_SP_TF32's corpus entries the H100's (56 warps each: normal, finite, special values, random metadata)."""
+    from warpsim.cli import verify
+    from warpsim.hw import Corpus
+
+    corpus = Corpus(verify.default_corpus())
+    cases = [corpus.entry(i) for i in MMA_SP_TF32]
+    mod = wp.load(_mma_captures_kernel([(c["opcode"], c["selector"], *(c[r].shape[2] for r in "abcd")) for c in cases]))
+    assert mod.translation("mmacap").native, mod.translation("mmacap").reason
+    bad = []
+    for f, c in enumerate(cases):
+        W = c["a"].shape[0]
+        d = np.zeros_like(c["d"])
+        args = [np.ascontiguousarray(c["a"]), np.ascontiguousarray(c["b"]), np.ascontiguousarray(c["c"]),
+                np.ascontiguousarray(c["e"]), d, f]
+        mod.launch("mmacap", W // 2, 64, args, engine="compiled", workers=1)
+        assert mod.last_engine["engine"] == "compiled", mod.last_engine
+        if not np.array_equal(d, c["d"]):
+            bad.append((c["opcode"], c["selector"], int((d != c["d"]).sum())))
+    assert not bad, bad
+
+
 def test_engine_none_uses_a_built_kernel():
     mod = wp.load(FORMS.read_text())
     x = np.zeros(2 * 64 * 4, np.uint32)

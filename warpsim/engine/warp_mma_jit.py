@@ -80,16 +80,16 @@ def _generic_args(pl):
 TC_REGISTER_ITEMS = 28
 
 
-def call_args(pl) -> tuple:
+def call_args(pl, generic=False) -> tuple:
     """The constant arguments of ``mma_<path(pl)>`` for an unscaled plan (dense; or sparse on the float tensor-core
     path, for mma_tc_gathered).  The float tensor-core path's (``T``): p, M, K, Ka, ri0, q, scale, emin, rpb,
     rpa, zexp, the element types ea .. ed, the run types va .. vd, the units' places wpa .. wpd and types ua .. ud
     (_register_units), the sparse metadata's table spt -- what mma_tc_gathered and tc_register_units take,
     the first TC_REGISTER_ITEMS, each a word or more on the stack of every call that passes them -- then the runs'
-    places pa .. pd (mma_tc, dense)."""
+    places pa .. pd (mma_tc, dense).  ``generic``: the exact generic kernel's, whatever the plan's path."""
     ins = pl.ins
     m, n, k = ins.mnk
-    p = path(pl)
+    p = "generic" if generic else path(pl)
     if p == "generic":
         return _generic_args(pl)
     if p == "int":
@@ -168,6 +168,16 @@ def mma_generic(G, S, a, b, c, d):
 
 
 @njit(nogil=True, inline="always")
+def mma_generic_sparse(G, S, a, b, c, d):
+    """mma_generic of a sparse form (mma.sp): the warp's (1, 32) metadata words in S[0] (scratch_generic_sparse; the
+    plan's own is a placeholder), which the caller has filled."""
+    (kind, params, _, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
+     tf32meta, chunk, SFA, SFB, scaled) = G
+    _k._serial(kind, params, a, b, c, S[0], d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
+               sd, bd, sp, sparse, tf32meta, chunk, SFA, SFB, scaled)
+
+
+@njit(nogil=True, inline="always")
 def mma_int(I, S, a, b, c, d):
     """The integer kernel (``kernel._int_serial``) on one warp (S: scratch_int)."""
     params, e, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
@@ -184,7 +194,7 @@ def mma_int_sparse(I, S, a, b, c, d):
 
 @njit(nogil=True, inline="always")
 def scratch_int_sparse(I, a, b, c, d):
-    """mma_int_sparse's working arrays: the warp's metadata words."""
+    """mma_int_sparse's (and mma_generic_sparse's) working arrays: the warp's metadata words."""
     return (np.empty((1, 32), np.uint32),)
 
 
@@ -259,4 +269,4 @@ def tc_register_units(T, S):
 
 #: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's
 #: callers gather their registers themselves: mma_tc_gathered)
-OWN = {"int": mma_int, "generic": mma_generic, "int_sparse": mma_int_sparse}
+OWN = {"int": mma_int, "generic": mma_generic, "int_sparse": mma_int_sparse, "generic_sparse": mma_generic_sparse}

@@ -7,7 +7,9 @@ They register into :data:`warpsim.ptx.native.lower.ROWS`.  Each is the interpret
 * ``mma.sync`` (dense, unscaled, 32-bit registers) is a warp statement calling the engine's own jitted kernel
   for its plan (:mod:`warpsim.engine.warp_mma_jit`): the path (integer, tensor-core, generic) is fixed when the
   kernel is generated, the plan's tables are a kernel argument of each launch, chosen by the launch's arch
-  (``Lowered.launch_args``); an arch whose plan takes another path runs on the interpreter;
+  (``Lowered.launch_args``); an arch whose plan takes another path runs on the interpreter, but for the generic
+  path (the exact kernel gives any plan's words), which tf32 ``mma.sp`` always takes (metadata that splices B's
+  halves is the exact kernel's);
 * ``ldmatrix`` / ``stmatrix``: lanes 8i..8i+7 give matrix i's row addresses (16-byte aligned, inside the CTA's
   shared memory); lane l holds row l/4, columns 2(l%4) and 2(l%4)+1 of each matrix (``.trans``: of its
   transpose), as ``instructions._frag_from_matrix``;
@@ -29,6 +31,7 @@ from .rt import PARTIAL_WARP
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
             "mma_generic as rt_mma_generic,\n    mma64_generic as rt_mma64_generic, mma_int as rt_mma_int, "
             "mma_int_sparse as rt_mma_int_sparse,\n    mma_tc as rt_mma_tc, mma_tc_sparse as rt_mma_tc_sparse, "
+            "mma_generic_sparse as rt_mma_generic_sparse, scratch_generic_sparse as rt_scratch_generic_sparse,\n    "
             "scratch_generic as rt_scratch_generic, scratch_int as rt_scratch_int,\n    scratch_int_sparse as "
             "rt_scratch_int_sparse, scratch_tc as rt_scratch_tc, scratch_tc_sparse as rt_scratch_tc_sparse,\n    "
             "stmatrix as rt_stmatrix)")
@@ -88,10 +91,10 @@ def mma_values(opcode, path, arch, registers=False, selector=0):
         pl = _plan(opcode, arch, selector)
     except (ValueError, KeyError) as exc:
         raise Untranslatable(f"{opcode} on {arch}: {exc}") from None
-    if warp_mma_jit.path(pl) != path:
+    if path != "generic" and warp_mma_jit.path(pl) != path:
         raise Untranslatable(f"{opcode} takes the engine's {warp_mma_jit.path(pl)} path on {arch}; the compiled "
                              f"kernel calls its {path} path")
-    args = warp_mma_jit.call_args(pl)
+    args = warp_mma_jit.call_args(pl, generic=path == "generic")      # (the exact kernel: any plan's words)
     return args[:warp_mma_jit.TC_REGISTER_ITEMS] if registers and path == "tc" else args
 
 
@@ -138,10 +141,8 @@ def _mma(o, m):
     if ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
         o.fail(f"{op}: block-scaled mma forms are not translated")
     path = engine_path(o, op)
-    if ins.is_sparse and ins.atype == "tf32":
-        o.fail(f"{op}: sparse tf32 forms are not translated (metadata that splices B's halves takes the exact kernel)")
-    if ins.is_sparse and path == "generic":
-        o.fail(f"{op}: a sparse form on the engine's generic path is not translated")
+    if ins.is_sparse and ins.atype == "tf32":     # metadata that splices B's halves takes the exact kernel: all of it
+        path = "generic"
     if wide and path != "generic":
         o.fail(f"{op}: a 64-bit form on the engine's {path} path")
     ops = o.need(6 if ins.is_sparse else 4)

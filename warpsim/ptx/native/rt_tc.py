@@ -134,11 +134,13 @@ def scratch_tc(plan, na, nb, nc, nd):
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
 #: scratch_<path>(plan, A, B, C, D registers) its working arrays S
 mma_int, mma_generic = (_on_registers(_j.OWN[p]) for p in ("int", "generic"))
-mma_int_sparse = _on_registers(_j.OWN["int_sparse"], sparse=True)
+mma_int_sparse, mma_generic_sparse = (_on_registers(_j.OWN[p], sparse=True) for p in ("int_sparse", "generic_sparse"))
 #: the same on 64-bit registers (f64 mma: the generic path, the host-FPU chain's words)
 mma64_generic = _on_registers(_j.OWN["generic"], wide=True)
 scratch_int, scratch_generic, scratch_int_sparse = (
     _scratch(f) for f in (_j.scratch_int, _j.scratch_generic, _j.scratch_int_sparse))
+#: the generic path of a sparse form keeps the metadata words as the integer path's does
+scratch_generic_sparse = scratch_int_sparse
 
 
 @njit(cache=True, nogil=True)
