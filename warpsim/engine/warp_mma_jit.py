@@ -178,6 +178,17 @@ def mma_generic_sparse(G, S, a, b, c, d):
 
 
 @njit(nogil=True, inline="always")
+def mma_generic_scaled(G, S, a, b, c, d):
+    """mma_generic of a block-scaled form: S (scratch_generic_scaled) holds the warp's metadata words (a sparse form's;
+    unused by a dense one) and its rows' and columns' scale bits ((1, M, nscale), (1, N, nscale)), which the caller
+    has filled (kernel.scale_factors' gather)."""
+    (kind, params, _, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
+     tf32meta, chunk, _sfa, _sfb, _scaled) = G
+    _k._serial(kind, params, a, b, c, S[0], d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
+               sd, bd, sp, sparse, tf32meta, chunk, S[1], S[2], True)
+
+
+@njit(nogil=True, inline="always")
 def mma_int(I, S, a, b, c, d):
     """The integer kernel (``kernel._int_serial``) on one warp (S: scratch_int)."""
     params, e, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse, chunk = I
@@ -269,4 +280,5 @@ def tc_register_units(T, S):
 
 #: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's
 #: callers gather their registers themselves: mma_tc_gathered)
-OWN = {"int": mma_int, "generic": mma_generic, "int_sparse": mma_int_sparse, "generic_sparse": mma_generic_sparse}
+OWN = {"int": mma_int, "generic": mma_generic, "int_sparse": mma_int_sparse, "generic_sparse": mma_generic_sparse,
+       "generic_scaled": mma_generic_scaled}

@@ -32,6 +32,7 @@ _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldma
             "mma_generic as rt_mma_generic,\n    mma64_generic as rt_mma64_generic, mma_int as rt_mma_int, "
             "mma_int_sparse as rt_mma_int_sparse,\n    mma_tc as rt_mma_tc, mma_tc_sparse as rt_mma_tc_sparse, "
             "mma_generic_sparse as rt_mma_generic_sparse, scratch_generic_sparse as rt_scratch_generic_sparse,\n    "
+            "mma_generic_scaled as rt_mma_generic_scaled, scratch_generic_scaled as rt_scratch_generic_scaled,\n    "
             "scratch_generic as rt_scratch_generic, scratch_int as rt_scratch_int,\n    scratch_int_sparse as "
             "rt_scratch_int_sparse, scratch_tc as rt_scratch_tc, scratch_tc_sparse as rt_scratch_tc_sparse,\n    "
             "stmatrix as rt_stmatrix)")
@@ -128,7 +129,7 @@ def _lanes(body, n=32):
     return [f"for l in range({n}):", "    t = base + l", *("    " + x for x in body)]
 
 
-@row(r"mma\.(?:sync|sp(?:::ordered_metadata)?\.sync)\.aligned\.m\d+n\d+k\d+\.row\.col(?:\.\w+)+")
+@row(r"mma\.(?:sync|sp(?:::ordered_metadata)?\.sync)\.aligned\.m\d+n\d+k\d+\.row\.col(?:\.[\w:]+)+")
 def _mma(o, m):
     from ...isa.parse import parse
 
@@ -138,14 +139,17 @@ def _mma(o, m):
     except ValueError as exc:
         o.fail(str(exc))
     wide = all(ins.elem(r).bits == 64 for r in "abcd")
-    if ins.block_scaled or (not wide and any(ins.elem(r).bits == 64 for r in "abcd")):
-        o.fail(f"{op}: block-scaled mma forms are not translated")
+    if not wide and any(ins.elem(r).bits == 64 for r in "abcd"):
+        o.fail(f"{op}: a form mixing 64-bit and narrower operands")
     path = engine_path(o, op)
-    if ins.is_sparse and ins.atype == "tf32":     # metadata that splices B's halves takes the exact kernel: all of it
+    # metadata that splices B's halves takes the exact kernel: all of tf32's; block-scaled forms: the exact kernel
+    # with the warp's scale bits (the interpreter's fast path, where it applies, gives its words)
+    if (ins.is_sparse and ins.atype == "tf32") or ins.block_scaled:
         path = "generic"
     if wide and path != "generic":
         o.fail(f"{op}: a 64-bit form on the engine's {path} path")
-    ops = o.need(6 if ins.is_sparse else 4)
+    nops = 6 if ins.is_sparse else 4
+    ops = o.need(nops + (4 if ins.block_scaled else 0))
     sel, meta = 0, None
     if ins.is_sparse:       # the metadata register and the sparsity selector, as the interpreter reads them
         meta, token = ops[4], ops[5]
@@ -165,12 +169,32 @@ def _mma(o, m):
     o.prelude += [_IMPORTS, _engine_digest()]
     o.launch_args.append((name, _Values(op, path, sel)))
     words = ", ".join(str(len(regs[r]) * (2 if wide else 1)) for r in "abcd")
-    kind = f"{path}_sparse" if ins.is_sparse else path
-    o.scratch.append((f"{name}_S", f"rt_scratch_{kind}({name}, {words})"))
+    kind = "generic_scaled" if ins.block_scaled else f"{path}_sparse" if ins.is_sparse else path
+    o.scratch.append((f"{name}_S", f"rt_scratch_{kind}({name}, {words}{f', {ins.nscale}' if ins.block_scaled else ''})"))
     call, file = ("rt_mma64_", "R64") if wide else ("rt_mma_", "R32")
     more = f", np.int64({o.ir.index[meta]})" if ins.is_sparse else ""
+    if ins.block_scaled:
+        more = (more or ", np.int64(-1)") + _scale_operands(o, ins, ops[nops:])
     return "warp", _checked(f"{call}{kind}({name}, {name}_S, {file}, base, act, {rows['a']}, {rows['b']}, "
                             f"{rows['c']}, {rows['d']}{more})", o.st.line)
+
+
+def _scale_operands(o, ins, ops):
+    """A block-scaled form's scale-a register, {byte-id-a, thread-id-a}, scale-b register, {byte-id-b, thread-id-b},
+    as the interpreter reads them (engine.warp_mma.validate_scales): the call's arguments after the metadata row."""
+    rows, sels = [], []
+    bytes_ok, ta, tb = ins.scale_selectors()
+    for (reg, pair), who, tids in zip((ops[0:2], ops[2:4]), "ab", (ta, tb)):
+        if not isinstance(reg, str) or reg not in o.ir.index or o.ir.regs.get(reg) != 32:
+            o.fail(f"the scale-{who} operand {reg!r} of {ins.opcode} (a 32-bit register is translated)")
+        o.src(reg, "b32")
+        rows.append(o.ir.index[reg])
+        vals = [parse_int(x) if isinstance(x, str) else None for x in pair] if isinstance(pair, list) else []
+        if len(vals) != 2 or vals[0] not in bytes_ok or vals[1] not in tids:
+            o.fail(f"the scale selectors {pair!r} of {who.upper()} in {ins.opcode}: {{byte-id-{who}, thread-id-{who}}}, "
+                   f"immediates in {list(bytes_ok)} and {list(tids)} (the interpreter reports others)")
+        sels += vals
+    return f", np.int64({rows[0]}), np.int64({rows[1]}), ({', '.join(f'np.int64({v})' for v in sels)})"
 
 
 def _row_addresses(o, where, n):

@@ -39,20 +39,24 @@ def _gather(x, rows, R, base, l, wide):
             x[0, l, i] = np.uint32(w)
 
 
-def _on_registers(fn, wide=False, sparse=False):
+def _on_registers(fn, wide=False, sparse=False, scaled=False):
     """``fn`` (a path of :mod:`warpsim.engine.warp_mma_jit`) on the warp's registers: the operands' words
     gathered, D's scattered back, on the working arrays S of :func:`_scratch`; ``wide``: 64-bit registers (R: the
     64-bit file), two words each, low first (the interpreter's f64 operands); ``sparse``: an mma.sp, whose
-    metadata register (row ``re``) gives each lane's word to the path's working arrays (their first).  Returns a
+    metadata register (row ``re``) gives each lane's word to the path's working arrays (their first); ``scaled``: a
+    block-scaled form, its scale registers (rows ``rsa``, ``rsb``) and selectors ``sels`` (byte-id-a, thread-id-a,
+    byte-id-b, thread-id-b) give the rows' and columns' scale bits (the working arrays' second and third).  Returns a
     status word (see :func:`ldmatrix`)."""
     @njit(nogil=True, inline="always")
-    def call(plan, S, R, base, act, ra, rb, rc, rd, re=-1):
+    def call(plan, S, R, base, act, ra, rb, rc, rd, re=-1, rsa=-1, rsb=-1, sels=(0, 0, 0, 0)):
         st = warp_status(act)
         if st != 0:
             return max(st, 0)
         a, b, c, d, inner = S
-        if sparse:
+        if sparse and re >= 0:      # (a dense block-scaled form passes no metadata row)
             _metadata(inner[0], R, re, base)
+        if scaled:
+            _scale_bits(inner[1], inner[2], R, rsa, rsb, sels, base)
         for l in range(32):
             _gather(a, ra, R, base, l, wide)
             _gather(b, rb, R, base, l, wide)
@@ -114,6 +118,21 @@ def _metadata(E, R, re, base):
         E[0, l] = R[np.uint64(re), np.uint64(base + l)]
 
 
+@njit(nogil=True, inline="always")
+def _scale_bits(SFA, SFB, R, rsa, rsb, sels, base):
+    """Row m's scale bits: bytes byte-id-a + q of lane 4 (m % 8) + 2 thread-id-a + m // 8 of register ``rsa``; column
+    n's: bytes byte-id-b + q of lane 4 n + thread-id-b of ``rsb`` (engine.kernel.scale_factors, for one warp)."""
+    bida, tida, bidb, tidb = sels
+    for m in range(SFA.shape[1]):
+        v = np.uint64(R[np.uint64(rsa), np.uint64(base + 4 * (m % 8) + 2 * tida + m // 8)])
+        for q in range(SFA.shape[2]):
+            SFA[0, m, q] = (v >> np.uint64(8 * (bida + q))) & np.uint64(0xFF)
+    for n in range(SFB.shape[1]):
+        v = np.uint64(R[np.uint64(rsb), np.uint64(base + 4 * n + tidb)])
+        for q in range(SFB.shape[2]):
+            SFB[0, n, q] = (v >> np.uint64(8 * (bidb + q))) & np.uint64(0xFF)
+
+
 #: mma_tc(_sparse)(plan, S, R, base, A rows, B rows, C rows, D rows[, metadata row])
 mma_tc, mma_tc_sparse = _tc_on_registers(False), _tc_on_registers(True)
 
@@ -141,6 +160,19 @@ scratch_int, scratch_generic, scratch_int_sparse = (
     _scratch(f) for f in (_j.scratch_int, _j.scratch_generic, _j.scratch_int_sparse))
 #: the generic path of a sparse form keeps the metadata words as the integer path's does
 scratch_generic_sparse = scratch_int_sparse
+#: a block-scaled form on the generic path (dense or sparse): mma_generic_scaled(plan, S, R, base, A .. D rows,
+#: metadata row, scale-a row, scale-b row, (byte-id-a, thread-id-a, byte-id-b, thread-id-b))
+mma_generic_scaled = _on_registers(_j.OWN["generic_scaled"], sparse=True, scaled=True)
+
+
+@njit(nogil=True, inline="always")
+def scratch_generic_scaled(plan, na, nb, nc, nd, nscale):
+    """mma_generic_scaled's working arrays: the operands' words, the metadata words, the rows' (M) and columns' (N)
+    scale bits (the plan's M, N: items 4, 5 of the generic path's arguments)."""
+    return (np.empty((1, 32, na), np.uint32), np.empty((1, 32, nb), np.uint32), np.empty((1, 32, nc), np.uint32),
+            np.empty((1, 32, nd), np.uint32),
+            (np.zeros((1, 32), np.uint32), np.empty((1, plan[4], nscale), np.uint64),
+             np.empty((1, plan[5], nscale), np.uint64)))
 
 
 @njit(cache=True, nogil=True)
