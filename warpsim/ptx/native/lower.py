@@ -589,16 +589,18 @@ def _pointer(o, where, address, space, nb, total, how):
         if base not in symbols:
             o.fail(f"address {where!r}")
         base = f"np.uint64({symbols[base]})"
-    lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})",
-             f"if _a % np.uint64({nb}) != np.uint64(0):",
-             f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
-    at = {"shared": f"rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total})",
-          "cluster": f"rt_sync.cluster_at(status, {o.st.line}, t, SMEM0, SMEM_BYTES, CRANK, CS, _a, {total})",
-          "local": f"rt_local_at(status, {o.st.line}, t, LMEMP, LMEM_STRIDE, LMEM_BYTES, _a, {total})",
-          "global": f"rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how})"}
+    lines = [f"_a = {base} + np.uint64({off & 0xFFFFFFFFFFFFFFFF})"]
+    # a space's address: the call checks its alignment too (one line, not three); a generic one: here, on the
+    # generic address (the error names it, as the interpreter's does)
+    al = f", {nb}" if space != "generic" else ""
+    at = {"shared": f"rt_shared_at(status, {o.st.line}, t, SMEMP, SMEM_BYTES, _a, {total}{al})",
+          "cluster": f"rt_sync.cluster_at(status, {o.st.line}, t, SMEM0, SMEM_BYTES, CRANK, CS, _a, {total}{al})",
+          "local": f"rt_local_at(status, {o.st.line}, t, LMEMP, LMEM_STRIDE, LMEM_BYTES, _a, {total}{al})",
+          "global": f"rt_global_at(status, {o.st.line}, t, BASES, SIZES, PTRS, TRK, TOFF, _a, {total}, {how}{al})"}
     found = ["if _p == 0:", "    return 1"]        # 0: it failed (status says why)
     if space != "generic":
         return lines + [f"_p = {at[space]}"] + found
+    lines += [f"if _a % np.uint64({nb}) != np.uint64(0):", f"    return fail(status, {MISALIGNED}, {o.st.line}, t, _a)"]
     # a generic address: a window's space, or a global address (memory._split; the parameter window is not
     # translated, nor the local window of a kernel without local memory: an address there fails as outside
     # every mapped array)

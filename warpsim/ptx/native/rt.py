@@ -346,11 +346,13 @@ def apply_written(trk, data, out, o):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how):
-    """The host address of the (aligned) global bytes [addr, addr + n) a thread reads or writes (``how``),
-    tracked (:func:`track`); 0 when they are not mapped (then ``status`` says so for PTX line ``line`` and
-    thread ``t``).  One call instead of find, track and a failure record: each jitted call costs numba's
-    compile time."""
+def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how, align=1):
+    """The host address of the global bytes [addr, addr + n) a thread reads or writes (``how``), tracked
+    (:func:`track`); 0 when they are not aligned to ``align`` (a power of two) or not mapped (then ``status`` says
+    so for PTX line ``line`` and thread ``t``).  One call instead of an alignment check, find, track and a failure
+    record: each jitted call, and each generated line, costs numba's compile time."""
+    if addr & np.uint64(align - 1):
+        return fail(status, MISALIGNED, line, t, addr) - 1
     k = find(bases, sizes, addr, n)
     if k < 0:
         return fail(status, BAD_ADDRESS, line, t, addr) - 1
@@ -360,17 +362,21 @@ def global_at(status, line, t, bases, sizes, ptrs, trk, toff, addr, n, how):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def shared_at(status, line, t, smemp, smem_bytes, addr, n):
-    """The host address of the CTA's (aligned) shared bytes [addr, addr + n); 0 as :func:`global_at`."""
+def shared_at(status, line, t, smemp, smem_bytes, addr, n, align=1):
+    """The host address of the CTA's shared bytes [addr, addr + n); 0 as :func:`global_at`."""
+    if addr & np.uint64(align - 1):
+        return fail(status, MISALIGNED, line, t, addr) - 1
     if addr + np.uint64(n) > np.uint64(smem_bytes):
         return fail(status, BAD_ADDRESS, line, t, addr) - 1
     return smemp + np.int64(addr)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def local_at(status, line, t, lmemp, stride, size, addr, n):
+def local_at(status, line, t, lmemp, stride, size, addr, n, align=1):
     """The host address of thread t's local bytes [addr, addr + n) (``size`` bytes each, ``stride`` apart);
     0 as :func:`global_at` (status[4]: n, which the interpreter's message names)."""
+    if addr & np.uint64(align - 1):
+        return fail(status, MISALIGNED, line, t, addr) - 1
     if n > size or addr > np.uint64(size - n):
         status[4] = n
         return fail(status, BAD_LOCAL, line, t, addr) - 1

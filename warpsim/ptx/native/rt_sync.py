@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from ..memory import SHARED_WINDOW
-from .rt import BAD_ADDRESS, SYNC_ERROR, fail, settle
+from .rt import BAD_ADDRESS, MISALIGNED, SYNC_ERROR, fail, settle
 
 _WINDOW_BASE = np.int64(SHARED_WINDOW)
 
@@ -162,9 +162,11 @@ def bar_arrive(status, line, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def cluster_at(status, line, t, smem0, smem_bytes, r, CS, addr, n):
-    """The host address of the (aligned) shared::cluster bytes [addr, addr + n): CTA r's own below 2^24, CTA
-    k's for (k + 1) << 24 | offset (mapa); 0 after a failure (as rt.shared_at)."""
+def cluster_at(status, line, t, smem0, smem_bytes, r, CS, addr, n, align=1):
+    """The host address of the shared::cluster bytes [addr, addr + n): CTA r's own below 2^24, CTA k's for
+    (k + 1) << 24 | offset (mapa); 0 after a failure, a misaligned address included (as rt.shared_at)."""
+    if addr & np.uint64(align - 1):
+        return fail(status, MISALIGNED, line, t, addr) - 1
     rank = np.int64(addr >> np.uint64(RANK_SHIFT))
     off = np.int64(addr & np.uint64(_OFF_MASK))
     k = r if rank == 0 else rank - 1
