@@ -233,6 +233,18 @@ def int_tuple(values):
     return "(" + "".join(f"np.int64({v}), " for v in values) + ")"
 
 
+def sparse_operands(o, ins, meta, token):
+    """A sparse form's (``mma.sp``, ``wgmma.mma_async.sp``) metadata register and sparsity selector, as the
+    interpreter reads them: (the selector, the register's row in the 32-bit file)."""
+    sel = parse_int(token) if isinstance(token, str) else None
+    if sel is None or sel not in ins.selectors:
+        o.fail(f"the sparsity selector {token!r} of {ins.opcode}: an integer immediate in {list(ins.selectors)}")
+    if not isinstance(meta, str) or meta not in o.ir.index or o.ir.regs.get(meta) != 32:
+        o.fail(f"the metadata operand {meta!r} of {ins.opcode} (a 32-bit register is translated)")
+    o.src(meta, "b32")
+    return sel, o.ir.index[meta]
+
+
 def _sx(expr, bits):
     """A uint64 word of ``bits`` sign-extended to int64."""
     return f"np.int64(np.int{bits}({expr}))" if bits < 64 else f"np.int64({expr})"

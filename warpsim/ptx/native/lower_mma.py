@@ -25,7 +25,7 @@ import hashlib
 import os
 
 from ..syntax import parse_int
-from .lower import Untranslatable, int_tuple, row
+from .lower import Untranslatable, int_tuple, row, sparse_operands
 from .rt import PARTIAL_WARP
 
 _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldmatrix as rt_ldmatrix, "
@@ -150,15 +150,7 @@ def _mma(o, m):
         o.fail(f"{op}: a 64-bit form on the engine's {path} path")
     nops = 6 if ins.is_sparse else 4
     ops = o.need(nops + (4 if ins.block_scaled else 0))
-    sel, meta = 0, None
-    if ins.is_sparse:       # the metadata register and the sparsity selector, as the interpreter reads them
-        meta, token = ops[4], ops[5]
-        sel = parse_int(token) if isinstance(token, str) else None
-        if sel is None or sel not in ins.selectors:
-            o.fail(f"the sparsity selector {token!r} of {op}: an integer immediate in {list(ins.selectors)}")
-        if not isinstance(meta, str) or meta not in o.ir.index or o.ir.regs.get(meta) != 32:
-            o.fail(f"the metadata operand {meta!r} of {op} (a 32-bit register is translated)")
-        o.src(meta, "b32")
+    sel, erow = sparse_operands(o, ins, ops[4], ops[5]) if ins.is_sparse else (0, None)
     regs = {}
     for role, x in zip("dabc", ops[:4]):
         regs[role] = x if isinstance(x, list) else [x]
@@ -172,7 +164,7 @@ def _mma(o, m):
     kind = "generic_scaled" if ins.block_scaled else f"{path}_sparse" if ins.is_sparse else path
     o.scratch.append((f"{name}_S", f"rt_scratch_{kind}({name}, {words}{f', {ins.nscale}' if ins.block_scaled else ''})"))
     call, file = ("rt_mma64_", "R64") if wide else ("rt_mma_", "R32")
-    more = f", np.int64({o.ir.index[meta]})" if ins.is_sparse else ""
+    more = f", np.int64({erow})" if ins.is_sparse else ""
     if ins.block_scaled:
         more = (more or ", np.int64(-1)") + _scale_operands(o, ins, ops[nops:])
     return "warp", _checked(f"{call}{kind}({name}, {name}_S, {file}, base, act, {rows['a']}, {rows['b']}, "

@@ -21,7 +21,7 @@ import hashlib
 import numpy as np
 
 from ..syntax import parse_int
-from .lower import int_tuple, row
+from .lower import int_tuple, row, sparse_operands
 from .rt import BAD_ADDRESS, WGMMA_OPERANDS
 from .rt_wgmma import A_TABLES, D_COL, D_ROW, OUTSIDE
 
@@ -124,16 +124,11 @@ class _Metadata:
 
 
 def _sparse_operands(o, ins, meta, token):
-    """A sparse form's metadata register (its R32 row) and sparsity selector, as the interpreter reads them: the
-    launch argument naming the selector's table."""
-    sel = parse_int(token) if isinstance(token, str) else None
-    if sel is None or sel not in ins.selectors:
-        o.fail(f"the sparsity selector {token!r} of {ins.opcode}: an integer immediate in {list(ins.selectors)}")
-    if not isinstance(meta, str) or meta not in o.ir.index or o.ir.regs.get(meta) != 32:
-        o.fail(f"the metadata operand {meta!r} of {ins.opcode} (a 32-bit register is translated)")
+    """A sparse form's metadata register (its R32 row) and the launch argument naming its selector's table."""
+    sel, erow = sparse_operands(o, ins, meta, token)
     name = f"WGSP_{hashlib.sha256(f'{ins.opcode} {sel}'.encode()).hexdigest()[:10]}"
     o.launch_args.append((name, _Metadata(ins.opcode, sel)))
-    return _row_of(o, meta, "b32"), name
+    return erow, name
 
 
 @row(r"wgmma\.mma_async(?:\.sp)?\.sync\.aligned\.m64n\d+k\d+\.[\w.]+")
