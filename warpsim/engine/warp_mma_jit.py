@@ -159,22 +159,25 @@ overload(units_out, jit_options={"cache": True})(lambda U, places, R, base, regs
 
 
 @njit(nogil=True, inline="always")
-def mma_generic(G, S, a, b, c, d):
-    """The exact generic kernel (``kernel._serial``) on one warp (S: scratch_generic)."""
-    (kind, params, e, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
-     tf32meta, chunk, SFA, SFB, scaled) = G
+def _generic_on(G, a, b, c, d, e, SFA, SFB, scaled):
+    """The exact generic kernel (``kernel._serial``) on one warp, with these metadata words and scale bits."""
+    (kind, params, _, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
+     tf32meta, chunk, _sfa, _sfb, _scaled) = G
     _k._serial(kind, params, a, b, c, e, d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
                sd, bd, sp, sparse, tf32meta, chunk, SFA, SFB, scaled)
+
+
+@njit(nogil=True, inline="always")
+def mma_generic(G, S, a, b, c, d):
+    """The exact generic kernel on one warp (S: scratch_generic)."""
+    _generic_on(G, a, b, c, d, G[2], G[28], G[29], G[30])
 
 
 @njit(nogil=True, inline="always")
 def mma_generic_sparse(G, S, a, b, c, d):
     """mma_generic of a sparse form (mma.sp): the warp's (1, 32) metadata words in S[0] (scratch_generic_sparse; the
     plan's own is a placeholder), which the caller has filled."""
-    (kind, params, _, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
-     tf32meta, chunk, SFA, SFB, scaled) = G
-    _k._serial(kind, params, a, b, c, S[0], d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
-               sd, bd, sp, sparse, tf32meta, chunk, SFA, SFB, scaled)
+    _generic_on(G, a, b, c, d, S[0], G[28], G[29], G[30])
 
 
 @njit(nogil=True, inline="always")
@@ -182,10 +185,7 @@ def mma_generic_scaled(G, S, a, b, c, d):
     """mma_generic of a block-scaled form: S (scratch_generic_scaled) holds the warp's metadata words (a sparse form's;
     unused by a dense one) and its rows' and columns' scale bits ((1, M, nscale), (1, N, nscale)), which the caller
     has filled (kernel.scale_factors' gather)."""
-    (kind, params, _, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd, sd, bd, sp, sparse,
-     tf32meta, chunk, _sfa, _sfb, _scaled) = G
-    _k._serial(kind, params, a, b, c, S[0], d, P, M, N, K, Ka, fa, wa, sa, ba, fb, wb, sb, bb, fc, wc, sc, bc, fd, wd,
-               sd, bd, sp, sparse, tf32meta, chunk, S[1], S[2], True)
+    _generic_on(G, a, b, c, d, S[0], S[1], S[2], True)
 
 
 @njit(nogil=True, inline="always")
