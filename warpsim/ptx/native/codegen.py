@@ -159,11 +159,26 @@ _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-leve
 _SITE_ARGUMENTS = {"fail": (1, 2), "rt_global_at": (1,), "rt_shared_at": (1,), "rt_local_at": (1,),
                    "rt_local_copy": (1, 2, 3), "rt_load": (1,),
                    "rt_branch_on": (10, 11, 12, 13, 14), "rt_goto": (6,), "rt_clear": (1,),
-                   # a sparse wgmma's shape, scales and kind (the exact kernel: one build for every form)
-                   "rt_wgmma_sparse": (9, 10, 11, 17, 18, 19, 20, 21, 22, 25),
                    # the kernel's register-file and stack sizes (one call a run; a second kernel's sizes would
                    # compile it again: 2 s)
                    "rt_launch_state": tuple(range(3, 11))}
+
+
+def _parameter_positions(fn, names):
+    """The positions of the parameters ``names`` of the jitted function ``fn``."""
+    import inspect
+
+    params = list(inspect.signature(fn.py_func).parameters)
+    return tuple(params.index(n) for n in names)
+
+
+def _sparse_wgmma_arguments():
+    """A sparse wgmma's shape, scales, kind and tf32 flag: int64 constants (its exact kernel gains nothing from a
+    build per form; a kernel of 28 forms built it ~20 times)."""
+    from .rt_wgmma import warp_mma_sparse
+
+    return {"rt_wgmma_sparse": _parameter_positions(
+        warp_mma_sparse, ("n", "ebits", "dbits", "sd", "sa", "sb", "ta", "tb", "kind", "tf32"))}
 
 
 def _line_arguments():
@@ -186,6 +201,7 @@ def _line_arguments():
 
 
 _SITE_ARGUMENTS.update(_line_arguments())
+_SITE_ARGUMENTS.update(_sparse_wgmma_arguments())
 _SITE_CALL = re.compile(r"\b(" + "|".join(map(re.escape, _SITE_ARGUMENTS)) + r")\(")
 _INT = re.compile(r"-?\d+\Z")
 

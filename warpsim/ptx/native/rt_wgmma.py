@@ -145,7 +145,7 @@ def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow
     """Warp w's 16 rows of A (flat, by row) and all of B^T (KB elements a row; flat: by row, or as the fused
     kernel's panels) from its registers / descriptors, imm-scale -1 applied (-> 0 or a code of warp_mma, value)."""
     K = K_BITS // ebits
-    if adrow < 0 and ebits == 16:
+    if adrow < 0 and ebits == 16:    # (the dense f16 / bf16 register path, its shifts and masks constants)
         for l in range(32):
             for j in range(8):
                 x = np.uint64(R32[arows[j // 2], base + l])
