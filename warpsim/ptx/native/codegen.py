@@ -18,6 +18,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES, Untranslatable, register_file, sfu_batch_lines
+from .reroll import Tables, reroll
 from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
 
 
@@ -46,7 +47,8 @@ def _vector_runs(items):
     """A lane run split so that its runs of at least ``VECTOR_RUN`` register-only statements (``_pure``) have
     lane loops of their own: LLVM runs such a loop as vector instructions over the 32 lanes (the register
     rows are ``TT`` words apart, a constant; a loop with memory accesses or a failure exit stays scalar).
-    Running one statement for all lanes before the next is the interpreter's order."""
+    Running one statement for all lanes before the next is the interpreter's order.  -> [("vector" | "lane",
+    statements)] (a vector run is never rerolled: reroll.py)."""
     runs = []
     for it in items:
         p = _pure(*it)
@@ -61,7 +63,7 @@ def _vector_runs(items):
             out[-1][1].extend(run)
         else:
             out.append((p, list(run)))
-    return [("lane", run) for _, run in out]
+    return [("vector" if p else "lane", run) for p, run in out]
 
 
 def _joins(group, st, low):
@@ -294,11 +296,22 @@ class _Functions:
     def __init__(self, ir):
         self.ir, self.defs = ir, []
         self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args) | set(ir.scratch)
+        self.consts, self.ints, self.tables = set(), set(), Tables()
 
-    def add(self, body, regs, refcounted=False):
-        """A function of the group's lines; -> the call that runs it (1: it failed, see status)."""
+    def _finished(self, lines):
+        """Lines with their register elements as word calls and their constants module constants."""
+        text = "\n".join(_words(x) for x in lines)
+        self.consts.update(int(v) for v in _CONST.findall(text))
+        text, ints = _typed_int_arguments(_CONST.sub(lambda m: f"K{m.group(1)}", text))
+        self.ints |= ints
+        return text.split("\n")
+
+    def add(self, segments, regs, refcounted=False):
+        """A function of the groups' ``segments`` (reroll.reroll's), its lines finished and its runs rerolled;
+        -> the call that runs it (1: it failed, see status)."""
         name = f"g{len(self.defs)}"
-        body = [_words(x) for x in body]
+        body = reroll([(k, [self._finished(s) for s in b] if k in ("lanes", "loop") else self._finished(b))
+                       for k, b in segments], self.tables, _lane_loop)
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used - {"T"})
         head = ["T = TT"] if "T" in used else []        # the rows' length, a constant (_vector_runs)
@@ -307,7 +320,19 @@ class _Functions:
         return f"{name}({', '.join(args)})"
 
 
-def _group_lines(ir, items):
+def _lane_statement(ir, st, low):
+    """A lane statement's lines inside its lane loop (unindented), under its guard."""
+    g = _guard(ir, st)
+    return [f"if {g}:"] + ["    " + x for x in low.lines] if g else list(low.lines)
+
+
+def _lane_loop(lines):
+    """Lines run for each active lane (``t`` its thread)."""
+    return ["for l in range(32):", "    if act[l]:", "        t = base + l"] + ["        " + x for x in lines]
+
+
+def _group_lines(ir, kind, items):
+    """-> (the group's segment for reroll.reroll, the registers it touches)."""
     regs = set()
     if items[0][1].kind in ("warp", "wait", "park"):
         st, low = items[0]
@@ -321,17 +346,12 @@ def _group_lines(ir, items):
             (["act = _act0"] if g else [])
         for _, x in items:
             regs.update(x.reads + x.writes)
-        return body, regs
-    body = ["for l in range(32):", "    if act[l]:", "        t = base + l"]
+        return ("top", body), regs
     for st, low in items:
-        g = _guard(ir, st)
-        inner = " " * (12 if g else 8)
-        if g:
-            body.append(f"        if {g}:")
+        if st.guard is not None:
             regs.add(st.guard[1])
-        body.extend(inner + x for x in low.lines)
         regs.update(low.reads + low.writes)
-    return body, regs
+    return ("lanes" if kind == "vector" else "loop", [_lane_statement(ir, st, low) for st, low in items]), regs
 
 
 def _block_body(ir, b, ind, funcs):
@@ -340,8 +360,8 @@ def _block_body(ir, b, ind, funcs):
     chunk, regs, size, counted = [], set(), 0, False
     groups = _groups(b.stmts)
     for i, (kind, items) in enumerate(groups):
-        body, r = _group_lines(ir, items)
-        chunk += body
+        segment, r = _group_lines(ir, kind, items)
+        chunk.append(segment)
         regs |= r
         size += len(items)
         counted |= ir.refcount_all or any(low.refcounted for _, low in items)
@@ -558,9 +578,9 @@ def generate(ir, name="native_kernel"):
     L.append("    return")
     L = _one_exit(L, L.index(_LOOP), len(L) - 2)
     body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"
-    consts = sorted({int(v) for v in _CONST.findall(body)})
+    consts = sorted({int(v) for v in _CONST.findall(body)} | funcs.consts)
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
     body, ints = _typed_int_arguments(body)
     return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
-        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints)) + \
-        "\n\n" + body
+        "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints | funcs.ints)) + \
+        "".join(x + "\n" for x in funcs.tables.defs) + "\n\n" + body
