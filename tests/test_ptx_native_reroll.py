@@ -101,6 +101,28 @@ def test_the_hardware_checked_kernels_run_rerolled_code(stem, entry):
     src = kernel._source(ir)
     assert src.count("for _rr in range(") >= 3
     assert "RR0 = np.array([" in src
+    if entry == "attention":        # its three loads of a tile: one group function, called for each
+        assert src.count("TOFF, TRK, _gi):") == 1
+        assert all(f"TOFF, TRK, I{k})" in src for k in range(3))
+
+
+def test_groups_equal_but_for_their_values_share_one_function_reading_tables():
+    """Two instances of a group: the values that differ (a register's row, a PTX line, the table a rerolled loop
+    reads) are read from tables at the instance's number; equal ones stay in the code."""
+    tables = rr.Tables()
+    bodies = []
+    for i in range(2):
+        loop = rr.reroll([("top", _store(64 + 4 * k + 100 * i, 0, 100 + k)) for k in range(3)], tables, _lanes)
+        bodies.append("\n".join(loop + [f"rt_set32(A32, T, {7 + i}, t, K5)"]))
+    tpls = [rr.template(b, tables) for b in bodies]
+    assert tpls[0][0] == tpls[1][0]
+    reads, body = rr.substituted(tpls, tables, "_gi", "_gv")
+    assert reads == [f"_gv{len(tpls[0][1]) - 2} = RR4[_gi]"]          # the rows 7 / 8
+    assert tables.defs[2:] == ["RR2 = np.array([164, 168, 172], np.int64)",       # the second instance's loop
+                               "RR3 = np.array([[64, 68, 72], [164, 168, 172]], np.int64)",
+                               "RR4 = np.array([7, 8], np.int64)"]
+    assert "RR0[_rr]" in body and "RR3[_gi, _rr]" in body       # the lines alike, the rows a row of RR3 each
+    assert rr.template_text(tpls[1]) == bodies[1]
 
 
 def test_a_lane_loops_repeated_statements_loop_inside_each_lane():

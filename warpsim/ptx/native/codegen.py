@@ -18,7 +18,7 @@ import re
 
 from .ir import EXIT
 from .lower import FILES, Untranslatable, register_file, sfu_batch_lines
-from .reroll import Tables, reroll
+from .reroll import Tables, reroll, substituted, template, template_text
 from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
 
 
@@ -291,10 +291,14 @@ _GROUP_JIT = "@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, 
 
 class _Functions:
     """The kernel's statement groups, each a jitted function of its own (numba's compile time grows
-    faster than linearly with a function's size; many small functions compile in linear time)."""
+    faster than linearly with a function's size; many small functions compile in linear time).  Groups that are
+    the same code but for their registers, PTX lines and constants (reroll.template: an unrolled loop's blocks, a
+    CUTLASS kernel's 35 copies of a predicate's test) are one function, called with its instance's number,
+    which reads those values from tables; a vector run must be equal in every instance (with variable rows its
+    lane loop would no longer run as vector code)."""
 
     def __init__(self, ir):
-        self.ir, self.defs = ir, []
+        self.ir, self.shapes = ir, {}
         self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args) | set(ir.scratch)
         self.consts, self.ints, self.tables = set(), set(), Tables()
 
@@ -308,16 +312,44 @@ class _Functions:
 
     def add(self, segments, regs, refcounted=False):
         """A function of the groups' ``segments`` (reroll.reroll's), its lines finished and its runs rerolled;
-        -> the call that runs it (1: it failed, see status)."""
-        name = f"g{len(self.defs)}"
-        body = reroll([(k, [self._finished(s) for s in b] if k in ("lanes", "loop") else self._finished(b))
-                       for k, b in segments], self.tables, _lane_loop)
+        -> the call that runs it (1: it failed, see status), its instance's number a placeholder until
+        :meth:`definitions`."""
+        finished = [(k, [self._finished(s) for s in b] if k in ("lanes", "loop") else self._finished(b))
+                    for k, b in segments]
+        body = reroll(finished, self.tables, _lane_loop)
         used = set(_WORD.findall("\n".join(body)))
         args = ["act", "base", "w", "status"] + sorted((self.context | set(FILES.values())) & used - {"T"})
         head = ["T = TT"] if "T" in used else []        # the rows' length, a constant (_vector_runs)
-        self.defs.append([_GROUP_JIT.format("" if refcounted else ", _nrt=False"), f"def {name}({', '.join(args)}):"] +
-                         ["    " + x for x in head + body] + ["    return 0", ""])
-        return f"{name}({', '.join(args)})"
+        tpl = template("\n".join(head + body), self.tables)
+        vector = "\n".join(x for k, b in finished if k == "lanes" for s in b for x in s)
+        key = (tpl[0], tuple(k for k, _, _ in tpl[1]), tuple(args), refcounted, vector)
+        shape = self.shapes.setdefault(key, {"name": f"g{len(self.shapes)}", "args": args,
+                                             "refcounted": refcounted, "instances": []})
+        shape["instances"].append(tpl)
+        return f"{shape['name']}({', '.join(args)}{_INSTANCE}{shape['name']}:{len(shape['instances']) - 1}{_INSTANCE})"
+
+    def definitions(self):
+        """The group functions' lines; the calls' instance placeholders -> their text (``calls``)."""
+        defs, calls = [], {}
+        for shape in self.shapes.values():
+            name, inst = shape["name"], shape["instances"]
+            if len(inst) == 1:
+                reads, body, params = [], template_text(inst[0]), shape["args"]
+                calls[name] = lambda k: ""
+            else:
+                reads, body = substituted(inst, self.tables, "_gi", "_gv")
+                params = shape["args"] + ["_gi"]
+                self.ints.update(range(len(inst)))
+                calls[name] = lambda k: f", I{k}"
+            defs.append([_GROUP_JIT.format("" if shape["refcounted"] else ", _nrt=False"),
+                         f"def {name}({', '.join(params)}):"] +
+                        ["    " + x for x in reads + body.split("\n")] + ["    return 0", ""])
+        return defs, calls
+
+
+#: brackets an instance's number in a group call until the groups are known (_Functions.definitions)
+_INSTANCE = "\x01"
+_PLACED = re.compile(_INSTANCE + r"(g\d+):(\d+)" + _INSTANCE)
 
 
 def _lane_statement(ir, st, low):
@@ -577,7 +609,9 @@ def generate(ir, name="native_kernel"):
     L.append(f"    rt_alive({', '.join(FILES.values())})")
     L.append("    return")
     L = _one_exit(L, L.index(_LOOP), len(L) - 2)
-    body = "\n".join(x for d in funcs.defs for x in d) + "\n\n" + "\n".join(_words(x) for x in L) + "\n"
+    defs, calls = funcs.definitions()
+    kernel = _PLACED.sub(lambda m: calls[m[1]](int(m[2])), "\n".join(_words(x) for x in L))
+    body = "\n".join(x for d in defs for x in d) + "\n\n" + kernel + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)} | funcs.consts)
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
     body, ints = _typed_int_arguments(body)

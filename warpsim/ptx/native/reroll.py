@@ -56,15 +56,20 @@ class Tables:
     """The module-level tables the rerolled runs read (one per varying slot), named ``RR<n>``."""
 
     def __init__(self):
-        self.defs, self._names = [], {}
+        self.defs, self._names, self.content = [], {}, {}
 
     def add(self, kind, values):
-        """-> the name of a table of ``values`` (one table for equal ones)."""
-        dtype = "np.uint64" if kind == "K" else "np.int64"
-        key = f"np.array([{', '.join(map(str, values))}], {dtype})"
+        """-> the name of a table of ``values`` (one table for equal ones; ``kind`` "T": rows of tables, a 2-D one)."""
+        if kind == "T":
+            dtype = values[0][0]
+            key = f"np.array([{', '.join('[' + ', '.join(map(str, v)) + ']' for _, v in values)}], {dtype})"
+        else:
+            dtype = "np.uint64" if kind == "K" else "np.int64"
+            key = f"np.array([{', '.join(map(str, values))}], {dtype})"
         if key not in self._names:
             self._names[key] = f"RR{len(self.defs)}"
             self.defs.append(f"{self._names[key]} = {key}")
+            self.content[self._names[key]] = (dtype, tuple(values))
         return self._names[key]
 
 
@@ -174,17 +179,51 @@ def _joined(tpls):
 def _loop(run, tables, split=False):
     """One run's loop: each slot whose value differs between the repetitions read from a table, the others
     kept.  -> its lines, or with ``split`` (its head, its body's unindented lines)."""
-    shape, first = run[0]
-    head, parts = [f"for _rr in range({len(run)}):"], shape.split(_SLOT)
-    body = parts[0]
-    for n, (kind, _, src) in enumerate(first):
-        col = [t[1][n][1] for t in run]
-        if len(set(col)) == 1:
-            body += src
-        else:
-            head.append(f"    _rv{n} = {tables.add(kind, col)}[_rr]")
-            body += f"_rv{n}"
-        body += parts[n + 1]
+    reads, body = substituted(run, tables, "_rr", "_rv")
+    head = [f"for _rr in range({len(run)}):"] + ["    " + x for x in reads]
     if split:
         return head, body.split("\n")
     return head + ["    " + x for x in body.split("\n")]
+
+
+#: a rerolled loop's table read: a slot of a group's template (two instances of a group may loop over other tables)
+_TABLE_READ = re.compile(r"\bRR\d+\[_rr\]")
+
+
+def template(text, tables):
+    """-> (``text`` with each token a repeat may differ in a slot -- and each rerolled loop's table read, kind "T"
+    -- [(kind, value, source text)]): texts of equal templates are the same code but for those values
+    (:func:`substituted`)."""
+    pieces = _TABLE_READ.split(text)
+    reads = _TABLE_READ.findall(text)
+    shape, slots = _template(pieces[0])
+    for read, piece in zip(reads, pieces[1:]):
+        more, vals = _template(piece)
+        shape += _SLOT + more
+        slots += [("T", tables.content[read[:-len("[_rr]")]], read)] + vals
+    return shape, slots
+
+
+def template_text(tpl):
+    """A template's text with its slots' own values (the code it was made of)."""
+    parts = tpl[0].split(_SLOT)
+    return parts[0] + "".join(src + part for (_, _, src), part in zip(tpl[1], parts[1:]))
+
+
+def substituted(instances, tables, index, prefix):
+    """``instances``: [template] of one shape -> (lines reading each slot whose value differs between them from
+    ``tables`` at ``index`` into ``<prefix><n>``, the shape with every slot its variable or its one value)."""
+    shape, first = instances[0]
+    parts = shape.split(_SLOT)
+    reads, body = [], parts[0]
+    for n, (kind, _, src) in enumerate(first):
+        col = [t[1][n][1] for t in instances]
+        if len(set(col)) == 1:
+            body += src
+        elif kind == "T":           # a rerolled loop's tables, one row an instance
+            body += f"{tables.add(kind, col)}[{index}, _rr]"
+        else:
+            reads.append(f"{prefix}{n} = {tables.add(kind, col)}[{index}]")
+            body += f"{prefix}{n}"
+        body += parts[n + 1]
+    return reads, body
