@@ -12,6 +12,10 @@ Only what is an argument at run time may differ between the repeats of a run: a 
 status codes, immediates), a special-function batch's slice (``<n> * _m``).  Anything numba specialises on (sizes,
 widths, units, literal arguments) must be equal.  Inside a lane loop a run costs run time, and needs
 ``LANES_MIN_RUN`` repeats.
+
+The same templates serve whole statement groups (``codegen._Functions``): groups alike but for those values -- and
+for the tables their rerolled loops read -- are compiled once, reading the values at their instance's number
+(:func:`template`, :func:`substituted`).
 """
 
 from __future__ import annotations
