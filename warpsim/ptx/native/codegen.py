@@ -48,7 +48,7 @@ def _vector_runs(items):
     lane loops of their own: LLVM runs such a loop as vector instructions over the 32 lanes (the register
     rows are ``TT`` words apart, a constant; a loop with memory accesses or a failure exit stays scalar).
     Running one statement for all lanes before the next is the interpreter's order.  -> [("vector" | "lane",
-    statements)] (a vector run is never rerolled: reroll.py)."""
+    statements)] (reroll.py rerolls a vector run's repeats only from LANES_MIN_RUN on)."""
     runs = []
     for it in items:
         p = _pure(*it)
@@ -329,22 +329,21 @@ class _Functions:
         return f"{shape['name']}({', '.join(args)}{_INSTANCE}{shape['name']}:{len(shape['instances']) - 1}{_INSTANCE})"
 
     def definitions(self):
-        """The group functions' lines; the calls' instance placeholders -> their text (``calls``)."""
-        defs, calls = [], {}
+        """-> (the group functions' lines, the names of those called with an instance's number ``_gi``)."""
+        defs, shared = [], set()
         for shape in self.shapes.values():
-            name, inst = shape["name"], shape["instances"]
+            name, inst, params = shape["name"], shape["instances"], shape["args"]
             if len(inst) == 1:
-                reads, body, params = [], template_text(inst[0]), shape["args"]
-                calls[name] = lambda k: ""
+                reads, body = [], template_text(inst[0])
             else:
                 reads, body = substituted(inst, self.tables, "_gi", "_gv")
-                params = shape["args"] + ["_gi"]
+                params = params + ["_gi"]
                 self.ints.update(range(len(inst)))
-                calls[name] = lambda k: f", I{k}"
+                shared.add(name)
             defs.append([_GROUP_JIT.format("" if shape["refcounted"] else ", _nrt=False"),
                          f"def {name}({', '.join(params)}):"] +
                         ["    " + x for x in reads + body.split("\n")] + ["    return 0", ""])
-        return defs, calls
+        return defs, shared
 
 
 #: brackets an instance's number in a group call until the groups are known (_Functions.definitions)
@@ -609,8 +608,8 @@ def generate(ir, name="native_kernel"):
     L.append(f"    rt_alive({', '.join(FILES.values())})")
     L.append("    return")
     L = _one_exit(L, L.index(_LOOP), len(L) - 2)
-    defs, calls = funcs.definitions()
-    kernel = _PLACED.sub(lambda m: calls[m[1]](int(m[2])), "\n".join(_words(x) for x in L))
+    defs, shared = funcs.definitions()
+    kernel = _PLACED.sub(lambda m: f", I{m[2]}" if m[1] in shared else "", "\n".join(_words(x) for x in L))
     body = "\n".join(x for d in defs for x in d) + "\n\n" + kernel + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)} | funcs.consts)
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
