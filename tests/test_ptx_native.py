@@ -355,7 +355,9 @@ print(sum(kernel.COMPILE_SECONDS.values()))
     assert "not built here before" in whys[0] and whys[1] == "[]", whys        # kernel.COMPILED_WHY
     (marker,) = tmp_path.glob("*.built")
     symbols = marker.read_text().split()
-    assert symbols and all("tc_one_matrix" in x for x in symbols), symbols
+    # the tensor-core kernel and the set-up every kernel runs once a launch (engine/linking.py's callers)
+    assert any("tc_one_matrix" in x for x in symbols), symbols
+    assert any("launch_state" in x for x in symbols) and any("sync_state" in x for x in symbols), symbols
     marker.write_text("\n".join(x.replace("tc_one_matrix", "tc_one_gone") for x in symbols) + "\n")
     third = run()
     assert third > 3 * second, (second, third)        # compiled again
@@ -1360,6 +1362,35 @@ def test_dropping_a_kernels_cached_build_keeps_other_cpus_builds(tmp_path, monke
     cache._save_index({**index, other: index[mine]})
     linking.drop_cached(mod.f)
     assert list(cache._load_index()) == [other]
+
+
+def test_a_call_by_symbol_keeps_literal_builds_and_passes_exceptions_on():
+    """linking.unlinked(..., literal=True) builds the callee for the caller's literal arguments (as a linked call
+    does: the wgmma warp's sizes and flags), each build its own registered name, and an exception the callee
+    raises reaches the caller (its status is passed on, not dropped)."""
+    from numba import njit, types
+
+    from warpsim.engine import linking
+
+    @njit
+    def scaled(x, k):
+        if x < 0:
+            raise ValueError("negative x")
+        return x * k
+
+    by_symbol = linking.unlinked(scaled, literal=True)
+
+    @njit
+    def caller(x):
+        return by_symbol(x, 3) + by_symbol(x, 5)
+
+    assert caller(2) == 16
+    literal_ks = sorted(sig[1].literal_value for sig in scaled.overloads if isinstance(sig[1], types.Literal))
+    assert literal_ks == [3, 5]
+    names = {linking._name(scaled, sig) for sig in scaled.overloads}
+    assert len(names) == 2 and all(n in linking._NAMES for n in names)
+    with pytest.raises(ValueError, match="negative x"):
+        caller(-1)
 
 
 def test_a_kernel_source_written_twice_keeps_its_first_file(tmp_path):

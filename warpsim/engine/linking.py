@@ -46,29 +46,35 @@ def _register(disp, argtypes) -> str:
     return name
 
 
-def unlinked(disp):
-    """An intrinsic ``call(args)`` running the jitted function ``disp`` on the tuple ``args`` (compiled, or loaded
-    from numba's cache, for their types) through its registered name.  The callee must not raise (its status is
-    not checked): the kernels called this way are ``_nrt=False`` arithmetic that reports through its arrays."""
-    @intrinsic
-    def call(typingctx, args):
-        argtypes = tuple(types.unliteral(t) for t in args.types)
+def unlinked(disp, literal=False):
+    """An intrinsic ``call(*args)`` running the jitted function ``disp`` on ``args`` through the registered name
+    of its build for their types (compiled, or loaded from numba's cache).  ``literal``: the build is made for
+    the arguments' literal types, as a linked call would be (numba specialises a callee on each literal
+    argument's value: the sizes and flags a compiled kernel's calls pass), else for their plain types.  A
+    failing status of the callee (an exception it raises) is passed on to the caller, as numba's own calls do."""
+    @intrinsic(prefer_literal=literal)
+    def call(typingctx, *args):
+        argtypes = tuple(args) if literal else tuple(types.unliteral(t) for t in args)
         disp.compile(argtypes)
         cres = disp.overloads[argtypes]
-        sig = cres.signature.return_type(args)
+        sig = cres.signature.return_type(types.StarArgTuple.from_types(args))
 
         def codegen(context, builder, signature, llargs):
             from numba.core import cgutils
 
             (tup,) = llargs
             values = [context.cast(builder, builder.extract_value(tup, i), t, u)
-                      for i, (t, u) in enumerate(zip(args.types, cres.fndesc.argtypes))]
+                      for i, (t, u) in enumerate(zip(args, cres.fndesc.argtypes))]
             fnty = context.call_conv.get_function_type(cres.fndesc.restype, cres.fndesc.argtypes)
             fn = cgutils.get_or_insert_function(builder.module, fnty, _register(disp, argtypes))
-            _, res = context.call_conv.call_function(builder, fn, cres.fndesc.restype, cres.fndesc.argtypes, values)
+            status, res = context.call_conv.call_function(builder, fn, cres.fndesc.restype, cres.fndesc.argtypes,
+                                                          values)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
             return res
         return sig, codegen
     _CALLEES.append(disp)
+    call.by_symbol_of = disp
     return call
 
 
@@ -86,12 +92,13 @@ def cached_index(disp) -> dict:
     return disp._cache._cache_file._load_index()
 
 
-def load_cached(disp):
-    """Load and register every build of ``disp`` numba has cached for this CPU (read afresh at each call: another
-    process may have cached one since), and those compiled in this process."""
+def load_cached(disp, names=None):
+    """Load and register the builds of ``disp`` numba has cached for this CPU (read afresh at each call: another
+    process may have cached one since) -- those whose registered names are in ``names``, or all -- and those
+    compiled in this process.  (A callee of many literal builds, a wgmma's warp, has dozens cached.)"""
     magic = this_cpu()
     for key in cached_index(disp):
-        if key[1] == magic and key[0] not in disp.overloads:
+        if key[1] == magic and key[0] not in disp.overloads and (names is None or _name(disp, key[0]) in names):
             disp.compile(key[0])
     for argtypes in list(disp.overloads):
         _register(disp, argtypes)
@@ -106,11 +113,13 @@ def declared(library) -> list:
 
 def missing(names) -> list:
     """Those of ``names`` (a cached caller's :func:`declared`) that no build loaded in this process answers, after
-    loading every cached build of the callees."""
+    loading the cached builds of the callees that answer them."""
     if not names or all(n in _NAMES for n in names):
         return [n for n in names if n not in _NAMES]
+    wanted = set(names)
     for disp in _CALLEES:
-        load_cached(disp)
+        if any(n.startswith(f"{PREFIX}{disp.py_func.__name__}_") for n in wanted):
+            load_cached(disp, wanted)
     return [n for n in names if n not in _NAMES]
 
 

@@ -1013,3 +1013,7 @@ FORMS = {
     "tanh.approx.bf16": _half("tanh_bf16", False),
     "tanh.approx.bf16x2": _half("tanh_bf16", True),
 }
+
+
+from .linking import unlinked as _unlinked
+f32_range_by_symbol = _unlinked(f32_range, literal=True)

@@ -263,9 +263,9 @@ def mma_tc_gathered(T, S, e):
     with its exploded arguments."""
     p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed = T[:15]
     if e is None:
-        code = _TC_ONE_CALL((p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S))
+        code = _TC_ONE_CALL(p, M, K, Ka, ri0, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)
     else:
-        code = _TC_SPARSE_CALL((p, M, K, Ka, ri0, T[27], e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S))
+        code = _TC_SPARSE_CALL(p, M, K, Ka, ri0, T[27], e, q, scale, emin, rpb, rpa, zexp, ea, eb, ec, ed, S)
     if code == 2:
         raise RuntimeError("warpsim: the tensor-core kernel left a warp to the exact kernel")
 

@@ -195,6 +195,7 @@ def _line_arguments():
     out = {}
     for unit in (rt_sync, rt_tma):
         for name, fn in vars(unit).items():
+            fn = getattr(fn, "by_symbol_of", fn)        # (a callee called by its symbol: engine/linking.py)
             if isinstance(fn, CPUDispatcher) and fn.__module__ == unit.__name__:
                 params = list(inspect.signature(fn.py_func).parameters)
                 if "line" in params:
@@ -433,7 +434,7 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}        return fail(status, {DIVERGED_BARRIER}, {last_st.line}, base + l, np.uint64(0))")
         lines.extend(pad + x for x in last.lines)
         lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
-        lines.append(f"{pad}if rt_sync.bar_arrive(status, {last_st.line}, state, WBAR, BARC, BARN, spc, srpc, smask, "
+        lines.append(f"{pad}if rt_sync.bar_arrive_by_symbol(status, {last_st.line}, state, WBAR, BARC, BARN, spc, srpc, smask, "
                      "depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
         lines.append(f"{pad}    return")
     elif b.end == "wait":          # the statement parked the warp: it stays at this block
@@ -555,7 +556,7 @@ def generate(ir, name="native_kernel"):
     L.append(f"    {', '.join(_ADDRESS.values())} = {', '.join(f + '.ctypes.data' for f in FILES.values())}")
     L.append("    spc, srpc, smask, depth, live, state = _stacks")
     L.append("    GACT, GWARP, SHV, SHJ, SA, SB, SO, SP0, SP1, SSL, SLF = _lanes")      # SA ..: sfu.f32_range's scratch
-    L.append("    WBAR, BARC, BARN, PARK, PSLOT, PPH, MBO, MBS, CLA, CLS, NREG, NRV = rt_sync.sync_state(CS, W)")
+    L.append("    WBAR, BARC, BARN, PARK, PSLOT, PPH, MBO, MBS, CLA, CLS, NREG, NRV = rt_sync.sync_state_by_symbol(CS, W)")
     L.append(f"    SMEM_BYTES = {ir.shared_static} + dyn_smem")           # one CTA's
     L.append(f"    SMEM_STATIC = {ir.shared_static}")
     L.append("    SMEM0 = SMEM.ctypes.data")
@@ -599,7 +600,7 @@ def generate(ir, name="native_kernel"):
         L.extend(_block_body(ir, b, 24, funcs))
     L.append("                    if steps > max_steps:")
     L.append(f"                        return fail(status, {MAX_STEPS}, 0, c, np.uint64(steps))")
-    L.append("            _go = rt_sync.round_end(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc, "
+    L.append("            _go = rt_sync.round_end_by_symbol(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc, "
              "srpc, smask, depth, W)")
     L.append("            if _go == 0:")
     L.append("                break")

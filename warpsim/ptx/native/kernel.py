@@ -161,13 +161,13 @@ import numpy as np
 from numba import typeof
 from numba import njit
 from warpsim.engine.hostfpu import fma_native, fp_env_ok
-from warpsim.engine.sfu import f32_range as sfu_range
+from warpsim.engine.sfu import f32_range_by_symbol as sfu_range
 from warpsim.ptx.native.rt import (alive as rt_alive, all_lanes as rt_all, bfe as rt_bfe,
-    branch_on as rt_branch_on, goto as rt_goto,
+    branch_on_by_symbol as rt_branch_on, goto as rt_goto,
     clear as rt_clear, cta_begin as rt_cta_begin, div_contracted as rt_div_contracted, divrem as rt_divrem,
     f32 as rt_f32, fail, find as rt_find, fminmax32 as rt_fminmax32, get1 as rt_get1, get16 as rt_get16,
     get16s as rt_get16s, get16u as rt_get16u, get32 as rt_get32, get32s as rt_get32s, get32u as rt_get32u,
-    get64 as rt_get64, global_at as rt_global_at, launch_state as rt_launch_state, leave as rt_leave,
+    get64 as rt_get64, global_at as rt_global_at, launch_state_by_symbol as rt_launch_state, leave as rt_leave,
     load as rt_load, local_at as rt_local_at, local_copy as rt_local_copy, peek1 as rt_peek1, peek2 as rt_peek2,
     peek4 as rt_peek4, peek8 as rt_peek8, poke1 as rt_poke1,
     poke2 as rt_poke2, poke4 as rt_poke4, poke8 as rt_poke8, set1 as rt_set1, set16 as rt_set16, set32 as rt_set32,

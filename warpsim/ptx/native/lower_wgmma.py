@@ -26,8 +26,9 @@ from .rt import BAD_ADDRESS, WGMMA_OPERANDS
 from .rt_wgmma import A_TABLES, D_COL, D_ROW, OUTSIDE
 
 #: the generated source's import of the runtime call (a prelude line, as lower_mma's rows have theirs)
-_IMPORT = ("from warpsim.ptx.native.rt_wgmma import (scratch as rt_wgmma_scratch, warp_mma as rt_wgmma, "
-           "scratch_sparse as rt_wgmma_scratch_sparse,\n    warp_mma_sparse as rt_wgmma_sparse)")
+_IMPORT = ("from warpsim.ptx.native.rt_wgmma import (scratch_by_symbol as rt_wgmma_scratch, "
+           "warp_mma_by_symbol as rt_wgmma,\n    scratch_sparse_by_symbol as rt_wgmma_scratch_sparse, "
+           "warp_mma_sparse_by_symbol as rt_wgmma_sparse)")
 
 
 def _no_guard(o):

@@ -19,6 +19,7 @@ from numba.extending import intrinsic as _intrinsic
 
 from ...engine import sfu as _sfu
 from ...engine.hostfpu import fma_native
+from ...engine.linking import unlinked as _unlinked
 
 
 EXIT = -1
@@ -628,3 +629,9 @@ def divrem(a, b, bits, signed, rem):
         return ((~r + np.uint64(1)) & mask) if sa else r
     q = ma // mb
     return ((~q + np.uint64(1)) & mask) if sa != sb else q
+
+
+#: the compiled kernels call the large, once-a-launch set-up by its symbol (engine/linking.py): its code is not
+#: optimised and compiled again inside every kernel
+launch_state_by_symbol = _unlinked(launch_state, literal=True)
+branch_on_by_symbol = _unlinked(branch_on, literal=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...engine.linking import unlinked
 from ..memory import SHARED_WINDOW
 from .rt import BAD_ADDRESS, MISALIGNED, SYNC_ERROR, fail, settle
 
@@ -421,3 +422,9 @@ def round_end(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc
     if run:
         return 1
     return 0 if alive == 0 else 2
+
+
+#: called by its symbol from the compiled kernels (engine/linking.py): not compiled again inside every kernel
+sync_state_by_symbol = unlinked(sync_state, literal=True)
+bar_arrive_by_symbol = unlinked(bar_arrive, literal=True)
+round_end_by_symbol = unlinked(round_end, literal=True)

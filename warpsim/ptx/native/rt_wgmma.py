@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...engine.linking import unlinked
 from ...engine.tc.wgmma import b_place
 from ...engine.wgmma import dot_rows, fused_rows, fused_scratch, gathered_rows
 from ...numerics.fused import P_D
@@ -369,3 +370,12 @@ def warp_mma_sparse(R32, R64, P, act, base, w, W, smem, smem_bytes, n, ebits, db
     gathered_rows(kind, A, BS, C, p, out)
     _d_words(out, R32, drows, base, dbits)
     return 0, np.uint64(0)
+
+
+#: what the compiled kernels call, by symbol (engine/linking.py): each build (one per combination of the literal
+#: sizes, scales and transposes) is compiled once and cached by numba, not optimised and compiled again inside
+#: every kernel that runs it
+scratch_by_symbol = unlinked(scratch, literal=True)
+warp_mma_by_symbol = unlinked(warp_mma, literal=True)
+scratch_sparse_by_symbol = unlinked(scratch_sparse, literal=True)
+warp_mma_sparse_by_symbol = unlinked(warp_mma_sparse, literal=True)
