@@ -272,10 +272,9 @@ def mma_tc_gathered(T, S, e):
 
 @njit(nogil=True, inline="always")
 def tc_register_units(T, S):
-    """(A, B, C, D's elements in matrix order as units, and the units' places): what :func:`units_in` and
-    :func:`units_out` take around :func:`mma_tc_gathered` (T: call_args' items 19-26, S: scratch_tc)."""
-    return (S[5].view(T[23].dtype), S[6].view(T[24].dtype), S[7].view(T[25].dtype), S[3].view(T[26].dtype), T[19],
-            T[20], T[21], T[22])
+    """A, B, C and D's elements in matrix order viewed as units: what :func:`units_in` and :func:`units_out` take
+    around :func:`mma_tc_gathered`, with the units' places T[19] .. T[22] (T: call_args, S: scratch_tc)."""
+    return S[5].view(T[23].dtype), S[6].view(T[24].dtype), S[7].view(T[25].dtype), S[3].view(T[26].dtype)
 
 
 #: mma_<path> for callers that pass the arrays their working arrays were made for (the float tensor-core path's

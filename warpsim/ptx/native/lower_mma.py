@@ -34,7 +34,7 @@ _IMPORTS = ("from warpsim.ptx.native.rt_tc import (cp_async as rt_cp_async, ldma
             "mma_generic_sparse as rt_mma_generic_sparse, scratch_generic_sparse as rt_scratch_generic_sparse,\n    "
             "mma_generic_scaled as rt_mma_generic_scaled, scratch_generic_scaled as rt_scratch_generic_scaled,\n    "
             "scratch_generic as rt_scratch_generic, scratch_int as rt_scratch_int,\n    scratch_int_sparse as "
-            "rt_scratch_int_sparse, scratch_tc as rt_scratch_tc, scratch_tc_sparse as rt_scratch_tc_sparse,\n    "
+            "rt_scratch_int_sparse, scratch_tc_by_symbol as rt_scratch_tc, scratch_tc_sparse as rt_scratch_tc_sparse,\n    "
             "stmatrix as rt_stmatrix)")
 #: the archs tried, in order, for the path a kernel is generated for (every one with a recipe takes the same
 #: path for the forms of the captured kernels; another launch arch is checked at launch)

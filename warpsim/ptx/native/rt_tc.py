@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ...engine import warp_mma_jit as _j
+from ...engine.linking import unlinked
 from .rt import (BAD_ADDRESS, CP_SIZE, MISALIGNED, PARTIAL_WARP, READ, find, peek1, peek2, peek4, poke1, poke2, poke4,
                  round16, track)
 
@@ -101,7 +102,8 @@ def _tc_on_registers(sparse):
             _metadata(E, R, re, base)
         else:
             inner, E = S, None
-        A, B, C, D, pa, pb, pc, pd = _j.tc_register_units(plan, inner)
+        A, B, C, D = _j.tc_register_units(plan, inner)
+        pa, pb, pc, pd = plan[19], plan[20], plan[21], plan[22]     # (the plan's: constants of the kernel's code)
         _j.units_in(A, pa, R, base, ra)
         _j.units_in(B, pb, R, base, rb)
         _j.units_in(C, pc, R, base, rc)
@@ -137,17 +139,26 @@ def _scale_bits(SFA, SFB, R, rsa, rsb, sels, base):
 mma_tc, mma_tc_sparse = _tc_on_registers(False), _tc_on_registers(True)
 
 
+@njit(cache=True, nogil=True)
+def scratch_tc(plan, na, nb, nc, nd):
+    """mma_tc's working arrays: the kernel's own only (the registers are gathered straight into them).  Made once a
+    run, by a cached function of its own rather than inlined: its array views and allocations are numba overloads
+    that every process otherwise compiled again for the kernel (~0.4 s of an sm_80 GEMM's first compile).  (The
+    per-call views of them, ``_j.tc_register_units``, stay in the call: made here and passed in, the sm_80 GEMM's
+    launches ran 4% slower.)"""
+    inner = _j.scratch_tc(plan, np.empty((1, 32, na), np.uint32), np.empty((1, 32, nb), np.uint32),
+                          np.empty((1, 32, nc), np.uint32), np.empty((1, 32, nd), np.uint32))
+    return inner
+
+
+#: what the compiled kernels call, by symbol (engine/linking.py: not compiled again inside every kernel)
+scratch_tc_by_symbol = unlinked(scratch_tc)
+
+
 @njit(nogil=True, inline="always")
 def scratch_tc_sparse(plan, na, nb, nc, nd):
     """mma_tc_sparse's working arrays: scratch_tc's and the warp's metadata words."""
-    return scratch_tc(plan, na, nb, nc, nd), np.empty((1, 32), np.uint32)
-
-
-@njit(nogil=True, inline="always")
-def scratch_tc(plan, na, nb, nc, nd):
-    """mma_tc's working arrays: the kernel's own only (the registers are gathered straight into them)."""
-    return _j.scratch_tc(plan, np.empty((1, 32, na), np.uint32), np.empty((1, 32, nb), np.uint32),
-                         np.empty((1, 32, nc), np.uint32), np.empty((1, 32, nd), np.uint32))
+    return scratch_tc_by_symbol(plan, na, nb, nc, nd), np.empty((1, 32), np.uint32)
 
 
 #: mma_<path>(plan, S, R, base, A rows, B rows, C rows, D rows) for each path of the engine, and
