@@ -19,7 +19,7 @@ import re
 from .ir import EXIT
 from .lower import FILES, Untranslatable, register_file, sfu_batch_lines
 from .reroll import Tables, reroll, substituted, template, template_text
-from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, DIVERGED_BARRIER, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
+from .rt import CALL_DEPTH, CALL_RPC, DEADLOCK, FRAME_DEPTH, LAUNCH_SHAPE, MAX_STEPS, SFU_BATCH
 
 
 def _guard(ir, st):
@@ -184,7 +184,7 @@ def _sparse_wgmma_arguments():
 
 
 def _line_arguments():
-    """The synchronisation and TMA units' calls as the kernel source names them (``rt_sync.bar_arrive``), each
+    """The synchronisation and TMA units' calls as the kernel source names them (``rt_sync.bar_end``), each
     with the position of its ``line`` parameter (the PTX line a failure names)."""
     import inspect
 
@@ -428,14 +428,10 @@ def _block_body(ir, b, ind, funcs):
         lines.append(f"{pad}    GACT[l] = act[l] and {g or 'True'}")
         lines.append(f"{pad}rt_leave(spc, srpc, smask, depth, live, w, GACT)")
         lines.append(goto(nxt))
-    elif b.end == "bar":
-        lines.append(f"{pad}for l in range(32):")
-        lines.append(f"{pad}    if act[l] != live[w, l]:")
-        lines.append(f"{pad}        return fail(status, {DIVERGED_BARRIER}, {last_st.line}, base + l, np.uint64(0))")
+    elif b.end == "bar":           # (the barrier's operands are register reads: read before the lanes are checked)
         lines.extend(pad + x for x in last.lines)
-        lines.append(f"{pad}spc[w, depth[w]] = {nxt}")
-        lines.append(f"{pad}if rt_sync.bar_arrive_by_symbol(status, {last_st.line}, state, WBAR, BARC, BARN, spc, srpc, smask, "
-                     "depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
+        lines.append(f"{pad}if rt_sync.bar_end_by_symbol(status, {last_st.line}, act, live, base, {nxt}, state, WBAR, BARC, "
+                     "BARN, spc, srpc, smask, depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
         lines.append(f"{pad}    return")
     elif b.end == "wait":          # the statement parked the warp: it stays at this block
         lines.append(f"{pad}if PARK[w]:")

@@ -46,7 +46,7 @@ def _issue_order(o, m):
 
 @row(r"wgmma\.wait_group\.sync\.aligned")
 def _wait(o, m):
-    """A barrier of the warp's warpgroup (rt_sync.bar_arrive, bid -1): every warp of the warpgroup issues its
+    """A barrier of the warp's warpgroup (rt_sync.bar_end, bid -1): every warp of the warpgroup issues its
     wgmmas before any runs past the wait (the warpgroup reads their operands together)."""
     _no_guard(o)
     (n,) = o.need(1)

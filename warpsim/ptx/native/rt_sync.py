@@ -22,7 +22,7 @@ from numba import njit
 
 from ...engine.linking import unlinked
 from ..memory import SHARED_WINDOW
-from .rt import BAD_ADDRESS, MISALIGNED, SYNC_ERROR, fail, settle
+from .rt import BAD_ADDRESS, DIVERGED_BARRIER, MISALIGNED, SYNC_ERROR, fail, settle
 
 _WINDOW_BASE = np.int64(SHARED_WINDOW)
 
@@ -160,6 +160,20 @@ def bar_arrive(status, line, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w
     if bar_release(state, WBAR, BARC, BARN, spc, srpc, smask, depth, W, key) and state[w] == 0:
         state[w] = YIELDED      # the warps it released run from the next round, in warp order, it with them
     return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def bar_end(status, line, act, live, base, nxt, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w, W, bid, cnt,
+            given, sync):
+    """The end of a block whose last statement is a CTA barrier: every lane of the warp must be there (else
+    DIVERGED_BARRIER at the first that is not), the warp goes on at block ``nxt``, and arrives (:func:`bar_arrive`).
+    One call, not the kernel's own lines at each barrier (numba's compile time follows them).  Returns 1 after a
+    failure."""
+    for l in range(32):
+        if act[l] != live[w, l]:
+            return fail(status, DIVERGED_BARRIER, line, base + l, np.uint64(0))
+    spc[w, depth[w]] = nxt
+    return bar_arrive(status, line, state, WBAR, BARC, BARN, spc, srpc, smask, depth, w, W, bid, cnt, given, sync)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -426,5 +440,5 @@ def round_end(state, WBAR, BARC, BARN, PARK, PSLOT, PPH, MBS, CLA, CLS, NRV, spc
 
 #: called by its symbol from the compiled kernels (engine/linking.py): not compiled again inside every kernel
 sync_state_by_symbol = unlinked(sync_state, literal=True)
-bar_arrive_by_symbol = unlinked(bar_arrive, literal=True)
+bar_end_by_symbol = unlinked(bar_end)
 round_end_by_symbol = unlinked(round_end, literal=True)
