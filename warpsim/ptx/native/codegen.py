@@ -153,6 +153,11 @@ _CONTEXT = ("TID_x", "TID_y", "TID_z", "NTID_x", "NTID_y", "NTID_z", "CTAID_x", 
 #: took 54 s; 64 or 200 statements a function gave no gain over 32)
 CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
+#: a long tuple of int64 register rows (lower.int_tuple) becomes a module constant: one global to type and lower
+#: where the inline tuple was a call of np.int64 per row (a wgmma's 32 D rows: 130 IR statements).  Short ones (an
+#: mma.sync's operands, gathered in its inlined call) stay inline: as constants, the sm_80 GEMM's launches ran 2%
+#: slower.
+_ROW_TUPLE = re.compile(r"\((?:np\.int64\(-?\d+\), ){8,}\)")
 #: jitted callees and the positions of their arguments that vary from statement to statement (a PTX line, a
 #: status code, a block, a register, a parameter's offset): numba compiles a jitted callee once per literal
 #: argument value, so these integer literals become int64 module constants.  The other literal arguments
@@ -302,10 +307,18 @@ class _Functions:
         self.ir, self.shapes = ir, {}
         self.context = set(_CONTEXT) | {f"TAB_{t}" for t in ir.sfu_tables} | set(ir.launch_args) | set(ir.scratch)
         self.consts, self.ints, self.tables = set(), set(), Tables()
+        self.row_tuples = {}        # a row tuple's text -> its module constant's name
+
+    def row_tuple_constants(self, text):
+        """``text`` with its tuples of register rows as module constants (``RT<n>``, :meth:`row_tuple_defs`)."""
+        return _ROW_TUPLE.sub(lambda m: self.row_tuples.setdefault(m[0], f"RT{len(self.row_tuples)}"), text)
+
+    def row_tuple_defs(self):
+        return [f"{name} = {text}" for text, name in self.row_tuples.items()]
 
     def _finished(self, lines):
         """Lines with their register elements as word calls and their constants module constants."""
-        text = "\n".join(_words(x) for x in lines)
+        text = self.row_tuple_constants("\n".join(_words(x) for x in lines))
         self.consts.update(int(v) for v in _CONST.findall(text))
         text, ints = _typed_int_arguments(_CONST.sub(lambda m: f"K{m.group(1)}", text))
         self.ints |= ints
@@ -606,11 +619,12 @@ def generate(ir, name="native_kernel"):
     L.append("    return")
     L = _one_exit(L, L.index(_LOOP), len(L) - 2)
     defs, shared = funcs.definitions()
-    kernel = _PLACED.sub(lambda m: f", I{m[2]}" if m[1] in shared else "", "\n".join(_words(x) for x in L))
+    kernel = funcs.row_tuple_constants(_PLACED.sub(lambda m: f", I{m[2]}" if m[1] in shared else "",
+                                                   "\n".join(_words(x) for x in L)))
     body = "\n".join(x for d in defs for x in d) + "\n\n" + kernel + "\n"
     consts = sorted({int(v) for v in _CONST.findall(body)} | funcs.consts)
     body = _CONST.sub(lambda m: f"K{m.group(1)}", body)
     body, ints = _typed_int_arguments(body)
     return "".join(x + "\n" for x in ir.prelude) + "".join(f"K{v} = np.uint64({v})\n" for v in consts) + \
         "".join(f"{'IM' if v < 0 else 'I'}{abs(v)} = np.int64({v})\n" for v in sorted(ints | funcs.ints)) + \
-        "".join(x + "\n" for x in funcs.tables.defs) + "\n\n" + body
+        "".join(x + "\n" for x in funcs.tables.defs + funcs.row_tuple_defs()) + "\n\n" + body
