@@ -154,3 +154,22 @@ def test_bench_sfu_rows(tmp_path, capsys):
     assert _bench.main(["--report", str(out), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert all(f"| {name} | `{form}` |" in md for name, form, *_ in bench_sfu.ROWS)
+
+
+def test_first_compile_is_judged_apart_and_only_when_it_compiled():
+    """Issue 32's first-compile target (a PTX file of at most 2,000 lines in at most 5 s) is judged on compiles
+    only: a kernel loaded from the kernel cache is marked ``c`` and not judged, a longer file is reported, not
+    judged (worked examples of the rule)."""
+    from warpsim.cli import bench_kernels as BK
+
+    rows = [dict(kernel="slow", compile_s=6.2, compiled_why=["not built here before"]),
+            dict(kernel="fast", compile_s=3.0, compiled_why=["not built here before"]),
+            dict(kernel="cached", compile_s=0.3, compiled_why=[]),
+            dict(kernel="long", compile_s=30.0, compiled_why=["not built here before"])]
+    for r, lines in zip(rows, (1803, 534, 1803, 6400)):
+        BK.judge_first_compile(r, lines)
+    assert [r.get("meets_first_compile") for r in rows] == [False, True, None, None]
+    assert [BK.compile_cell(r) for r in rows] == ["6.2s", "3.0s", "0.3s c", "30.0s"]
+    report = {"families": [], "kernels": [dict(r, available=True, meets_ratio=True) for r in rows],
+              "paths": [dict(rows[0], path="a path", available=True, meets_ratio=True)]}
+    assert _bench.targets_summary(report)["first_compile"] == ["a path", "slow"]

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench_kernels import KERNEL_ROWS, bench_kernels_one_thread, format_kernels  # noqa: F401
+from .bench_kernels import (KERNEL_ROWS, TARGET_FIRST_COMPILE_LINES, TARGET_FIRST_COMPILE_S,  # noqa: F401
+                            bench_kernels_one_thread, compile_cell, first_compile_missed, format_kernels,
+                            judge_first_compile)
 from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
 from . import bench_sfu
 
@@ -351,6 +353,9 @@ def targets_summary(report: dict) -> dict:
         out["gemm_ratio"] = [r["gemm"] for r in report["gemms"] if r.get("available") and not r["meets_ratio"]]
     if report.get("kernels") is not None:
         out["kernel_ratio"] = [r["kernel"] for r in report["kernels"] if not (r.get("available") and r["meets_ratio"])]
+    if report.get("kernels") is not None or report.get("paths") is not None:
+        out["first_compile"] = (first_compile_missed(report.get("paths") or [], "path")
+                                + first_compile_missed(report.get("kernels") or [], "kernel"))
     return out
 
 
@@ -446,6 +451,7 @@ def _cutlass_launch(text, launch, params, ins, M, N, cluster):
 
     ptx.translation = lambda: mod.translation(entry)
     ptx.shape = (M, N, K)
+    ptx.ptx_lines = text.count("\n")
     a, b = ins["A"].view(np.float16), ins["B"].view(np.float16).T
     c0 = ins["C"].view(np.float32)
     op = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -501,7 +507,8 @@ def _ptx_gemm(name, size):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size)).astype(elem)
     b = rng.standard_normal((size, size)).astype(elem)
-    mod = load(root / f"{name}.ptx")
+    text = (root / f"{name}.ptx").read_text()
+    mod = load(text)
     grid = (-(-size // kern["bm"]), -(-size // kern["bn"]), 1)
     arch = "sm_90"          # as the H100 runs it (the capture of tests/ptx/compiled)
 
@@ -516,6 +523,7 @@ def _ptx_gemm(name, size):
         return mod.last_engine["engine"]
 
     ptx.translation = lambda: mod.translation("matmul")
+    ptx.ptx_lines = text.count("\n")
     op = f"mma.sync.aligned.m16n8k16.row.col.f32.{kern['a']}.{kern['a']}.f32"
     c0 = np.zeros((size, size), np.float32)
     return ptx, (lambda: warpsim.gemm(a, b, c0, instruction=op, arch=arch)), size ** 3
@@ -535,7 +543,7 @@ def _engines(r) -> str:
     if "compiled_ratio" in r:
         workers = f", {r['workers']} workers" if "workers" in r else ""
         return (f" (compiled{workers}; interpreter {r['interpret_ratio']:.1f}, {r['interpret_seconds']:.2f} s; compile "
-                f"{r['compile_s']:.1f} s)")
+                f"{compile_cell(r).replace('s', ' s')})")
     return " (interpreter)" if "interpret_ratio" in r else ""
 
 
@@ -579,6 +587,7 @@ def bench_paths(repeat, quick, names=None):
                     if fn("compiled") == "compiled":    # the first compiled launch: compiling (or loading) it
                         row["compile_s"] = time.perf_counter() - t0
                         row["compiled_why"] = _native.compiled_since(why)
+                        judge_first_compile(row, fn.ptx_lines)
                         # a compiled 256^3 launch takes tens of ms: enough pairs for a steady median
                         ts, rs, ratio = _time_pair(lambda: fn("compiled"), ref_fn, 3 if quick else max(3 * repeat, 9))
                         row.update(engine="compiled", compiled_seconds=statistics.median(ts), compiled_ratio=ratio,
@@ -884,6 +893,10 @@ def format_table(report: dict) -> str:
             lines.append(f"whole-GEMM targets (ratio per row): {_say(t['gemm_ratio'])}")
         if "kernel_ratio" in t:
             lines.append(f"whole-kernel targets (ratio to numpy float32 per row): {_say(t['kernel_ratio'])}")
+        if "first_compile" in t:
+            lines.append(f"first compile (apart from the ratios): a PTX file of <= {TARGET_FIRST_COMPILE_LINES:,} lines "
+                         f"in <= {TARGET_FIRST_COMPILE_S:g} s (compiles only; c: loaded from the kernel cache, not "
+                         f"judged): {_say(t['first_compile'])}")
         if t["not_available"]:
             lines.append("not available in this build: " + ", ".join(t["not_available"]))
     return "\n".join(lines)
