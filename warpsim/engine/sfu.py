@@ -39,6 +39,7 @@ from numba.extending import intrinsic
 from ..numerics import sfu as _ref
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 from .jitcache import named_copy
+from .linking import unlinked
 
 #: elements per call above which the parallel kernels run; elements per chunk
 PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
@@ -1015,5 +1016,6 @@ FORMS = {
 }
 
 
-from .linking import unlinked as _unlinked
-f32_range_by_symbol = _unlinked(f32_range, literal=True)
+#: the compiled PTX kernels call the range kernel by its symbol (engine/linking.py): each build is compiled once
+#: and cached by numba, not optimised and compiled again inside every kernel
+f32_range_by_symbol = unlinked(f32_range, literal=True)

@@ -155,8 +155,8 @@ CHUNK = 32
 _CONST = re.compile(r"np\.uint64\((\d+)\)")     # integer constants: module-level numpy scalars (cheap typing)
 #: a long tuple of int64 register rows (lower.int_tuple) becomes a module constant: one global to type and lower
 #: where the inline tuple was a call of np.int64 per row (a wgmma's 32 D rows: 130 IR statements).  Short ones (an
-#: mma.sync's operands, gathered in its inlined call) stay inline: as constants, the sm_80 GEMM's launches ran 2%
-#: slower.
+#: mma.sync's operands, gathered in its inlined call) stay inline: as constants the sm_80 GEMM's launches measured
+#: up to 2% slower, inside that host's noise, for no compile time worth having.
 _ROW_TUPLE = re.compile(r"\((?:np\.int64\(-?\d+\), ){8,}\)")
 #: jitted callees and the positions of their arguments that vary from statement to statement (a PTX line, a
 #: status code, a block, a register, a parameter's offset): numba compiles a jitted callee once per literal
@@ -314,6 +314,7 @@ class _Functions:
         return _ROW_TUPLE.sub(lambda m: self.row_tuples.setdefault(m[0], f"RT{len(self.row_tuples)}"), text)
 
     def row_tuple_defs(self):
+        """The module-level definitions of the row tuples' constants."""
         return [f"{name} = {text}" for text, name in self.row_tuples.items()]
 
     def _finished(self, lines):
@@ -443,8 +444,8 @@ def _block_body(ir, b, ind, funcs):
         lines.append(goto(nxt))
     elif b.end == "bar":           # (the barrier's operands are register reads: read before the lanes are checked)
         lines.extend(pad + x for x in last.lines)
-        lines.append(f"{pad}if rt_sync.bar_end_by_symbol(status, {last_st.line}, act, live, base, {nxt}, state, WBAR, BARC, "
-                     "BARN, spc, srpc, smask, depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
+        lines.append(f"{pad}if rt_sync.bar_end_by_symbol(status, {last_st.line}, act, live, base, {nxt}, state, "
+                     "WBAR, BARC, BARN, spc, srpc, smask, depth, w, W, _bid, _bcnt, _bgiven, _bsync):")
         lines.append(f"{pad}    return")
     elif b.end == "wait":          # the statement parked the warp: it stays at this block
         lines.append(f"{pad}if PARK[w]:")
