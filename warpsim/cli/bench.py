@@ -543,7 +543,7 @@ def _engines(r) -> str:
     if "compiled_ratio" in r:
         workers = f", {r['workers']} workers" if "workers" in r else ""
         return (f" (compiled{workers}; interpreter {r['interpret_ratio']:.1f}, {r['interpret_seconds']:.2f} s; compile "
-                f"{compile_cell(r).replace('s', ' s')})")
+                f"{compile_cell(r, ' s')})")
     return " (interpreter)" if "interpret_ratio" in r else ""
 
 

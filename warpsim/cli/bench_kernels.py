@@ -48,11 +48,11 @@ def judge_first_compile(row, lines):
         row["meets_first_compile"] = row["compile_s"] <= TARGET_FIRST_COMPILE_S
 
 
-def compile_cell(r) -> str:
-    """The compile column: seconds, ``c`` after them for a load from the kernel cache."""
+def compile_cell(r, unit="s") -> str:
+    """The compile column: seconds (``unit`` after them), ``c`` after them for a load from the kernel cache."""
     if "compile_s" not in r:
         return "-"
-    return f"{r['compile_s']:.1f}s" + ("" if r.get("first_compile", True) else " c")
+    return f"{r['compile_s']:.1f}{unit}" + ("" if r.get("first_compile", True) else " c")
 
 
 def first_compile_missed(rows, key) -> list:
