@@ -417,8 +417,8 @@ def _forget_failed_compiles():
 
     with warnings.catch_warnings():     # (isinstance on some objects of other packages warns: torch's lazy modules)
         warnings.simplefilter("ignore")
-        for obj in gc.get_objects():
-            if isinstance(obj, _FunctionCompiler):
+        for obj in gc.get_objects():        # (type(), not isinstance: a dead weak proxy's __class__ raises)
+            if issubclass(type(obj), _FunctionCompiler):
                 obj._failed_cache.clear()
 
 
