@@ -79,3 +79,38 @@ def test_two_processes_building_for_two_cpus_at_once_keep_both_cache_entries(tmp
     for i in range(n):
         index = getattr(racing, f"f{i}")._cache._cache_file._load_index()
         assert len(index) == 2 and len(set(index.values())) == 2, (i, index)
+
+
+def test_kernels_cached_by_two_processes_each_run_their_own_callees(tmp_path):
+    """Two processes compiled one factory's closures (one qualified name, one argument type, different code) into
+    two cached kernels, each in the same order, so numba gave both closures the same serial and so the same
+    symbol; a third process loading both kernels ran the first one's closure in the second (seen: 644 for both,
+    where the second is 1242).  With the package's function ids numbered from a random start
+    (jitcache._process_unique_ids), each kernel runs its own."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "factory.py").write_text(
+        "import warpsim\nimport numpy as np\nfrom numba import njit\n\n\ndef make(k):\n    @njit\n    def call(x):\n"
+        "        a = np.empty(x, np.int64)\n        s = 0\n        for i in range(x):\n            a[i] = (i * 7 + k) % 13\n"
+        "        for j in range(3):\n            for i in range(x):\n                s += a[i] * (j + k) ^ (s >> 3)\n"
+        "                if s > 1000000:\n                    s //= 7\n        return s\n    return call\n")
+    for k in (1, 2):
+        (tmp_path / f"kernel{k}.py").write_text(f"from numba import njit\nfrom factory import make\nc = make({k})\n\n\n"
+                                                "@njit(cache=True)\ndef kern(x):\n    return c(x)\n")
+    import warpsim
+
+    root = os.path.dirname(os.path.dirname(warpsim.__file__))      # the package under test
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), root, os.environ.get("PYTHONPATH", "")]))
+
+    def run(code):
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split()
+
+    own = [run(f"import kernel{k}; print(kernel{k}.kern(10))")[0] for k in (1, 2)]      # compiled, cached
+    truth = run("import factory; print(factory.make(1)(10), factory.make(2)(10))")
+    assert own == truth == ["644", "1242"], (own, truth)
+    assert run("import kernel1, kernel2; print(kernel1.kern(10), kernel2.kern(10))") == truth     # both loaded

@@ -146,14 +146,38 @@ def _locked_save(self, key, data):
         self._save_data(name, data)
 
 
+#: where this process's function ids start (:func:`_process_unique_ids`): 2^20 apart at least, at random
+_ID_SPACING = 1 << 20
+
+
+def _process_unique_ids():
+    """Number the functions this process compiles from a random start, not from 1.
+
+    numba names a compiled function by its qualified name, a serial number of the process and its argument types,
+    and every function linked into a caller's library becomes a weak symbol of that library's machine code.  A
+    cached library loaded from disk keeps the names of the process that built it; when two loaded libraries both
+    define one name, the JIT binds both to the first definition.  Two processes compiling in the same order give
+    the same serials to different functions of one qualified name (closures a factory makes: the compiled PTX
+    kernels' runtime has some), so a kernel built by
+    one xdist worker, loaded beside one another worker built, could run the other's code (seen with two cached
+    kernels of one factory's closures: tests/test_jitcache.py).  A random start, far from any other process's,
+    keeps every name of this process's own."""
+    from numba.core import bytecode
+
+    start = int.from_bytes(os.urandom(5), "little") * _ID_SPACING + 1
+    bytecode.FunctionIdentity._unique_ids = itertools.count(start)
+
+
 def install():
     """Put the stamped locators first in numba's list (once): numba takes the first locator that accepts a
-    function, so the package's files get theirs and every other file numba's own; and save every cache entry
-    of the process under its index's lock (:func:`_locked_save`)."""
+    function, so the package's files get theirs and every other file numba's own; save every cache entry
+    of the process under its index's lock (:func:`_locked_save`); and name its functions apart from every other
+    process's (:func:`_process_unique_ids`)."""
     _caching.IndexDataCacheFile.save = _locked_save
     classes = _caching.CacheImpl._locator_classes
     if any(getattr(c, "__name__", "").startswith("Stamped") for c in classes):
         return
+    _process_unique_ids()
     bases = [c for c in (getattr(_caching, n, None) for n in ("UserProvidedCacheLocator", "InTreeCacheLocator",
                                                                "UserWideCacheLocator")) if c is not None]
     classes[:0] = [_stamped(b) for b in bases]

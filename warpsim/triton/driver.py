@@ -189,8 +189,8 @@ class _Memory:
         if not wanted:
             return
         with warnings.catch_warnings():          # some objects the collector holds warn when inspected
-            warnings.simplefilter("ignore")
-            live = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+            warnings.simplefilter("ignore")      # (type(), not isinstance: a dead weak proxy's __class__ raises)
+            live = [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor)]
         for obj in live:
             if not wanted:
                 break
