@@ -149,6 +149,9 @@ def _units(U, into):
                         U[places[x + np.uint64(k)]] = Ru[np.uint64(regs[i]), t + np.uint64(k)]
                     else:
                         Ru[np.uint64(regs[i]), t + np.uint64(k)] = U[places[x + np.uint64(k)]]
+    # a name per direction: numba names a build by its qualified name and argument types, which the two share, and
+    # a kernel linking two same-named builds keeps one of them (engine/jitcache.py's _process_unique_ids)
+    impl.__name__ = impl.__qualname__ = f"units_{'in' if into else 'out'}_impl"
     return impl
 
 
