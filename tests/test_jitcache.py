@@ -40,6 +40,24 @@ def test_an_edit_in_the_ptx_layer_leaves_the_engine_stamp_alone(monkeypatch):
     assert _stamp(rt.find)[1] != before_ptx[1]
 
 
+def test_a_debug_or_bounds_checked_build_is_stamped_apart_from_a_plain_one(monkeypatch):
+    """numba's cache key leaves out debug info and bounds checks: a build made under NUMBA_ENABLE_PROFILING was
+    loaded by later plain processes (a compiled sm_80 GEMM's launches 3x slower).  They join the stamp of the
+    package's builds and the compiled kernels' host key (jitcache.build_flags)."""
+    from numba.core import config
+
+    from warpsim.ptx.native import kernel
+
+    host_key = kernel._host.__wrapped__            # (remembered a process: the flags are its environment's)
+    plain, host = _stamp(rt.find), host_key()
+    for flag in ("DEBUGINFO_DEFAULT", "BOUNDSCHECK"):
+        with monkeypatch.context() as m:
+            m.setattr(config, flag, 1)
+            assert _stamp(rt.find)[:2] == plain[:2] and _stamp(rt.find) != plain, flag
+            assert host_key() != host, flag
+    assert _stamp(rt.find) == plain and host_key() == host
+
+
 def test_a_function_outside_the_package_keeps_numbas_own_locator():
     @njit(cache=True)
     def f(x):

@@ -97,9 +97,20 @@ def _stamp_of(py_file):
     return None
 
 
+def build_flags() -> tuple:
+    """numba's process-wide settings that change the machine code of a build but not its cache key: debug info
+    (``NUMBA_DEBUGINFO``, and ``NUMBA_ENABLE_PROFILING`` which sets it) and bounds checks (``NUMBA_BOUNDSCHECK``).
+    A build made under them was loaded by later plain processes (seen: a compiled sm_80 GEMM's launches 3x
+    slower after one profiling run), so they join the stamp of the package's builds and the compiled PTX
+    kernels' host key."""
+    from numba.core import config
+
+    return (bool(config.DEBUGINFO_DEFAULT), bool(config.BOUNDSCHECK))
+
+
 def _stamped(base):
     """``base`` (a numba cache locator) for the package's own files, its source stamp joined by their layers'
-    digest (numba drops a cache entry whose stamp differs)."""
+    digest and the build flags (numba drops a cache entry whose stamp differs)."""
     class Stamped(base):
         @classmethod
         def from_function(cls, py_func, py_file):
@@ -108,7 +119,7 @@ def _stamped(base):
             return super().from_function(py_func, py_file)
 
         def get_source_stamp(self):
-            return (super().get_source_stamp(), _stamp_of(self._py_file))
+            return (super().get_source_stamp(), _stamp_of(self._py_file), build_flags())
 
     Stamped.__name__ = Stamped.__qualname__ = f"Stamped{base.__name__}"
     return Stamped

@@ -86,10 +86,12 @@ def _key(src):
 @functools.lru_cache(maxsize=None)
 def _host():
     """The CPU numba compiles for (its target triple, CPU name and features: an AVX2 build on an AVX-512 host is
-    another), which names a kernel's module file and its built marker."""
+    another) and the build flags (a debug build is another: engine/jitcache.build_flags), which name a kernel's
+    module file and its built marker."""
+    from ...engine.jitcache import build_flags
     from ...engine.linking import this_cpu
 
-    return hashlib.sha256(repr(this_cpu()).encode()).hexdigest()[:12]
+    return hashlib.sha256(repr((this_cpu(), *build_flags())).encode()).hexdigest()[:12]
 
 
 def _source(ir):
