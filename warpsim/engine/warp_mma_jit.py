@@ -124,8 +124,8 @@ _UNIT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 def units_in(U, places, R, base, regs):
     """U[places[...]] = the units of the warp's registers ``regs`` (rows of the 32-bit register file R, C-contiguous,
-    threads base .. base + 31; a little-endian host's views); U: the elements in matrix order viewed as units
-    (_register_units)."""
+    threads base .. base + 31; a word's k-th unit its k-th lowest bits, as the GPU packs them); U: the elements in
+    matrix order viewed as units (_register_units)."""
 
 
 def units_out(U, places, R, base, regs):
@@ -133,22 +133,29 @@ def units_out(U, places, R, base, regs):
 
 
 def _units(U, into):
-    """units_in (``into`` U) or units_out for U's unit type; ``per``, the units a word, and ``into`` are constants
-    of the build (the loop over a word's units unrolls, the other direction is pruned)."""
-    per = 32 // U.dtype.bitwidth
+    """units_in (``into`` U) or units_out for U's unit type; ``per``, the units a word, their width and ``into`` are
+    constants of the build (the loop over a word's units unrolls, the other direction is pruned).  A word's k-th unit
+    is its bits ``width * k`` up, shifted out of (or into) the 32-bit word itself: a view of the register file as
+    units was a call and a reference count each time."""
+    width = U.dtype.bitwidth
+    per, mask = 32 // width, (1 << width) - 1
+    unit = U.dtype
 
     def impl(U, places, R, base, regs):
-        Ru = R.view(U.dtype)             # the register file as units: a word's k-th from its low bits at per * t + k
         n = len(regs)
         for l in range(32):
             for i in range(n):
                 x = np.uint64(per * (l * n + i))
-                t = np.uint64(per * (base + l))
-                for k in range(per):
-                    if into:
-                        U[places[x + np.uint64(k)]] = Ru[np.uint64(regs[i]), t + np.uint64(k)]
-                    else:
-                        Ru[np.uint64(regs[i]), t + np.uint64(k)] = U[places[x + np.uint64(k)]]
+                r, t = np.uint64(regs[i]), np.uint64(base + l)
+                if into:
+                    w = R[r, t]
+                    for k in range(per):
+                        U[places[x + np.uint64(k)]] = unit((w >> np.uint32(width * k)) & np.uint32(mask))
+                else:
+                    w = np.uint32(0)
+                    for k in range(per):
+                        w |= np.uint32(U[places[x + np.uint64(k)]]) << np.uint32(width * k)
+                    R[r, t] = w
     # a name per direction: numba names a build by its qualified name and argument types, which the two share, and
     # a kernel linking two same-named builds keeps one of them (engine/jitcache.py's _process_unique_ids)
     impl.__name__ = impl.__qualname__ = f"units_{'in' if into else 'out'}_impl"
