@@ -157,7 +157,8 @@ def _locked_save(self, key, data):
         self._save_data(name, data)
 
 
-#: where this process's function ids start (:func:`_process_unique_ids`): 2^20 apart at least, at random
+#: this process's function ids start at a random multiple of this (:func:`_process_unique_ids`): two processes'
+#: ranges meet only where one compiles more functions than this (or both draw one start: 1 in 2^40)
 _ID_SPACING = 1 << 20
 
 
