@@ -170,10 +170,10 @@ def _process_unique_ids():
     cached library loaded from disk keeps the names of the process that built it; when two loaded libraries both
     define one name, the JIT binds both to the first definition.  Two processes compiling in the same order give
     the same serials to different functions of one qualified name (closures a factory makes: the compiled PTX
-    kernels' runtime has some), so a kernel built by
-    one xdist worker, loaded beside one another worker built, could run the other's code (seen with two cached
-    kernels of one factory's closures: tests/test_jitcache.py).  A random start, far from any other process's,
-    keeps every name of this process's own."""
+    kernels' runtime has some), so a kernel built by one xdist worker, loaded beside one another worker built,
+    could run the other's code (seen with two cached kernels of one factory's closures: tests/test_jitcache.py;
+    and in CI, two builds of the mma gathers: warp_mma_jit._units).  A random start, far from any other
+    process's, keeps every name of this process's own."""
     from numba.core import bytecode
 
     start = int.from_bytes(os.urandom(5), "little") * _ID_SPACING + 1
