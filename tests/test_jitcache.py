@@ -108,17 +108,35 @@ def test_kernels_cached_by_two_processes_each_run_their_own_callees(tmp_path):
     import os
     import subprocess
     import sys
+    import textwrap
 
-    (tmp_path / "factory.py").write_text(
-        "import warpsim\nimport numpy as np\nfrom numba import njit\n\n\ndef make(k):\n    @njit\n    def call(x):\n"
-        "        a = np.empty(x, np.int64)\n        s = 0\n        for i in range(x):\n            a[i] = (i * 7 + k) % 13\n"
-        "        for j in range(3):\n            for i in range(x):\n                s += a[i] * (j + k) ^ (s >> 3)\n"
-        "                if s > 1000000:\n                    s //= 7\n        return s\n    return call\n")
-    for k in (1, 2):
-        (tmp_path / f"kernel{k}.py").write_text(f"from numba import njit\nfrom factory import make\nc = make({k})\n\n\n"
-                                                "@njit(cache=True)\ndef kern(x):\n    return c(x)\n")
     import warpsim
 
+    (tmp_path / "factory.py").write_text(textwrap.dedent("""
+        import warpsim
+        import numpy as np
+        from numba import njit
+
+
+        def make(k):
+            @njit
+            def call(x):
+                a = np.empty(x, np.int64)
+                s = 0
+                for i in range(x):
+                    a[i] = (i * 7 + k) % 13
+                for j in range(3):
+                    for i in range(x):
+                        s += a[i] * (j + k) ^ (s >> 3)
+                        if s > 1000000:
+                            s //= 7
+                return s
+            return call
+        """))
+    for k in (1, 2):
+        (tmp_path / f"kernel{k}.py").write_text(
+            f"from numba import njit\nfrom factory import make\nc = make({k})\n\n\n@njit(cache=True)\ndef kern(x):\n"
+            "    return c(x)\n")
     root = os.path.dirname(os.path.dirname(warpsim.__file__))      # the package under test
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), root, os.environ.get("PYTHONPATH", "")]))
 
