@@ -150,3 +150,27 @@ def test_kernels_cached_by_two_processes_each_run_their_own_callees(tmp_path):
     truth = run("import factory; print(factory.make(1)(10), factory.make(2)(10))")
     assert own == truth == ["644", "1242"], (own, truth)
     assert run("import kernel1, kernel2; print(kernel1.kern(10), kernel2.kern(10))") == truth     # both loaded
+
+
+def test_a_forked_child_numbers_its_functions_apart_from_its_parent():
+    """A forked child (the device's sweeps fork their workers) would go on from its parent's function ids, as a
+    second child would: jitcache draws it a start of its own (os.register_at_fork)."""
+    import subprocess
+    import sys
+
+    code = """
+import os, sys
+import warpsim
+from numba.core import bytecode
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(w, str(next(bytecode.FunctionIdentity._unique_ids)).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+print(next(bytecode.FunctionIdentity._unique_ids), os.read(r, 64).decode())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    parent, child = (int(x) for x in done.stdout.split())
+    assert abs(parent - child) >= jitcache._ID_SPACING - 1, (parent, child)

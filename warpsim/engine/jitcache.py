@@ -173,7 +173,8 @@ def _process_unique_ids():
     kernels' runtime has some), so a kernel built by one xdist worker, loaded beside one another worker built,
     could run the other's code (seen with two cached kernels of one factory's closures: tests/test_jitcache.py;
     and in CI, two builds of the mma gathers: warp_mma_jit._units).  A random start, far from any other
-    process's, keeps every name of this process's own."""
+    process's, keeps every name of this process's own; a forked child draws its own (the device's sweeps fork
+    workers that compile)."""
     from numba.core import bytecode
 
     start = int.from_bytes(os.urandom(5), "little") * _ID_SPACING + 1
@@ -190,6 +191,8 @@ def install():
     if any(getattr(c, "__name__", "").startswith("Stamped") for c in classes):
         return
     _process_unique_ids()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_process_unique_ids)
     bases = [c for c in (getattr(_caching, n, None) for n in ("UserProvidedCacheLocator", "InTreeCacheLocator",
                                                                "UserWideCacheLocator")) if c is not None]
     classes[:0] = [_stamped(b) for b in bases]
