@@ -39,6 +39,20 @@ TARGET_FIRST_COMPILE_S = 5.0
 TARGET_FIRST_COMPILE_LINES = 2000
 
 
+def python_loop_ns(steps: int = 1_000_000, rounds: int = 3) -> float:
+    """Nanoseconds a step of a fixed pure-Python loop takes here (best of ``rounds``).  A first compile is mostly
+    Python work (numba's typing and lowering of the generated kernel), so its seconds travel between hosts only
+    with this figure beside them (the project's 2-core development VMs compiled one kernel 2-3x apart)."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        s = 0
+        for i in range(steps):
+            s += i * i
+        best = min(best, time.perf_counter() - t0)
+    return best / steps * 1e9
+
+
 def judge_first_compile(row, lines):
     """Set a row's ``ptx_lines``, ``first_compile`` (its compiled launch compiled the kernel, not loaded it: its
     ``compiled_why`` names a reason) and, for a compile of a file within the target's lines, ``meets_first_compile``."""
