@@ -31,7 +31,7 @@ import numpy as np
 
 from .bench_kernels import (KERNEL_ROWS, TARGET_FIRST_COMPILE_LINES, TARGET_FIRST_COMPILE_S,  # noqa: F401
                             bench_kernels_one_thread, compile_cell, first_compile_missed, format_kernels,
-                            judge_first_compile, python_loop_ns)
+                            judge_first_compile, reference_compile_s)
 from .bench_history import HISTORY, _commit, _isa_note, history_series, isa_label, plot_history, save_history  # noqa: F401
 from . import bench_sfu
 
@@ -897,8 +897,8 @@ def format_table(report: dict) -> str:
             lines.append(f"first compile (apart from the ratios): a PTX file of <= {TARGET_FIRST_COMPILE_LINES:,} lines "
                          f"in <= {TARGET_FIRST_COMPILE_S:g} s (compiles only; c: loaded from the kernel cache, not "
                          f"judged): {_say(t['first_compile'])}"
-                         + (f" (this host's Python: {m['python_loop_ns']:.0f} ns a reference loop step; compiles are "
-                            f"mostly Python work)" if m.get("python_loop_ns") else ""))
+                         + (f" (this host compiles numba's reference function in {m['reference_compile_s']:.2f} s)"
+                            if m.get("reference_compile_s") else ""))
         if t["not_available"]:
             lines.append("not available in this build: " + ", ".join(t["not_available"]))
     return "\n".join(lines)
@@ -916,7 +916,7 @@ def format_markdown(report: dict) -> str:
     out.append(f"{report['warps']:,} warps per call, median of {report['repeat']} runs, one-thread clock "
                f"{report.get('clock_one_thread', 'wall')}; {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, "
                f"numba {m['numba']}" + _isa_note(m) + (f"; commit {report['commit']}" if report.get("commit") else "")
-               + (f"; Python {m['python_loop_ns']:.0f} ns a reference loop step" if m.get("python_loop_ns") else "")
+               + (f"; reference compile {m['reference_compile_s']:.2f} s" if m.get("reference_compile_s") else "")
                + ".")
     rows = [r for r in report["families"] if r.get("available") and r.get("classes")]
     if rows:
@@ -1059,7 +1059,7 @@ def main(argv=None) -> int:
         "warps": warps, "repeat": repeat, "quick": args.quick, "clock_one_thread": args.clock,
         "machine": {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(), "numba_threads": threads_all, "python": platform.python_version(),
                     "numpy": np.__version__, "numba": numba.__version__, "platform": platform.platform(),
-                    "python_loop_ns": python_loop_ns(), **describe()},
+                    "reference_compile_s": reference_compile_s(), **describe()},
         "targets": {"ratio_int_b1": TARGET_RATIO_INT, "ratio_float": TARGET_RATIO_FLOAT,
                     "scaling_all_cores": TARGET_SCALING, "peak_bytes_1M_warps": TARGET_PEAK_BYTES},
         "families": [],
