@@ -36,6 +36,7 @@ from ..numerics.fused import _bits_f64 as _as_f64, _f64_bits
 from ..numerics.softfloat import F64_DEFAULT_NAN, NAN_CANONICAL, U64
 from .hostfpu import PROBE32, PROBE64, first_nan_steps, fma_native, fma_row8c, fma_rows8, fma_rows8m, fma_rows8s, fp_env_ok, nan_words8
 from .jitcache import named_copy
+from .linking import link_only
 
 
 def _f16_table() -> np.ndarray:
@@ -173,7 +174,8 @@ def _up64b(u):
     return _f64_bits(v) | (u & _SIGN64)
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
     """Warps w0..w1-1 of a DMMA chain (P_FIRST = from C): the host's fma chain without subnormal operations
     where they can be avoided (see above), and DMMA's NaN words.
@@ -327,7 +329,8 @@ def _chain_f64(a, b, c, d, w0, w1, M, N, K, ta, tb, tc, td, p):
             d[w, t] = Du[td[t]]
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _chain_f32(a, b, c, d, w0, w1, P, M, N, K, ta, tb, tc, td, c16, d16, p, tab):
     """Warps w0..w1-1 of an f16-input chain worked in f32 with canonical NaNs (f16x4).
 

@@ -51,6 +51,7 @@ from ..numerics.softfloat import add_bits, convert_bits
 from .hostfpu import fma_native, fp_env_ok
 from .kernel import _dot
 from .tensorcore import _ZEXP, _round8_common, _row8, make_chain
+from .linking import link_only
 
 (G_KS, G_KA, G_STEPS, G_SPLIT, G_PROMOTE, G_SERIAL, G_RED, G_REB, G_RMB, G_AEB, G_AMB, G_SPARSE, G_RNAN,
  G_RDNAN) = range(14)
@@ -290,7 +291,8 @@ def fast_rows(g, AV, AE, RI, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep,
 ROW_BLOCK = 32
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _rows_block(g, AVi, AEi, RIf, Kc, sparse, BV, BE, CV, CE, rowbad, panelbad, cbad, fracf, sep, rpb, rpa, rpr,
                 rpd, emino, b0, b1, D, rare):
     S, ka, q, P = g[G_STEPS], g[G_KA], g[G_SPLIT], g[G_PROMOTE]

@@ -36,6 +36,7 @@ from ..isa.layouts import layout
 from ..isa.sparse import metadata_table
 from .hostfpu import madd_row8
 from .jitcache import named_copy
+from .linking import link_only
 
 #: dot-product kinds a recipe may name (the kernel's dispatch table)
 DOT_INT, DOT_TC, DOT_CHAIN = 0, 1, 2
@@ -291,7 +292,8 @@ def _store_words(a, b, w, awslot, bwslot, Aw, Bw):
             Bw[bwslot[lane, wi]] = b[w, lane, wi]
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _int_chunk(params, a, b, c, e, d, w0, w1, M, N, K, awslot, bwslot, oi, oj, spm, od, sparse):
     """Warps w0..w1-1 of an integer or b1 MMA (exact sums as :func:`warpsim.numerics.integer.int_dot`)."""
     abits, asg, bbits, bsg = params[P_A_BITS], params[P_A_SIGNED] != 0, params[P_B_BITS], params[P_B_SIGNED] != 0

@@ -148,19 +148,66 @@ def _instructions(library) -> int:
     return n
 
 
+#: the predicates of the compiles under way inside :func:`linked_only` (numba's compiler lock: one compile at a time)
+_PICKERS: list = []
+#: the functions :func:`link_only` marked: (qualified name, numba's mangled prefix of that name)
+_LINK_ONLY: set = set()
+_INSTALLED = False
+
+
+def link_only(disp):
+    """Mark the jitted function ``disp`` (not ``cache=True``: its code is cached in its callers') as built only to
+    be linked into its callers: numba optimises it, but generates no machine code of its own for it.  For a large
+    helper that only other jitted functions call (the float tensor-core kernel's warp loop, called by the chunk
+    that its serial and parallel kernels call): numba generated its machine code, then again in every caller
+    library linking it (a first ``mma`` of one element type: ~9 s of ~35 s on a 2-core Zen 3).  Calling it from
+    Python is an error (it has no entry point of its own)."""
+    from numba.core.caching import NullCache
+
+    if not isinstance(disp._cache, NullCache):
+        raise ValueError(f"{disp.py_func.__qualname__}: a cache=True function is not link-only (its cache "
+                         "entry needs its own machine code)")
+    f = disp.py_func
+    _LINK_ONLY.add((f.__qualname__, "".join(f"{len(x)}{x}" for x in f"{f.__module__}.{f.__qualname__}".split("."))))
+    _install()
+    return disp
+
+
+def _is_link_only(library):
+    if any(pick(library) for pick in _PICKERS):
+        return True
+    for name, mangled in _LINK_ONLY:
+        if library.name == name and any(mangled in f.name for f in library._final_module.functions):
+            return True
+    return False
+
+
 @contextlib.contextmanager
 def linked_only(is_linked_only):
-    """numba builds the libraries ``is_linked_only(library)`` picks only as modules to link into their callers:
-    optimised, but without machine code of their own.  numba generates each jitted function's machine code, then
-    again for every caller that links it; a compiled PTX kernel's group functions are only ever linked into their
-    kernel, whose library generates code for all of them once.  (Their module optimisation stays: with the kernel's
-    library the only one to optimise them, a Triton layernorm ran 20% slower.)
+    """numba builds the libraries ``is_linked_only(library)`` picks (besides :func:`link_only`'s) only as modules
+    to link into their callers, for the compile inside the ``with``: a compiled PTX kernel's group functions, only
+    ever linked into their kernel, whose library generates code for all of them once."""
+    _install()
+    _PICKERS.append(is_linked_only)
+    try:
+        yield
+    finally:
+        _PICKERS.remove(is_linked_only)
+
+
+def _install():
+    """Teach numba's code libraries the link-only ones (:func:`link_only`, :func:`linked_only`): optimised, but
+    without machine code of their own (their module optimisation stays: with the kernel's library the only one to
+    optimise them, a Triton layernorm ran 20% slower).
 
     Their large callees (more than :data:`LARGE_CALLEE` instructions: a wgmma's warp, the special-function unit's
-    range kernels) are linked into the caller that links them, once, instead of into each of them: numba optimised a
-    callee's whole module again in every library linking it (a kernel of 28 sparse wgmma forms: 8.8 s of its groups'
-    9.7 s of module optimisation).  For the compile inside the ``with`` (numba's compiler lock makes compiles one at
-    a time); the methods are restored after it."""
+    range kernels, the tensor-core warp loop) are linked into the first caller with machine code of its own, once,
+    instead of into each of them: numba optimised a callee's whole module again in every library linking it (a
+    kernel of 28 sparse wgmma forms: 8.8 s of its groups' 9.7 s of module optimisation).  Installed once, for the
+    process; a library neither picks is built as numba builds it."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
     from numba.core import codegen as cg
 
     lib_cls, gen_cls = cg.CPUCodeLibrary, cg.JITCPUCodegen
@@ -168,30 +215,31 @@ def linked_only(is_linked_only):
 
     def _finalize_linking(lib):
         deps = lib._linking_libraries
-        if is_linked_only(lib):
+        lo = _is_link_only(lib)
+        carried = []            # the large callees that link-only callees left to their caller
+        for d in list(deps):
+            if _is_link_only(d):
+                d._ensure_finalized()
+                carried += [x for x in getattr(d, "_warpsim_for_caller", ()) if x not in carried]
+        if lo:
             large = [d for d in deps if _instructions(d) > LARGE_CALLEE]
             lib._linking_libraries = [d for d in deps if d not in large]
-            lib._warpsim_for_caller = large
+            lib._warpsim_for_caller = large + [x for x in carried if x not in large]
         else:
-            for d in list(deps):
-                if is_linked_only(d):
-                    d._ensure_finalized()
-                    deps.extend(x for x in getattr(d, "_warpsim_for_caller", ()) if x not in deps)
+            deps.extend(x for x in carried if x not in deps)
+        lib._warpsim_link_only = lo
         return finalize(lib)
 
     def _finalize(lib):
-        if not is_linked_only(lib):
+        if not getattr(lib, "_warpsim_link_only", False):
             return finalize_module(lib)
         lib._finalize_dynamic_globals()
         lib._verify_declare_only_symbols()
         lib._finalized = True           # (not added to the JIT: its caller's library holds its code)
 
     def _set_env(codegen, env_name, env):
-        if codegen._engine.get_global_value_address(env_name):     # (a linked-only library's is not in the JIT)
+        if codegen._engine.get_global_value_address(env_name):     # (a link-only library's is not in the JIT)
             set_env(codegen, env_name, env)
 
     lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env = _finalize_linking, _finalize, _set_env
-    try:
-        yield
-    finally:
-        lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env = finalize, finalize_module, set_env
+    _INSTALLED = True

@@ -39,7 +39,7 @@ from numba.extending import intrinsic
 from ..numerics import sfu as _ref
 from .hostfpu import PROBE32, PROBE64, fma_native, fp_env_ok
 from .jitcache import named_copy
-from .linking import unlinked
+from .linking import link_only, unlinked
 
 #: elements per call above which the parallel kernels run; elements per chunk
 PARALLEL_THRESHOLD = int(os.environ.get("WARPSIM_SFU_PARALLEL_THRESHOLD", str(1 << 16)))
@@ -410,7 +410,8 @@ def _f32_fast(code, ftz, u, v, c0, c12):
     return q, ok & (e >= 1) & (e <= 252) & (ea >= 1) & (ea <= 254) & (eq >= 1) & (eq <= 254)
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _f32_exact(code, ftz, a, b, d0, d1, seg):
     if code == RCP:
         return _rcp_form(a, ftz, d0)
@@ -612,7 +613,8 @@ def _table_form(code, ftz, a, t0, t1, first, dropped):
     return _mufu_sincos(_fmul_rz(a, _INV_2PI32), code == COS, t0)
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _table_range(code, ftz, a, out, lo, hi, t0, t1, first, dropped):
     """out[lo:hi] one element at a time (loading each block's entries ahead, as the fitted units do,
     made this 3x slower: the loads became vector gathers that keep few misses in flight)."""
@@ -1018,4 +1020,4 @@ FORMS = {
 
 #: the compiled PTX kernels call the range kernel by its symbol (engine/linking.py): each build is compiled once
 #: and cached by numba, not optimised and compiled again inside every kernel
-f32_range_by_symbol = unlinked(f32_range, literal=True)
+f32_range_by_symbol = unlinked(f32_range)

@@ -8,6 +8,7 @@ from numba import njit, prange
 
 from ...numerics.fused import CMODE_FUSED, P_ACC, P_CMODE, P_D, P_FRAC, P_NBLK
 from ..hostfpu import fp_env_ok as _fp_env_ok
+from ..linking import link_only
 from .dot import _accexp8, _decode_abc, _lsb_floor, _round8_common, _row8, _rows_chain2, _rows_fused, _rows_sep
 from .tables import _ZEXP, _pow2f
 
@@ -51,7 +52,8 @@ def tc_scratch(M, K, Ka, a, b, c, d):
 
 
 # not cached by itself: its code lives in the _tc_kernel builds, whose cache names carry the stamp
-# of the intrinsics it inlines (jitcache.named_copy)
+# of the intrinsics it inlines (jitcache.named_copy); no machine code of its own (linking.link_only)
+@link_only
 @njit(nogil=True)
 def _tc_chunk(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
               q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed):
@@ -185,6 +187,7 @@ def tc_warp(p, e, w, M, K, Ka, ri0, spt, sparse, tf32meta, q, scale, emin, rpb, 
     return 1 if special else 0
 
 
+@link_only
 @njit(nogil=True)
 def tc_warps(p, a, b, c, d, e, w0, w1, M, K, Ka, pa, pb, pc, pd, ri0, spt, sparse, tf32meta,
              q, scale, emin, rpb, rpa, need, SFA, SFB, scaled, sta, srb, zexp, ea, eb, ec, ed, S):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...engine.linking import unlinked
+from ...engine.linking import link_only, unlinked
 from ...engine.tc.wgmma import b_place
 from ...engine.wgmma import dot_rows, fused_rows, fused_scratch, gathered_rows
 from ...numerics.fused import P_D
@@ -86,7 +86,8 @@ def _flip(x, sign):
         x[i] = np.uint64(x[i]) ^ sign
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _gather(smem, smem_bytes, desc, row0, rows, ebits, K, mn_major, out, panels):
     """out[_place(i, k)] = the ``ebits``-bit element (row0 + i, k < K) a descriptor reads (-> 0 or OUTSIDE..,
     address).
@@ -124,7 +125,8 @@ def _gather(smem, smem_bytes, desc, row0, rows, ebits, K, mn_major, out, panels)
     return 0, np.uint64(0)
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _gather_bits(smem, smem_bytes, start, lbo, sbo, w, row0, rows, K, out):
     """_gather of 1-bit elements (K-major: b1 has no imm-trans): element k of a row is bit k % 8 of its byte, and a
     16-byte chunk of 128 elements is contiguous in shared memory."""
@@ -141,7 +143,8 @@ def _gather_bits(smem, smem_bytes, start, lbo, sbo, w, row0, rows, K, out):
     return 0, np.uint64(0)
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _operands(R32, R64, smem, smem_bytes, base, w, n, ebits, arows, adrow, bdrow, sa, sb, ta, tb, A, B, panels, KB):
     """Warp w's 16 rows of A (flat, by row) and all of B^T (KB elements a row; flat: by row, or as the fused
     kernel's panels) from its registers / descriptors, imm-scale -1 applied (-> 0 or a code of warp_mma, value)."""
@@ -323,7 +326,8 @@ def scratch_sparse(n, ebits, params):
             np.empty((16, n), np.uint64), np.empty((16, n), np.uint64), _array(params, np.int64))
 
 
-@njit(cache=True, nogil=True)
+@link_only
+@njit(nogil=True)
 def _sparse_b(R32, erow, base, w, meta, B, KB, tf32, out):
     """out[i, j, k]: the element of B^T (flat, KB a row) that kept element k of row 16 (w % 4) + i of A multiplies,
     by the metadata word of thread meta[r, k, 0] of the warpgroup (a lane of this warp) at bit meta[r, k, 1]: index
