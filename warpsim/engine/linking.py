@@ -173,9 +173,15 @@ def link_only(disp):
     return disp
 
 
+#: for each compile of a jitted function under way (outermost first): whether it is one of warpsim's
+_COMPILING: list = []
+
+
 def _is_link_only(library):
     if any(pick(library) for pick in _PICKERS):
         return True
+    if library.name.startswith("__numba_parfor_gufunc") and _COMPILING and _COMPILING[0]:
+        return True     # a prange body's function: only its kernel calls it (its code is in the kernel's library)
     for name, mangled in _LINK_ONLY:
         if library.name == name and any(mangled in f.name for f in library._final_module.functions):
             return True
@@ -204,11 +210,13 @@ def _install():
     range kernels, the tensor-core warp loop) are linked into the first caller with machine code of its own, once,
     instead of into each of them: numba optimised a callee's whole module again in every library linking it (a
     kernel of 28 sparse wgmma forms: 8.8 s of its groups' 9.7 s of module optimisation).  Installed once, for the
-    process; a library neither picks is built as numba builds it."""
+    process; a library neither picks is built as numba builds it.  The functions numba makes of a ``prange`` loop's
+    body while it compiles one of warpsim's kernels are link-only too (their kernel's library holds their code: a
+    first parallel f16 ``mma``, 41 -> 33 s on a 2-core Zen 3)."""
     global _INSTALLED
     if _INSTALLED:
         return
-    from numba.core import codegen as cg
+    from numba.core import codegen as cg, event
 
     lib_cls, gen_cls = cg.CPUCodeLibrary, cg.JITCPUCodegen
     finalize, finalize_module, set_env = lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env
@@ -241,5 +249,14 @@ def _install():
         if codegen._engine.get_global_value_address(env_name):     # (a link-only library's is not in the JIT)
             set_env(codegen, env_name, env)
 
+    class _Compiles(event.Listener):
+        def on_start(self, ev):
+            fn = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+            _COMPILING.append((getattr(fn, "__module__", None) or "").startswith("warpsim"))
+
+        def on_end(self, ev):
+            _COMPILING.pop()
+
     lib_cls.finalize, lib_cls._finalize_final_module, gen_cls.set_env = _finalize_linking, _finalize, _set_env
+    event.register("numba:compile", _Compiles())
     _INSTALLED = True
