@@ -160,8 +160,10 @@ def link_only(disp):
     be linked into its callers: numba optimises it, but generates no machine code of its own for it.  For a large
     helper that only other jitted functions call (the float tensor-core kernel's warp loop, called by the chunk
     that its serial and parallel kernels call): numba generated its machine code, then again in every caller
-    library linking it (a first ``mma`` of one element type: ~9 s of ~35 s on a 2-core Zen 3).  Calling it from
-    Python is an error (it has no entry point of its own)."""
+    library linking it (a first ``mma`` of one element type: ~9 s of ~35 s on a 2-core Zen 3).  A build compiled
+    for a call from Python (the first use of those argument types) is an ordinary one; these helpers are private,
+    and a call from Python of types a caller has already built link-only would find no code (a crash, not an
+    error), as with any function numba never generated code for."""
     from numba.core.caching import NullCache
 
     if not isinstance(disp._cache, NullCache):
@@ -182,10 +184,20 @@ def _is_link_only(library):
         return True
     if library.name.startswith("__numba_parfor_gufunc") and _COMPILING and _COMPILING[0]:
         return True     # a prange body's function: only its kernel calls it (its code is in the kernel's library)
+    if len(_COMPILING) < 2:     # compiled for a call from Python, not for a caller: a build of its own
+        return False
     for name, mangled in _LINK_ONLY:
         if library.name == name and any(mangled in f.name for f in library._final_module.functions):
             return True
     return False
+
+
+def _decided(library):
+    """Whether ``library`` is link-only, decided once (when it is finalised; its callers ask again later)."""
+    lo = getattr(library, "_warpsim_link_only", None)
+    if lo is None:
+        lo = library._warpsim_link_only = _is_link_only(library)
+    return lo
 
 
 @contextlib.contextmanager
@@ -223,10 +235,10 @@ def _install():
 
     def _finalize_linking(lib):
         deps = lib._linking_libraries
-        lo = _is_link_only(lib)
+        lo = _decided(lib)
         carried = []            # the large callees that link-only callees left to their caller
         for d in list(deps):
-            if _is_link_only(d):
+            if _decided(d):
                 d._ensure_finalized()
                 carried += [x for x in getattr(d, "_warpsim_for_caller", ()) if x not in carried]
         if lo:
@@ -235,7 +247,6 @@ def _install():
             lib._warpsim_for_caller = large + [x for x in carried if x not in large]
         else:
             deps.extend(x for x in carried if x not in deps)
-        lib._warpsim_link_only = lo
         return finalize(lib)
 
     def _finalize(lib):
