@@ -14,6 +14,10 @@ error).
 
 Only functions compiled in the process (the generated kernels and the wrappers they inline) may call through
 :func:`unlinked`; a ``cache=True`` function that did would be loadable before its callee.
+
+The other way round, for code that is only ever linked: :func:`link_only` (a private helper of the engine) and
+:func:`linked_only` (a compiled kernel's group functions) have numba build a library without machine code of its
+own, its code generated once, in the caller that links it.
 """
 
 from __future__ import annotations
